@@ -1,0 +1,47 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EMULATORS := tools/emulators
+
+.PHONY: demo test lint typecheck unit bench serve emulators clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+# The storage emulators (Azurite, cosmosdb-server) come from npm at pinned versions.
+$(EMULATORS)/node_modules/.installed: $(EMULATORS)/package.json $(EMULATORS)/package-lock.json
+	cd $(EMULATORS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+emulators: $(EMULATORS)/node_modules/.installed
+
+demo: $(STAMP)
+	$(BIN)/orc demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP) emulators
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+serve: $(STAMP)
+	$(BIN)/orc serve
+
+clean:
+	rm -rf $(VENV) .orc .mypy_cache .ruff_cache .pytest_cache $(EMULATORS)/node_modules

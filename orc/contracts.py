@@ -1,0 +1,85 @@
+"""Pydantic models that cross module and process boundaries: tool results, citations, usage.
+
+These are wire contracts (MCP structured content, HTTP JSON, stored history): field names are kept stable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CacheOutcome = Literal["hit", "miss"]
+
+
+class FileRef(BaseModel):
+    """A handle to one processed session document in the document_chat cache (not the catalog's id)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_id: str
+    blob_name: str
+
+
+class SourceSpan(BaseModel):
+    """A span of a document that a tool used as evidence; ``ref`` is the SourceRef ``<filename>::<span_id>``."""
+
+    ref: str
+    document: str
+    span_id: str
+    page: int | None = None
+    text: str
+
+
+class Citation(BaseModel):
+    """A span an answer relies on, with the quoted text so a reader can check it."""
+
+    ref: str
+    document: str
+    span_id: str
+    page: int | None = None
+    quote: str
+
+
+class Usage(BaseModel):
+    """Model token usage, when the model reports it."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class DocumentChatMetadata(BaseModel):
+    """What document_chat reports besides its answer."""
+
+    cache: CacheOutcome
+    model: str
+    model_calls: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    sources: list[SourceSpan] = Field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+
+class DocumentChatResult(BaseModel):
+    """The structured result of the ``document_chat`` tool (document-chat-workflow "MCP Contract")."""
+
+    answer: str
+    files: list[FileRef]
+    metadata: DocumentChatMetadata
+
+
+class ToolCallRecord(BaseModel):
+    """A tool call made during a turn, as stored in history and reported to clients."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["ok", "error"] = "ok"
+    duration_ms: float = 0.0
+    error: str | None = None

@@ -1,0 +1,104 @@
+"""Validation of the names that become storage paths, and the one resolver that builds those paths.
+
+Names are rejected, never repaired: a repaired name could silently address another file.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from orc.errors import InvalidName
+
+MAX_NAME_BYTES = 1024
+_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def validate_identifier(value: str, *, what: str) -> str:
+    """Check an id that becomes one path segment (organization, user, conversation, context id)."""
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value) or value in {".", ".."}:
+        raise InvalidName(
+            f"{what} id must be 1-128 characters of letters, digits, '_', '-', '.', '@' and start with a "
+            "letter or digit"
+        )
+    return value
+
+
+def validate_blob_name(name: str) -> str:
+    """Return ``name`` when it is a safe relative file name inside a conversation; raise :class:`InvalidName`.
+
+    A blob name may contain ``/`` (sub-folders) but no segment may be empty, ``.`` or ``..``.
+    """
+    if not isinstance(name, str):
+        raise InvalidName("blob name must be a string")
+    if not name:
+        raise InvalidName("blob name must not be empty")
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise InvalidName(f"blob name is longer than {MAX_NAME_BYTES} bytes")
+    if any(unicodedata.category(ch) in {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"} for ch in name):
+        raise InvalidName("blob name contains control or invisible characters")
+    if unicodedata.normalize("NFKC", name) != name:
+        # Full-width dots and slashes (．／) and other compatibility forms fold into path syntax.
+        raise InvalidName("blob name contains compatibility (look-alike) characters")
+    if "\\" in name:
+        raise InvalidName("blob name must not contain a backslash")
+    if _PERCENT_ESCAPE.search(name):
+        raise InvalidName("blob name must not contain percent-encoded characters")
+    if _URL.match(name) or name.startswith("//"):
+        raise InvalidName("blob name must be a file name, not a URL")
+    if name.startswith("/"):
+        raise InvalidName("blob name must be relative (no leading '/')")
+    for segment in name.split("/"):
+        if segment == "":
+            raise InvalidName("blob name has an empty path segment")
+        if segment in {".", ".."}:
+            raise InvalidName("blob name must not contain '.' or '..' segments")
+        if segment != segment.strip():
+            raise InvalidName("blob name segments must not start or end with white space")
+    return name
+
+
+def normalize_blob_names(names: Iterable[str]) -> list[str]:
+    """Strip, drop duplicates (keeping the first) and validate; order is kept for display."""
+    seen: set[str] = set()
+    result: list[str] = []
+    for raw in names:
+        if not isinstance(raw, str):
+            raise InvalidName("blob names must be strings")
+        name = validate_blob_name(raw.strip())
+        if name not in seen:
+            seen.add(name)
+            result.append(name)
+    return result
+
+
+class BlobPaths:
+    """Builds every blob path from validated parts. Nothing else in orc concatenates storage paths."""
+
+    @staticmethod
+    def session_prefix(organization: str, user: str, conversation_id: str) -> str:
+        """The folder of one conversation's documents, ending with ``/``."""
+        for value, what in ((organization, "organization"), (user, "user"), (conversation_id, "conversation")):
+            validate_identifier(value, what=what)
+        return f"{organization}/{user}/{conversation_id}/"
+
+    @classmethod
+    def session_blob(cls, organization: str, user: str, conversation_id: str, blob_name: str) -> str:
+        """``{organization}/{user}/{conversation}/{blob_name}``."""
+        return cls.session_prefix(organization, user, conversation_id) + validate_blob_name(blob_name)
+
+    @staticmethod
+    def context_prefix(organization: str, context_type: str, context_id: str) -> str:
+        """The folder of a context's documents, ending with ``/``."""
+        validate_identifier(organization, what="organization")
+        validate_identifier(context_type, what="context type")
+        validate_identifier(context_id, what="context")
+        return f"{organization}/contexts/{context_type}/{context_id}/"
+
+    @classmethod
+    def context_blob(cls, organization: str, context_type: str, context_id: str, filename: str) -> str:
+        """``{organization}/contexts/{type}/{id}/{filename}``."""
+        return cls.context_prefix(organization, context_type, context_id) + validate_blob_name(filename)
