@@ -81,7 +81,11 @@ class BlobPaths:
     @staticmethod
     def session_prefix(organization: str, user: str, conversation_id: str) -> str:
         """The folder of one conversation's documents, ending with ``/``."""
-        for value, what in ((organization, "organization"), (user, "user"), (conversation_id, "conversation")):
+        for value, what in (
+            (organization, "organization"),
+            (user, "user"),
+            (conversation_id, "conversation"),
+        ):
             validate_identifier(value, what=what)
         return f"{organization}/{user}/{conversation_id}/"
 

@@ -1,0 +1,175 @@
+"""The ``orc`` command: ``demo``, ``ask``, ``serve`` and ``mcp``. It acts as the embedded local principal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import uuid
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TextIO
+
+from orc.composition import build_orchestrator
+from orc.errors import OrcError
+from orc.orchestrator import Orchestrator
+from orc.principal import LOCAL_PRINCIPAL
+from orc.session_files import Upload
+from orc.settings import Settings
+from orc.turns import Event, TurnRequest
+
+DEMO_CONVERSATION = "demo"
+DEMO_QUESTIONS = (
+    "How much notice must the tenant give before moving out?",
+    "And what happens to the security deposit?",
+    "What is the battery life of the Aurora X2 headphones?",
+    "How many vacation days do new employees get?",
+    "Who won the 1998 football world cup?",
+)
+
+
+class Console:
+    """Writes progress to stderr (so it can be hidden) and answers to stdout."""
+
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.out = out
+        self.err = err
+
+    def event(self, event: Event) -> None:
+        """Render one stream event as it happens."""
+        kind = event["type"]
+        if kind == "progress":
+            print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
+        elif kind == "tool" and event["status"] != "running":
+            print(
+                f"  [tool] {event['name']} {event['status']} in {event['duration_ms']:.0f} ms",
+                file=self.err,
+                flush=True,
+            )
+        elif kind == "token":
+            print(event["text"], end="", file=self.out, flush=True)
+        elif kind == "final":
+            print(file=self.out)
+            for index, citation in enumerate(event["citations"], start=1):
+                page = f", page {citation['page']}" if citation.get("page") else ""
+                print(
+                    f"  [{index}] {citation['document']} {citation['span_id']}{page}: “{citation['quote']}”",
+                    file=self.out,
+                )
+            metadata = event["metadata"]
+            print(
+                f"  ({metadata['model']}; {metadata['model_calls']} model call(s); tool: {metadata['tool'] or 'none'};"
+                f" cache: {metadata['cache'] or 'n/a'}; conversation {event['conversation_id']})",
+                file=self.err,
+            )
+        elif kind == "error":
+            print(f"\nerror ({event['code']}): {event['message']}", file=self.err)
+
+
+async def _ask(orchestrator: Orchestrator, console: Console, request: TurnRequest) -> bool:
+    ok = True
+    async for event in orchestrator.stream(request):
+        console.event(event)
+        ok = ok and event["type"] != "error"
+    return ok
+
+
+async def _upload(
+    orchestrator: Orchestrator, conversation_id: str, paths: Sequence[Path], console: Console
+) -> list[str]:
+    uploads = []
+    for path in paths:
+        data = await asyncio.to_thread(path.read_bytes)
+        uploads.append(Upload(filename=path.name, data=data))
+    mutation = await orchestrator.files.add(LOCAL_PRINCIPAL, conversation_id, uploads)
+    for change in mutation.files:
+        print(f"  attached {change.filename} ({change.diff})", file=console.err)
+    return [upload.filename for upload in uploads]
+
+
+async def run_demo(settings: Settings, console: Console) -> int:
+    """Load the bundled sample documents into a session and answer a few questions about them."""
+    samples = resources.files("orc").joinpath("samples")
+    paths = sorted(Path(str(entry)) for entry in samples.iterdir() if entry.is_file())
+    print(f"orc demo — data in {settings.home.resolve()}", file=console.err)
+    async with build_orchestrator(settings) as orchestrator:
+        names = await _upload(orchestrator, DEMO_CONVERSATION, paths, console)
+        ok = True
+        for question in DEMO_QUESTIONS:
+            print(f"\n> {question}", file=console.out, flush=True)
+            request = TurnRequest(question=question, conversation_id=DEMO_CONVERSATION, blob_names=names)
+            ok = await _ask(orchestrator, console, request) and ok
+    return 0 if ok else 1
+
+
+async def run_ask(
+    settings: Settings, console: Console, question: str, files: Sequence[Path], conversation: str | None
+) -> int:
+    """Attach ``files`` (if any) and ask ``question``; without files, the conversation's files are used."""
+    async with build_orchestrator(settings) as orchestrator:
+        conversation_id = conversation or str(uuid.uuid4())
+        if files:
+            names = await _upload(orchestrator, conversation_id, files, console)
+        else:
+            names = [record.filename for record in await orchestrator.files.files(LOCAL_PRINCIPAL, conversation_id)]
+        ok = await _ask(
+            orchestrator,
+            console,
+            TurnRequest(question=question, conversation_id=conversation_id, blob_names=names),
+        )
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``orc`` argument parser."""
+    parser = argparse.ArgumentParser(prog="orc", description="Document-chat agent orchestrator.")
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("demo", help="answer questions about the bundled sample documents")
+    ask = commands.add_parser("ask", help="ask a question, optionally attaching files")
+    ask.add_argument("question")
+    ask.add_argument("--file", dest="files", action="append", type=Path, default=[], metavar="PATH")
+    ask.add_argument("--conversation", metavar="ID", help="continue this conversation")
+    serve = commands.add_parser("serve", help="run the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    mcp = commands.add_parser("mcp", help="run the MCP server over stdio")
+    mcp.add_argument("--organization", default="default")
+    mcp.add_argument("--user", default="default")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``orc`` command."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if args.command == "mcp":
+        from mcp_server.__main__ import main as mcp_main
+
+        return mcp_main(["--organization", args.organization, "--user", args.user, "--log-level", args.log_level])
+    try:
+        settings = Settings()
+        console = Console()
+        if args.command == "demo":
+            return asyncio.run(run_demo(settings, console))
+        if args.command == "ask":
+            missing = [str(path) for path in args.files if not path.is_file()]
+            if missing:
+                print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
+                return 2
+            return asyncio.run(run_ask(settings, console, args.question, args.files, args.conversation))
+        import uvicorn
+
+        from orc.http import create_app
+
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level.lower())
+        return 0
+    except OrcError as exc:
+        print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

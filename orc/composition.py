@@ -1,0 +1,186 @@
+"""The one composition root: settings in, a ready orchestrator (stores, model, MCP server, graph) out.
+
+Nothing here runs at import time; everything is built inside :func:`build_orchestrator` and closed when its
+context exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from mcp.server.fastmcp import FastMCP
+from mcp.shared.memory import create_connected_server_and_client_session
+
+from mcp_server.scope import current_principal
+from mcp_server.server import McpServices, build_mcp_server
+from orc.conversations import ConversationRepository
+from orc.documents.document_chat import DocumentChatService
+from orc.documents.file_cache import ProcessedFileCache
+from orc.graph import build_graph
+from orc.mcp_client import SessionFactory
+from orc.models.factory import build_chat_model, model_label
+from orc.orchestrator import Orchestrator, TurnLimits
+from orc.principal import Principal
+from orc.session_files import SessionFiles
+from orc.settings import Settings
+from orc.storage.localfs import LocalBlobStore
+from orc.storage.ports import BlobStore, CollectionProvider
+from orc.storage.sqlite import SqliteCollectionProvider
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """The storage a process uses: named collections and one blob store."""
+
+    collections: CollectionProvider
+    blobs: BlobStore
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentServices:
+    """What the MCP server's tools run on."""
+
+    mcp: McpServices
+    server: FastMCP
+    files: SessionFiles
+    stores: Stores
+    model: BaseChatModel
+    model_label: str
+
+
+async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:
+    """The embedded stores (SQLite file + local folder in ``ORC_HOME``) or the Azure ones."""
+    settings.check()
+    if settings.storage == "embedded":
+        settings.home.mkdir(parents=True, exist_ok=True)
+        collections: CollectionProvider = SqliteCollectionProvider(settings.home / "orc.sqlite3")
+        blobs: BlobStore = LocalBlobStore(settings.home / "blobs")
+    else:
+        from orc.storage.azure import open_azure_stores  # only deployments on Azure import the SDKs
+
+        collections, blobs = await open_azure_stores(settings)
+    stack.push_async_callback(collections.aclose)
+    stack.push_async_callback(blobs.aclose)
+    return Stores(collections=collections, blobs=blobs)
+
+
+def model_from_settings(settings: Settings) -> BaseChatModel:
+    """The chat model ``ORC_MODEL`` names."""
+    return build_chat_model(
+        settings.model,
+        base_url=settings.model_base_url,
+        api_key=settings.model_api_key.get_secret_value() if settings.model_api_key else None,
+        timeout=settings.model_timeout_seconds,
+        max_retries=settings.model_max_retries,
+    )
+
+
+async def build_document_services(
+    settings: Settings, stack: AsyncExitStack, *, model: BaseChatModel | None = None
+) -> DocumentServices:
+    """Stores, model and the MCP server over the document services (also used by ``python -m mcp_server``)."""
+    stores = await open_stores(settings, stack)
+    chat_model = model if model is not None else model_from_settings(settings)
+    label = model_label(chat_model)
+    catalog = await stores.collections.collection("catalog")
+    document_chat = DocumentChatService(
+        stores.blobs,
+        ProcessedFileCache(settings.file_cache_ttl_seconds),
+        chat_model,
+        model_label=label,
+        max_document_bytes=settings.max_upload_bytes,
+    )
+    services = McpServices(document_chat=document_chat, max_question_chars=settings.max_question_chars)
+    return DocumentServices(
+        mcp=services,
+        server=build_mcp_server(services),
+        files=SessionFiles(catalog, stores.blobs, max_upload_bytes=settings.max_upload_bytes),
+        stores=stores,
+        model=chat_model,
+        model_label=label,
+    )
+
+
+def in_memory_mcp(server: FastMCP) -> Callable[[Principal], SessionFactory]:
+    """Connect the orchestrator to the in-process MCP server, with the turn's principal as the tools' scope."""
+
+    def for_principal(principal: Principal) -> SessionFactory:
+        @asynccontextmanager
+        async def connect() -> AsyncIterator[object]:
+            # The server task is created inside this context, so it inherits the principal.
+            token = current_principal.set(principal)
+            try:
+                async with create_connected_server_and_client_session(server) as session:
+                    yield session
+            finally:
+                current_principal.reset(token)
+
+        return connect  # type: ignore[return-value]
+
+    return for_principal
+
+
+async def _checkpointer(settings: Settings, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
+    if settings.storage == "embedded":
+        return await stack.enter_async_context(
+            AsyncSqliteSaver.from_conn_string(str(settings.home / "checkpoints.sqlite3"))
+        )
+    return InMemorySaver()
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """A built process: the orchestrator and the MCP server it talks to (the HTTP app also serves it)."""
+
+    orchestrator: Orchestrator
+    mcp_server: FastMCP
+    settings: Settings
+
+
+@asynccontextmanager
+async def build_runtime(
+    settings: Settings | None = None, *, model: BaseChatModel | None = None
+) -> AsyncIterator[Runtime]:
+    """Build everything ``settings`` (default: the environment) describes; close it all on exit.
+
+    ``model`` replaces the configured model (tests pass a scripted one).
+    """
+    settings = settings or Settings()
+    async with AsyncExitStack() as stack:
+        services = await build_document_services(settings, stack, model=model)
+        conversations = ConversationRepository(await services.stores.collections.collection("conversations"))
+        checkpointer = await _checkpointer(settings, stack)
+        tools = await services.server.list_tools()
+        orchestrator = Orchestrator(
+            graph=build_graph(checkpointer),
+            model=services.model,
+            model_label=services.model_label,
+            conversations=conversations,
+            files=services.files,
+            connect_mcp=in_memory_mcp(services.server),
+            offers_planning_tools=any(tool.name != "document_chat" for tool in tools),
+            limits=TurnLimits(
+                max_question_chars=settings.max_question_chars,
+                max_blob_names=settings.max_blob_names,
+                max_tool_rounds=settings.max_tool_rounds,
+                history_turns=settings.history_turns,
+                tool_timeout_seconds=settings.tool_timeout_seconds,
+            ),
+            delete_checkpoints=checkpointer.adelete_thread,
+        )
+        yield Runtime(orchestrator=orchestrator, mcp_server=services.server, settings=settings)
+
+
+@asynccontextmanager
+async def build_orchestrator(
+    settings: Settings | None = None, *, model: BaseChatModel | None = None
+) -> AsyncIterator[Orchestrator]:
+    """The orchestrator for ``settings`` (default: the environment), closed with everything it uses on exit."""
+    async with build_runtime(settings, model=model) as runtime:
+        yield runtime.orchestrator

@@ -1,0 +1,26 @@
+"""The typed runtime context every node receives (``Runtime[TurnContext]``), built by the orchestrator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+
+from orc.conversations import ConversationRepository
+from orc.mcp_client import McpToolbox
+from orc.principal import Principal
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What the nodes need for one turn; nodes never import storage or HTTP adapters."""
+
+    principal: Principal
+    conversation_id: str
+    model: BaseChatModel
+    conversations: ConversationRepository
+    toolbox: McpToolbox
+    max_tool_rounds: int = 4
+    history_turns: int = 10
+    offers_planning_tools: bool = True
+    """False when the MCP server has no tool but document_chat: then no planning call is worth making."""

@@ -1,0 +1,36 @@
+"""query_planner: load history, seed the turn from the latest assistant message, make the question standalone."""
+
+from __future__ import annotations
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from orc.graph.context import TurnContext
+from orc.graph.progress import progress
+from orc.graph.state import TurnState
+from orc.prompting import format_history, load_prompt
+
+
+async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
+    """Seed ``uploaded_file_refs`` and ``last_mcp_tool_used``; rewrite a follow-up (no model call on turn one)."""
+    ctx = runtime.context
+    progress("query_planner", "Reading the conversation", 5)
+    turns = await ctx.conversations.recent_turns(ctx.principal, ctx.conversation_id, ctx.history_turns)
+    question = state["question"]
+    if not turns:
+        return {"standalone_question": question, "uploaded_file_refs": [], "last_mcp_tool_used": None}
+
+    latest = turns[-1].assistant
+    history = []
+    for turn in turns:
+        history.append({"role": "user", "content": turn.user.content})
+        history.append({"role": "assistant", "content": turn.assistant.content})
+    progress("query_planner", "Understanding the follow-up question", 10)
+    system = load_prompt("rewrite.system").render(history=format_history(history))
+    reply = await ctx.model.ainvoke([SystemMessage(system), HumanMessage(question)])
+    standalone = reply.text.strip() or question
+    return {
+        "standalone_question": standalone,
+        "uploaded_file_refs": [ref.model_dump() for ref in latest.uploaded_file_refs],
+        "last_mcp_tool_used": latest.last_mcp_tool_used,
+    }

@@ -1,0 +1,68 @@
+"""The state of one turn as it moves through the graph (checkpointed per conversation thread)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from langchain_core.messages import BaseMessage
+
+Route = Literal["tools", "answer"]
+
+
+class TurnState(TypedDict, total=False):
+    """Every field is written by exactly one node, except those seeded by the turn's input.
+
+    The orchestrator passes a complete fresh input each turn, so nothing leaks from the previous turn's
+    checkpoint; history comes from the conversation store.
+    """
+
+    # input
+    question: str
+    blob_names: list[str]
+    focus_context: dict[str, str] | None
+    # query_planner
+    standalone_question: str
+    uploaded_file_refs: list[dict[str, str]]
+    last_mcp_tool_used: str | None
+    # tool_router / mcp_executor / context_builder
+    route: Route
+    pending_tool_calls: list[dict[str, Any]]
+    planning_messages: list[BaseMessage]
+    tool_results: list[dict[str, Any]]
+    tool_records: list[dict[str, Any]]
+    context_docs: list[dict[str, Any]]
+    sources: list[dict[str, Any]]
+    rounds: int
+    forced_done: bool
+    cache: Literal["hit", "miss"] | None
+    tool_model_calls: int
+    tool_usage: dict[str, int]
+    # answer
+    answer: str
+    citations: list[dict[str, Any]]
+
+
+def fresh_turn_input(question: str, blob_names: list[str], focus_context: dict[str, str] | None) -> TurnState:
+    """The graph input of a new turn: every per-turn field reset."""
+    return TurnState(
+        question=question,
+        blob_names=blob_names,
+        focus_context=focus_context,
+        standalone_question=question,
+        uploaded_file_refs=[],
+        last_mcp_tool_used=None,
+        route="answer",
+        pending_tool_calls=[],
+        planning_messages=[],
+        tool_results=[],
+        tool_records=[],
+        context_docs=[],
+        sources=[],
+        rounds=0,
+        forced_done=False,
+        cache=None,
+        tool_model_calls=0,
+        tool_usage={},
+        answer="",
+        citations=[],
+    )

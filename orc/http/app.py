@@ -1,0 +1,125 @@
+"""The FastAPI app: ``/api/orc``, sessions and their files, ``/api/mcp`` and ``/api/health``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from langchain_core.language_models import BaseChatModel
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_server.http import build_mcp_http_app
+from orc import __version__
+from orc.composition import build_runtime
+from orc.errors import OrcError
+from orc.http import problems, routes_orc, routes_sessions
+from orc.http.auth import Authenticator, authenticator_for
+from orc.http.limits import BodySizeLimit
+from orc.settings import Settings
+
+MCP_PATH = "/api/mcp"
+# Multipart framing on top of the file bytes themselves.
+_MULTIPART_OVERHEAD = 64 * 1024
+
+
+class McpEndpoint:
+    """Serves ``/api/mcp`` (with or without a trailing slash): authenticates, then hands over to the MCP app.
+
+    The authenticated principal goes into ``scope["state"]``, where the MCP tools read it; identity never
+    comes from tool arguments.
+    """
+
+    def __init__(self, authenticator: Authenticator) -> None:
+        self.authenticator = authenticator
+        self.target: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.target is None:
+            response = problems.problem(503, "starting", "the MCP endpoint is starting; retry")
+            await response(scope, receive, send)
+            return
+        headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
+        try:
+            principal = self.authenticator.authenticate(headers)
+        except OrcError as exc:
+            await problems.problem_for(exc)(scope, receive, send)
+            return
+        state = dict(scope.get("state") or {})
+        state["principal"] = principal
+        rest = scope["path"][len(MCP_PATH) :] or "/"
+        await self.target(
+            {**scope, "state": state, "path": rest, "root_path": scope.get("root_path", "") + MCP_PATH},
+            receive,
+            send,
+        )
+
+
+class Dispatcher:
+    """Routes ``/api/mcp`` to the MCP endpoint and everything else to FastAPI (lifespan included)."""
+
+    def __init__(self, api: ASGIApp, mcp: McpEndpoint) -> None:
+        self.api = api
+        self.mcp = mcp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
+            await self.mcp(scope, receive, send)
+        else:
+            await self.api(scope, receive, send)
+
+
+def create_app(settings: Settings | None = None, *, model: BaseChatModel | None = None) -> ASGIApp:
+    """The ASGI app for ``settings`` (default: the environment). Nothing is built until its lifespan starts."""
+    settings = settings or Settings()
+    settings.check()
+    authenticator = authenticator_for(settings)
+    mcp = McpEndpoint(authenticator)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with build_runtime(settings, model=model) as runtime:
+            app.state.orchestrator = runtime.orchestrator
+            mcp_app, mcp_lifespan = build_mcp_http_app(runtime.mcp_server, allowed_hosts=settings.mcp_allowed_hosts)
+            async with mcp_lifespan():
+                mcp.target = mcp_app
+                try:
+                    yield
+                finally:
+                    mcp.target = None
+
+    api = FastAPI(
+        title="orc",
+        version=__version__,
+        summary="Document-chat agent orchestrator: grounded, cited answers about your documents.",
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+    api.state.authenticator = authenticator
+    problems.install(api)
+    api.include_router(routes_orc.router, prefix="/api", tags=["chat"])
+    api.include_router(routes_sessions.router, prefix="/api", tags=["sessions"])
+
+    @api.get("/api/health", tags=["health"], summary="Liveness and configured backends")
+    async def health(request: Request) -> dict[str, Any]:
+        """Liveness, version and which backends this process is configured with (never their addresses)."""
+        orchestrator = getattr(request.app.state, "orchestrator", None)
+        return {
+            "status": "ok" if orchestrator is not None else "starting",
+            "version": __version__,
+            "storage": settings.storage,
+            "model": orchestrator.model_label if orchestrator is not None else None,
+            "auth": settings.auth,
+            "mcp": MCP_PATH,
+        }
+
+    def limit_for(path: str) -> int:
+        if path.endswith("/context/files") or "/context/files/" in path:
+            return settings.max_upload_bytes + _MULTIPART_OVERHEAD
+        return settings.max_request_bytes
+
+    return BodySizeLimit(Dispatcher(api, mcp), limit_for)

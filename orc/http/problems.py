@@ -1,0 +1,86 @@
+"""RFC 9457 problem+json responses with a stable ``code``; nothing internal ever reaches the body."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse
+
+from orc.errors import OrcError, ServiceUnavailable
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+_TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    412: "Precondition Failed",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated", 413: "payload_too_large"}
+
+
+def problem(
+    status: int, code: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any
+) -> JSONResponse:
+    """A problem+json response."""
+    body = {
+        "type": "about:blank",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "code": code,
+        "detail": detail,
+    }
+    body.update(extra)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def problem_for(exc: OrcError) -> JSONResponse:
+    """The response for one of orc's own errors."""
+    headers = None
+    if isinstance(exc, ServiceUnavailable) and exc.retry_after is not None:
+        headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+    if exc.status >= 500 and not isinstance(exc, ServiceUnavailable):
+        return problem(exc.status, exc.code, "the request failed on the server; it was not stored")
+    return problem(exc.status, exc.code, exc.message, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every failure into problem+json."""
+
+    @app.exception_handler(OrcError)
+    async def _orc(_: Request, exc: OrcError) -> JSONResponse:
+        return problem_for(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": [str(part) for part in error.get("loc", ())], "msg": str(error.get("msg", ""))}
+            for error in exc.errors()
+        ]
+        if any(error.get("type") == "json_invalid" for error in exc.errors()):
+            return problem(400, "malformed_json", "the request body is not valid JSON", errors=errors)
+        return problem(422, "validation_error", "the request does not match the schema", errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        return problem(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("request failed: %s", type(exc).__name__)
+        log.debug("request failure details", exc_info=exc)
+        return problem(500, "internal_error", "the request failed on the server; it was not stored")

@@ -1,0 +1,266 @@
+"""The Orchestrator: validates a turn, runs the graph, streams its events and stores the turn whole."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+
+from orc.clock import utc_now
+from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
+from orc.conversations import (
+    AssistantMessage,
+    ConversationRepository,
+    ConversationSummary,
+    FocusContext,
+    Turn,
+    UserMessage,
+)
+from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge
+from orc.graph import TurnContext
+from orc.graph.builder import TurnGraph
+from orc.graph.state import fresh_turn_input
+from orc.mcp_client import McpToolbox, SessionFactory
+from orc.models.metering import ModelMeter
+from orc.names import normalize_blob_names, validate_identifier
+from orc.principal import LOCAL_PRINCIPAL, Principal
+from orc.session_files import SessionFiles
+from orc.turns import Event, TurnMetadata, TurnRequest, TurnResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimits:
+    """Bounds on a turn's input and work."""
+
+    max_question_chars: int = 4000
+    max_blob_names: int = 20
+    max_tool_rounds: int = 4
+    history_turns: int = 10
+    tool_timeout_seconds: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    """A validated turn, ready to run."""
+
+    principal: Principal
+    conversation_id: str
+    question: str
+    blob_names: list[str]
+    focus_context: FocusContext | None
+
+
+class Orchestrator:
+    """Answers questions about documents inside conversations. Build one with :func:`orc.build_orchestrator`."""
+
+    def __init__(
+        self,
+        *,
+        graph: TurnGraph,
+        model: BaseChatModel,
+        model_label: str,
+        conversations: ConversationRepository,
+        files: SessionFiles,
+        connect_mcp: Callable[[Principal], SessionFactory],
+        offers_planning_tools: bool,
+        limits: TurnLimits,
+        delete_checkpoints: Callable[[str], Any] | None = None,
+    ) -> None:
+        self._graph = graph
+        self._model = model
+        self.model_label = model_label
+        self.conversations = conversations
+        self.files = files
+        self._connect_mcp = connect_mcp
+        self._offers_planning_tools = offers_planning_tools
+        self.limits = limits
+        self._delete_checkpoints = delete_checkpoints
+        # One turn at a time per conversation, so each turn sees the previous one; other conversations never wait.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    # -- turns ----------------------------------------------------------------------------------------------
+
+    async def prepare(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> PreparedTurn:
+        """Validate the request; raises a :class:`orc.errors.CallerError` before anything is stored or streamed."""
+        question = request.question.strip()
+        if not question:
+            raise InvalidInput("the question is empty", code="empty_question")
+        if len(question) > self.limits.max_question_chars:
+            raise PayloadTooLarge(
+                f"the question is longer than {self.limits.max_question_chars} characters",
+                code="question_too_long",
+            )
+        conversation_id = request.conversation_id or str(uuid.uuid4())
+        validate_identifier(conversation_id, what="conversation")
+        if len(request.blob_names) > self.limits.max_blob_names:
+            raise InvalidInput(f"at most {self.limits.max_blob_names} blob_names per turn", code="too_many_blob_names")
+        blob_names = normalize_blob_names(request.blob_names)
+        await self.files.require_names(principal, conversation_id, blob_names)
+        return PreparedTurn(principal, conversation_id, question, blob_names, request.context)
+
+    async def ask(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> TurnResult:
+        """Run one turn and return its answer."""
+        return await self.complete(await self.prepare(request, principal))
+
+    async def complete(self, turn: PreparedTurn) -> TurnResult:
+        """Run a prepared turn to its end and return the result."""
+        result: TurnResult | None = None
+        async for event in self.run(turn):
+            if event["type"] == "final":
+                result = TurnResult.model_validate(event)
+        assert result is not None  # run() always ends with a final event or raises
+        return result
+
+    async def stream(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> AsyncIterator[Event]:
+        """Run one turn, yielding its events; failures end the stream with an ``error`` event."""
+        try:
+            prepared = await self.prepare(request, principal)
+        except OrcError as exc:
+            yield error_event(exc)
+            return
+        async for event in self.stream_prepared(prepared):
+            yield event
+
+    async def stream_prepared(self, turn: PreparedTurn) -> AsyncIterator[Event]:
+        """The events of a prepared turn; a failure becomes a final ``error`` event and nothing is stored."""
+        try:
+            async for event in self.run(turn):
+                yield event
+        except OrcError as exc:
+            yield error_event(exc)
+        except Exception as exc:
+            # The client gets a stable code; the details stay in the server log (type only at INFO and above).
+            log.warning("turn failed: %s", type(exc).__name__)
+            log.debug("turn failure details", exc_info=True)
+            yield error_event(OrcError("the turn failed; nothing was stored. Retry, or contact the operator."))
+
+    async def run(self, turn: PreparedTurn) -> AsyncIterator[Event]:
+        """Run a prepared turn: progress, tool and token events, then citations and ``final``.
+
+        Raises :class:`OrcError` on failure; nothing is stored for a failed turn.
+        """
+        key = f"{turn.principal.partition_key}/{turn.conversation_id}"
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        async with lock:
+            async for event in self._run_locked(turn, key):
+                yield event
+
+    async def _run_locked(self, turn: PreparedTurn, thread_id: str) -> AsyncIterator[Event]:
+        started = time.perf_counter()
+        meter = ModelMeter()
+        toolbox = McpToolbox(
+            self._connect_mcp(turn.principal),
+            scope={"session_id": turn.conversation_id},
+            call_timeout_seconds=self.limits.tool_timeout_seconds,
+        )
+        context = TurnContext(
+            principal=turn.principal,
+            conversation_id=turn.conversation_id,
+            model=self._model,
+            conversations=self.conversations,
+            toolbox=toolbox,
+            max_tool_rounds=self.limits.max_tool_rounds,
+            history_turns=self.limits.history_turns,
+            offers_planning_tools=self._offers_planning_tools,
+        )
+        focus = turn.focus_context.model_dump() if turn.focus_context else None
+        state: dict[str, Any] = dict(fresh_turn_input(turn.question, turn.blob_names, focus))
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "callbacks": [meter]}
+        try:
+            async for mode, chunk in self._graph.astream(
+                state,  # type: ignore[arg-type]
+                config,
+                context=context,
+                stream_mode=["custom", "updates"],
+                # History lives in the conversation store; a checkpoint per step would only add writes.
+                durability="exit",
+            ):
+                if mode == "custom":
+                    yield chunk
+                elif mode == "updates":
+                    for update in chunk.values():
+                        if isinstance(update, dict):
+                            state.update(update)
+        finally:
+            await toolbox.aclose()
+
+        citations = [Citation.model_validate(c) for c in state["citations"]]
+        files = [FileRef.model_validate(ref) for ref in state["uploaded_file_refs"]]
+        usage = meter.usage + Usage.model_validate(state["tool_usage"] or {})
+        metadata = TurnMetadata(
+            tool=state["last_mcp_tool_used"],
+            cache=state["cache"],
+            model=self.model_label,
+            model_calls=meter.calls + state["tool_model_calls"],
+            usage=usage,
+            tool_calls=[ToolCallRecord.model_validate(r) for r in state["tool_records"]],
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        now = utc_now()
+        await self.conversations.append_turn(
+            turn.principal,
+            turn.conversation_id,
+            UserMessage(content=turn.question, blob_names=turn.blob_names, created_at=now),
+            AssistantMessage(
+                content=state["answer"],
+                citations=citations,
+                tool_calls=metadata.tool_calls,
+                uploaded_file_refs=files,
+                last_mcp_tool_used=metadata.tool,
+                focus_context=turn.focus_context,
+                model=self.model_label,
+                usage=usage,
+                created_at=utc_now(),
+            ),
+        )
+        for citation in citations:
+            yield {"type": "citation", **citation.model_dump()}
+        result = TurnResult(
+            conversation_id=turn.conversation_id,
+            answer=state["answer"],
+            citations=citations,
+            files=files,
+            metadata=metadata,
+        )
+        yield {"type": "final", **result.model_dump(mode="json"), "usage": usage.model_dump()}
+
+    # -- sessions -------------------------------------------------------------------------------------------
+
+    async def list_sessions(self, principal: Principal = LOCAL_PRINCIPAL) -> list[ConversationSummary]:
+        """The principal's conversations, most recent first."""
+        return await self.conversations.list(principal)
+
+    async def get_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> list[Turn]:
+        """The full history of a conversation; :class:`NotFound` for unknown or other principals' ids."""
+        validate_identifier(conversation_id, what="conversation")
+        if await self.conversations.get(principal, conversation_id) is None:
+            raise NotFound("no such session", code="session_not_found")
+        return await self.conversations.turns(principal, conversation_id)
+
+    async def delete_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> None:
+        """Delete a conversation, its files and its checkpoints."""
+        validate_identifier(conversation_id, what="conversation")
+        had_files = bool(await self.files.files(principal, conversation_id))
+        deleted = await self.conversations.delete(principal, conversation_id)
+        if not deleted and not had_files:
+            raise NotFound("no such session", code="session_not_found")
+        await self.files.remove_all(principal, conversation_id)
+        if self._delete_checkpoints is not None:
+            await self._delete_checkpoints(f"{principal.partition_key}/{conversation_id}")
+
+
+def error_event(exc: OrcError) -> Event:
+    """The ``error`` stream event for a failure: a stable code and a message safe to show."""
+    return {"type": "error", "code": exc.code, "message": exc.message, "status": exc.status}

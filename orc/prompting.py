@@ -1,0 +1,75 @@
+"""Loading and rendering the prompt files in ``prompts/`` (shipped as the ``orc.prompts`` package).
+
+Every prompt has a version in ``prompts/manifest.json``; rendering is strict: a missing or unexpected
+variable is an error, so a template and its callers cannot drift apart silently.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from orc.contracts import SourceSpan
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One prompt template with its version and the variables it requires."""
+
+    name: str
+    version: str
+    template: str
+    variables: frozenset[str]
+
+    def render(self, **values: Any) -> str:
+        """Fill the template; every declared variable must be given and no other."""
+        given = set(values)
+        if given != self.variables:
+            missing = sorted(self.variables - given)
+            extra = sorted(given - self.variables)
+            raise KeyError(f"prompt {self.name!r}: missing {missing}, unexpected {extra}")
+        return self.template.format(**{key: str(value) for key, value in values.items()})
+
+
+@lru_cache(maxsize=1)
+def _manifest() -> dict[str, dict[str, Any]]:
+    data = resources.files("orc.prompts").joinpath("manifest.json").read_text(encoding="utf-8")
+    manifest: dict[str, dict[str, Any]] = json.loads(data)
+    return manifest
+
+
+def prompt_names() -> list[str]:
+    """Every prompt the manifest declares."""
+    return sorted(_manifest())
+
+
+@lru_cache(maxsize=64)
+def load_prompt(name: str) -> Prompt:
+    """Load ``prompts/<name>.txt`` and check its placeholders against the manifest."""
+    entry = _manifest()[name]
+    template = resources.files("orc.prompts").joinpath(f"{name}.txt").read_text(encoding="utf-8")
+    placeholders = {field for _, field, _, _ in string.Formatter().parse(template) if field}
+    declared = frozenset(entry["variables"])
+    if placeholders != declared:
+        raise ValueError(f"prompt {name!r} uses {sorted(placeholders)} but declares {sorted(declared)}")
+    return Prompt(name=name, version=str(entry["version"]), template=template, variables=declared)
+
+
+def format_sources(sources: Iterable[SourceSpan]) -> str:
+    """The ``<source>`` elements of a sources block; the offline model parses exactly this shape."""
+    parts = []
+    for source in sources:
+        page = f" page={quoteattr(str(source.page))}" if source.page is not None else ""
+        parts.append(f"<source ref={quoteattr(source.ref)}{page}>\n{escape(source.text)}\n</source>")
+    return "\n".join(parts)
+
+
+def format_history(turns: Iterable[Mapping[str, str]]) -> str:
+    """``role: content`` lines of the conversation for the rewrite prompt."""
+    return "\n".join(f"{turn['role']}: {' '.join(turn['content'].split())}" for turn in turns)
