@@ -82,10 +82,13 @@ def model_from_settings(settings: Settings) -> BaseChatModel:
 
 
 async def build_document_services(
-    settings: Settings, stack: AsyncExitStack, *, model: BaseChatModel | None = None
+    settings: Settings, stack: AsyncExitStack, *, model: BaseChatModel | None = None, stores: Stores | None = None
 ) -> DocumentServices:
-    """Stores, model and the MCP server over the document services (also used by ``python -m mcp_server``)."""
-    stores = await open_stores(settings, stack)
+    """Stores, model and the MCP server over the document services (also used by ``python -m mcp_server``).
+
+    ``stores`` replaces the configured storage (e.g. in-memory stores for an embedded, throw-away use).
+    """
+    stores = stores if stores is not None else await open_stores(settings, stack)
     chat_model = model if model is not None else model_from_settings(settings)
     label = model_label(chat_model)
     catalog = await stores.collections.collection("catalog")
@@ -128,6 +131,7 @@ def in_memory_mcp(server: FastMCP) -> Callable[[Principal], SessionFactory]:
 
 async def _checkpointer(settings: Settings, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
     if settings.storage == "embedded":
+        settings.home.mkdir(parents=True, exist_ok=True)
         return await stack.enter_async_context(
             AsyncSqliteSaver.from_conn_string(str(settings.home / "checkpoints.sqlite3"))
         )
@@ -145,15 +149,15 @@ class Runtime:
 
 @asynccontextmanager
 async def build_runtime(
-    settings: Settings | None = None, *, model: BaseChatModel | None = None
+    settings: Settings | None = None, *, model: BaseChatModel | None = None, stores: Stores | None = None
 ) -> AsyncIterator[Runtime]:
     """Build everything ``settings`` (default: the environment) describes; close it all on exit.
 
-    ``model`` replaces the configured model (tests pass a scripted one).
+    ``model`` replaces the configured model (tests pass a scripted one); ``stores`` the configured storage.
     """
     settings = settings or Settings()
     async with AsyncExitStack() as stack:
-        services = await build_document_services(settings, stack, model=model)
+        services = await build_document_services(settings, stack, model=model, stores=stores)
         conversations = ConversationRepository(await services.stores.collections.collection("conversations"))
         checkpointer = await _checkpointer(settings, stack)
         tools = await services.server.list_tools()
@@ -179,8 +183,8 @@ async def build_runtime(
 
 @asynccontextmanager
 async def build_orchestrator(
-    settings: Settings | None = None, *, model: BaseChatModel | None = None
+    settings: Settings | None = None, *, model: BaseChatModel | None = None, stores: Stores | None = None
 ) -> AsyncIterator[Orchestrator]:
     """The orchestrator for ``settings`` (default: the environment), closed with everything it uses on exit."""
-    async with build_runtime(settings, model=model) as runtime:
+    async with build_runtime(settings, model=model, stores=stores) as runtime:
         yield runtime.orchestrator

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -74,7 +75,11 @@ class McpToolbox:
     async def _session_or_open(self) -> ClientSession:
         async with self._open_lock:
             if self._owner is None:
-                self._owner = asyncio.create_task(self._own_session(), name="mcp-session")
+                # A fresh context: the server side must not inherit the graph's run context (its callbacks
+                # would count document_chat's own model call a second time), just as a remote server would not.
+                self._owner = asyncio.create_task(
+                    self._own_session(), name="mcp-session", context=contextvars.Context()
+                )
         await self._ready.wait()
         if self._session is None:
             raise ServiceUnavailable("the document tools are unavailable right now; retry") from self._error

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_server.http import build_mcp_http_app
 from orc import __version__
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.errors import OrcError
 from orc.http import problems, routes_orc, routes_sessions
 from orc.http.auth import Authenticator, authenticator_for
@@ -71,8 +71,13 @@ class Dispatcher:
             await self.api(scope, receive, send)
 
 
-def create_app(settings: Settings | None = None, *, model: BaseChatModel | None = None) -> ASGIApp:
-    """The ASGI app for ``settings`` (default: the environment). Nothing is built until its lifespan starts."""
+def create_app(
+    settings: Settings | None = None, *, model: BaseChatModel | None = None, stores: Stores | None = None
+) -> ASGIApp:
+    """The ASGI app for ``settings`` (default: the environment). Nothing is built until its lifespan starts.
+
+    ``model`` and ``stores`` replace the configured ones (tests and embedders).
+    """
     settings = settings or Settings()
     settings.check()
     authenticator = authenticator_for(settings)
@@ -80,7 +85,7 @@ def create_app(settings: Settings | None = None, *, model: BaseChatModel | None 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with build_runtime(settings, model=model) as runtime:
+        async with build_runtime(settings, model=model, stores=stores) as runtime:
             app.state.orchestrator = runtime.orchestrator
             mcp_app, mcp_lifespan = build_mcp_http_app(runtime.mcp_server, allowed_hosts=settings.mcp_allowed_hosts)
             async with mcp_lifespan():

@@ -107,7 +107,7 @@ async def _read_uploads(request: Request, max_upload_bytes: int) -> list[Upload]
     content_type = request.headers.get("content-type", "")
     if not content_type.startswith("multipart/form-data"):
         raise InvalidInput("send the files as multipart/form-data in parts named 'files'", code="not_multipart")
-    async with request.form(max_files=MAX_FILES_PER_UPLOAD, max_fields=50, max_part_size=max_upload_bytes) as form:
+    async with request.form(max_files=MAX_FILES_PER_UPLOAD, max_fields=50) as form:
         uploads = []
         for part in form.getlist("files"):
             if not isinstance(part, UploadFile) or part.filename is None:

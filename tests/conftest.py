@@ -1,0 +1,31 @@
+"""Suite-wide fixtures: isolated embedded data per test, and no real model requests anywhere."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orc.models.guard import forbid_model_requests
+
+pytest_plugins = ["tests.emulators"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own ORC_HOME (one variable isolates all embedded data) and a clean ORC_ environment."""
+    for name in list(os.environ):
+        if name.startswith("ORC_") or name.startswith("AZURE_OPENAI") or name == "OPENAI_API_KEY":
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "orc-home"
+    monkeypatch.setenv("ORC_HOME", str(home))
+    yield home
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_real_model_requests() -> Iterator[None]:
+    """Any model request to a non-loopback host fails the test that made it."""
+    with forbid_model_requests():
+        yield
