@@ -6,7 +6,7 @@ context exits.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
@@ -149,15 +149,22 @@ class Runtime:
 
 @asynccontextmanager
 async def build_runtime(
-    settings: Settings | None = None, *, model: BaseChatModel | None = None, stores: Stores | None = None
+    settings: Settings | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    stores: Stores | None = None,
+    mcp_extensions: Sequence[Callable[[FastMCP], None]] = (),
 ) -> AsyncIterator[Runtime]:
     """Build everything ``settings`` (default: the environment) describes; close it all on exit.
 
-    ``model`` replaces the configured model (tests pass a scripted one); ``stores`` the configured storage.
+    ``model`` replaces the configured model (tests pass a scripted one); ``stores`` the configured storage;
+    each of ``mcp_extensions`` registers extra tools on the MCP server (the model may plan calls to them).
     """
     settings = settings or Settings()
     async with AsyncExitStack() as stack:
         services = await build_document_services(settings, stack, model=model, stores=stores)
+        for extend in mcp_extensions:
+            extend(services.server)
         conversations = ConversationRepository(await services.stores.collections.collection("conversations"))
         checkpointer = await _checkpointer(settings, stack)
         tools = await services.server.list_tools()
@@ -183,8 +190,12 @@ async def build_runtime(
 
 @asynccontextmanager
 async def build_orchestrator(
-    settings: Settings | None = None, *, model: BaseChatModel | None = None, stores: Stores | None = None
+    settings: Settings | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    stores: Stores | None = None,
+    mcp_extensions: Sequence[Callable[[FastMCP], None]] = (),
 ) -> AsyncIterator[Orchestrator]:
     """The orchestrator for ``settings`` (default: the environment), closed with everything it uses on exit."""
-    async with build_runtime(settings, model=model, stores=stores) as runtime:
+    async with build_runtime(settings, model=model, stores=stores, mcp_extensions=mcp_extensions) as runtime:
         yield runtime.orchestrator

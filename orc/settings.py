@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     max_request_bytes: int = 1024 * 1024
     max_blob_names: int = 20
     max_tool_rounds: int = 4
-    file_cache_ttl_seconds: float = 3600.0
+    file_cache_ttl_seconds: float = Field(default=3600.0, gt=0)
     history_turns: int = 10
     tool_timeout_seconds: float = 120.0
 

@@ -1,0 +1,207 @@
+"""The four scenarios of document-chat-workflow.md through the real graph, MCP server and embedded storage."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from mcp.server.fastmcp import FastMCP
+
+from orc.composition import build_orchestrator
+from orc.orchestrator import Orchestrator
+from orc.principal import LOCAL_PRINCIPAL
+from orc.session_files import Upload
+from orc.settings import Settings
+from orc.testing import FunctionChatModel
+from orc.turns import TurnRequest, TurnResult
+
+DOCS = {
+    "doc1.pdf.txt": b"The termination notice period is 60 days.\n\nRent is due on the first day of the month.",
+    "doc2.pdf.txt": b"The warranty lasts two years.\n\nBattery life is 38 hours.",
+    "Doc1.pdf.txt": b"An upper-case twin with different content about parking spaces.",
+}
+_REF = re.compile(r'<source ref="([^"]+)"')
+
+
+def cite_first_source(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage | str:
+    """A deterministic stand-in for a model: cite the first source it is shown, or plan a tool call if offered."""
+    system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
+    if tools and not any(isinstance(m, ToolMessage) for m in messages):
+        return AIMessage("", tool_calls=[{"name": tools[0]["function"]["name"], "args": {"text": "hi"}, "id": "c1"}])
+    if "<history>" in system:
+        return "standalone: " + messages[-1].text
+    refs = _REF.findall(system)
+    return f"Here is what the documents say [{refs[0]}]." if refs else "No sources."
+
+
+@pytest.fixture
+def model() -> FunctionChatModel:
+    return FunctionChatModel(cite_first_source)
+
+
+@pytest.fixture
+async def orchestrator(model: FunctionChatModel) -> AsyncIterator[Orchestrator]:
+    async with build_orchestrator(Settings(), model=model) as orc:
+        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload(name, data) for name, data in DOCS.items()])
+        yield orc
+
+
+async def ask(orc: Orchestrator, *names: str, question: str = "What does it say?") -> TurnResult:
+    return await orc.ask(TurnRequest(question=question, conversation_id="conv", blob_names=list(names)))
+
+
+def sent_arguments(result: TurnResult) -> dict[str, Any]:
+    (call,) = result.metadata.tool_calls
+    assert call.name == "document_chat"
+    return call.arguments
+
+
+async def stored_refs(orc: Orchestrator) -> list[dict[str, str]]:
+    turns = await orc.conversations.turns(LOCAL_PRINCIPAL, "conv")
+    return [ref.model_dump() for ref in turns[-1].assistant.uploaded_file_refs]
+
+
+async def test_first_upload_sends_only_document_names_and_stores_the_returned_files(orchestrator: Orchestrator) -> None:
+    result = await ask(orchestrator, "doc1.pdf.txt")
+
+    args = sent_arguments(result)
+    assert args["document_names"] == ["doc1.pdf.txt"]
+    assert "cached_file_info" not in args
+    assert result.metadata.cache == "miss"
+    assert [f.blob_name for f in result.files] == ["doc1.pdf.txt"]
+    assert await stored_refs(orchestrator) == [f.model_dump() for f in result.files]
+    assert result.citations and result.citations[0].document == "doc1.pdf.txt"
+
+
+async def test_the_same_documents_send_cached_file_info_and_reuse_the_file_ids(orchestrator: Orchestrator) -> None:
+    first = await ask(orchestrator, "doc1.pdf.txt")
+    second = await ask(orchestrator, "doc1.pdf.txt")
+
+    assert sent_arguments(second)["cached_file_info"] == [f.model_dump() for f in first.files]
+    assert second.metadata.cache == "hit"
+    assert second.files == first.files
+    assert await stored_refs(orchestrator) == [f.model_dump() for f in second.files]
+
+
+async def test_the_cache_match_ignores_order_but_not_case(orchestrator: Orchestrator) -> None:
+    both = await ask(orchestrator, "doc1.pdf.txt", "doc2.pdf.txt")
+    reordered = await ask(orchestrator, "doc2.pdf.txt", "doc1.pdf.txt")
+    other_case = await ask(orchestrator, "Doc1.pdf.txt", "doc2.pdf.txt")
+
+    assert reordered.metadata.cache == "hit"
+    assert {f.file_id for f in reordered.files} == {f.file_id for f in both.files}
+    assert "cached_file_info" not in sent_arguments(other_case)
+    assert other_case.metadata.cache == "miss"
+
+
+async def test_different_documents_omit_cached_file_info_and_overwrite_the_refs(orchestrator: Orchestrator) -> None:
+    await ask(orchestrator, "doc1.pdf.txt")
+    second = await ask(orchestrator, "doc2.pdf.txt")
+
+    assert "cached_file_info" not in sent_arguments(second)
+    assert second.metadata.cache == "miss"
+    assert await stored_refs(orchestrator) == [f.model_dump() for f in second.files]
+    assert [ref["blob_name"] for ref in await stored_refs(orchestrator)] == ["doc2.pdf.txt"]
+
+
+async def test_a_superset_of_the_cached_documents_is_not_partially_reused(orchestrator: Orchestrator) -> None:
+    await ask(orchestrator, "doc1.pdf.txt")
+    second = await ask(orchestrator, "doc1.pdf.txt", "doc2.pdf.txt")
+
+    assert "cached_file_info" not in sent_arguments(second)
+    assert second.metadata.cache == "miss"
+
+
+async def test_expired_file_ids_fall_back_to_fresh_processing_with_new_ids(model: FunctionChatModel) -> None:
+    # A nanosecond TTL expires every processed file before the next turn: the cache looks valid but is not.
+    async with build_orchestrator(Settings(file_cache_ttl_seconds=1e-9), model=model) as orc:
+        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+        first = await ask(orc, "doc1.pdf.txt")
+        second = await ask(orc, "doc1.pdf.txt")
+
+        assert sent_arguments(second)["cached_file_info"] == [f.model_dump() for f in first.files]
+        assert second.metadata.cache == "miss"
+        assert second.files[0].file_id != first.files[0].file_id
+        assert await stored_refs(orc) == [f.model_dump() for f in second.files]
+
+
+async def test_with_attached_documents_no_planning_call_is_made(
+    orchestrator: Orchestrator, model: FunctionChatModel
+) -> None:
+    result = await ask(orchestrator, "doc1.pdf.txt")
+
+    assert all(request.tool_names == [] for request in model.requests)
+    assert model.calls == 2 == result.metadata.model_calls  # document_chat's call + the answer
+
+
+def add_echo_tool(server: FastMCP) -> None:
+    @server.tool(name="documents.echo", description="Echo text back.")
+    def echo(text: str) -> str:
+        return text
+
+
+async def test_without_attached_documents_document_chat_is_never_offered(model: FunctionChatModel) -> None:
+    async with build_orchestrator(Settings(), model=model, mcp_extensions=[add_echo_tool]) as orc:
+        result = await orc.ask(TurnRequest(question="Say hi", conversation_id="conv"))
+
+    offered = {name for request in model.requests for name in request.tool_names}
+    assert offered == {"documents__echo"}
+    assert result.metadata.tool == "documents.echo"
+    assert [call.name for call in result.metadata.tool_calls] == ["documents.echo"]
+
+
+async def test_history_seeds_the_next_turn_after_a_restart(model: FunctionChatModel) -> None:
+    settings = Settings()
+    async with build_orchestrator(settings, model=model) as orc:
+        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+        first = await ask(orc, "doc1.pdf.txt")
+
+    restarted_model = FunctionChatModel(cite_first_source)
+    async with build_orchestrator(settings, model=restarted_model) as orc:
+        follow_up = await ask(orc, "doc1.pdf.txt", question="and the rent?")
+
+    # The refs came from stored history: they are sent, but the new process has no processed copy of them.
+    assert sent_arguments(follow_up)["cached_file_info"] == [f.model_dump() for f in first.files]
+    assert follow_up.metadata.cache == "miss"
+    assert sent_arguments(follow_up)["question"] == "standalone: and the rent?"
+    assert follow_up.metadata.model_calls == 3  # rewrite + document_chat + answer
+
+
+async def test_ten_concurrent_turns_on_one_conversation_are_each_stored_once_in_order(
+    orchestrator: Orchestrator,
+) -> None:
+    questions = [f"question number {i}" for i in range(10)]
+    await asyncio.gather(*(ask(orchestrator, "doc1.pdf.txt", question=q) for q in questions))
+
+    turns = await orchestrator.conversations.turns(LOCAL_PRINCIPAL, "conv")
+    assert [turn.seq for turn in turns] == list(range(1, 11))
+    assert sorted(turn.user.content for turn in turns) == sorted(questions)
+    summary = await orchestrator.conversations.get(LOCAL_PRINCIPAL, "conv")
+    assert summary is not None and summary.message_count == 20
+
+
+def failing_answer(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> str:
+    system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
+    if "<tool_answer" in system:
+        raise RuntimeError("upstream model exploded with secret sk-123")
+    return cite_first_source(messages, tools)  # type: ignore[return-value]
+
+
+async def test_a_failed_turn_stores_nothing_and_streams_a_clean_error() -> None:
+    async with build_orchestrator(Settings(), model=FunctionChatModel(failing_answer)) as orc:
+        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+        events = [
+            e
+            async for e in orc.stream(
+                TurnRequest(question="What?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
+            )
+        ]
+
+        assert events[-1]["type"] == "error"
+        assert events[-1]["code"] == "internal_error"
+        assert "sk-123" not in str(events)
+        assert await orc.conversations.turns(LOCAL_PRINCIPAL, "conv") == []
