@@ -22,7 +22,7 @@ from orc.turns import Event, TurnRequest
 
 DEMO_CONVERSATION = "demo"
 DEMO_QUESTIONS = (
-    "How much notice must the tenant give before moving out?",
+    "How much notice is needed to end the lease?",
     "And what happens to the security deposit?",
     "What is the battery life of the Aurora X2 headphones?",
     "How many vacation days do new employees get?",
@@ -33,9 +33,9 @@ DEMO_QUESTIONS = (
 class Console:
     """Writes progress to stderr (so it can be hidden) and answers to stdout."""
 
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
-        self.out = out
-        self.err = err
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
 
     def event(self, event: Event) -> None:
         """Render one stream event as it happens."""
