@@ -1,0 +1,39 @@
+"""Who a tool call acts for. The scope is never a tool argument the model could choose.
+
+- Streamable HTTP: the ASGI authentication wrapper in front of ``/api/mcp`` stores the authenticated
+  :class:`~orc.principal.Principal` in ``scope["state"]["principal"]``; the MCP SDK hands the Starlette
+  request to the tool context (``ctx.request_context.request``) even in stateless mode, where the tool runs in
+  the session manager's task group and therefore cannot see the request's context variables.
+- In-memory and stdio: :data:`current_principal` is set before the server task starts (the orchestrator
+  does it around the in-memory session, ``python -m mcp_server`` at startup); the server task inherits it.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any
+
+from mcp.server.fastmcp import Context
+from mcp.server.fastmcp.exceptions import ToolError
+from starlette.requests import Request
+
+from orc.principal import Principal
+
+current_principal: ContextVar[Principal | None] = ContextVar("orc_mcp_principal", default=None)
+"""The principal of in-process (in-memory) and stdio sessions."""
+
+PRINCIPAL_STATE_KEY = "principal"
+"""The key under ``scope["state"]`` where the HTTP authentication wrapper puts the principal."""
+
+
+def resolve_principal(ctx: Context[Any, Any, Any]) -> Principal:
+    """The principal the current tool call acts for; :class:`ToolError` ``unauthenticated`` when none."""
+    request = ctx.request_context.request
+    if isinstance(request, Request):
+        # Over HTTP only the authenticated request counts: never fall back to a process-wide principal.
+        principal = request.scope.get("state", {}).get(PRINCIPAL_STATE_KEY)
+    else:
+        principal = current_principal.get()
+    if not isinstance(principal, Principal):
+        raise ToolError("unauthenticated: this MCP connection has no authenticated principal; sign in and retry")
+    return principal

@@ -1,0 +1,52 @@
+"""MCP tool families. Each module has ``register(server, services)``; :mod:`mcp_server.server` calls them.
+
+Errors follow one rule for every tool: a mistake the caller or model can fix, or a dependency that may
+recover, becomes a :class:`ToolError` whose message starts with the stable ``code`` of the orc error
+(``not_found: ...``), so the client gets an ``isError`` result that says what to do next. FastMCP prefixes
+the text it sends with ``Error executing tool <name>: ``; :func:`split_tool_error` recovers code and message.
+Anything else is logged without its message and reported as ``internal_error``: exception text can carry
+storage URLs or secrets.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mcp.server.fastmcp.exceptions import ToolError
+
+from orc.errors import CallerError, ModelBehaviourError, OrcError, ServiceUnavailable
+
+logger = logging.getLogger(__name__)
+
+_ERROR_TEXT = re.compile(r"^(?:Error executing tool [^:]+: )?([a-z][a-z_]*): (.*)$", re.DOTALL)
+
+
+@contextmanager
+def tool_errors(tool: str, *, failure: str) -> Iterator[None]:
+    """Translate exceptions raised inside a tool body into ``code: message`` :class:`ToolError` results.
+
+    ``failure`` is the generic text of the ``internal_error`` result (e.g. "document processing failed").
+    """
+    try:
+        yield
+    except ToolError:
+        raise
+    except (CallerError, ServiceUnavailable, ModelBehaviourError) as exc:
+        # These messages are written for the caller and are free of URLs and secrets by contract.
+        raise ToolError(f"{exc.code}: {exc.message}") from None
+    except Exception as exc:
+        code = exc.code if isinstance(exc, OrcError) else "unexpected"
+        logger.warning("MCP tool %s failed: %s (%s)", tool, type(exc).__name__, code)
+        logger.debug("MCP tool %s failure details", tool, exc_info=True)
+        raise ToolError(f"internal_error: {failure}; try again later") from None
+
+
+def split_tool_error(text: str) -> tuple[str, str]:
+    """``(code, message)`` of an ``isError`` result's text; ``("tool_error", text)`` when it has no code."""
+    match = _ERROR_TEXT.match(text)
+    if match is None:
+        return "tool_error", text
+    return match.group(1), match.group(2)

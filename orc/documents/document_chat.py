@@ -1,0 +1,284 @@
+"""The document_chat service: answer a question over named session documents with one model call.
+
+document-chat-workflow "MCP Contract": ``{question, document_names, cached_file_info?}`` →
+``{answer, files: [{file_id, blob_name}], metadata}``. A ``file_id`` in ``cached_file_info`` that the cache
+still holds for the same scope, blob and ETag skips download and extraction; any other id (unknown, expired,
+stale, another user's) silently falls back to fresh processing and a new id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan, Usage
+from orc.documents.extraction import extract
+from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.spans import Span, make_spans, source_ref
+from orc.errors import (
+    InvalidInput,
+    ModelBehaviourError,
+    NotFound,
+    OrcError,
+    PayloadTooLarge,
+    ServiceUnavailable,
+)
+from orc.names import BlobPaths, normalize_blob_names
+from orc.principal import Principal
+from orc.prompting import format_sources, load_prompt
+from orc.storage.ports import BlobStore, ItemNotFound
+from orc.text import rank
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadedFile:
+    blob_name: str
+    file_id: str
+    spans: tuple[Span, ...]
+    reused: bool
+
+
+class DocumentChatService:
+    """Answers questions over a conversation's attached documents, reusing processed files by ``file_id``.
+
+    Every storage path is built by :meth:`orc.names.BlobPaths.session_blob` from the principal and the
+    conversation, so a caller can only ever read its own conversation's documents.
+    """
+
+    def __init__(
+        self,
+        blobs: BlobStore,
+        cache: ProcessedFileCache,
+        model: BaseChatModel,
+        *,
+        model_label: str,
+        max_document_bytes: int,
+        max_sources: int = 8,
+        max_question_chars: int = 4000,
+        max_documents: int = 20,
+        model_timeout_seconds: float = 120.0,
+    ) -> None:
+        if max_sources < 1 or max_documents < 1 or max_question_chars < 1 or max_document_bytes < 1:
+            raise ValueError("limits must be positive")
+        self._blobs = blobs
+        self._cache = cache
+        self._model = model
+        self._model_label = model_label
+        self._max_document_bytes = max_document_bytes
+        self._max_sources = max_sources
+        self._max_question_chars = max_question_chars
+        self._max_documents = max_documents
+        self._model_timeout = model_timeout_seconds
+
+    @property
+    def max_documents(self) -> int:
+        """How many document names one call may carry."""
+        return self._max_documents
+
+    @property
+    def max_question_chars(self) -> int:
+        """The longest question accepted, in characters."""
+        return self._max_question_chars
+
+    async def answer(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        question: str,
+        document_names: Sequence[str],
+        cached_file_info: Sequence[FileRef] | None = None,
+    ) -> DocumentChatResult:
+        """Answer ``question`` from the named documents of ``conversation_id``.
+
+        Raises :class:`~orc.errors.InvalidInput` (empty question, no or too many names),
+        :class:`~orc.errors.InvalidName`, :class:`~orc.errors.PayloadTooLarge` (question or document over its
+        limit), :class:`~orc.errors.NotFound` (a document is not in the conversation),
+        :class:`~orc.documents.extraction.ExtractionError` / :class:`~orc.errors.UnsupportedMediaType`
+        (a document has no readable text) and :class:`~orc.errors.ServiceUnavailable` (storage or model).
+        """
+        started = time.perf_counter()
+        question = self._check_question(question)
+        names = normalize_blob_names(document_names)
+        if not names:
+            raise InvalidInput("document_names must name at least one document of the conversation")
+        if len(names) > self._max_documents:
+            raise InvalidInput(f"at most {self._max_documents} documents can be used in one question")
+        scope = BlobPaths.session_prefix(principal.organization, principal.user, conversation_id)
+
+        cached_ids = {ref.blob_name: ref.file_id for ref in cached_file_info or ()}
+        files = await self._load_all(principal, conversation_id, scope, names, cached_ids)
+
+        sources = self._select_sources(question, files)
+        system = load_prompt("document_chat.system").render(sources=format_sources(sources))
+        reply = await self._ask(system, question)
+        answer = reply.text.strip()
+        if not answer:
+            raise ModelBehaviourError("the model returned an empty answer")
+
+        outcome = "hit" if all(file.reused for file in files) else "miss"
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        logger.info(
+            "document_chat answered: documents=%d cache=%s sources=%d elapsed_ms=%.0f",
+            len(files),
+            outcome,
+            len(sources),
+            elapsed_ms,
+        )
+        return DocumentChatResult(
+            answer=answer,
+            files=[FileRef(file_id=file.file_id, blob_name=file.blob_name) for file in files],
+            metadata=DocumentChatMetadata(
+                cache=outcome,
+                model=self._model_label,
+                model_calls=1,
+                usage=_usage(reply),
+                sources=sources,
+                elapsed_ms=round(elapsed_ms, 1),
+            ),
+        )
+
+    def _check_question(self, question: str) -> str:
+        if not isinstance(question, str) or not question.strip():
+            raise InvalidInput("question must not be empty")
+        if len(question) > self._max_question_chars:
+            raise PayloadTooLarge(f"question is longer than {self._max_question_chars} characters")
+        return question.strip()
+
+    async def _load_all(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        scope: str,
+        names: list[str],
+        cached_ids: dict[str, str],
+    ) -> list[_LoadedFile]:
+        """Load every document concurrently; the first failure cancels the rest and is raised as itself."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [
+                    group.create_task(self._load(principal, conversation_id, scope, name, cached_ids.get(name)))
+                    for name in names
+                ]
+        except BaseExceptionGroup as failures:
+            # Callers and the MCP tool map single, typed errors; a group of them would hide the code.
+            raise _most_relevant(failures) from None
+        return [task.result() for task in tasks]
+
+    async def _load(
+        self, principal: Principal, conversation_id: str, scope: str, name: str, cached_id: str | None
+    ) -> _LoadedFile:
+        path = BlobPaths.session_blob(principal.organization, principal.user, conversation_id, name)
+        info = await self._blobs.head(path)
+        if info is None:
+            raise _not_found(name)
+        if cached_id is not None:
+            entry = self._cache.get(cached_id, name, info.etag, scope=scope)
+            if entry is not None:
+                return _LoadedFile(blob_name=name, file_id=entry.file_id, spans=entry.spans, reused=True)
+        if info.size > self._max_document_bytes:
+            raise _too_large(name, self._max_document_bytes)
+        try:
+            data, info = await self._blobs.get(path)
+        except ItemNotFound:
+            # Deleted between head and get.
+            raise _not_found(name) from None
+        if len(data) > self._max_document_bytes:
+            raise _too_large(name, self._max_document_bytes)
+        document = await asyncio.to_thread(extract, data, name, info.content_type)
+        spans = make_spans(document)
+        file_id = self._cache.put(
+            scope=scope, blob_name=name, etag=info.etag, spans=spans, media_type=document.media_type
+        )
+        return _LoadedFile(blob_name=name, file_id=file_id, spans=tuple(spans), reused=False)
+
+    def _select_sources(self, question: str, files: list[_LoadedFile]) -> list[SourceSpan]:
+        """The best-matching spans across all files; the first spans of each file when nothing matches."""
+        candidates = [(file.blob_name, span) for file in files for span in file.spans]
+        ranked = rank(question, [span.text for _, span in candidates], limit=self._max_sources)
+        if ranked:
+            chosen = [candidates[item.index] for item in ranked]
+        else:
+            # Nothing shares a word with the question: show the start of each document (round robin) so the
+            # model can still say it could not find the answer, or answer a question phrased differently.
+            chosen = []
+            depth = 0
+            while len(chosen) < self._max_sources and any(depth < len(file.spans) for file in files):
+                for file in files:
+                    if depth < len(file.spans) and len(chosen) < self._max_sources:
+                        chosen.append((file.blob_name, file.spans[depth]))
+                depth += 1
+        return [
+            SourceSpan(
+                ref=source_ref(name, span.span_id),
+                document=name,
+                span_id=span.span_id,
+                page=span.page,
+                text=span.text,
+            )
+            for name, span in chosen
+        ]
+
+    async def _ask(self, system: str, question: str) -> AIMessage:
+        try:
+            return await asyncio.wait_for(
+                self._model.ainvoke([SystemMessage(system), HumanMessage(question)]),
+                timeout=self._model_timeout,
+            )
+        except TimeoutError:
+            raise ServiceUnavailable(
+                "the language model did not answer in time; try again later", code="model_timeout"
+            ) from None
+        except OrcError:
+            raise
+        except Exception as exc:
+            # Provider errors can carry endpoint URLs or request ids: log the type, raise a typed error.
+            logger.warning("document_chat model call failed: %s", type(exc).__name__)
+            raise ServiceUnavailable(
+                "the language model failed to answer; try again later", code="model_unavailable"
+            ) from exc
+
+
+def _usage(reply: AIMessage) -> Usage:
+    metadata = reply.usage_metadata
+    if not metadata:
+        return Usage()
+    return Usage(
+        input_tokens=metadata.get("input_tokens", 0),
+        output_tokens=metadata.get("output_tokens", 0),
+        total_tokens=metadata.get("total_tokens", 0),
+    )
+
+
+def _not_found(name: str) -> NotFound:
+    return NotFound(f"document {name!r} is not attached to this conversation; check the name or upload it first")
+
+
+def _too_large(name: str, limit: int) -> PayloadTooLarge:
+    size = f"{limit / (1024 * 1024):g} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
+    return PayloadTooLarge(f"document {name!r} is larger than the {size} limit; split it or upload a smaller copy")
+
+
+def _most_relevant(failures: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error to report from a failed fan-out: a caller's mistake before a dependency failure."""
+    leaves: list[BaseException] = []
+
+    def walk(group: BaseExceptionGroup[BaseException]) -> None:
+        for error in group.exceptions:
+            if isinstance(error, BaseExceptionGroup):
+                walk(error)
+            else:
+                leaves.append(error)
+
+    walk(failures)
+    for error in leaves:
+        if isinstance(error, OrcError) and 400 <= error.status < 500:
+            return error
+    return leaves[0]

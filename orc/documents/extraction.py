@@ -1,0 +1,329 @@
+"""Text extraction from uploaded files: PDF, DOCX, plain text, Markdown, HTML, CSV and JSON.
+
+Extraction is CPU-bound and parses untrusted bytes: callers run :func:`extract` off the event loop
+(``asyncio.to_thread``) and bound the input size before calling it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import re
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from orc.errors import InvalidInput, UnsupportedMediaType
+
+PDF = "application/pdf"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+TEXT = "text/plain"
+MARKDOWN = "text/markdown"
+HTML = "text/html"
+CSV = "text/csv"
+JSON = "application/json"
+
+_EXTENSIONS = {
+    ".pdf": PDF,
+    ".docx": DOCX,
+    ".txt": TEXT,
+    ".text": TEXT,
+    ".log": TEXT,
+    ".rst": TEXT,
+    ".md": MARKDOWN,
+    ".markdown": MARKDOWN,
+    ".htm": HTML,
+    ".html": HTML,
+    ".xhtml": HTML,
+    ".csv": CSV,
+    ".json": JSON,
+}
+_CONTENT_TYPES = {
+    PDF: PDF,
+    DOCX: DOCX,
+    TEXT: TEXT,
+    MARKDOWN: MARKDOWN,
+    "text/x-markdown": MARKDOWN,
+    HTML: HTML,
+    "application/xhtml+xml": HTML,
+    CSV: CSV,
+    "application/csv": CSV,
+    JSON: JSON,
+    "text/json": JSON,
+}
+SUPPORTED_MEDIA_TYPES = frozenset(_CONTENT_TYPES.values())
+
+
+class ExtractionError(InvalidInput):
+    """The file has a supported type but no usable text: corrupt, encrypted, not text, or empty."""
+
+    code = "extraction_failed"
+    status = 422
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedDocument:
+    """The text of one file: one element per page for paged formats (PDF), a single element otherwise."""
+
+    pages: list[str]
+    media_type: str
+
+    @property
+    def text(self) -> str:
+        """All pages joined by blank lines."""
+        return "\n\n".join(self.pages)
+
+
+def detect_media_type(data: bytes, filename: str, content_type: str | None = None) -> str:
+    """The media type orc will extract ``data`` as; raise :class:`UnsupportedMediaType` when there is none.
+
+    Magic bytes win over the name (a PDF renamed ``.txt`` is still a PDF); then the extension; then the
+    declared content type (often ``application/octet-stream``, so it is the weakest signal); a name without
+    extension whose bytes decode as text is plain text.
+    """
+    if data.startswith(b"%PDF-"):
+        return PDF
+    if data.startswith(b"PK\x03\x04"):
+        if _is_docx(data) or PurePosixPath(filename).suffix.lower() == ".docx":
+            # A damaged .docx is still a DOCX: extraction then says it is damaged, which is more useful.
+            return DOCX
+        # XLSX, PPTX, ODT and plain archives are zip files too; none of them is extracted yet.
+        raise UnsupportedMediaType(f"{filename!r} is an archive or office format orc cannot read yet")
+    suffix = PurePosixPath(filename).suffix.lower()
+    if suffix in _EXTENSIONS:
+        return _EXTENSIONS[suffix]
+    declared = (content_type or "").split(";", 1)[0].strip().lower()
+    if declared in _CONTENT_TYPES:
+        return _CONTENT_TYPES[declared]
+    if not suffix and _looks_like_text(data):
+        return TEXT
+    supported = ", ".join(sorted(_EXTENSIONS))
+    raise UnsupportedMediaType(f"{filename!r} is not a supported document type (supported: {supported})")
+
+
+def extract(data: bytes, filename: str, content_type: str | None = None) -> ExtractedDocument:
+    """Extract the text of ``data``; raise :class:`UnsupportedMediaType` or :class:`ExtractionError`."""
+    media_type = detect_media_type(data, filename, content_type)
+    extractor = _EXTRACTORS[media_type]
+    pages = [_clean(page) for page in extractor(data, filename)]
+    if not any(page for page in pages):
+        hint = " (a scanned PDF needs OCR first)" if media_type == PDF else ""
+        raise ExtractionError(f"{filename!r} contains no extractable text{hint}", code="empty_document")
+    return ExtractedDocument(pages=pages, media_type=media_type)
+
+
+# -- formats -------------------------------------------------------------------------------------------
+
+
+def _extract_pdf(data: bytes, filename: str) -> list[str]:
+    from pypdf import PdfReader
+    from pypdf.errors import FileNotDecryptedError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            # Many PDFs carry only an owner password and open with the empty user password; others cannot.
+            raise ExtractionError(f"{filename!r} is password protected; upload an unprotected copy")
+        return [page.extract_text() or "" for page in reader.pages]
+    except ExtractionError:
+        raise
+    except FileNotDecryptedError as exc:
+        raise ExtractionError(f"{filename!r} is password protected; upload an unprotected copy") from exc
+    except Exception as exc:
+        # A parser of untrusted bytes can fail in any way on a damaged file; every failure means the same
+        # thing to the caller, and the parser's message (offsets, object ids) would not help them.
+        raise ExtractionError(f"{filename!r} is not a readable PDF (damaged or truncated)") from exc
+
+
+def _extract_docx(data: bytes, filename: str) -> list[str]:
+    import docx
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks = list(_docx_blocks(document))
+    except Exception as exc:
+        # Same reasoning as for PDFs: a damaged package fails deep inside python-docx or lxml.
+        raise ExtractionError(f"{filename!r} is not a readable DOCX file (damaged or truncated)") from exc
+    return ["\n\n".join(block for block in blocks if block.strip())]
+
+
+def _docx_blocks(container: Any) -> Iterator[str]:
+    """Paragraphs and tables in document order; a table row becomes one ``cell | cell`` line."""
+    from docx.table import Table
+
+    for item in container.iter_inner_content():
+        if isinstance(item, Table):
+            yield "\n".join(_docx_rows(item))
+        else:
+            yield item.text
+
+
+def _docx_rows(table: Any) -> Iterator[str]:
+    for row in table.rows:
+        cells: list[str] = []
+        previous = None
+        for cell in row.cells:
+            # A merged cell is returned once per grid column it spans; keep it once.
+            if cell._tc is previous:
+                continue
+            previous = cell._tc
+            text = " ".join(" ".join(block.split()) for block in _docx_blocks(cell) if block.strip())
+            cells.append(text)
+        if any(cells):
+            yield " | ".join(cells)
+
+
+def _extract_text(data: bytes, filename: str) -> list[str]:
+    return [_decode(data, filename)]
+
+
+def _extract_html(data: bytes, filename: str) -> list[str]:
+    from bs4 import BeautifulSoup, NavigableString
+
+    # Decoding first keeps a BOM or a <meta charset> from being guessed differently by each parser.
+    soup = BeautifulSoup(_decode(data, filename), "html.parser")
+    for tag in soup(["script", "style", "noscript", "template", "svg", "iframe", "object"]):
+        tag.decompose()
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    if soup.head is not None:
+        soup.head.decompose()
+    # Block elements become line breaks so paragraphs, list items and table rows stay apart in the text.
+    for tag in soup.find_all(_HTML_PARAGRAPHS):
+        tag.insert_before(NavigableString("\n\n"))
+        tag.append(NavigableString("\n\n"))
+    for tag in soup.find_all(_HTML_LINES):
+        # A break after each item only: one before and one after would leave a blank line between items.
+        tag.append(NavigableString("\n"))
+    for tag in soup.find_all(["td", "th"]):
+        tag.append(NavigableString(" | "))
+    for tag in soup.find_all("br"):
+        tag.replace_with(NavigableString("\n"))
+    lines = [" ".join(line.split()).removesuffix(" |") for line in soup.get_text().split("\n")]
+    body = "\n".join(lines)
+    if title and not body.lstrip().startswith(title):
+        body = f"{title}\n\n{body}"
+    return [body]
+
+
+_HTML_PARAGRAPHS = [
+    "p", "div", "section", "article", "header", "footer", "main", "aside", "nav", "h1", "h2", "h3", "h4",
+    "h5", "h6", "table", "ul", "ol", "dl", "pre", "blockquote", "figure", "figcaption", "hr", "form",
+]  # fmt: skip
+_HTML_LINES = ["li", "tr", "dt", "dd", "caption"]
+
+
+def _extract_csv(data: bytes, filename: str) -> list[str]:
+    text = _decode(data, filename)
+    try:
+        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text), dialect) if any(cell.strip() for cell in row)]
+    except csv.Error as exc:
+        raise ExtractionError(f"{filename!r} is not a readable CSV file") from exc
+    if not rows:
+        return [""]
+    header = [cell.strip() or f"column {index + 1}" for index, cell in enumerate(rows[0])]
+    lines = [f"Columns: {', '.join(header)}"]
+    for number, row in enumerate(rows[1:], start=1):
+        fields = []
+        for index, cell in enumerate(row):
+            value = " ".join(cell.split())
+            if value:
+                name = header[index] if index < len(header) else f"column {index + 1}"
+                fields.append(f"{name}: {value}")
+        lines.append(f"Row {number}: " + "; ".join(fields))
+    return ["\n".join(lines)]
+
+
+def _extract_json(data: bytes, filename: str) -> list[str]:
+    try:
+        value = json.loads(_decode(data, filename))
+    except json.JSONDecodeError as exc:
+        raise ExtractionError(f"{filename!r} is not valid JSON (line {exc.lineno}, column {exc.colno})") from exc
+    if isinstance(value, list) and value and all(isinstance(item, dict | list) for item in value):
+        # A list of records reads best as one paragraph per record.
+        records = ["\n".join(_flatten(item, f"[{index}]")) for index, item in enumerate(value)]
+        return ["\n\n".join(record for record in records if record)]
+    return ["\n".join(_flatten(value, ""))]
+
+
+def _flatten(value: Any, path: str) -> Iterator[str]:
+    """``a.b[0].c: value`` lines, one per scalar."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _flatten(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _flatten(item, f"{path}[{index}]")
+    else:
+        rendered = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        rendered = " ".join(rendered.split())
+        yield f"{path}: {rendered}" if path else rendered
+
+
+_EXTRACTORS: dict[str, Callable[[bytes, str], list[str]]] = {
+    PDF: _extract_pdf,
+    DOCX: _extract_docx,
+    TEXT: _extract_text,
+    MARKDOWN: _extract_text,
+    HTML: _extract_html,
+    CSV: _extract_csv,
+    JSON: _extract_json,
+}
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+
+
+def _is_docx(data: bytes) -> bool:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return "word/document.xml" in archive.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
+
+
+def _decode(data: bytes, filename: str) -> str:
+    """UTF-8 (with or without BOM), UTF-16 with a BOM, else Latin-1; NUL bytes mean the file is not text."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[len(codecs.BOM_UTF8) :].decode("utf-8", errors="replace")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    if b"\x00" in data:
+        raise ExtractionError(f"{filename!r} is not a text file (it contains binary data)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Latin-1 maps every byte, so legacy Windows/ISO-8859 text still reads (mostly) right.
+        return data.decode("latin-1")
+
+
+def _looks_like_text(data: bytes) -> bool:
+    sample = data[:4096]
+    if sample.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return True
+    if b"\x00" in sample:
+        return False
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut by the sample boundary is still text.
+        return exc.start >= len(sample) - 3
+    return True
+
+
+_TRAILING_SPACE = re.compile(r"[ \t\f\v]+\n")
+_BLANK_RUN = re.compile(r"\n{3,}")
+
+
+def _clean(text: str) -> str:
+    """Unify line endings, drop NULs and trailing spaces, keep at most one blank line in a row."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    text = _TRAILING_SPACE.sub("\n", text + "\n")
+    return _BLANK_RUN.sub("\n\n", text).strip()

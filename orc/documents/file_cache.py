@@ -1,0 +1,108 @@
+"""The ``file_id`` cache of document_chat: processed (extracted and spanned) session documents with a TTL.
+
+A ``file_id`` is a handle the model round-trips through ``cached_file_info``; it is not the catalog's
+``document_id``. It is only honoured for the scope (principal + conversation) and blob it was issued for and
+while the blob is unchanged, so a leaked or replayed id can never read another user's document or stale text.
+The cache is per process; a miss only costs a fresh download and extraction.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from orc.documents.spans import Span
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessedFile:
+    """One processed document: its spans and the blob version they were made from."""
+
+    file_id: str
+    scope: str
+    """The session blob prefix (``{organization}/{user}/{conversation}/``) the id was issued under."""
+    blob_name: str
+    etag: str
+    spans: tuple[Span, ...]
+    media_type: str
+    created_at: float
+    expires_at: float
+
+
+class ProcessedFileCache:
+    """An in-process, LRU-bounded map of ``file_id`` to :class:`ProcessedFile` with a time to live.
+
+    ``clock`` is injectable so tests expire entries without sleeping. Safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        ttl_seconds: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = 1000,
+    ) -> None:
+        if ttl_seconds <= 0:
+            raise ValueError("ttl_seconds must be positive")
+        if max_entries <= 0:
+            raise ValueError("max_entries must be positive")
+        self._ttl = ttl_seconds
+        self._clock = clock
+        self._max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str], ProcessedFile] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def put(self, *, scope: str, blob_name: str, etag: str, spans: Sequence[Span], media_type: str) -> str:
+        """Store a processed document under a new random ``file_id`` and return that id."""
+        now = self._clock()
+        entry = ProcessedFile(
+            file_id=f"file-{secrets.token_hex(12)}",
+            scope=scope,
+            blob_name=blob_name,
+            etag=etag,
+            spans=tuple(spans),
+            media_type=media_type,
+            created_at=now,
+            expires_at=now + self._ttl,
+        )
+        with self._lock:
+            self._drop_expired(now)
+            self._entries[(scope, entry.file_id)] = entry
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        return entry.file_id
+
+    def get(self, file_id: str, blob_name: str, etag: str, *, scope: str) -> ProcessedFile | None:
+        """The entry for ``file_id`` if it is known in ``scope``, unexpired, for ``blob_name`` and ``etag``.
+
+        ``None`` for an unknown id, an id of another scope (user or conversation), another blob, an
+        expired entry, or a stale one (the blob changed since it was processed; the entry is dropped).
+        """
+        key = (scope, file_id)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.blob_name != blob_name:
+                return None
+            if entry.expires_at <= self._clock() or entry.etag != etag:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry
+
+    def discard(self, file_id: str, *, scope: str) -> None:
+        """Forget ``file_id`` (no error when unknown)."""
+        with self._lock:
+            self._entries.pop((scope, file_id), None)
+
+    def _drop_expired(self, now: float) -> None:
+        expired = [key for key, entry in self._entries.items() if entry.expires_at <= now]
+        for key in expired:
+            del self._entries[key]

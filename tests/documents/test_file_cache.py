@@ -1,0 +1,104 @@
+"""The file_id cache: reuse only for the same scope, blob and ETag, and only until the TTL passes."""
+
+from __future__ import annotations
+
+from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.spans import Span
+from tests.documents.doubles import FakeClock
+
+SCOPE = "acme/alice/conv-1/"
+SPANS = [Span(span_id="S1", page=None, start=0, end=5, text="Hello")]
+
+
+def _cache(clock: FakeClock, *, max_entries: int = 10) -> ProcessedFileCache:
+    return ProcessedFileCache(60.0, clock=clock, max_entries=max_entries)
+
+
+def _put(cache: ProcessedFileCache, blob_name: str = "doc.pdf", etag: str = "v1", scope: str = SCOPE) -> str:
+    return cache.put(scope=scope, blob_name=blob_name, etag=etag, spans=SPANS, media_type="text/plain")
+
+
+def test_a_fresh_entry_is_returned_for_its_blob_and_etag() -> None:
+    clock = FakeClock()
+    cache = _cache(clock)
+    file_id = _put(cache)
+
+    entry = cache.get(file_id, "doc.pdf", "v1", scope=SCOPE)
+
+    assert file_id.startswith("file-")
+    assert entry is not None
+    assert entry.spans == tuple(SPANS)
+    assert entry.expires_at == clock.now + 60.0
+
+
+def test_every_put_issues_a_new_id() -> None:
+    cache = _cache(FakeClock())
+
+    assert _put(cache) != _put(cache)
+
+
+def test_an_unknown_id_is_a_miss() -> None:
+    assert _cache(FakeClock()).get("file-nope", "doc.pdf", "v1", scope=SCOPE) is None
+
+
+def test_an_entry_expires_after_its_ttl() -> None:
+    clock = FakeClock()
+    cache = _cache(clock)
+    file_id = _put(cache)
+
+    clock.advance(59.9)
+    assert cache.get(file_id, "doc.pdf", "v1", scope=SCOPE) is not None
+    clock.advance(0.1)
+    assert cache.get(file_id, "doc.pdf", "v1", scope=SCOPE) is None
+    assert len(cache) == 0
+
+
+def test_a_changed_blob_makes_the_entry_stale() -> None:
+    cache = _cache(FakeClock())
+    file_id = _put(cache, etag="v1")
+
+    assert cache.get(file_id, "doc.pdf", "v2", scope=SCOPE) is None
+    # A stale entry is dropped: even the old ETag no longer finds it.
+    assert cache.get(file_id, "doc.pdf", "v1", scope=SCOPE) is None
+
+
+def test_an_id_is_not_valid_for_another_blob_name() -> None:
+    cache = _cache(FakeClock())
+    file_id = _put(cache, blob_name="doc.pdf")
+
+    assert cache.get(file_id, "other.pdf", "v1", scope=SCOPE) is None
+    assert cache.get(file_id, "doc.pdf", "v1", scope=SCOPE) is not None
+
+
+def test_an_id_is_not_valid_in_another_conversation_or_for_another_user() -> None:
+    cache = _cache(FakeClock())
+    file_id = _put(cache)
+
+    assert cache.get(file_id, "doc.pdf", "v1", scope="acme/alice/conv-2/") is None
+    assert cache.get(file_id, "doc.pdf", "v1", scope="acme/bob/conv-1/") is None
+    assert cache.get(file_id, "doc.pdf", "v1", scope=SCOPE) is not None
+
+
+def test_the_least_recently_used_entry_is_evicted_beyond_the_bound() -> None:
+    cache = _cache(FakeClock(), max_entries=2)
+    first = _put(cache, blob_name="a.txt")
+    second = _put(cache, blob_name="b.txt")
+    assert cache.get(first, "a.txt", "v1", scope=SCOPE) is not None  # touch: second is now the oldest
+
+    third = _put(cache, blob_name="c.txt")
+
+    assert len(cache) == 2
+    assert cache.get(second, "b.txt", "v1", scope=SCOPE) is None
+    assert cache.get(first, "a.txt", "v1", scope=SCOPE) is not None
+    assert cache.get(third, "c.txt", "v1", scope=SCOPE) is not None
+
+
+def test_expired_entries_are_dropped_when_new_ones_arrive() -> None:
+    clock = FakeClock()
+    cache = _cache(clock)
+    _put(cache, blob_name="old.txt")
+    clock.advance(61)
+
+    _put(cache, blob_name="new.txt")
+
+    assert len(cache) == 1

@@ -1,0 +1,85 @@
+"""``python -m mcp_server`` over stdio, spawned as a real subprocess and driven by the MCP stdio client."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+
+from mcp_server.__main__ import main
+from orc.composition import open_stores
+from orc.contracts import DocumentChatResult
+from orc.names import BlobPaths
+from orc.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+CONVERSATION = "conv-1"
+
+
+def _server(home: Path, *arguments: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_server", *arguments],
+        # Only ORC_HOME: the server must come up on the embedded defaults (SQLite, local folder, offline model).
+        env={"ORC_HOME": str(home)},
+        cwd=REPO,
+    )
+
+
+async def _attach(home: Path, name: str, data: bytes) -> None:
+    """Put a session document where the embedded stores of ``home`` keep it, as an upload would."""
+    async with AsyncExitStack() as stack:
+        stores = await open_stores(Settings(home=home), stack)
+        await stores.blobs.put(BlobPaths.session_blob("acme", "alice", CONVERSATION, name), data)
+
+
+@pytest.mark.slow
+async def test_the_stdio_server_lists_its_tools_and_answers_for_the_startup_principal(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    await _attach(home, "handbook.txt", b"Vacation: every employee has 25 days of paid vacation per year.")
+    arguments = {"question": "How many vacation days?", "document_names": ["handbook.txt"], "session_id": CONVERSATION}
+
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with (
+            stdio_client(_server(home, "--organization", "acme", "--user", "alice"), errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = await session.list_tools()
+            result = await session.call_tool("document_chat", arguments)
+
+    assert "document_chat" in [tool.name for tool in tools.tools]
+    assert result.isError is False
+    parsed = DocumentChatResult.model_validate(result.structuredContent)
+    assert "25 days" in parsed.answer
+    assert "[handbook.txt::S1]" in parsed.answer
+    assert parsed.files[0].blob_name == "handbook.txt"
+
+
+@pytest.mark.slow
+async def test_another_principal_over_stdio_cannot_see_the_document(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    await _attach(home, "handbook.txt", b"Vacation: 25 days.")
+    arguments = {"question": "Vacation?", "document_names": ["handbook.txt"], "session_id": CONVERSATION}
+
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with (
+            stdio_client(_server(home, "--organization", "acme", "--user", "bob"), errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("document_chat", arguments)
+
+    assert result.isError is True
+    text = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+    assert "not_found: " in text
+
+
+def test_an_invalid_principal_option_exits_with_status_2_before_starting(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--organization", "acme", "--user", "../bob"]) == 2
+
+    assert "--organization and --user must be plain ids" in capsys.readouterr().err
