@@ -25,7 +25,17 @@ _EXPORTS = {
     "build_runtime": "orc.composition",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [
+    "OrcError",
+    "Orchestrator",
+    "Principal",
+    "Settings",
+    "TurnRequest",
+    "TurnResult",
+    "__version__",
+    "build_orchestrator",
+    "build_runtime",
+]
 
 if TYPE_CHECKING:
     from orc.composition import build_orchestrator, build_runtime

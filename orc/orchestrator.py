@@ -9,7 +9,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -27,7 +27,7 @@ from orc.conversations import (
 from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
-from orc.graph.state import fresh_turn_input
+from orc.graph.state import TurnState, fresh_turn_input
 from orc.mcp_client import McpToolbox, SessionFactory
 from orc.models.metering import ModelMeter
 from orc.names import normalize_blob_names, validate_identifier
@@ -176,23 +176,24 @@ class Orchestrator:
             offers_planning_tools=self._offers_planning_tools,
         )
         focus = turn.focus_context.model_dump() if turn.focus_context else None
-        state: dict[str, Any] = dict(fresh_turn_input(turn.question, turn.blob_names, focus))
+        state: TurnState = fresh_turn_input(turn.question, turn.blob_names, focus)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "callbacks": [meter]}
         try:
-            async for mode, chunk in self._graph.astream(
-                state,  # type: ignore[arg-type]
+            async for part in self._graph.astream(
+                state,
                 config,
                 context=context,
                 stream_mode=["custom", "updates"],
                 # History lives in the conversation store; a checkpoint per step would only add writes.
                 durability="exit",
             ):
+                mode, chunk = cast(tuple[str, Any], part)
                 if mode == "custom":
-                    yield chunk
+                    yield cast(Event, chunk)
                 elif mode == "updates":
-                    for update in chunk.values():
+                    for update in cast(dict[str, Any], chunk).values():
                         if isinstance(update, dict):
-                            state.update(update)
+                            state.update(update)  # type: ignore[typeddict-item]
         finally:
             await toolbox.aclose()
 

@@ -36,10 +36,10 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     system = load_prompt("answer.system").render(sources=format_sources(sources), context_block=context_block(state))
     chunks: list[str] = []
     async for chunk in ctx.model.astream([SystemMessage(system), HumanMessage(state["standalone_question"])]):
-        text = chunk.text
-        if text:
-            chunks.append(text)
-            emit({"type": "token", "text": text})
+        piece = str(chunk.text)
+        if piece:
+            chunks.append(piece)
+            emit({"type": "token", "text": piece})
     text = "".join(chunks).strip()
     citations = extract_citations(text, sources)
     progress("answer", "Done", 100)

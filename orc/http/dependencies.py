@@ -10,9 +10,9 @@ from orc.principal import Principal
 
 def orchestrator(request: Request) -> Orchestrator:
     """The process's orchestrator (built once in the app lifespan)."""
-    return request.app.state.orchestrator  # type: ignore[no-any-return]
+    return request.app.state.orchestrator
 
 
 def principal(request: Request) -> Principal:
     """The caller, from the configured authenticator."""
-    return request.app.state.authenticator.authenticate(request.headers)  # type: ignore[no-any-return]
+    return request.app.state.authenticator.authenticate(request.headers)

@@ -41,10 +41,13 @@ async def app() -> AsyncIterator[ASGIApp]:
 async def mcp_session(app: ASGIApp, key: str, path: str = "/api/mcp") -> AsyncIterator[ClientSession]:
     """A real MCP client session over streamable HTTP to the in-process app."""
     http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), headers={"X-API-Key": key})
-    async with http, streamable_http_client(f"{BASE}{path}", http_client=http) as (read, write, _):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
+    async with (
+        http,
+        streamable_http_client(f"{BASE}{path}", http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 @pytest.mark.parametrize("path", ["/api/mcp", "/api/mcp/"])
