@@ -1,0 +1,150 @@
+"""Turning the ``ORC_MODEL`` spec into a chat model: offline, OpenAI(-compatible) or Azure OpenAI.
+
+Real models get httpx clients whose request hook enforces :mod:`orc.models.guard`, timeouts, and bounded
+retries: the OpenAI SDK retries 429 and 5xx answers with backoff and honours ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.runnables import RunnableBinding
+from pydantic import SecretStr
+
+from orc.errors import ConfigurationError
+from orc.models.guard import (
+    async_httpx_request_hook,
+    guard_async_token_provider,
+    guard_token_provider,
+    httpx_request_hook,
+)
+from orc.models.offline import OfflineExtractiveModel
+
+__all__ = ["AZURE_SCOPE", "DEFAULT_AZURE_API_VERSION", "LOCAL_API_KEY", "build_chat_model", "model_label"]
+
+AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
+DEFAULT_AZURE_API_VERSION = "2024-10-21"
+"""The Azure OpenAI GA API version used when ``OPENAI_API_VERSION`` is not set."""
+LOCAL_API_KEY = "not-needed"
+"""Sent to an OpenAI-compatible server given by base URL when no key is configured: local servers ignore it."""
+
+
+def build_chat_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | SecretStr | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 2,
+    environ: Mapping[str, str] | None = None,
+) -> BaseChatModel:
+    """Build the chat model ``spec`` names: ``offline``, ``openai:<model>`` or ``azure:<deployment>``.
+
+    ``environ`` (default: the process environment) supplies what langchain-openai would read itself:
+    ``OPENAI_API_KEY``, ``AZURE_OPENAI_ENDPOINT``, ``AZURE_OPENAI_API_KEY`` and ``OPENAI_API_VERSION``.
+    """
+    env = os.environ if environ is None else environ
+    kind, _, name = spec.strip().partition(":")
+    kind, name = kind.strip().lower(), name.strip()
+    key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+    if kind == "offline" and not name:
+        return OfflineExtractiveModel()
+    if kind == "openai" and name:
+        return _openai(name, base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries, env=env)
+    if kind == "azure" and name:
+        return _azure(name, base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries, env=env)
+    raise ConfigurationError(
+        f"ORC_MODEL={spec!r} is not a model spec: use offline, openai:<model> or azure:<deployment>"
+    )
+
+
+def _http_clients(timeout: float) -> dict[str, Any]:
+    """Sync and async httpx clients carrying the model-request guard hook."""
+    return {
+        "http_client": httpx.Client(
+            timeout=timeout, follow_redirects=True, event_hooks={"request": [httpx_request_hook]}
+        ),
+        "http_async_client": httpx.AsyncClient(
+            timeout=timeout, follow_redirects=True, event_hooks={"request": [async_httpx_request_hook]}
+        ),
+    }
+
+
+def _openai(
+    name: str, *, base_url: str | None, api_key: str | None, timeout: float, max_retries: int, env: Mapping[str, str]
+) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    key = api_key or env.get("OPENAI_API_KEY") or (LOCAL_API_KEY if base_url else None)
+    if not key:
+        raise ConfigurationError(
+            f"ORC_MODEL=openai:{name} needs an API key: set ORC_MODEL_API_KEY or OPENAI_API_KEY "
+            "(or ORC_MODEL_BASE_URL for a local OpenAI-compatible server)"
+        )
+    return ChatOpenAI(
+        model=name,
+        base_url=base_url,
+        api_key=SecretStr(key),
+        timeout=timeout,
+        max_retries=max_retries,
+        stream_usage=True,
+        **_http_clients(timeout),
+    )
+
+
+def _azure(
+    deployment: str,
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    max_retries: int,
+    env: Mapping[str, str],
+) -> BaseChatModel:
+    from langchain_openai import AzureChatOpenAI
+
+    endpoint = base_url or env.get("AZURE_OPENAI_ENDPOINT")
+    if not endpoint:
+        raise ConfigurationError(f"ORC_MODEL=azure:{deployment} needs AZURE_OPENAI_ENDPOINT (or ORC_MODEL_BASE_URL)")
+    settings: dict[str, Any] = {
+        "azure_deployment": deployment,
+        "azure_endpoint": endpoint,
+        "api_version": env.get("OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "stream_usage": True,
+        **_http_clients(timeout),
+    }
+    key = api_key or env.get("AZURE_OPENAI_API_KEY")
+    if key:
+        return AzureChatOpenAI(api_key=SecretStr(key), **settings)
+    # No key: Entra ID (managed identity, workload identity, az login…) through DefaultAzureCredential.
+    # Token acquisition is network I/O outside the guarded httpx clients, so the providers check the guard too.
+    from azure.identity import DefaultAzureCredential, get_bearer_token_provider
+    from azure.identity.aio import DefaultAzureCredential as AsyncDefaultAzureCredential
+    from azure.identity.aio import get_bearer_token_provider as get_async_bearer_token_provider
+
+    sync_provider = get_bearer_token_provider(DefaultAzureCredential(), AZURE_SCOPE)
+    async_provider = get_async_bearer_token_provider(AsyncDefaultAzureCredential(), AZURE_SCOPE)
+    return AzureChatOpenAI(
+        azure_ad_token_provider=guard_token_provider(sync_provider, endpoint),
+        azure_ad_async_token_provider=guard_async_token_provider(async_provider, endpoint),
+        **settings,
+    )
+
+
+def model_label(model: object) -> str:
+    """How answers' metadata names the model: ``"orc-offline-extractive (offline)"`` or the model's name."""
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    if isinstance(model, OfflineExtractiveModel):
+        return f"{model.model_name} (offline)"
+    for attribute in ("deployment_name", "model_name", "model"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__

@@ -1,0 +1,97 @@
+"""Counting model requests and their token usage through LangChain callbacks."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+from orc.contracts import Usage
+
+__all__ = ["ModelMeter", "usage_of"]
+
+
+class ModelMeter(BaseCallbackHandler):
+    """Counts chat-model requests and sums their reported token usage.
+
+    Pass it in ``config={"callbacks": [meter]}``. It is a synchronous handler that runs inline, so async
+    callback managers call it directly on the event loop instead of in an executor; a lock keeps the sums
+    right when requests run concurrently on several threads.
+    """
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._usage = Usage()
+
+    @property
+    def calls(self) -> int:
+        """How many chat-model requests started."""
+        with self._lock:
+            return self._calls
+
+    @property
+    def usage(self) -> Usage:
+        """The token usage the models reported, summed."""
+        with self._lock:
+            return self._usage
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Count one request per prompt (a batch of n prompts is n requests)."""
+        with self._lock:
+            self._calls += len(messages)
+
+    def on_llm_end(
+        self,
+        response: LLMResult,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Add the usage the finished request reported."""
+        usage = usage_of(response)
+        with self._lock:
+            self._usage = self._usage + usage
+
+
+def usage_of(result: LLMResult) -> Usage:
+    """Token usage of a result: the messages' ``usage_metadata``, else the provider's ``token_usage``."""
+    total = Usage()
+    found = False
+    for generations in result.generations:
+        for generation in generations:
+            message = generation.message if isinstance(generation, ChatGeneration) else None
+            if isinstance(message, AIMessage) and message.usage_metadata:
+                metadata = message.usage_metadata
+                total = total + Usage(
+                    input_tokens=metadata.get("input_tokens", 0),
+                    output_tokens=metadata.get("output_tokens", 0),
+                    total_tokens=metadata.get("total_tokens", 0),
+                )
+                found = True
+    if found:
+        return total
+    # Older integrations report only ``llm_output["token_usage"]`` in OpenAI's field names.
+    token_usage = (result.llm_output or {}).get("token_usage") or {}
+    input_tokens = int(token_usage.get("prompt_tokens", 0) or 0)
+    output_tokens = int(token_usage.get("completion_tokens", 0) or 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=int(token_usage.get("total_tokens", 0) or 0) or input_tokens + output_tokens,
+    )

@@ -1,0 +1,126 @@
+"""orc's built-in offline extractive model: the default model, deterministic and free of network access.
+
+It is a real LangChain chat model, so the graph treats it like any other (``ainvoke``, ``astream``,
+``bind_tools``). It recognises its task from the message structure orc's prompts define:
+
+- tools bound → tool planning that follows the tool access rules (:mod:`orc.models.planning`);
+- a ``<sources>`` block in the system prompt → an extractive answer with citations (:mod:`orc.models.answering`);
+- a ``<history>`` block → a standalone rewrite of the follow-up question (:mod:`orc.models.rewriting`);
+- anything else → a short, honest statement of what it cannot do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from orc.models.answering import answer_question, find_sources
+from orc.models.messages import Reply, offered_tools, reply_chunks, reply_result, usage_for
+from orc.models.planning import plan_tool_calls
+from orc.models.rewriting import find_history, rewrite_follow_up
+
+__all__ = ["OFFLINE_MODEL_NAME", "UNSUPPORTED_REPLY", "OfflineExtractiveModel"]
+
+OFFLINE_MODEL_NAME = "orc-offline-extractive"
+UNSUPPORTED_REPLY = (
+    "I am orc's offline extractive model: I can only answer questions by quoting and citing the passages of "
+    "your documents that match them, so I cannot help with this request. Configure a language model "
+    "(ORC_MODEL) for anything else."
+)
+
+
+class OfflineExtractiveModel(BaseChatModel):
+    """A deterministic chat model that answers from the sources in its prompt and plans tools by rule."""
+
+    model_name: str = OFFLINE_MODEL_NAME
+
+    @property
+    def _llm_type(self) -> str:
+        return "orc-offline"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name}
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Offer ``tools`` to the model: they reach each request as OpenAI-format schemas."""
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
+
+    def respond(self, messages: Sequence[BaseMessage], **kwargs: Any) -> Reply:
+        """Decide the reply to ``messages`` (the model's whole logic, without LangChain plumbing)."""
+        system_text = "\n".join(message.text for message in messages if isinstance(message, SystemMessage))
+        question = next((message.text for message in reversed(messages) if isinstance(message, HumanMessage)), "")
+        sources = find_sources(system_text)
+        tools = offered_tools(kwargs)
+        if tools:
+            calls = plan_tool_calls(question, messages, tools)
+            if calls:
+                return Reply(tool_calls=calls)
+            # A planning prompt has no sources: an empty reply means "no more tools, go and answer".
+            return Reply(text=answer_question(question, sources) if sources is not None else "")
+        if sources is not None:
+            return Reply(text=answer_question(question, sources))
+        history = find_history(system_text)
+        if history is not None:
+            return Reply(text=rewrite_follow_up(question, history))
+        return Reply(text=UNSUPPORTED_REPLY)
+
+    def _metadata(self, reply: Reply) -> dict[str, Any]:
+        return {"model_name": self.model_name, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        reply = self.respond(messages, **kwargs)
+        return reply_result(reply, usage_for(messages, reply), self._metadata(reply))
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # The work is quick and CPU-bound: no executor hop.
+        return self._generate(messages, stop, **kwargs)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self.respond(messages, **kwargs)
+        yield from reply_chunks(reply, usage_for(messages, reply), self._metadata(reply))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in self._stream(messages, stop, **kwargs):
+            yield chunk

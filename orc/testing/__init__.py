@@ -1,0 +1,31 @@
+"""Test doubles shipped with orc (like pydantic-ai's TestModel/FunctionModel).
+
+- :class:`ScriptedChatModel` replays a script of replies (text streamed word by word, tool calls, errors);
+- :class:`FunctionChatModel` answers with a function of ``(messages, tools)``;
+- both record every request (:class:`ModelRequest`) with the tools it offered, report usage, and can
+  simulate latency;
+- :func:`forbid_model_requests` / :func:`allow_model_requests` switch real model requests off and on
+  process-wide; ``orc.testing.pytest_plugin`` has a ``no_model_requests`` fixture.
+"""
+
+from orc.models.guard import allow_model_requests, forbid_model_requests, model_requests_allowed
+from orc.testing.scripted import (
+    FunctionChatModel,
+    ModelRequest,
+    ResponseFunction,
+    ScriptedChatModel,
+    ScriptExhausted,
+    ScriptStep,
+)
+
+__all__ = [
+    "FunctionChatModel",
+    "ModelRequest",
+    "ResponseFunction",
+    "ScriptExhausted",
+    "ScriptStep",
+    "ScriptedChatModel",
+    "allow_model_requests",
+    "forbid_model_requests",
+    "model_requests_allowed",
+]

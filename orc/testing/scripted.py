@@ -1,0 +1,237 @@
+"""Chat-model doubles for tests and benchmarks: a scripted model and a function-driven model.
+
+Both are real LangChain chat models (``ainvoke``, ``astream``, ``bind_tools``), record every request with
+the tools it offered, report approximate ``usage_metadata``, and can simulate a model round trip with
+``latency`` seconds (awaited with ``asyncio.sleep`` on the async paths).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, TypeAlias
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field, PrivateAttr
+
+from orc.models.messages import Reply, offered_tools, reply_chunks, reply_result, tool_name, usage_for
+
+__all__ = [
+    "FunctionChatModel",
+    "ModelRequest",
+    "ResponseFunction",
+    "ScriptExhausted",
+    "ScriptStep",
+    "ScriptedChatModel",
+]
+
+ScriptStep: TypeAlias = str | Sequence[Mapping[str, Any]] | AIMessage | BaseException
+"""One scripted response: text, a list of tool calls (``{"name", "args", "id"?}``), a ready AIMessage, or an
+exception to raise (to test how callers handle a failing model)."""
+
+ResponseFunction: TypeAlias = Callable[[list[BaseMessage], list[dict[str, Any]]], AIMessage | str]
+"""``(messages, tools offered in OpenAI format) -> reply`` for :class:`FunctionChatModel`."""
+
+
+class ScriptExhausted(AssertionError):
+    """The model was asked for more responses than its script holds."""
+
+
+class ModelRequest(NamedTuple):
+    """One request a double received: the messages and the names of the tools it offered."""
+
+    messages: list[BaseMessage]
+    tool_names: list[str]
+
+
+class _RecordingChatModel(BaseChatModel):
+    """Plumbing shared by the doubles: recording, latency, usage, streaming and ``bind_tools``."""
+
+    model_name: str = "scripted"
+    latency: float = Field(default=0.0, ge=0.0)
+    """Seconds each request takes, to simulate model round trips in benchmarks."""
+
+    # Re-entrant, so numbering tool-call ids can take it whether or not the caller already holds it.
+    _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
+    _requests: list[ModelRequest] = PrivateAttr(default_factory=list)
+    _call_ids: int = PrivateAttr(default=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "orc-testing"
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """Every request received so far, in order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def calls(self) -> int:
+        """How many requests were received."""
+        with self._lock:
+            return len(self._requests)
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Offer ``tools``: each request records their names, and functions receive their schemas."""
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
+
+    def _next_step(self, tools: list[dict[str, Any]]) -> Any:
+        """Called under the lock right after recording the request: claim what this request will use."""
+        return None
+
+    def _reply_for(self, step: Any, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> Reply:
+        raise NotImplementedError
+
+    def _take(self, messages: list[BaseMessage], kwargs: Mapping[str, Any]) -> Reply:
+        """Record the request and claim its step together, so concurrent requests keep the script's order."""
+        tools = offered_tools(kwargs)
+        with self._lock:
+            self._requests.append(ModelRequest(list(messages), [tool_name(tool) for tool in tools]))
+            step = self._next_step(tools)
+        # Outside the lock: a response function may be slow or call other models.
+        return self._reply_for(step, list(messages), tools)
+
+    def _tool_calls(self, calls: Sequence[Mapping[str, Any]]) -> list[ToolCall]:
+        """Tool calls with ids; a missing id gets a deterministic ``call_<n>``, numbered across the model's life."""
+        result = []
+        with self._lock:
+            for call in calls:
+                call_id = call.get("id")
+                if not call_id:
+                    call_id = f"call_{self._call_ids}"
+                    self._call_ids += 1
+                result.append(ToolCall(name=str(call["name"]), args=dict(call.get("args") or {}), id=str(call_id)))
+        return result
+
+    def _from_message(self, message: AIMessage | str) -> Reply:
+        if isinstance(message, str):
+            return Reply(text=message)
+        return Reply(text=message.text, tool_calls=self._tool_calls(message.tool_calls))
+
+    def _metadata(self, reply: Reply) -> dict[str, Any]:
+        return {"model_name": self.model_name, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        reply = self._take(messages, kwargs)
+        if self.latency:
+            time.sleep(self.latency)
+        return reply_result(reply, usage_for(messages, reply), self._metadata(reply))
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        reply = self._take(messages, kwargs)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return reply_result(reply, usage_for(messages, reply), self._metadata(reply))
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self._take(messages, kwargs)
+        if self.latency:
+            time.sleep(self.latency)
+        yield from reply_chunks(reply, usage_for(messages, reply), self._metadata(reply))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        reply = self._take(messages, kwargs)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        for chunk in reply_chunks(reply, usage_for(messages, reply), self._metadata(reply)):
+            yield chunk
+
+
+class ScriptedChatModel(_RecordingChatModel):
+    """Replays ``script`` one step per request; text steps stream word by word.
+
+    >>> search = [{"name": "documents__search", "args": {"query": "rent"}}]
+    >>> model = ScriptedChatModel(script=[search, "Rent is $1,850 [lease.pdf::S3]."])
+    """
+
+    script: list[Any] = Field(default_factory=list)
+    """The :data:`ScriptStep` responses, in order."""
+
+    _position: int = PrivateAttr(default=0)
+
+    def __init__(self, script: Sequence[Any] = (), /, **data: Any) -> None:
+        """``ScriptedChatModel(["first reply", [tool call, ...], ...], latency=0.05)``."""
+        if script:
+            data["script"] = list(script)
+        super().__init__(**data)
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted steps have not been used yet."""
+        with self._lock:
+            return len(self.script) - self._position
+
+    def _next_step(self, tools: list[dict[str, Any]]) -> Any:
+        if self._position >= len(self.script):
+            raise ScriptExhausted(
+                f"ScriptedChatModel received request {self._position + 1} but its script has only "
+                f"{len(self.script)} step(s); that request offered tools {[tool_name(t) for t in tools]}"
+            )
+        step = self.script[self._position]
+        self._position += 1
+        return step
+
+    def _reply_for(self, step: Any, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> Reply:
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, str | AIMessage):
+            return self._from_message(step)
+        return Reply(tool_calls=self._tool_calls(step))
+
+
+class FunctionChatModel(_RecordingChatModel):
+    """Answers each request with ``function(messages, tools)``, for tests that need logic."""
+
+    model_name: str = "function"
+    function: Callable[[list[BaseMessage], list[dict[str, Any]]], AIMessage | str]
+
+    def __init__(self, function: ResponseFunction | None = None, /, **data: Any) -> None:
+        """``FunctionChatModel(lambda messages, tools: "reply")``."""
+        if function is not None:
+            data["function"] = function
+        super().__init__(**data)
+
+    def _reply_for(self, step: Any, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> Reply:
+        return self._from_message(self.function(messages, tools))

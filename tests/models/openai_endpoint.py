@@ -1,0 +1,124 @@
+"""A small OpenAI-compatible ``POST /v1/chat/completions`` endpoint on loopback, for wire tests.
+
+It answers from a queue of :class:`Reply` objects: text (JSON, or SSE chunks when ``stream`` is true), tool
+calls, or an HTTP error with headers (e.g. 429 with ``retry-after-ms``). uvicorn serves it from a background
+thread on a free port; startup is awaited by polling ``server.started`` against a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+STARTUP_DEADLINE_SECONDS = 10.0
+
+
+@dataclass
+class Reply:
+    """One scripted answer of the endpoint."""
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class OpenAIEndpoint:
+    """The endpoint's state: replies still to give and request bodies received."""
+
+    def __init__(self) -> None:
+        self.replies: list[Reply] = []
+        self.requests: list[dict[str, Any]] = []
+        self.app = FastAPI()
+        self.app.post("/v1/chat/completions")(self._chat_completions)
+
+    def reset(self, *replies: Reply) -> None:
+        self.replies = list(replies)
+        self.requests = []
+
+    async def _chat_completions(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        reply = self.replies.pop(0) if self.replies else Reply(status=500, text="script exhausted")
+        if reply.status != 200:
+            error = {"error": {"message": reply.text or "error", "type": "scripted", "code": str(reply.status)}}
+            return JSONResponse(error, status_code=reply.status, headers=reply.headers)
+        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(
+                _sse(body["model"], reply, usage if include_usage else None), media_type="text/event-stream"
+            )
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = [_tool_call(call) for call in reply.tool_calls]
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+        return JSONResponse(
+            {
+                "id": "chatcmpl-local",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [choice],
+                "usage": usage,
+            }
+        )
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    arguments = json.dumps(call["args"])
+    return {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": arguments}}
+
+
+def _sse(model: str, reply: Reply, usage: dict[str, int] | None) -> Iterator[str]:
+    def event(choices: list[dict[str, Any]], **extra: Any) -> str:
+        chunk = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": 0, "model": model}
+        return f"data: {json.dumps({**chunk, 'choices': choices, **extra})}\n\n"
+
+    yield event([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+    for word in reply.text.split(" ") if reply.text else []:
+        yield event([{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}])
+    for index, call in enumerate(reply.tool_calls):
+        delta = {"tool_calls": [{"index": index, **_tool_call(call)}]}
+        yield event([{"index": 0, "delta": delta, "finish_reason": None}])
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    yield event([{"index": 0, "delta": {}, "finish_reason": finish}])
+    if usage is not None:
+        yield event([], usage=usage)
+    yield "data: [DONE]\n\n"
+
+
+@dataclass
+class RunningEndpoint:
+    endpoint: OpenAIEndpoint
+    base_url: str
+
+
+def serve(endpoint: OpenAIEndpoint) -> Iterator[RunningEndpoint]:
+    """Run ``endpoint`` on a free loopback port until the generator is closed (a pytest fixture body)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(endpoint.app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + STARTUP_DEADLINE_SECONDS
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the local OpenAI endpoint did not start")
+        time.sleep(0.01)
+    try:
+        yield RunningEndpoint(endpoint, f"http://127.0.0.1:{port}/v1")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=STARTUP_DEADLINE_SECONDS)
+        sock.close()
