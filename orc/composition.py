@@ -9,16 +9,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from mcp_server.scope import current_principal
 from mcp_server.server import McpServices, build_mcp_server
+from orc.checkpoints import CollectionCheckpointSaver
 from orc.conversations import ConversationRepository
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
@@ -62,12 +63,38 @@ async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:
         collections: CollectionProvider = SqliteCollectionProvider(settings.home / "orc.sqlite3")
         blobs: BlobStore = LocalBlobStore(settings.home / "blobs")
     else:
-        from orc.storage.azure import open_azure_stores  # only deployments on Azure import the SDKs
-
-        collections, blobs = await open_azure_stores(settings)
+        collections, blobs = azure_stores(settings)
     stack.push_async_callback(collections.aclose)
     stack.push_async_callback(blobs.aclose)
     return Stores(collections=collections, blobs=blobs)
+
+
+def azure_stores(settings: Settings) -> tuple[CollectionProvider, BlobStore]:
+    """Cosmos DB and Blob Storage clients (one each per process); keys when given, otherwise Entra ID."""
+    # Imported here so that embedded deployments never load the Azure SDKs.
+    from orc.storage.azure_blob import AzureBlobStore
+    from orc.storage.cosmos import CosmosCollectionProvider
+
+    assert settings.cosmos_endpoint is not None  # settings.check() made sure
+    emulator: dict[str, Any] = (
+        {"missing_read_status_codes": (404, 500), "client_options": {"enable_endpoint_discovery": False}}
+        if settings.cosmos_emulator
+        else {}
+    )
+    collections = CosmosCollectionProvider.from_endpoint(
+        settings.cosmos_endpoint,
+        database=settings.cosmos_database,
+        key=settings.cosmos_key.get_secret_value() if settings.cosmos_key else None,
+        **emulator,
+    )
+    if settings.blob_connection_string is not None:
+        blobs = AzureBlobStore.from_connection_string(
+            settings.blob_connection_string.get_secret_value(), settings.blob_container
+        )
+    else:
+        assert settings.blob_account_url is not None
+        blobs = AzureBlobStore.from_account_url(settings.blob_account_url, settings.blob_container)
+    return collections, blobs
 
 
 def model_from_settings(settings: Settings) -> BaseChatModel:
@@ -129,13 +156,14 @@ def in_memory_mcp(server: FastMCP) -> Callable[[Principal], SessionFactory]:
     return for_principal
 
 
-async def _checkpointer(settings: Settings, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
+async def _checkpointer(settings: Settings, stores: Stores, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
+    """LangGraph's SQLite saver in ``ORC_HOME`` when embedded; checkpoints in the collection store otherwise."""
     if settings.storage == "embedded":
         settings.home.mkdir(parents=True, exist_ok=True)
         return await stack.enter_async_context(
             AsyncSqliteSaver.from_conn_string(str(settings.home / "checkpoints.sqlite3"))
         )
-    return InMemorySaver()
+    return CollectionCheckpointSaver(await stores.collections.collection("checkpoints"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +194,7 @@ async def build_runtime(
         for extend in mcp_extensions:
             extend(services.server)
         conversations = ConversationRepository(await services.stores.collections.collection("conversations"))
-        checkpointer = await _checkpointer(settings, stack)
+        checkpointer = await _checkpointer(settings, services.stores, stack)
         tools = await services.server.list_tools()
         orchestrator = Orchestrator(
             graph=build_graph(checkpointer),

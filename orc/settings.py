@@ -42,6 +42,11 @@ class Settings(BaseSettings):
     cosmos_endpoint: str | None = None
     cosmos_key: SecretStr | None = None
     cosmos_database: str = "orc"
+    cosmos_emulator: bool = Field(
+        default=False,
+        description="Target a local Cosmos DB emulator (cosmosdb-server): single region, and a missing item's "
+        "point read answers 500 there instead of 404. Never set this against a real account.",
+    )
     blob_connection_string: SecretStr | None = None
     blob_account_url: str | None = None
     blob_container: str = "orc"

@@ -1,0 +1,104 @@
+"""Checkpoints on the collection port: a turn paused with interrupt() resumes on another instance."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, interrupt
+
+from orc.checkpoints import CollectionCheckpointSaver
+from orc.storage.memory import MemoryCollectionProvider
+from orc.storage.ports import CollectionProvider
+from orc.storage.sqlite import SqliteCollectionProvider
+from tests.storage.conftest import emulator_cosmos_provider
+
+
+class State(TypedDict, total=False):
+    question: str
+    context: str
+    answer: str
+
+
+def ask_for_context(state: State) -> State:
+    supplied = interrupt({"needs": "context", "question": state["question"]})
+    return {"context": str(supplied)}
+
+
+def answer(state: State) -> State:
+    return {"answer": f"{state['question']} -> {state['context']}"}
+
+
+def build(saver: CollectionCheckpointSaver) -> CompiledStateGraph[State, None, State, State]:
+    graph = StateGraph(State)
+    graph.add_node("ask_for_context", ask_for_context)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "ask_for_context")
+    graph.add_edge("ask_for_context", "answer")
+    graph.add_edge("answer", END)
+    return graph.compile(checkpointer=saver)
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("cosmos", marks=pytest.mark.emulator)])
+async def provider(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CollectionProvider]:
+    made: CollectionProvider
+    if request.param == "memory":
+        made = MemoryCollectionProvider()
+    elif request.param == "sqlite":
+        made = SqliteCollectionProvider(tmp_path / "cp.sqlite3")
+    else:
+        made = emulator_cosmos_provider(request.getfixturevalue("cosmos_emulator"))
+    yield made
+    await made.aclose()
+
+
+async def test_a_paused_turn_resumes_on_another_instance(provider: CollectionProvider) -> None:
+    config = {"configurable": {"thread_id": f"org/user/{uuid.uuid4().hex}"}}
+    first = build(CollectionCheckpointSaver(await provider.collection("checkpoints")))
+    paused = await first.ainvoke({"question": "What is the fee?"}, config)
+    assert paused["__interrupt__"][0].value == {"needs": "context", "question": "What is the fee?"}
+
+    # A second instance: new saver and graph over the same store.
+    second = build(CollectionCheckpointSaver(await provider.collection("checkpoints")))
+    pending = await second.aget_state(config)
+    assert pending.next == ("ask_for_context",)
+    resumed = await second.ainvoke(Command(resume="the fee schedule"), config)
+
+    assert resumed["answer"] == "What is the fee? -> the fee schedule"
+    assert (await second.aget_state(config)).next == ()
+
+
+async def test_history_lists_checkpoints_newest_first_and_filters_by_metadata(provider: CollectionProvider) -> None:
+    saver = CollectionCheckpointSaver(await provider.collection("checkpoints"))
+    graph = build(saver)
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    await graph.ainvoke({"question": "q"}, config)
+    await graph.ainvoke(Command(resume="c"), config)
+
+    history = [state async for state in graph.aget_state_history(config)]
+    assert len(history) >= 3
+    ids = [state.config["configurable"]["checkpoint_id"] for state in history]
+    assert ids == sorted(ids, reverse=True)
+    inputs = [t async for t in saver.alist(config, filter={"source": "input"})]
+    assert inputs and all(t.metadata["source"] == "input" for t in inputs)
+    assert len([t async for t in saver.alist(config, limit=2)]) == 2
+
+
+async def test_threads_are_independent_and_deleting_one_leaves_the_other(provider: CollectionProvider) -> None:
+    saver = CollectionCheckpointSaver(await provider.collection("checkpoints"))
+    graph = build(saver)
+    prefix = uuid.uuid4().hex
+    one = {"configurable": {"thread_id": f"org/{prefix}/one"}}
+    two = {"configurable": {"thread_id": f"org/{prefix}/two"}}
+    await graph.ainvoke({"question": "first"}, one)
+    await graph.ainvoke({"question": "second"}, two)
+
+    await saver.adelete_thread(f"org/{prefix}/one")
+
+    assert await saver.aget_tuple(one) is None
+    assert (await graph.aget_state(two)).values["question"] == "second"
