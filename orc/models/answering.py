@@ -111,10 +111,16 @@ def answer_question(question: str, sources: Sequence[Source]) -> str:
 
 
 def _sentences(text: str) -> list[str]:
-    """Sentences of a span, with heading-like fragments joined to the sentence that follows them."""
+    """Sentences of a span, with heading-like fragments joined to the sentence that follows them.
+
+    Titles (short pieces without closing punctuation, e.g. "3. Security deposit") are not answers and
+    are left out; labels ending in ":" introduce what follows and are kept with it.
+    """
     merged: list[str] = []
     pending = ""
     for sentence in split_sentences(text):
+        if len(sentence.split()) <= HEADING_WORDS and not sentence.endswith((".", "!", "?", ":", ";")):
+            continue
         if len(sentence.split()) <= HEADING_WORDS and sentence.endswith((".", ":")):
             pending = f"{pending} {sentence}".strip()
             continue
