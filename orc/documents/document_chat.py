@@ -32,7 +32,7 @@ from orc.errors import (
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
 from orc.prompting import format_sources, load_prompt
-from orc.storage.ports import BlobStore, ItemNotFound
+from orc.storage.ports import BlobInfo, BlobStore, ItemNotFound
 from orc.text import rank
 
 logger = logging.getLogger(__name__)
@@ -161,10 +161,15 @@ class DocumentChatService:
         cached_ids: dict[str, str],
     ) -> list[_LoadedFile]:
         """Load every document concurrently; the first failure cancels the rest and is raised as itself."""
+        paths = {
+            name: BlobPaths.session_blob(principal.organization, principal.user, conversation_id, name)
+            for name in names
+        }
+        infos = await self._current_infos(principal, conversation_id, paths)
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [
-                    group.create_task(self._load(principal, conversation_id, scope, name, cached_ids.get(name)))
+                    group.create_task(self._load(paths[name], infos.get(name), scope, name, cached_ids.get(name)))
                     for name in names
                 ]
         except BaseExceptionGroup as failures:
@@ -172,11 +177,28 @@ class DocumentChatService:
             raise _most_relevant(failures) from None
         return [task.result() for task in tasks]
 
+    async def _current_infos(
+        self, principal: Principal, conversation_id: str, paths: dict[str, str]
+    ) -> dict[str, BlobInfo]:
+        """Each document's current ETag: one ``head`` for one document, one prefix listing for several.
+
+        A warm turn then costs one storage round trip here however many documents are attached.
+        """
+        if len(paths) == 1:
+            ((name, path),) = paths.items()
+            info = await self._blobs.head(path)
+            return {name: info} if info is not None else {}
+        listed = {
+            info.name: info
+            for info in await self._blobs.list(
+                BlobPaths.session_prefix(principal.organization, principal.user, conversation_id)
+            )
+        }
+        return {name: listed[path] for name, path in paths.items() if path in listed}
+
     async def _load(
-        self, principal: Principal, conversation_id: str, scope: str, name: str, cached_id: str | None
+        self, path: str, info: BlobInfo | None, scope: str, name: str, cached_id: str | None
     ) -> _LoadedFile:
-        path = BlobPaths.session_blob(principal.organization, principal.user, conversation_id, name)
-        info = await self._blobs.head(path)
         if info is None:
             raise _not_found(name)
         if cached_id is not None:
