@@ -1,0 +1,405 @@
+"""The production collection backend: Azure Cosmos DB (NoSQL API) through ``azure.cosmos.aio``.
+
+Why it looks like this:
+
+- One :class:`~azure.cosmos.aio.CosmosClient` per provider (it pools connections and caches routing); the
+  database and each collection's container (partition key path ``/pk``) are created on first use.
+- An item is stored as ``{"id", "pk", "body": {...}}``: the caller's fields live under ``body`` so they can
+  never clash with Cosmos system fields (``_etag``, ``_ts``, ``ttl``...).
+- Every query is parameterized SQL and carries ``c.pk = @pk`` itself (some emulators ignore the
+  ``partition_key=`` option), avoids OFFSET/LIMIT/DISTINCT/GROUP BY (not portable to emulators) and sorts
+  on one field only, because multi-field ORDER BY needs a composite index per field. Ties on that field are
+  broken by id on the client, with one extra query for the items tied at a ``limit`` boundary.
+- Throttling (429) is retried by the SDK, which honours ``x-ms-retry-after-ms``, within a bounded budget
+  (``max_throttle_retries``, ``max_throttle_wait_seconds``); past it :class:`StorageUnavailable` carries
+  the service's ``retry_after``. Connection failures, timeouts and 5xx answers become
+  :class:`StorageUnavailable`; refused credentials become :class:`~orc.errors.ConfigurationError`.
+- Error messages carry status codes and SDK error class names only, never the endpoint or the key, and
+  the SDK exception (whose text may hold the endpoint) is not chained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Collection, Mapping
+from typing import Any
+
+from azure.core import MatchConditions
+from azure.core.credentials_async import AsyncTokenCredential
+from azure.core.exceptions import AzureError, ClientAuthenticationError
+from azure.cosmos import PartitionKey
+from azure.cosmos.aio import ContainerProxy, CosmosClient, DatabaseProxy
+from azure.cosmos.exceptions import CosmosHttpResponseError
+
+from orc.errors import ConfigurationError
+from orc.storage.memory import (
+    break_ties_by_id,
+    check_collection_name,
+    check_item_id,
+    check_partition_key,
+    check_query,
+    field_value,
+    sort_key,
+    to_json_object,
+)
+from orc.storage.ports import (
+    ETagMismatch,
+    ItemAlreadyExists,
+    ItemNotFound,
+    JsonScalar,
+    StorageError,
+    StorageUnavailable,
+    StoredItem,
+)
+
+__all__ = ["CosmosCollection", "CosmosCollectionProvider", "parse_cosmos_connection_string"]
+
+_PARTITION_KEY_PATH = "/pk"
+
+
+def parse_cosmos_connection_string(connection_string: str) -> tuple[str, str]:
+    """``(endpoint, key)`` from ``AccountEndpoint=...;AccountKey=...;``; never echoes the string on error."""
+    parts: dict[str, str] = {}
+    for part in connection_string.split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep:
+            parts[name.strip().lower()] = value.strip()
+    endpoint, key = parts.get("accountendpoint"), parts.get("accountkey")
+    if not endpoint or not key:
+        raise ConfigurationError("the Cosmos DB connection string needs AccountEndpoint and AccountKey")
+    return endpoint, key
+
+
+class CosmosCollectionProvider:
+    """A :class:`~orc.storage.ports.CollectionProvider` over one Cosmos DB database.
+
+    Authentication: ``key`` (account key), or ``credential`` (any async Entra ID token credential), or
+    neither, in which case an :class:`azure.identity.aio.DefaultAzureCredential` is created and closed by
+    :meth:`aclose`. Entra ID data-plane roles cannot create databases or containers: with a token credential,
+    provision them beforehand (partition key ``/pk``); existing ones are only read.
+
+    ``missing_read_status_codes`` lists the statuses a point read of a missing item answers with. Cosmos DB
+    answers 404, the default; the ``cosmosdb-server`` emulator answers 500, so its test fixture passes
+    ``(404, 500)``. Only ``get`` uses it; every other operation maps statuses the standard way.
+
+    ``client_options`` go to :class:`~azure.cosmos.aio.CosmosClient` unchanged (for example
+    ``enable_endpoint_discovery=False`` for a single-region emulator).
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        key: str | None = None,
+        credential: AsyncTokenCredential | None = None,
+        database: str,
+        connection_verify: bool | None = None,
+        missing_read_status_codes: Collection[int] = (404,),
+        max_throttle_retries: int = 5,
+        max_throttle_wait_seconds: int = 30,
+        connection_timeout_seconds: int = 10,
+        request_timeout_seconds: int = 60,
+        client_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if key is not None and credential is not None:
+            raise ConfigurationError("give Cosmos DB either an account key or a token credential, not both")
+        if not endpoint:
+            raise ConfigurationError("the Cosmos DB endpoint is empty")
+        if max_throttle_retries < 1 or max_throttle_wait_seconds < 1:
+            # The SDK reads 0 as "use the default of 9 retries / 30 s", which would be a silent surprise.
+            raise ValueError("max_throttle_retries and max_throttle_wait_seconds must be at least 1")
+        self.database_name = database
+        self._endpoint = endpoint
+        self._key = key
+        self._credential = credential
+        self._owned_credential: AsyncTokenCredential | None = None
+        self._connection_verify = connection_verify
+        self._missing_read_status_codes = frozenset(missing_read_status_codes)
+        self._client_options: dict[str, Any] = {
+            "retry_throttle_total": max_throttle_retries,
+            "retry_throttle_backoff_max": max_throttle_wait_seconds,
+            "connection_timeout": connection_timeout_seconds,
+            **(client_options or {}),
+        }
+        self._request_timeout = request_timeout_seconds
+        self._client: CosmosClient | None = None
+        self._database: DatabaseProxy | None = None
+        self._collections: dict[str, CosmosCollection] = {}
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def from_connection_string(
+        cls, connection_string: str, *, database: str, **options: Any
+    ) -> CosmosCollectionProvider:
+        """Build from an ``AccountEndpoint=...;AccountKey=...;`` connection string."""
+        endpoint, key = parse_cosmos_connection_string(connection_string)
+        return cls(endpoint, key=key, database=database, **options)
+
+    @classmethod
+    def from_endpoint(
+        cls, endpoint: str, *, database: str, key: str | None = None, **options: Any
+    ) -> CosmosCollectionProvider:
+        """Build from an endpoint and an account key, or Entra ID (DefaultAzureCredential) when no key."""
+        return cls(endpoint, key=key, database=database, **options)
+
+    async def collection(self, name: str) -> CosmosCollection:
+        check_collection_name(name)
+        found = self._collections.get(name)
+        if found is not None:
+            return found
+        async with self._lock:
+            found = self._collections.get(name)
+            if found is None:
+                database = await self._ensure_database()
+                async with _translated():
+                    container, properties = await database.create_container_if_not_exists(
+                        id=name, partition_key=PartitionKey(path=_PARTITION_KEY_PATH), return_properties=True
+                    )
+                paths = (properties.get("partitionKey") or {}).get("paths")
+                if paths is not None and list(paths) != [_PARTITION_KEY_PATH]:
+                    raise ConfigurationError(
+                        f"Cosmos DB container {name!r} exists with partition key {paths!r}, not ['/pk']"
+                    )
+                found = self._collections[name] = CosmosCollection(
+                    name, container, self._missing_read_status_codes, self._request_timeout
+                )
+            return found
+
+    async def aclose(self) -> None:
+        """Close the client (and the credential this provider created).
+
+        A later :meth:`collection` call opens a new client; collections handed out before must be fetched again.
+        """
+        async with self._lock:
+            client, self._client = self._client, None
+            credential, self._owned_credential = self._owned_credential, None
+            self._database = None
+            self._collections.clear()
+            try:
+                if client is not None:
+                    await client.close()
+            finally:
+                if credential is not None:
+                    await credential.close()
+
+    async def _ensure_database(self) -> DatabaseProxy:
+        # Called with self._lock held.
+        if self._database is None:
+            client = await self._ensure_client()
+            async with _translated():
+                self._database = await client.create_database_if_not_exists(id=self.database_name)
+        return self._database
+
+    async def _ensure_client(self) -> CosmosClient:
+        if self._client is None:
+            credential: str | AsyncTokenCredential
+            if self._key is not None:
+                credential = self._key
+            elif self._credential is not None:
+                credential = self._credential
+            else:
+                from azure.identity.aio import DefaultAzureCredential  # heavy: only when really needed
+
+                credential = self._owned_credential = DefaultAzureCredential()
+            options = dict(self._client_options)
+            if self._connection_verify is not None:
+                options["connection_verify"] = self._connection_verify
+            client = CosmosClient(self._endpoint, credential, **options)
+            try:
+                async with _translated():
+                    await client.__aenter__()  # opens the HTTP pipeline and reads the account's regions
+            except BaseException:
+                await client.close()
+                raise
+            self._client = client
+        return self._client
+
+
+class CosmosCollection:
+    """One Cosmos DB container; see :class:`~orc.storage.ports.DocumentCollection` for the contract."""
+
+    def __init__(
+        self, name: str, container: ContainerProxy, missing_read_status_codes: frozenset[int], timeout: int
+    ) -> None:
+        self.name = name
+        self._container = container
+        self._missing_read_status_codes = missing_read_status_codes
+        self._timeout = timeout
+
+    async def get(self, partition_key: str, item_id: str) -> StoredItem | None:
+        check_partition_key(partition_key)
+        check_item_id(item_id)
+        try:
+            async with _translated(missing_statuses=self._missing_read_status_codes):
+                document = await self._container.read_item(item_id, partition_key=partition_key, timeout=self._timeout)
+        except ItemNotFound:
+            return None
+        return _to_item(document)
+
+    async def create(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
+        document = _document(partition_key, item_id, body)
+        async with _translated(what=f"item {item_id!r}"):
+            created = await self._container.create_item(document, timeout=self._timeout)
+        return _to_item(created)
+
+    async def replace(
+        self, partition_key: str, item_id: str, body: Mapping[str, Any], *, if_match: str | None = None
+    ) -> StoredItem:
+        document = _document(partition_key, item_id, body)
+        async with _translated(what=f"item {item_id!r}"):
+            replaced = await self._container.replace_item(
+                item_id,
+                document,
+                etag=if_match,
+                match_condition=MatchConditions.IfNotModified if if_match is not None else None,
+                timeout=self._timeout,
+            )
+        return _to_item(replaced)
+
+    async def upsert(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
+        document = _document(partition_key, item_id, body)
+        async with _translated(what=f"item {item_id!r}"):
+            stored = await self._container.upsert_item(document, timeout=self._timeout)
+        return _to_item(stored)
+
+    async def delete(self, partition_key: str, item_id: str, *, if_match: str | None = None) -> bool:
+        check_partition_key(partition_key)
+        check_item_id(item_id)
+        try:
+            async with _translated(what=f"item {item_id!r}"):
+                await self._container.delete_item(
+                    item_id,
+                    partition_key=partition_key,
+                    etag=if_match,
+                    match_condition=MatchConditions.IfNotModified if if_match is not None else None,
+                    timeout=self._timeout,
+                )
+        except ItemNotFound:
+            return False
+        return True
+
+    async def query(
+        self,
+        partition_key: str,
+        *,
+        where: Mapping[str, JsonScalar] | None = None,
+        id_prefix: str | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[StoredItem]:
+        """Items of one partition; same semantics as :meth:`orc.storage.memory.MemoryCollection.query`."""
+        check_partition_key(partition_key)
+        conditions = check_query(where, order_by, limit, id_prefix)
+        if limit == 0:
+            return []
+        items = await self._select(partition_key, conditions, id_prefix, order_by, descending, limit)
+        if order_by is None:
+            return items
+        if limit is not None and len(items) == limit:
+            # Items tied with the last one may have been cut by TOP in any order: fetch all of them, so the
+            # tie-break by id is exact at the boundary too.
+            boundary = field_value(items[-1].body, order_by)
+            tied_conditions: dict[str, object] = {**conditions, order_by: boundary}
+            tied = await self._select(partition_key, tied_conditions, id_prefix, None, descending, None)
+            head = [i for i in items if sort_key(field_value(i.body, order_by)) != sort_key(boundary)]
+            items = head + tied
+        return break_ties_by_id(items, order_by, descending=descending)[:limit]
+
+    async def _select(
+        self,
+        partition_key: str,
+        conditions: Mapping[str, object],
+        id_prefix: str | None,
+        order_by: str | None,
+        descending: bool,
+        limit: int | None,
+    ) -> list[StoredItem]:
+        clauses = ["c.pk = @pk"]
+        parameters: list[dict[str, object]] = [{"name": "@pk", "value": partition_key}]
+        for index, (field, value) in enumerate(conditions.items()):
+            clauses.append(f"{_field(field)} = @w{index}")
+            parameters.append({"name": f"@w{index}", "value": value})
+        if id_prefix:
+            clauses.append("STARTSWITH(c.id, @prefix)")
+            parameters.append({"name": "@prefix", "value": id_prefix})
+        direction = "DESC" if descending else "ASC"
+        if order_by is None:
+            order = f"c.id {direction}"
+        else:
+            # Cosmos DB leaves out items without the field anyway (depending on version); say so explicitly.
+            clauses.append(f"IS_DEFINED({_field(order_by)})")
+            order = f"{_field(order_by)} {direction}"
+        top = ""
+        if limit is not None:
+            top = "TOP @limit "
+            parameters.append({"name": "@limit", "value": limit})
+        sql = f"SELECT {top}* FROM c WHERE {' AND '.join(clauses)} ORDER BY {order}"
+        async with _translated():
+            pages = self._container.query_items(
+                query=sql, parameters=parameters, partition_key=partition_key, timeout=self._timeout
+            )
+            return [_to_item(document) async for document in pages]
+
+
+def _field(name: str) -> str:
+    # ``name`` is a validated identifier; a JSON string literal with bracket syntax also avoids reserved words.
+    return f"c.body[{json.dumps(name)}]"
+
+
+def _document(partition_key: str, item_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    check_partition_key(partition_key)
+    check_item_id(item_id)
+    return {"id": item_id, "pk": partition_key, "body": to_json_object(body)}
+
+
+def _to_item(document: Mapping[str, Any]) -> StoredItem:
+    return StoredItem(
+        id=str(document["id"]),
+        partition_key=str(document["pk"]),
+        body=dict(document.get("body") or {}),
+        etag=str(document["_etag"]),
+    )
+
+
+def _retry_after_seconds(error: CosmosHttpResponseError) -> float | None:
+    headers = error.headers or {}
+    value = headers.get("x-ms-retry-after-ms")
+    try:
+        return float(value) / 1000.0 if value is not None else None
+    except ValueError:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def _translated(*, what: str = "item", missing_statuses: Collection[int] = (404,)) -> AsyncIterator[None]:
+    """Turn SDK errors into port errors, without chaining them (their text may name the endpoint)."""
+    try:
+        yield
+    except CosmosHttpResponseError as error:
+        status = int(error.status_code or 0)
+        if status in missing_statuses or status == 404:
+            raise ItemNotFound(f"{what} does not exist") from None
+        if status == 409:
+            raise ItemAlreadyExists(f"{what} already exists") from None
+        if status == 412:
+            raise ETagMismatch(f"{what} has changed") from None
+        if status == 429:
+            raise StorageUnavailable(
+                "Cosmos DB is throttling requests beyond the retry budget; retry later",
+                retry_after=_retry_after_seconds(error),
+            ) from None
+        if status in (401, 403):
+            raise ConfigurationError(
+                f"Cosmos DB refused the credentials (status {status}); check the key or the identity's role"
+            ) from None
+        if status == 408 or status >= 500:
+            raise StorageUnavailable(f"Cosmos DB failed (status {status}); retry later") from None
+        raise StorageError(f"Cosmos DB refused the request (status {status})") from None
+    except ClientAuthenticationError:
+        raise ConfigurationError("could not get a token for Cosmos DB; check the identity") from None
+    except AzureError as error:
+        # Connection refused, DNS, TLS, timeouts: the SDK has already retried these within its budget.
+        raise StorageUnavailable(f"Cosmos DB is unreachable ({type(error).__name__}); retry later") from None

@@ -1,0 +1,340 @@
+"""The embedded collection backend: every collection in one SQLite file, one table, via aiosqlite.
+
+Why it looks like this:
+
+- One table ``items (collection, pk, id, body, etag)`` keyed by ``(collection, pk, id)`` mirrors the
+  Cosmos layout, so the port has one meaning on both backends and a new collection needs no DDL.
+- The connection runs in autocommit mode and every write is a single statement, so each write is atomic on
+  its own: ``INSERT`` fails on the primary key for a duplicate create, ``UPDATE ... WHERE etag = ?`` makes
+  conditional replaces exact. No transaction is ever left open across an ``await``.
+- aiosqlite runs the connection in its own thread, so the event loop never blocks on disk I/O, and it
+  serializes the statements of the one connection each provider opens.
+- WAL mode lets readers in other processes (``orc`` CLI next to ``orc serve``) work while one writes.
+- The schema evolves through an append-only list of migrations recorded in a ``migrations`` table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from orc.storage.memory import (
+    check_collection_name,
+    check_item_id,
+    check_partition_key,
+    check_query,
+    new_etag,
+    to_json_object,
+)
+from orc.storage.ports import (
+    ETagMismatch,
+    ItemAlreadyExists,
+    ItemNotFound,
+    JsonScalar,
+    StorageUnavailable,
+    StoredItem,
+)
+
+__all__ = ["MIGRATIONS", "SqliteCollection", "SqliteCollectionProvider"]
+
+T = TypeVar("T")
+
+MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "001_create_items",
+        (
+            """
+            CREATE TABLE items (
+                collection TEXT NOT NULL,
+                pk TEXT NOT NULL,
+                id TEXT NOT NULL,
+                body TEXT NOT NULL CHECK (json_valid(body) AND json_type(body) = 'object'),
+                etag TEXT NOT NULL,
+                PRIMARY KEY (collection, pk, id)
+            ) WITHOUT ROWID
+            """,
+        ),
+    ),
+)
+"""Append-only ``(name, statements)``; names sort in order. Never edit or reorder a shipped entry: add one."""
+
+_BUSY_TIMEOUT_SECONDS = 5.0
+
+# Cosmos DB's cross-type order (see orc.storage.memory.json_rank), computed from SQLite's json_type().
+_RANK_SQL = (
+    "CASE json_type(body, {path}) WHEN 'null' THEN 1 WHEN 'true' THEN 2 WHEN 'false' THEN 2 "
+    "WHEN 'integer' THEN 3 WHEN 'real' THEN 3 WHEN 'text' THEN 4 ELSE 5 END"
+)
+
+
+def _dumps(body: dict[str, Any]) -> str:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _json_path(field: str) -> str:
+    # Field names are validated identifiers; quoting keeps the path literal anyway.
+    return f'$."{field}"'
+
+
+async def _guard(operation: Awaitable[T]) -> T:
+    """Run one database call, turning "busy", "locked" and I/O failures into :class:`StorageUnavailable`."""
+    try:
+        return await operation
+    except sqlite3.OperationalError as exc:
+        raise StorageUnavailable("the embedded database is busy or unavailable; retry later") from exc
+
+
+class SqliteCollectionProvider:
+    """A :class:`~orc.storage.ports.CollectionProvider` backed by one SQLite file.
+
+    The file (and its folder) is created and migrated on first use; :meth:`aclose` closes the connection,
+    and a later call opens it again.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._conn: aiosqlite.Connection | None = None
+        self._open_lock = asyncio.Lock()
+        self._collections: dict[str, SqliteCollection] = {}
+
+    async def collection(self, name: str) -> SqliteCollection:
+        check_collection_name(name)
+        found = self._collections.get(name)
+        if found is None:
+            found = self._collections[name] = SqliteCollection(name, self._connection)
+        return found
+
+    async def aclose(self) -> None:
+        async with self._open_lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                await conn.close()
+
+    async def applied_migrations(self) -> list[str]:
+        """Names of the migrations applied to the file, in order (for diagnostics and tests)."""
+        conn = await self._connection()
+        async with conn.execute("SELECT name FROM migrations ORDER BY name") as cursor:
+            rows = await cursor.fetchall()
+        return [str(row[0]) for row in rows]
+
+    async def _connection(self) -> aiosqlite.Connection:
+        conn = self._conn
+        if conn is not None:
+            return conn
+        async with self._open_lock:
+            if self._conn is None:
+                self._conn = await _guard(self._open())
+            return self._conn
+
+    async def _open(self) -> aiosqlite.Connection:
+        await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
+        # isolation_level=None: autocommit, so a single-statement write is its own transaction.
+        conn = await aiosqlite.connect(self.path, timeout=_BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        try:
+            await _enable_wal(conn)
+            # NORMAL is durable against application crashes in WAL mode and much faster than FULL.
+            await conn.execute("PRAGMA synchronous=NORMAL")
+            await _migrate(conn)
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+
+async def _enable_wal(conn: aiosqlite.Connection) -> None:
+    # Switching a new file to WAL fails with "database is locked" at once, without waiting on the busy
+    # timeout, when another connection is switching it at the same moment: retry for a bounded time.
+    deadline = asyncio.get_running_loop().time() + _BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.01)
+
+
+async def _migrate(conn: aiosqlite.Connection) -> None:
+    await conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, statements in MIGRATIONS:
+        # BEGIN IMMEDIATE takes the write lock first, so two processes opening a new file do not both migrate.
+        # The statements run one by one because executescript() would commit this transaction early.
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            async with conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)) as cursor:
+                done = await cursor.fetchone() is not None
+            if not done:
+                for statement in statements:
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
+                    (name, datetime.now(UTC).isoformat()),
+                )
+            await conn.execute("COMMIT")
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
+
+
+class SqliteCollection:
+    """One named collection inside the provider's table; see :class:`~orc.storage.ports.DocumentCollection`."""
+
+    def __init__(self, name: str, connection: Callable[[], Awaitable[aiosqlite.Connection]]) -> None:
+        self.name = name
+        self._connection = connection
+
+    async def _execute(self, sql: str, params: tuple[Any, ...]) -> int:
+        conn = await self._connection()
+
+        async def run() -> int:
+            async with conn.execute(sql, params) as cursor:
+                return cursor.rowcount
+
+        return await _guard(run())
+
+    async def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[sqlite3.Row | tuple[Any, ...]]:
+        conn = await self._connection()
+
+        async def run() -> list[Any]:
+            async with conn.execute(sql, params) as cursor:
+                return list(await cursor.fetchall())
+
+        return await _guard(run())
+
+    async def _etag_of(self, partition_key: str, item_id: str) -> str | None:
+        rows = await self._fetch(
+            "SELECT etag FROM items WHERE collection = ? AND pk = ? AND id = ?",
+            (self.name, partition_key, item_id),
+        )
+        return str(rows[0][0]) if rows else None
+
+    async def get(self, partition_key: str, item_id: str) -> StoredItem | None:
+        check_partition_key(partition_key)
+        check_item_id(item_id)
+        rows = await self._fetch(
+            "SELECT body, etag FROM items WHERE collection = ? AND pk = ? AND id = ?",
+            (self.name, partition_key, item_id),
+        )
+        if not rows:
+            return None
+        body, etag = rows[0]
+        return StoredItem(item_id, partition_key, json.loads(body), str(etag))
+
+    async def create(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
+        check_partition_key(partition_key)
+        check_item_id(item_id)
+        stored = to_json_object(body)
+        etag = new_etag()
+        try:
+            await self._execute(
+                "INSERT INTO items (collection, pk, id, body, etag) VALUES (?, ?, ?, ?, ?)",
+                (self.name, partition_key, item_id, _dumps(stored), etag),
+            )
+        except sqlite3.IntegrityError:
+            raise ItemAlreadyExists(f"item {item_id!r} already exists") from None
+        return StoredItem(item_id, partition_key, stored, etag)
+
+    async def replace(
+        self, partition_key: str, item_id: str, body: Mapping[str, Any], *, if_match: str | None = None
+    ) -> StoredItem:
+        check_partition_key(partition_key)
+        check_item_id(item_id)
+        stored = to_json_object(body)
+        etag = new_etag()
+        sql = "UPDATE items SET body = ?, etag = ? WHERE collection = ? AND pk = ? AND id = ?"
+        params: tuple[Any, ...] = (_dumps(stored), etag, self.name, partition_key, item_id)
+        if if_match is not None:
+            sql += " AND etag = ?"
+            params += (if_match,)
+        if await self._execute(sql, params) == 0:
+            # Nothing matched: tell "gone" from "changed" (the answer is true as of this second read).
+            if await self._etag_of(partition_key, item_id) is None:
+                raise ItemNotFound(f"item {item_id!r} does not exist")
+            raise ETagMismatch(f"item {item_id!r} has changed")
+        return StoredItem(item_id, partition_key, stored, etag)
+
+    async def upsert(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
+        check_partition_key(partition_key)
+        check_item_id(item_id)
+        stored = to_json_object(body)
+        etag = new_etag()
+        await self._execute(
+            "INSERT INTO items (collection, pk, id, body, etag) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (collection, pk, id) DO UPDATE SET body = excluded.body, etag = excluded.etag",
+            (self.name, partition_key, item_id, _dumps(stored), etag),
+        )
+        return StoredItem(item_id, partition_key, stored, etag)
+
+    async def delete(self, partition_key: str, item_id: str, *, if_match: str | None = None) -> bool:
+        check_partition_key(partition_key)
+        check_item_id(item_id)
+        sql = "DELETE FROM items WHERE collection = ? AND pk = ? AND id = ?"
+        params: tuple[Any, ...] = (self.name, partition_key, item_id)
+        if if_match is not None:
+            sql += " AND etag = ?"
+            params += (if_match,)
+        if await self._execute(sql, params) == 1:
+            return True
+        if if_match is not None and await self._etag_of(partition_key, item_id) is not None:
+            raise ETagMismatch(f"item {item_id!r} has changed")
+        return False
+
+    async def query(
+        self,
+        partition_key: str,
+        *,
+        where: Mapping[str, JsonScalar] | None = None,
+        id_prefix: str | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[StoredItem]:
+        """Items of one partition; same semantics as :meth:`orc.storage.memory.MemoryCollection.query`."""
+        check_partition_key(partition_key)
+        conditions = check_query(where, order_by, limit, id_prefix)
+        if limit == 0:
+            return []
+        clauses = ["collection = ?", "pk = ?"]
+        params: list[Any] = [self.name, partition_key]
+        for field, value in conditions.items():
+            path = _json_path(field)
+            # Compare JSON types too, so true never equals 1 and a missing field never equals null.
+            if value is None:
+                clauses.append("json_type(body, ?) = 'null'")
+                params.append(path)
+            elif isinstance(value, bool):
+                clauses.append("json_type(body, ?) = ?")
+                params += [path, "true" if value else "false"]
+            elif isinstance(value, int | float):
+                clauses.append("json_type(body, ?) IN ('integer', 'real') AND json_extract(body, ?) = ?")
+                params += [path, path, value]
+            else:
+                clauses.append("json_type(body, ?) = 'text' AND json_extract(body, ?) = ?")
+                params += [path, path, value]
+        if id_prefix:
+            # substr, not LIKE: LIKE is case-insensitive and treats '%' and '_' as wildcards.
+            clauses.append("id >= ? AND substr(id, 1, ?) = ?")
+            params += [id_prefix, len(id_prefix), id_prefix]
+        direction = "DESC" if descending else "ASC"
+        if order_by is None:
+            order = f"id {direction}"
+        else:
+            path = _json_path(order_by)
+            clauses.append("json_type(body, ?) IS NOT NULL")
+            params.append(path)
+            order = f"{_RANK_SQL.format(path='?')} {direction}, json_extract(body, ?) {direction}, id {direction}"
+            params += [path, path]
+        sql = f"SELECT id, body, etag FROM items WHERE {' AND '.join(clauses)} ORDER BY {order}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        rows = await self._fetch(sql, tuple(params))
+        return [StoredItem(str(i), partition_key, json.loads(b), str(e)) for i, b, e in rows]

@@ -1,0 +1,102 @@
+"""What the SQLite backend promises beyond the port: a durable file, one table, recorded migrations."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from orc.storage.ports import ItemAlreadyExists, StoredItem
+from orc.storage.sqlite import MIGRATIONS, SqliteCollectionProvider
+
+PK = "org/user"
+
+
+async def test_data_survives_closing_and_reopening_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "orc.sqlite3"
+    first = SqliteCollectionProvider(path)
+    created = await (await first.collection("conversations")).create(PK, "a", {"title": "kept"})
+    await first.aclose()
+
+    second = SqliteCollectionProvider(path)
+    try:
+        assert await (await second.collection("conversations")).get(PK, "a") == created
+    finally:
+        await second.aclose()
+
+
+async def test_the_file_and_its_folder_are_created_on_first_use_only(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "folder" / "orc.sqlite3"
+    provider = SqliteCollectionProvider(path)
+    try:
+        collection = await provider.collection("catalog")
+        assert not path.exists()
+
+        await collection.upsert(PK, "a", {})
+
+        assert path.is_file()
+    finally:
+        await provider.aclose()
+
+
+async def test_every_migration_is_recorded_once_and_not_rerun_on_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "orc.sqlite3"
+    for _ in range(2):
+        provider = SqliteCollectionProvider(path)
+        try:
+            assert await provider.applied_migrations() == [name for name, _ in MIGRATIONS]
+        finally:
+            await provider.aclose()
+
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM migrations").fetchone() == (len(MIGRATIONS),)
+
+
+async def test_all_collections_share_one_table_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "orc.sqlite3"
+    provider = SqliteCollectionProvider(path)
+    try:
+        await (await provider.collection("conversations")).create(PK, "a", {"v": 1})
+        await (await provider.collection("catalog")).create(PK, "a", {"v": 2})
+    finally:
+        await provider.aclose()
+
+    with sqlite3.connect(path) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        rows = db.execute("SELECT collection, pk, id, json_extract(body, '$.v') FROM items ORDER BY 1").fetchall()
+        journal_mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+    assert tables == {"items", "migrations"}
+    assert rows == [("catalog", PK, "a", 2), ("conversations", PK, "a", 1)]
+    assert journal_mode == "wal"
+
+
+async def test_a_provider_can_be_used_again_after_aclose(tmp_path: Path) -> None:
+    provider = SqliteCollectionProvider(tmp_path / "orc.sqlite3")
+    collection = await provider.collection("catalog")
+    await collection.create(PK, "a", {})
+    await provider.aclose()
+
+    try:
+        assert await collection.get(PK, "a") is not None
+    finally:
+        await provider.aclose()
+
+
+async def test_two_providers_on_one_file_see_each_others_writes_and_race_safely(tmp_path: Path) -> None:
+    path = tmp_path / "orc.sqlite3"
+    one, two = SqliteCollectionProvider(path), SqliteCollectionProvider(path)
+    try:
+        left, right = await one.collection("items"), await two.collection("items")
+
+        results = await asyncio.gather(
+            *[(left if i % 2 else right).create(PK, "race", {"writer": i}) for i in range(10)],
+            return_exceptions=True,
+        )
+
+        won = [r for r in results if isinstance(r, StoredItem)]
+        assert len(won) == 1
+        assert all(isinstance(r, ItemAlreadyExists) for r in results if not isinstance(r, StoredItem))
+        assert await left.get(PK, "race") == await right.get(PK, "race") == won[0]
+    finally:
+        await one.aclose()
+        await two.aclose()
