@@ -29,6 +29,8 @@ from orc.storage.ports import DocumentCollection, ItemAlreadyExists, StoredItem
 
 _CHECKPOINT = "checkpoint"
 _WRITE = "write"
+NEW_TURN = "orc_new_turn"
+"""Configurable flag of a run that starts a new turn: it begins from fresh input, so no checkpoint is read."""
 
 
 def _encode(typed: tuple[str, bytes]) -> dict[str, str]:
@@ -54,7 +56,13 @@ class CollectionCheckpointSaver(BaseCheckpointSaver[str]):
     # -- reads ----------------------------------------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint named by ``checkpoint_id``, or the thread's latest in its namespace."""
+        """The checkpoint named by ``checkpoint_id``, or the thread's latest in its namespace.
+
+        A new turn (:data:`NEW_TURN`) starts from a complete fresh input, and the conversation store, not the
+        checkpoints, holds history: reading the previous turn's checkpoint would be a wasted round trip.
+        """
+        if config["configurable"].get(NEW_TURN):
+            return None
         thread_id = str(config["configurable"]["thread_id"])
         namespace = str(config["configurable"].get("checkpoint_ns", ""))
         checkpoint_id = get_checkpoint_id(config)

@@ -4,10 +4,14 @@ A turn (the user message and the assistant message) is one item, so it is stored
 item grows with the conversation (Cosmos DB caps items at 2 MB). Turn items get consecutive sequence numbers;
 two writers racing for the same number are told apart by ``create`` (exactly one wins) and the loser takes the
 next number, so concurrent turns are never lost or duplicated.
+
+The header shares the turns' id prefix and sorts before them (its ``seq`` is :data:`HEADER_SEQ`), so one query
+reads the header, with the ETag a later update is conditioned on, together with the recent turns.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -15,9 +19,18 @@ from pydantic import BaseModel, Field
 from orc.clock import utc_now
 from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
 from orc.principal import Principal
-from orc.storage.ports import DocumentCollection, ETagMismatch, ItemAlreadyExists, StorageUnavailable
+from orc.storage.ports import (
+    DocumentCollection,
+    ETagMismatch,
+    ItemAlreadyExists,
+    ItemNotFound,
+    StorageUnavailable,
+    StoredItem,
+)
 
 TITLE_CHARS = 80
+HEADER_SEQ = 10**12
+"""The header's sort key: greater than any turn number, so it comes first in a newest-first query."""
 _MAX_WRITE_ATTEMPTS = 50
 
 
@@ -70,12 +83,20 @@ class ConversationSummary(BaseModel):
     updated_at: str
 
 
-def _header_id(conversation_id: str) -> str:
-    return f"c:{conversation_id}"
-
-
 def _turn_prefix(conversation_id: str) -> str:
     return f"t:{conversation_id}:"
+
+
+def _header_id(conversation_id: str) -> str:
+    return f"{_turn_prefix(conversation_id)}header"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A conversation as one read saw it: its header (``None`` before the first turn) and recent turns."""
+
+    header: StoredItem | None
+    turns: list[Turn]
 
 
 def _turn_id(conversation_id: str, seq: int) -> str:
@@ -89,12 +110,39 @@ class ConversationRepository:
     def __init__(self, collection: DocumentCollection) -> None:
         self._items = collection
 
+    async def load(self, principal: Principal, conversation_id: str, limit: int) -> Snapshot:
+        """The header and the latest ``limit`` turns (oldest first), in one query."""
+        items = await self._items.query(
+            principal.partition_key,
+            id_prefix=_turn_prefix(conversation_id),
+            order_by="seq",
+            descending=True,
+            limit=limit + 1,
+        )
+        header = items[0] if items and items[0].body.get("kind") == "conversation" else None
+        turns = [Turn.model_validate(item.body) for item in reversed(items) if item.body.get("kind") == "turn"]
+        return Snapshot(header=header, turns=turns[-limit:] if limit else [])
+
+    async def recent_turns(self, principal: Principal, conversation_id: str, limit: int) -> list[Turn]:
+        """The latest ``limit`` turns, oldest first."""
+        return (await self.load(principal, conversation_id, limit)).turns
+
     async def append_turn(
-        self, principal: Principal, conversation_id: str, user: UserMessage, assistant: AssistantMessage
+        self,
+        principal: Principal,
+        conversation_id: str,
+        user: UserMessage,
+        assistant: AssistantMessage,
+        *,
+        seen: Snapshot | None = None,
     ) -> Turn:
-        """Store one turn atomically after the latest one; returns it with its sequence number."""
+        """Store one turn atomically after the latest one; returns it with its sequence number.
+
+        ``seen`` is the snapshot the turn was planned from: its header saves a read, and its ETag makes the
+        header update conditional. A stale snapshot only costs a re-read.
+        """
         pk = principal.partition_key
-        header = await self._items.get(pk, _header_id(conversation_id))
+        header = seen.header if seen is not None else await self._items.get(pk, _header_id(conversation_id))
         seq = int(header.body["turn_count"]) + 1 if header else 1
         for _ in range(_MAX_WRITE_ATTEMPTS):
             turn = Turn(seq=seq, user=user, assistant=assistant)
@@ -104,21 +152,25 @@ class ConversationRepository:
             except ItemAlreadyExists:
                 seq += 1
                 continue
-            await self._record_in_header(principal, conversation_id, seq, user.content)
+            await self._record_in_header(principal, conversation_id, seq, user.content, header)
             return turn
         raise StorageUnavailable("the conversation is too busy to store this turn; retry")
 
-    async def _record_in_header(self, principal: Principal, conversation_id: str, seq: int, question: str) -> None:
+    async def _record_in_header(
+        self, principal: Principal, conversation_id: str, seq: int, question: str, current: StoredItem | None
+    ) -> None:
         pk = principal.partition_key
         item_id = _header_id(conversation_id)
         now = utc_now()
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            current = await self._items.get(pk, item_id)
+        for attempt in range(_MAX_WRITE_ATTEMPTS):
+            if attempt:
+                current = await self._items.get(pk, item_id)
             if current is None:
                 body: dict[str, Any] = {
                     "kind": "conversation",
                     "conversation_id": conversation_id,
                     "title": " ".join(question.split())[:TITLE_CHARS],
+                    "seq": HEADER_SEQ,
                     "turn_count": seq,
                     "created_at": now,
                     "updated_at": now,
@@ -134,25 +186,14 @@ class ConversationRepository:
             try:
                 await self._items.replace(pk, item_id, body, if_match=current.etag)
                 return
-            except ETagMismatch:
+            except (ETagMismatch, ItemNotFound):
                 continue
         raise StorageUnavailable("the conversation is too busy to store this turn; retry")
-
-    async def recent_turns(self, principal: Principal, conversation_id: str, limit: int) -> list[Turn]:
-        """The latest ``limit`` turns, oldest first."""
-        items = await self._items.query(
-            principal.partition_key,
-            id_prefix=_turn_prefix(conversation_id),
-            order_by="seq",
-            descending=True,
-            limit=limit,
-        )
-        return [Turn.model_validate(item.body) for item in reversed(items)]
 
     async def turns(self, principal: Principal, conversation_id: str) -> list[Turn]:
         """Every turn, oldest first."""
         items = await self._items.query(
-            principal.partition_key, id_prefix=_turn_prefix(conversation_id), order_by="seq"
+            principal.partition_key, where={"kind": "turn"}, id_prefix=_turn_prefix(conversation_id), order_by="seq"
         )
         return [Turn.model_validate(item.body) for item in items]
 
@@ -175,10 +216,11 @@ class ConversationRepository:
     async def delete(self, principal: Principal, conversation_id: str) -> bool:
         """Delete the conversation and all its turns; ``False`` when there was none."""
         pk = principal.partition_key
-        turns = await self._items.query(pk, id_prefix=_turn_prefix(conversation_id))
-        for item in turns:
+        items = await self._items.query(pk, id_prefix=_turn_prefix(conversation_id))
+        # Turns first, header last: a half-finished delete still lists the conversation, so it can be retried.
+        for item in sorted(items, key=lambda item: item.body.get("kind") == "conversation"):
             await self._items.delete(pk, item.id)
-        return await self._items.delete(pk, _header_id(conversation_id)) or bool(turns)
+        return bool(items)
 
 
 def _summary(body: dict[str, Any]) -> ConversationSummary:

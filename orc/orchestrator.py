@@ -14,6 +14,7 @@ from typing import Any, cast
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
+from orc.checkpoints import NEW_TURN
 from orc.clock import utc_now
 from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
 from orc.conversations import (
@@ -21,6 +22,7 @@ from orc.conversations import (
     ConversationRepository,
     ConversationSummary,
     FocusContext,
+    Snapshot,
     Turn,
     UserMessage,
 )
@@ -33,6 +35,7 @@ from orc.models.metering import ModelMeter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.session_files import SessionFiles
+from orc.storage.ports import StoredItem
 from orc.turns import Event, TurnMetadata, TurnRequest, TurnResult
 
 log = logging.getLogger(__name__)
@@ -177,7 +180,7 @@ class Orchestrator:
         )
         focus = turn.focus_context.model_dump() if turn.focus_context else None
         state: TurnState = fresh_turn_input(turn.question, turn.blob_names, focus)
-        config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "callbacks": [meter]}
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}, "callbacks": [meter]}
         try:
             async for part in self._graph.astream(
                 state,
@@ -210,6 +213,7 @@ class Orchestrator:
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         now = utc_now()
+        header = state["conversation_header"]
         await self.conversations.append_turn(
             turn.principal,
             turn.conversation_id,
@@ -225,6 +229,7 @@ class Orchestrator:
                 usage=usage,
                 created_at=utc_now(),
             ),
+            seen=Snapshot(header=StoredItem(**header) if header else None, turns=[]),
         )
         for citation in citations:
             yield {"type": "citation", **citation.model_dump()}

@@ -15,10 +15,26 @@ async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Turn
     """Seed ``uploaded_file_refs`` and ``last_mcp_tool_used``; rewrite a follow-up (no model call on turn one)."""
     ctx = runtime.context
     progress("query_planner", "Reading the conversation", 5)
-    turns = await ctx.conversations.recent_turns(ctx.principal, ctx.conversation_id, ctx.history_turns)
+    snapshot = await ctx.conversations.load(ctx.principal, ctx.conversation_id, ctx.history_turns)
+    header = (
+        {
+            "id": snapshot.header.id,
+            "partition_key": snapshot.header.partition_key,
+            "body": snapshot.header.body,
+            "etag": snapshot.header.etag,
+        }
+        if snapshot.header
+        else None
+    )
+    turns = snapshot.turns
     question = state["question"]
     if not turns:
-        return {"standalone_question": question, "uploaded_file_refs": [], "last_mcp_tool_used": None}
+        return {
+            "standalone_question": question,
+            "uploaded_file_refs": [],
+            "last_mcp_tool_used": None,
+            "conversation_header": header,
+        }
 
     latest = turns[-1].assistant
     history = []
@@ -33,4 +49,5 @@ async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Turn
         "standalone_question": standalone,
         "uploaded_file_refs": [ref.model_dump() for ref in latest.uploaded_file_refs],
         "last_mcp_tool_used": latest.last_mcp_tool_used,
+        "conversation_header": header,
     }

@@ -21,6 +21,8 @@ class TurnState(TypedDict, total=False):
     blob_names: list[str]
     focus_context: dict[str, str] | None
     # query_planner
+    conversation_header: dict[str, Any] | None
+    """The conversation header as read (with its ETag), so storing the turn needs no second read."""
     standalone_question: str
     uploaded_file_refs: list[dict[str, str]]
     last_mcp_tool_used: str | None
@@ -48,6 +50,7 @@ def fresh_turn_input(question: str, blob_names: list[str], focus_context: dict[s
         question=question,
         blob_names=blob_names,
         focus_context=focus_context,
+        conversation_header=None,
         standalone_question=question,
         uploaded_file_refs=[],
         last_mcp_tool_used=None,

@@ -1,0 +1,37 @@
+"""Storage round trips of a turn on the production wiring (collection checkpoints), counted on real stores."""
+
+from __future__ import annotations
+
+from orc.composition import build_orchestrator
+from orc.principal import LOCAL_PRINCIPAL
+from orc.session_files import Upload
+from orc.settings import Settings
+from orc.testing import FunctionChatModel
+from orc.turns import TurnRequest
+from tests.graph.test_document_chat_workflow import cite_first_source
+from tests.support import counting_stores
+
+DOCS = [Upload(f"doc{i}.txt", f"Document {i} says the fee is {i}00 euros.".encode()) for i in range(3)]
+
+
+async def test_a_warm_document_chat_turn_makes_at_most_six_storage_round_trips() -> None:
+    stores, counter = counting_stores()
+    settings = Settings(storage="azure")  # collection-backed checkpoints, as on Cosmos DB
+    async with build_orchestrator(settings, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
+        await orc.files.add(LOCAL_PRINCIPAL, "conv", DOCS)
+        names = [doc.filename for doc in DOCS]
+        await orc.ask(TurnRequest(question="What is the fee?", conversation_id="conv", blob_names=names))
+        counter.reset()
+
+        result = await orc.ask(TurnRequest(question="And the fee again?", conversation_id="conv", blob_names=names))
+
+    assert result.metadata.cache == "hit"
+    assert len(counter.calls) <= 6, counter.calls
+    assert counter.calls == [
+        "catalog.query",  # the blob names are files of this conversation
+        "conversations.query",  # header + recent turns
+        "blobs.list",  # current ETags of the attached documents
+        "checkpoints.upsert",  # the turn's final checkpoint
+        "conversations.create",  # the turn
+        "conversations.replace",  # the header, conditioned on the ETag read above
+    ]
