@@ -172,6 +172,7 @@ class Runtime:
 
     orchestrator: Orchestrator
     mcp_server: FastMCP
+    stores: Stores
     settings: Settings
 
 
@@ -213,7 +214,7 @@ async def build_runtime(
             ),
             delete_checkpoints=checkpointer.adelete_thread,
         )
-        yield Runtime(orchestrator=orchestrator, mcp_server=services.server, settings=settings)
+        yield Runtime(orchestrator=orchestrator, mcp_server=services.server, stores=services.stores, settings=settings)
 
 
 @asynccontextmanager

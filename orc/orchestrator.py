@@ -26,7 +26,7 @@ from orc.conversations import (
     Turn,
     UserMessage,
 )
-from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge
+from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
 from orc.graph.state import TurnState, fresh_turn_input
@@ -268,5 +268,8 @@ class Orchestrator:
 
 
 def error_event(exc: OrcError) -> Event:
-    """The ``error`` stream event for a failure: a stable code and a message safe to show."""
-    return {"type": "error", "code": exc.code, "message": exc.message, "status": exc.status}
+    """The ``error`` stream event for a failure: a stable code, a message safe to show, and when to retry."""
+    event: Event = {"type": "error", "code": exc.code, "message": exc.message, "status": exc.status}
+    if isinstance(exc, ServiceUnavailable):
+        event["retry_after"] = exc.retry_after if exc.retry_after is not None else 1
+    return event

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from orc.errors import InvalidName
 from orc.names import validate_identifier
 
 
@@ -18,7 +19,10 @@ class Principal(BaseModel):
     @field_validator("organization", "user")
     @classmethod
     def _safe(cls, value: str) -> str:
-        return validate_identifier(value, what="principal")
+        try:
+            return validate_identifier(value, what="principal")
+        except InvalidName as exc:
+            raise ValueError(exc.message) from None
 
     @field_validator("user")
     @classmethod

@@ -11,13 +11,31 @@ from orc.storage.ports import BlobInfo, BlobStore, DocumentCollection, JsonScala
 
 
 class CallCounter:
-    """Counts storage calls across every wrapped store."""
+    """Counts storage calls across every wrapped store, and injects faults into chosen calls."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self._faults: dict[str, tuple[Exception, int | None]] = {}
 
     def reset(self) -> None:
         self.calls.clear()
+
+    def fail(self, call: str, error: Exception, *, times: int | None = None) -> None:
+        """Make ``call`` (e.g. ``"conversations.create"``) raise ``error``, ``times`` times or forever."""
+        self._faults[call] = (error, times)
+
+    def record(self, call: str) -> None:
+        self.calls.append(call)
+        fault = self._faults.get(call)
+        if fault is None:
+            return
+        error, times = fault
+        if times is not None:
+            if times <= 1:
+                del self._faults[call]
+            else:
+                self._faults[call] = (error, times - 1)
+        raise error
 
 
 class CountingCollection:
@@ -29,7 +47,7 @@ class CountingCollection:
         self._name = name
 
     def _note(self, op: str) -> None:
-        self._counter.calls.append(f"{self._name}.{op}")
+        self._counter.record(f"{self._name}.{op}")
 
     async def get(self, partition_key: str, item_id: str) -> StoredItem | None:
         self._note("get")
@@ -100,25 +118,25 @@ class CountingBlobStore:
         if_match: str | None = None,
         if_none_match: bool = False,
     ) -> BlobInfo:
-        self._counter.calls.append("blobs.put")
+        self._counter.record("blobs.put")
         return await self._inner.put(
             name, data, content_type=content_type, metadata=metadata, if_match=if_match, if_none_match=if_none_match
         )
 
     async def get(self, name: str) -> tuple[bytes, BlobInfo]:
-        self._counter.calls.append("blobs.get")
+        self._counter.record("blobs.get")
         return await self._inner.get(name)
 
     async def head(self, name: str) -> BlobInfo | None:
-        self._counter.calls.append("blobs.head")
+        self._counter.record("blobs.head")
         return await self._inner.head(name)
 
     async def list(self, prefix: str) -> Sequence[BlobInfo]:
-        self._counter.calls.append("blobs.list")
+        self._counter.record("blobs.list")
         return await self._inner.list(prefix)
 
     async def delete(self, name: str) -> bool:
-        self._counter.calls.append("blobs.delete")
+        self._counter.record("blobs.delete")
         return await self._inner.delete(name)
 
     async def aclose(self) -> None:

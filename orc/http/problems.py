@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -47,11 +48,16 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+def retry_after_seconds(exc: ServiceUnavailable) -> int:
+    """Whole seconds a client should wait: the dependency's own hint rounded up, or one second."""
+    return max(1, math.ceil(exc.retry_after)) if exc.retry_after is not None else 1
+
+
 def problem_for(exc: OrcError) -> JSONResponse:
     """The response for one of orc's own errors."""
     headers = None
-    if isinstance(exc, ServiceUnavailable) and exc.retry_after is not None:
-        headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+    if isinstance(exc, ServiceUnavailable):
+        headers = {"Retry-After": str(retry_after_seconds(exc))}
     if exc.status >= 500 and not isinstance(exc, ServiceUnavailable):
         return problem(exc.status, exc.code, "the request failed on the server; it was not stored")
     return problem(exc.status, exc.code, exc.message, headers=headers)

@@ -87,6 +87,11 @@ class AzureBlobStore:
         self._owned_credential = owned_credential
         self._lock = asyncio.Lock()
 
+    @property
+    def client(self) -> ContainerClient:
+        """The one SDK client of this store, reused by every call."""
+        return self._container
+
     @classmethod
     def from_connection_string(
         cls,

@@ -144,6 +144,11 @@ class CosmosCollectionProvider:
         """Build from an endpoint and an account key, or Entra ID (DefaultAzureCredential) when no key."""
         return cls(endpoint, key=key, database=database, **options)
 
+    @property
+    def client(self) -> CosmosClient | None:
+        """The one SDK client of this provider (created on first use), shared by all its collections."""
+        return self._client
+
     async def collection(self, name: str) -> CosmosCollection:
         check_collection_name(name)
         found = self._collections.get(name)
