@@ -1,0 +1,171 @@
+"""``python -m bench``: run the benchmarks, print readable tables and write ``bench/results/latest.json``.
+
+Examples::
+
+    python -m bench                                   # everything, default iteration counts (< 2 min on 2 cores)
+    python -m bench --only turn_overhead --iterations 500
+    python -m bench --only concurrency --turns 50 --latency 0.2
+    python -m bench --quick                           # small counts, a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import concurrency, model_calls, turn_overhead
+from bench.common import BenchResult, format_checks, format_table, machine_info
+from orc.testing import forbid_model_requests
+
+BENCHMARKS = ("turn_overhead", "model_calls", "concurrency")
+PROFILE_COLUMNS = ["function", "calls_per_turn", "self_ms_per_turn", "cum_ms_per_turn"]
+DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0] if __doc__ else "")
+    parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run only this benchmark (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="small iteration counts (a smoke run, not figures)")
+    group = parser.add_argument_group("turn_overhead")
+    group.add_argument("--iterations", type=int, default=100, help="timed in-process turns per storage (100)")
+    group.add_argument("--http-iterations", type=int, default=50, help="timed HTTP turns per mode and storage (50)")
+    group.add_argument("--breakdown-iterations", type=int, default=30, help="samples per breakdown part; 0 = off")
+    group.add_argument("--profile-iterations", type=int, default=30, help="turns under cProfile; 0 = off (30)")
+    group = parser.add_argument_group("model_calls")
+    group.add_argument("--calls-latency", type=float, default=0.2, help="seconds per call for the critical path")
+    group = parser.add_argument_group("concurrency")
+    group.add_argument("--turns", type=int, default=100, help="concurrent turns (100)")
+    group.add_argument("--latency", type=float, default=0.1, help="seconds per model call (0.1)")
+    group.add_argument("--single-runs", type=int, default=5, help="sequential single turns; the median is 'one turn'")
+    group.add_argument(
+        "--storage", action="append", choices=("embedded", "memory"), help="storages for concurrency (both)"
+    )
+    group.add_argument("--no-experiment", action="store_true", help="skip the cached-validation experiment run")
+    group.add_argument("--profile-concurrency", action="store_true", help="one more run under cProfile (off)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="bound on each benchmark, seconds (300)")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help=f"JSON results ({DEFAULT_OUTPUT.name})")
+    parser.add_argument("--label", default="", help="free text stored with the results (e.g. what was measured)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.iterations, args.http_iterations = 10, 5
+        args.breakdown_iterations, args.profile_iterations = 5, 5
+        args.turns, args.single_runs = 10, 2
+    return args
+
+
+def _jobs(args: argparse.Namespace) -> dict[str, Callable[[], Awaitable[BenchResult]]]:
+    storages = tuple(args.storage) if args.storage else ("embedded", "memory")
+    return {
+        "turn_overhead": lambda: turn_overhead.run(
+            iterations=args.iterations,
+            http_iterations=args.http_iterations,
+            profile_iterations=args.profile_iterations,
+            breakdown_iterations=args.breakdown_iterations,
+        ),
+        "model_calls": lambda: model_calls.run(latency=args.calls_latency),
+        "concurrency": lambda: concurrency.run(
+            turns=args.turns,
+            latency=args.latency,
+            single_runs=args.single_runs,
+            limit_s=min(args.timeout, 120.0),
+            storages=storages,
+            experiment=not args.no_experiment,
+            profile=args.profile_concurrency,
+        ),
+    }
+
+
+def report(result: BenchResult) -> str:
+    """The readable form of one benchmark's result."""
+    lines = [f"== {result.name} =="]
+    if result.name == "turn_overhead":
+        columns = ["mode", "storage", "n", "p50", "p90", "p99", "mean", "min", "max", "cpu_ms", "cache_hits"]
+        lines.append(format_table(result.rows, columns))
+        lines.append("(milliseconds per turn; cpu_ms = process CPU time per turn, all threads)")
+        breakdown = result.details.get("breakdown")
+        if breakdown:
+            lines.append(
+                "\nwhere a warm in-process turn (embedded) goes, p50 ms, measured separately without a profiler:"
+            )
+            lines.extend(f"  {key}: {value}" for key, value in breakdown.items())
+        for key in ("profile", "profile_cached_validation"):
+            profile = result.details.get(key)
+            if not profile:
+                continue
+            title = "cProfile" + (
+                " with cached schema validation (experiment)" if profile["cached_validation_experiment"] else ""
+            )
+            lines.append(
+                f"\n{title}: {profile['iterations']} turns, {profile['profiled_wall_ms_per_turn']} ms/turn under the "
+                "profiler; self time by package (ms/turn):"
+            )
+            lines.append(format_table(profile["by_package"][:10], ["package", "self_ms_per_turn", "share"]))
+            lines.append("top functions by self time (ms/turn):")
+            lines.append(format_table(profile["top_self"][:12], PROFILE_COLUMNS))
+    elif result.name == "model_calls":
+        columns = ["turn", "metadata_model_calls", "scripted_model_calls", "critical_path_calls", "planning_calls"]
+        lines.append(format_table(result.rows, [*columns, "cache", "limit", "wall_ms", "wall_ms_with_latency"]))
+    else:
+        columns = ["storage", "variant", "turns", "latency_s", "one_turn_ms", "total_ms", "ratio", "ok", "errors"]
+        lines.append(format_table(result.rows, [*columns, "cpu_ms_per_turn", "turn_p50_ms", "turn_max_ms"]))
+        profile = result.details.get("profile")
+        if profile:
+            lines.append(
+                f"\ncProfile of {result.details['profiled_run']['turns']} concurrent turns (embedded): "
+                f"{profile['profiled_cpu_ms_per_turn']} ms/turn; self time by package (ms/turn):"
+            )
+            lines.append(format_table(profile["by_package"][:10], ["package", "self_ms_per_turn", "share"]))
+            lines.append("top functions by cumulative time (ms/turn):")
+            lines.append(format_table(profile["top_cumulative"][:15], PROFILE_COLUMNS))
+    if result.checks:
+        lines.append("\ntargets:")
+        lines.append(format_checks(result.checks))
+    return "\n".join(lines)
+
+
+async def _run_all(args: argparse.Namespace) -> dict[str, Any]:
+    jobs = _jobs(args)
+    selected = args.only or list(BENCHMARKS)
+    output: dict[str, Any] = {"machine": machine_info(), "arguments": vars(args) | {"output": str(args.output)}}
+    output["benchmarks"] = {}
+    for name in selected:
+        started = time.perf_counter()
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        result = await asyncio.wait_for(jobs[name](), args.timeout)
+        elapsed = round(time.perf_counter() - started, 1)
+        print(report(result) + f"\n({name}: {elapsed} s)\n", flush=True)
+        output["benchmarks"][name] = result.as_dict() | {"elapsed_s": elapsed}
+    output["machine"]["loadavg_after"] = machine_info()["loadavg_1_5_15"]
+    return output
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the selected benchmarks; return the exit status (1 with ``--strict`` when a target is missed)."""
+    args = parse_args(argv)
+    started = time.perf_counter()
+    with forbid_model_requests():  # the benchmarks use scripted models only; never a real endpoint
+        output = asyncio.run(_run_all(args))
+    output["total_s"] = round(time.perf_counter() - started, 1)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(output, indent=2, default=str) + "\n")
+    checks = [check for bench in output["benchmarks"].values() for check in bench["checks"]]
+    failed = [check for check in checks if not check["passed"]]
+    machine = output["machine"]
+    print(
+        f"{len(checks) - len(failed)}/{len(checks)} targets met; total {output['total_s']} s on "
+        f"{machine['nproc']} × {machine['cpu']}, Python {machine['python']}, {machine['date_utc']} "
+        f"(load {machine['loadavg_1_5_15']}); results in {args.output}"
+    )
+    return 1 if failed and args.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,465 @@
+"""Shared set-up for the benchmarks: sample documents, the scripted model, stores, servers and reporting.
+
+Nothing here is timed itself; the benchmark modules decide what to measure. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import cProfile
+import datetime
+import io
+import json
+import os
+import platform
+import pstats
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+import uvicorn
+from asgi_lifespan import LifespanManager
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from starlette.types import ASGIApp
+
+from orc.composition import Stores, build_orchestrator
+from orc.orchestrator import Orchestrator
+from orc.principal import LOCAL_PRINCIPAL
+from orc.session_files import Upload
+from orc.settings import Settings
+from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+from orc.testing import FunctionChatModel
+
+StorageKind = Literal["embedded", "memory"]
+STORAGE_KINDS: tuple[StorageKind, ...] = ("embedded", "memory")
+
+# Three small documents, a few hundred bytes each (the "three small attached documents" of the targets).
+SAMPLE_DOCS: dict[str, bytes] = {
+    "lease.txt": (
+        b"Residential lease.\n\nThe monthly rent is 1,450 euros, payable on the first business day of each month.\n\n"
+        b"Either party may end the lease by giving at least 60 days' written notice.\n\n"
+        b"The tenant may keep one small pet with the landlord's written consent.\n"
+    ),
+    "handbook.txt": (
+        b"Employee handbook.\n\nNew employees get 25 vacation days per calendar year.\n\n"
+        b"Remote work is allowed up to three days a week after the probation period.\n\n"
+        b"Expenses must be filed within 30 days with receipts attached.\n"
+    ),
+    "warranty.txt": (
+        b"Product warranty.\n\nThe warranty lasts two years from the date of purchase.\n\n"
+        b"Battery life is rated at 38 hours of continuous playback.\n\n"
+        b"Water damage is not covered by this warranty.\n"
+    ),
+}
+SAMPLE_NAMES: list[str] = list(SAMPLE_DOCS)
+
+_REF = re.compile(r'<source ref="([^"]+)"')
+
+# Bounds for everything that waits (seconds).
+SERVER_START_TIMEOUT = 20.0
+SERVER_STOP_TIMEOUT = 10.0
+REQUEST_TIMEOUT = 60.0
+
+
+def cite_first_source(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage | str:
+    """A deterministic stand-in for a model: cite the first ``<source ref>`` it is shown.
+
+    Same behaviour as ``tests/graph/test_document_chat_workflow.py``: plans a tool call when tools are offered
+    (never the case with attached documents), rewrites follow-ups when it is shown a history, otherwise
+    answers with a short sentence citing the first source of its system prompt.
+    """
+    system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
+    if tools and not any(isinstance(m, ToolMessage) for m in messages):
+        return AIMessage("", tool_calls=[{"name": tools[0]["function"]["name"], "args": {"text": "hi"}, "id": "c1"}])
+    if "<history>" in system:
+        return "standalone: " + messages[-1].text
+    refs = _REF.findall(system)
+    return f"Here is what the documents say [{refs[0]}]." if refs else "No sources."
+
+
+def scripted_model(latency: float = 0.0) -> FunctionChatModel:
+    """The benchmark model: :func:`cite_first_source`, taking ``latency`` seconds per request."""
+    return FunctionChatModel(cite_first_source, latency=latency)
+
+
+def bench_settings(home: Path, **overrides: Any) -> Settings:
+    """Embedded-default settings rooted at ``home`` (explicit, so stray ``ORC_`` variables do not change them)."""
+    values: dict[str, Any] = {"home": home, "model": "offline", "storage": "embedded", "auth": "none"}
+    values.update(overrides)
+    return Settings(**values)
+
+
+def memory_stores() -> Stores:
+    """In-memory collections and blobs, to separate the storage cost from the orchestration cost."""
+    return Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
+
+
+def stores_for(kind: StorageKind) -> Stores | None:
+    """``None`` (the configured embedded SQLite + local folder) or fresh memory stores."""
+    return memory_stores() if kind == "memory" else None
+
+
+@contextlib.contextmanager
+def temporary_home() -> Iterator[Path]:
+    """A throw-away ``ORC_HOME`` folder, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="orc-bench-") as folder:
+        yield Path(folder) / "home"
+
+
+@asynccontextmanager
+async def open_orchestrator(kind: StorageKind, model: FunctionChatModel, home: Path) -> AsyncIterator[Orchestrator]:
+    """An orchestrator on ``kind`` storage with ``model``, closed on exit."""
+    async with build_orchestrator(bench_settings(home), model=model, stores=stores_for(kind)) as orchestrator:
+        yield orchestrator
+
+
+async def attach_samples(orchestrator: Orchestrator, conversation_id: str, names: Sequence[str] = SAMPLE_NAMES) -> None:
+    """Upload sample documents to a conversation (not timed)."""
+    await orchestrator.files.add(LOCAL_PRINCIPAL, conversation_id, [Upload(name, SAMPLE_DOCS[name]) for name in names])
+
+
+def free_port() -> int:
+    """A TCP port that is free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def serve_on_loopback(app: ASGIApp) -> AsyncIterator[str]:
+    """Run ``app`` with uvicorn on a free 127.0.0.1 port as a task of this event loop; yield its base URL.
+
+    Startup is awaited with a bounded polling loop on ``server.started``; shutdown sets ``should_exit`` and
+    waits a bounded time before cancelling the task.
+    """
+    port = free_port()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        lifespan="on",
+        access_log=False,
+        log_level="warning",
+        backlog=2048,
+        timeout_keep_alive=30,
+    )
+    server = uvicorn.Server(config)
+    # uvicorn captures SIGINT/SIGTERM while serving and re-raises them after shutdown, so Ctrl+C still works.
+    task = asyncio.create_task(server.serve(), name=f"uvicorn-{port}")
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SERVER_START_TIMEOUT
+        while not server.started:
+            if task.done():
+                task.result()  # re-raise the startup failure
+                raise RuntimeError("uvicorn stopped before it started")
+            if loop.time() > deadline:
+                raise TimeoutError(f"uvicorn did not start within {SERVER_START_TIMEOUT} s")
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(task), SERVER_STOP_TIMEOUT)
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+@asynccontextmanager
+async def asgi_client(app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client calling ``app`` in-process through ``ASGITransport`` (lifespan run by asgi-lifespan)."""
+    async with LifespanManager(app, startup_timeout=SERVER_START_TIMEOUT, shutdown_timeout=SERVER_STOP_TIMEOUT) as lm:
+        transport = httpx.ASGITransport(app=lm.app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1:8000", timeout=REQUEST_TIMEOUT
+        ) as client:
+            yield client
+
+
+def loopback_client(base_url: str, *, connections: int = 16) -> httpx.AsyncClient:
+    """An httpx client for a loopback server, with enough pooled connections and bounded timeouts."""
+    return httpx.AsyncClient(
+        base_url=base_url,
+        timeout=httpx.Timeout(REQUEST_TIMEOUT, connect=10.0),
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        trust_env=False,  # never route loopback through a proxy from the environment
+    )
+
+
+async def upload_http(client: httpx.AsyncClient, conversation_id: str, names: Sequence[str]) -> None:
+    """Upload sample documents to a conversation through ``POST /api/sessions/{id}/context/files``."""
+    parts = [("files", (name, SAMPLE_DOCS[name], "text/plain")) for name in names]
+    response = await client.post(f"/api/sessions/{conversation_id}/context/files", files=parts)
+    if response.status_code != 201:
+        raise RuntimeError(f"upload failed: {response.status_code} {response.text[:300]}")
+
+
+def turn_body(
+    conversation_id: str, names: Sequence[str], question: str = "What is the monthly rent?"
+) -> dict[str, Any]:
+    """The JSON body of ``POST /api/orc`` for one turn."""
+    return {"question": question, "conversation_id": conversation_id, "blob_names": list(names)}
+
+
+async def post_turn(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
+    """POST one turn and return the JSON answer; any non-200 is an error."""
+    response = await client.post("/api/orc", json=body)
+    if response.status_code != 200:
+        raise RuntimeError(f"turn failed: {response.status_code} {response.text[:300]}")
+    result: dict[str, Any] = response.json()
+    return result
+
+
+# -- an experiment: the MCP SDK's schema validation, cached ------------------------------------------------
+
+
+@contextlib.contextmanager
+def patched_jsonschema_validate(replacement: Callable[..., None]) -> Iterator[None]:
+    """Swap ``jsonschema.validate`` (what the MCP SDK calls on tool input and output) for the duration.
+
+    Bench-only instrumentation; the product code is untouched and the original is restored on exit.
+    """
+    original = jsonschema.validate
+    jsonschema.validate = replacement
+    try:
+        yield
+    finally:
+        jsonschema.validate = original
+
+
+def cached_validate_function() -> Callable[..., None]:
+    """A ``jsonschema.validate`` stand-in that checks each distinct schema once and reuses its validator.
+
+    This is what the MCP SDK's validation would cost if it did not re-check the schema against the
+    metaschema on every call (an experiment to size the problem, not product behaviour).
+    """
+    validators: dict[str, Any] = {}
+
+    def validate(instance: Any, schema: Any, cls: Any = None, *args: Any, **kwargs: Any) -> None:
+        key = json.dumps(schema, sort_keys=True, default=str)
+        validator = validators.get(key)
+        if validator is None:
+            validator_class = cls or jsonschema.validators.validator_for(schema)
+            validator_class.check_schema(schema)
+            validator = validators[key] = validator_class(schema, *args, **kwargs)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise error
+
+    return validate
+
+
+# -- profiles --------------------------------------------------------------------------------------------------
+
+
+def _package_of(filename: str) -> str:
+    """A coarse owner for a profiled function: the top-level package (or the stdlib module) it lives in."""
+    if filename.startswith("~") or filename.startswith("<"):
+        return "builtins/C"
+    path = Path(filename)
+    parts = path.parts
+    for anchor in ("site-packages", "dist-packages"):
+        if anchor in parts:
+            index = parts.index(anchor)
+            if index + 1 < len(parts):
+                return parts[index + 1].removesuffix(".py").split(".")[0]
+    for anchor in ("orc", "mcp_server", "bench"):
+        if anchor in parts:
+            return anchor
+    if "python3" in "/".join(parts) or "lib" in parts:
+        name = path.stem
+        parent = path.parent.name
+        return f"stdlib:{parent if parent not in {'lib', 'python3.11'} else name}"
+    return path.stem
+
+
+def profile_summary(profiler: cProfile.Profile, iterations: int, top: int = 25) -> dict[str, Any]:
+    """Per-turn figures from a profile of ``iterations`` turns: self time by package, top functions by self and
+    by cumulative time (cumulative time of coroutines counts each resumption, so loop plumbing is left out)."""
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in raw.values())  # sum of self (tottime) over every function
+    by_package: dict[str, float] = {}
+    functions = []
+    for (filename, line, name), (_cc, ncalls, tottime, cumtime, _callers) in raw.items():
+        package = _package_of(filename)
+        by_package[package] = by_package.get(package, 0.0) + tottime
+        short = filename if filename.startswith("~") else "/".join(Path(filename).parts[-2:])
+        functions.append(
+            {
+                "function": f"{short}:{line}({name})",
+                "package": package,
+                "calls_per_turn": round(ncalls / iterations, 1),
+                "self_ms_per_turn": round(tottime * 1000 / iterations, 3),
+                "cum_ms_per_turn": round(cumtime * 1000 / iterations, 3),
+            }
+        )
+    by_self = sorted(functions, key=lambda f: f["self_ms_per_turn"], reverse=True)[:top]
+    by_cum = sorted(functions, key=lambda f: f["cum_ms_per_turn"], reverse=True)
+    # Cumulative time of coroutines counts each resumption; keep the informative frames, not the loop plumbing.
+    plumbing = ("base_events.py", "events.py", "runners.py", "tasks.py", "bench/", "~:0(<method 'run'")
+    by_cum = [f for f in by_cum if not any(p in f["function"] for p in plumbing)][:top]
+    packages = sorted(
+        (
+            {
+                "package": name,
+                "self_ms_per_turn": round(seconds * 1000 / iterations, 3),
+                "share": round(seconds / total, 3) if total else 0.0,
+            }
+            for name, seconds in by_package.items()
+        ),
+        key=lambda p: p["self_ms_per_turn"],
+        reverse=True,
+    )
+    return {
+        "profiled_cpu_ms_per_turn": round(total * 1000 / iterations, 3),
+        "by_package": packages,
+        "top_self": by_self,
+        "top_cumulative": by_cum,
+    }
+
+
+# -- statistics and reporting ------------------------------------------------------------------------------
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation between closest ranks."""
+    if not samples:
+        raise ValueError("no samples")
+    ordered = sorted(samples)
+    if len(ordered) == 1:
+        return ordered[0]
+    rank = (len(ordered) - 1) * q / 100.0
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def summarize(samples_ms: Sequence[float]) -> dict[str, float]:
+    """n, mean, min, p50, p90, p99 and max of millisecond samples (rounded to µs)."""
+    return {
+        "n": len(samples_ms),
+        "mean": round(statistics.fmean(samples_ms), 3),
+        "min": round(min(samples_ms), 3),
+        "p50": round(percentile(samples_ms, 50), 3),
+        "p90": round(percentile(samples_ms, 90), 3),
+        "p99": round(percentile(samples_ms, 99), 3),
+        "max": round(max(samples_ms), 3),
+    }
+
+
+@dataclass
+class Check:
+    """One target: what was measured against what limit, and whether it passed."""
+
+    target: str
+    measured: float
+    limit: float
+    unit: str = "ms"
+
+    @property
+    def passed(self) -> bool:
+        """Whether the measured value is within the limit."""
+        return self.measured <= self.limit
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "target": self.target,
+            "measured": self.measured,
+            "limit": self.limit,
+            "unit": self.unit,
+            "passed": self.passed,
+        }
+
+
+@dataclass
+class BenchResult:
+    """What one benchmark module reports: rows for the table, target checks and free-form details."""
+
+    name: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "name": self.name,
+            "rows": self.rows,
+            "checks": [check.as_dict() for check in self.checks],
+            "details": self.details,
+        }
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """A plain-text table of ``rows`` with ``columns`` (missing cells are blank)."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.2f}"
+        return "" if value is None else str(value)
+
+    table = [list(columns)] + [[cell(row.get(column)) for column in columns] for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    lines = ["  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)) for line in table]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def format_checks(checks: Sequence[Check]) -> str:
+    """One line per target: PASS/FAIL, measured vs limit."""
+    return "\n".join(
+        f"  [{'PASS' if c.passed else 'FAIL'}] {c.target}: {c.measured:.2f} {c.unit} (limit {c.limit:g} {c.unit})"
+        for c in checks
+    )
+
+
+def _command(*args: str) -> str:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine_info() -> dict[str, Any]:
+    """The machine and moment the figures were measured on."""
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    repo = Path(__file__).resolve().parent.parent
+    return {
+        "date_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+        "cpu": cpu or platform.processor(),
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "commit": _command("git", "-C", str(repo), "rev-parse", "--short", "HEAD"),
+        # Uncommitted changes to the product (bench/ aside) make the figures hard to reproduce.
+        "uncommitted_product_changes": [
+            line[3:]
+            for line in _command("git", "-C", str(repo), "status", "--porcelain").splitlines()
+            if line[3:] and not line[3:].startswith("bench/")
+        ],
+    }
