@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.tools import load_mcp_tools
 from mcp import ClientSession
-from mcp.types import TextContent
+from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, TextContent
 
 from orc.errors import ServiceUnavailable
 
@@ -111,7 +111,14 @@ class McpToolbox:
         args.update(self._scope)
         started = time.perf_counter()
         session = await self._session_or_open()
-        result = await session.call_tool(name, args, read_timeout_seconds=self._timeout)
+        # Sent as a plain tools/call request rather than ClientSession.call_tool: that helper first lists the
+        # tools and then re-validates the JSON Schema itself on every call (about 10 ms here), while orc
+        # validates each structured result against its pydantic contract where it is used.
+        result = await session.send_request(
+            ClientRequest(CallToolRequest(params=CallToolRequestParams(name=name, arguments=args))),
+            CallToolResult,
+            request_read_timeout_seconds=self._timeout,
+        )
         text = "\n".join(block.text for block in result.content if isinstance(block, TextContent))
         return ToolOutcome(
             name=name,
