@@ -21,8 +21,14 @@ from mcp_server.scope import current_principal
 from mcp_server.server import McpServices, build_mcp_server
 from orc.checkpoints import CollectionCheckpointSaver
 from orc.conversations import ConversationRepository
+from orc.documents.context_documents import ContextDocuments
+from orc.documents.contexts import ContextDirectory
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.library import DocumentLibrary
+from orc.documents.processing import DocumentProcessor
+from orc.documents.search import IndexCache
+from orc.documents.text_store import TextStore
 from orc.graph import build_graph
 from orc.mcp_client import SessionFactory
 from orc.models.factory import build_chat_model, model_label
@@ -31,7 +37,7 @@ from orc.principal import Principal
 from orc.session_files import SessionFiles
 from orc.settings import Settings
 from orc.storage.localfs import LocalBlobStore
-from orc.storage.ports import BlobStore, CollectionProvider
+from orc.storage.ports import BlobStore, CollectionProvider, DocumentCollection
 from orc.storage.sqlite import SqliteCollectionProvider
 
 
@@ -50,6 +56,7 @@ class DocumentServices:
     mcp: McpServices
     server: FastMCP
     files: SessionFiles
+    library: DocumentLibrary
     stores: Stores
     model: BaseChatModel
     model_label: str
@@ -126,14 +133,44 @@ async def build_document_services(
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
     )
-    services = McpServices(document_chat=document_chat, max_question_chars=settings.max_question_chars)
+    library = await _document_library(settings, stack, stores, catalog)
+    services = McpServices(document_chat=document_chat, max_question_chars=settings.max_question_chars, library=library)
     return DocumentServices(
         mcp=services,
         server=build_mcp_server(services),
-        files=SessionFiles(catalog, stores.blobs, max_upload_bytes=settings.max_upload_bytes),
+        files=library.session_files,
+        library=library,
         stores=stores,
         model=chat_model,
         model_label=label,
+    )
+
+
+async def _document_library(
+    settings: Settings, stack: AsyncExitStack, stores: Stores, catalog: DocumentCollection
+) -> DocumentLibrary:
+    """Contexts, session and context documents, the processing pipeline and the search index cache."""
+    texts = TextStore(await stores.collections.collection("document_text"))
+    indexes = IndexCache()
+    processor = DocumentProcessor(catalog, stores.blobs, texts, indexes, max_document_bytes=settings.max_upload_bytes)
+    # Registered after the stores, so background jobs stop before the stores close.
+    stack.push_async_callback(processor.aclose)
+    directory = ContextDirectory(catalog)
+    files = SessionFiles(
+        catalog, stores.blobs, max_upload_bytes=settings.max_upload_bytes, processor=processor, texts=texts
+    )
+    return DocumentLibrary(
+        catalog=catalog,
+        directory=directory,
+        context_documents=ContextDocuments(
+            catalog, stores.blobs, directory, processor, texts, max_upload_bytes=settings.max_upload_bytes
+        ),
+        session_files=files,
+        texts=texts,
+        indexes=indexes,
+        processor=processor,
+        conversations=ConversationRepository(await stores.collections.collection("conversations")),
+        history_turns=settings.history_turns,
     )
 
 
@@ -203,6 +240,7 @@ async def build_runtime(
             model_label=services.model_label,
             conversations=conversations,
             files=services.files,
+            documents=services.library,
             connect_mcp=in_memory_mcp(services.server),
             offers_planning_tools=any(tool.name != "document_chat" for tool in tools),
             limits=TurnLimits(

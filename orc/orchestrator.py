@@ -26,6 +26,7 @@ from orc.conversations import (
     Turn,
     UserMessage,
 )
+from orc.documents.library import DocumentLibrary
 from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
@@ -78,12 +79,15 @@ class Orchestrator:
         offers_planning_tools: bool,
         limits: TurnLimits,
         delete_checkpoints: Callable[[str], Any] | None = None,
+        documents: DocumentLibrary | None = None,
     ) -> None:
         self._graph = graph
         self._model = model
         self.model_label = model_label
         self.conversations = conversations
         self.files = files
+        self.documents = documents
+        """Contexts and documents (the context routes, focus validation and the prompt's document listing)."""
         self._connect_mcp = connect_mcp
         self._offers_planning_tools = offers_planning_tools
         self.limits = limits
@@ -109,6 +113,8 @@ class Orchestrator:
             raise InvalidInput(f"at most {self.limits.max_blob_names} blob_names per turn", code="too_many_blob_names")
         blob_names = normalize_blob_names(request.blob_names)
         await self.files.require_names(principal, conversation_id, blob_names)
+        if request.context is not None and self.documents is not None:
+            await self.documents.check_focus(principal, request.context)
         return PreparedTurn(principal, conversation_id, question, blob_names, request.context)
 
     async def ask(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> TurnResult:
@@ -165,7 +171,7 @@ class Orchestrator:
         meter = ModelMeter()
         toolbox = McpToolbox(
             self._connect_mcp(turn.principal),
-            scope={"session_id": turn.conversation_id},
+            scope=tool_scope(turn),
             call_timeout_seconds=self.limits.tool_timeout_seconds,
         )
         context = TurnContext(
@@ -177,6 +183,7 @@ class Orchestrator:
             max_tool_rounds=self.limits.max_tool_rounds,
             history_turns=self.limits.history_turns,
             offers_planning_tools=self._offers_planning_tools,
+            documents=self.documents,
         )
         focus = turn.focus_context.model_dump() if turn.focus_context else None
         state: TurnState = fresh_turn_input(turn.question, turn.blob_names, focus)
@@ -211,6 +218,8 @@ class Orchestrator:
             usage=usage,
             tool_calls=[ToolCallRecord.model_validate(r) for r in state["tool_records"]],
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+            focus_context=turn.focus_context,
+            historical_contexts=[FocusContext.model_validate(c) for c in state.get("historical_contexts") or []],
         )
         now = utc_now()
         header = state["conversation_header"]
@@ -265,6 +274,15 @@ class Orchestrator:
         await self.files.remove_all(principal, conversation_id)
         if self._delete_checkpoints is not None:
             await self._delete_checkpoints(f"{principal.partition_key}/{conversation_id}")
+
+
+def tool_scope(turn: PreparedTurn) -> dict[str, Any]:
+    """The scope arguments the executor injects into every tool call (the model never sees or sets them)."""
+    scope: dict[str, Any] = {"session_id": turn.conversation_id, "include_historical": True}
+    if turn.focus_context is not None:
+        scope["context_type"] = turn.focus_context.type
+        scope["context_id"] = turn.focus_context.id
+    return scope
 
 
 def error_event(exc: OrcError) -> Event:

@@ -61,12 +61,18 @@ def load_prompt(name: str) -> Prompt:
     return Prompt(name=name, version=str(entry["version"]), template=template, variables=declared)
 
 
-def format_sources(sources: Iterable[SourceSpan]) -> str:
-    """The ``<source>`` elements of a sources block; the offline model parses exactly this shape."""
+def format_sources(sources: Iterable[SourceSpan], contexts: Mapping[str, str] | None = None) -> str:
+    """The ``<source>`` elements of a sources block; the offline model parses exactly this shape.
+
+    ``contexts`` maps a SourceRef to the context it came from (``folder legal (historical context)``), shown as
+    a ``context`` attribute so the model can prefer the focus and name a historical context it uses.
+    """
     parts = []
     for source in sources:
         page = f" page={quoteattr(str(source.page))}" if source.page is not None else ""
-        parts.append(f"<source ref={quoteattr(source.ref)}{page}>\n{escape(source.text)}\n</source>")
+        label = (contexts or {}).get(source.ref)
+        context = f" context={quoteattr(label)}" if label else ""
+        parts.append(f"<source ref={quoteattr(source.ref)}{page}{context}>\n{escape(source.text)}\n</source>")
     return "\n".join(parts)
 
 

@@ -2,21 +2,26 @@
 
 A file's ``file_id`` is the catalog's stable document id: uploading a file with the same name again keeps
 the id and reports ``changed`` or ``unchanged`` by content hash. Every mutation bumps the session's revision.
+Uploads go through the same pipeline as context documents (:mod:`orc.documents.processing`): a record moves
+``uploading → processing → ready | failed`` and the text is searchable by the document tools once ``ready``.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from orc.clock import utc_now
-from orc.errors import InvalidInput, NotFound, PayloadTooLarge
-from orc.names import BlobPaths, validate_blob_name, validate_identifier
+from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingJob, ProcessingResult
+from orc.documents.records import ProcessingFields
+from orc.documents.text_store import TextStore
+from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads
+from orc.errors import NotFound
+from orc.names import BlobPaths, validate_identifier
 from orc.principal import Principal
 from orc.storage.ports import (
     BlobStore,
@@ -30,24 +35,17 @@ Diff = Literal["new", "changed", "unchanged", "deleted"]
 _MAX_WRITE_ATTEMPTS = 50
 
 
-@dataclass(frozen=True, slots=True)
-class Upload:
-    """One uploaded file as received: its name (the blob name), bytes and declared content type."""
-
-    filename: str
-    data: bytes
-    content_type: str | None = None
+__all__ = ["Diff", "FileChange", "Manifest", "Mutation", "SessionFile", "SessionFiles", "Upload"]
 
 
-class SessionFile(BaseModel):
-    """A session document as listed in the manifest."""
+class SessionFile(ProcessingFields):
+    """A session document as listed in the manifest: identity, content hash and processing state."""
 
     file_id: str
     filename: str
     size_bytes: int
     content_type: str
     content_hash: str
-    status: Literal["uploading", "processing", "ready", "failed"] = "ready"
     created_at: str
     updated_at: str
 
@@ -84,13 +82,36 @@ def _set_id(conversation_id: str) -> str:
     return f"sx:{conversation_id}"
 
 
+def session_location(principal: Principal, conversation_id: str, record: SessionFile) -> DocumentLocation:
+    """Where a session document's record, text and blob are."""
+    return DocumentLocation(
+        partition_key=principal.partition_key,
+        item_id=_record_prefix(conversation_id) + record.file_id,
+        document_id=record.file_id,
+        blob_path=BlobPaths.session_blob(principal.organization, principal.user, conversation_id, record.filename),
+        filename=record.filename,
+    )
+
+
 class SessionFiles:
     """Upload, list and remove the documents of a conversation."""
 
-    def __init__(self, catalog: DocumentCollection, blobs: BlobStore, *, max_upload_bytes: int) -> None:
+    def __init__(
+        self,
+        catalog: DocumentCollection,
+        blobs: BlobStore,
+        *,
+        max_upload_bytes: int,
+        processor: DocumentProcessor,
+        texts: TextStore,
+        wait_seconds: float = UPLOAD_WAIT_SECONDS,
+    ) -> None:
         self._catalog = catalog
         self._blobs = blobs
         self._max_upload_bytes = max_upload_bytes
+        self._processor = processor
+        self._texts = texts
+        self._wait_seconds = wait_seconds
 
     @property
     def max_upload_bytes(self) -> int:
@@ -98,34 +119,50 @@ class SessionFiles:
         return self._max_upload_bytes
 
     def check_uploads(self, uploads: Sequence[Upload]) -> None:
-        """Reject the whole request before anything is stored: no files, bad names, oversized files."""
-        if not uploads:
-            raise InvalidInput("no files were uploaded; send one or more parts named 'files'", code="no_files")
-        for upload in uploads:
-            validate_blob_name(upload.filename)
-            if len(upload.data) > self._max_upload_bytes:
-                raise PayloadTooLarge(
-                    f"{upload.filename!r} is larger than the upload limit of {self._max_upload_bytes} bytes"
-                )
-            if not upload.data:
-                raise InvalidInput(f"{upload.filename!r} is empty", code="empty_file")
+        """Reject the whole request before anything is stored: no files, bad names, empty or oversized files,
+        and types orc cannot extract (415)."""
+        check_uploads(uploads, self._max_upload_bytes)
 
-    async def add(self, principal: Principal, conversation_id: str, uploads: Sequence[Upload]) -> Mutation:
-        """Store the uploads (new names get new ids; known names are replaced in place)."""
+    async def add(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        uploads: Sequence[Upload],
+        *,
+        wait_seconds: float | None = None,
+    ) -> Mutation:
+        """Store the uploads (new names get new ids; known names are replaced in place) and process them.
+
+        Waits up to ``wait_seconds`` (default: the configured upload wait) for processing, so small documents
+        come back ``ready``; larger ones come back ``processing`` and finish in the background.
+        """
         validate_identifier(conversation_id, what="conversation")
         self.check_uploads(uploads)
         existing = {record.filename: record for record in await self.files(principal, conversation_id)}
         changes: list[FileChange] = []
+        jobs: list[asyncio.Task[ProcessingResult]] = []
         for upload in uploads:
-            digest = hashlib.sha256(upload.data).hexdigest()
+            digest = upload.sha256
             previous = existing.get(upload.filename)
-            if previous is not None and previous.content_hash == digest:
+            if previous is not None and previous.content_hash == digest and previous.status != "failed":
                 changes.append(_change(previous, "unchanged"))
                 continue
-            record = await self._store(principal, conversation_id, upload, digest, previous)
+            # A failed document uploaded again is processed again (the failure may have been transient).
+            record, job = await self._store(principal, conversation_id, upload, digest, previous)
             existing[record.filename] = record
-            changes.append(_change(record, "changed" if previous else "new"))
+            jobs.append(job)
+            diff: Diff = "new" if previous is None else "unchanged" if previous.content_hash == digest else "changed"
+            changes.append(_change(record, diff))
         revision = await self._bump_revision(principal, conversation_id, any(c.diff != "unchanged" for c in changes))
+        await self._processor.wait(jobs, self._wait_seconds if wait_seconds is None else wait_seconds)
+        if jobs:
+            current = {record.file_id: record for record in await self.files(principal, conversation_id)}
+            changes = [
+                change.model_copy(update={"status": current[change.file_id].status})
+                if change.file_id in current
+                else change
+                for change in changes
+            ]
         return Mutation(revision=revision, files=changes)
 
     async def _store(
@@ -135,10 +172,8 @@ class SessionFiles:
         upload: Upload,
         digest: str,
         previous: SessionFile | None,
-    ) -> SessionFile:
-        path = BlobPaths.session_blob(principal.organization, principal.user, conversation_id, upload.filename)
+    ) -> tuple[SessionFile, asyncio.Task[ProcessingResult]]:
         content_type = upload.content_type or "application/octet-stream"
-        await self._blobs.put(path, upload.data, content_type=content_type, metadata={"sha256": digest})
         now = utc_now()
         record = SessionFile(
             file_id=previous.file_id if previous else f"doc-{uuid.uuid4().hex}",
@@ -146,12 +181,27 @@ class SessionFiles:
             size_bytes=len(upload.data),
             content_type=content_type,
             content_hash=digest,
+            status="uploading",
             created_at=previous.created_at if previous else now,
             updated_at=now,
         )
-        body = {"kind": "session_file", "conversation_id": conversation_id, **record.model_dump(mode="json")}
-        await self._catalog.upsert(principal.partition_key, _record_prefix(conversation_id) + record.file_id, body)
-        return record
+        location = session_location(principal, conversation_id, record)
+        # The record first, so the upload shows as "uploading" while a large blob is being written.
+        await self._catalog.upsert(location.partition_key, location.item_id, _body(conversation_id, record))
+        try:
+            await self._blobs.put(
+                location.blob_path, upload.data, content_type=content_type, metadata={"sha256": digest}
+            )
+        except BaseException:
+            failed = record.model_copy(
+                update={"status": "failed", "status_reason": "the upload did not complete; retry"}
+            )
+            await self._catalog.upsert(location.partition_key, location.item_id, _body(conversation_id, failed))
+            raise
+        record = record.model_copy(update={"status": "processing", "updated_at": utc_now()})
+        await self._catalog.upsert(location.partition_key, location.item_id, _body(conversation_id, record))
+        job = self._processor.submit(ProcessingJob(location, digest, upload.content_type))
+        return record, job
 
     async def files(self, principal: Principal, conversation_id: str) -> list[SessionFile]:
         """The conversation's files, in upload order."""
@@ -192,8 +242,9 @@ class SessionFiles:
         if item is None:
             raise NotFound("no such file in this session", code="file_not_found")
         record = SessionFile.model_validate(item.body)
-        path = BlobPaths.session_blob(principal.organization, principal.user, conversation_id, record.filename)
-        await self._blobs.delete(path)
+        location = session_location(principal, conversation_id, record)
+        await self._blobs.delete(location.blob_path)
+        await self._texts.delete(location.partition_key, record.file_id)
         await self._catalog.delete(principal.partition_key, item_id)
         revision = await self._bump_revision(principal, conversation_id, True)
         return Mutation(revision=revision, files=[_change(record, "deleted")])
@@ -231,6 +282,10 @@ class SessionFiles:
             except ETagMismatch:
                 continue
         raise StorageUnavailable("the session is too busy; retry")
+
+
+def _body(conversation_id: str, record: SessionFile) -> dict[str, Any]:
+    return {"kind": "session_file", "conversation_id": conversation_id, **record.model_dump(mode="json")}
 
 
 def _change(record: SessionFile, diff: Diff) -> FileChange:

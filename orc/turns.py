@@ -33,6 +33,11 @@ class TurnMetadata(BaseModel):
     usage: Usage
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     elapsed_ms: float
+    focus_context: FocusContext | None = Field(default=None, description="The context the turn focused on.")
+    historical_contexts: list[FocusContext] = Field(
+        default_factory=list,
+        description="Contexts the conversation focused on before this turn, in order of first use (oldest first).",
+    )
 
 
 class TurnResult(BaseModel):

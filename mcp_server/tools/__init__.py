@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
 
 from orc.errors import CallerError, ModelBehaviourError, OrcError, ServiceUnavailable
 
@@ -50,3 +52,14 @@ def split_tool_error(text: str) -> tuple[str, str]:
     if match is None:
         return "tool_error", text
     return match.group(1), match.group(2)
+
+
+def structured_result(result: BaseModel, text: str) -> CallToolResult:
+    """A tool result with ``result`` as structured content and ``text`` as its readable rendering.
+
+    FastMCP would otherwise send the structured content again as indented JSON text, which is what a model
+    reads: a compact rendering costs a fraction of the tokens and reads better.
+    """
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structuredContent=result.model_dump(mode="json")
+    )

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from orc.citations import extract_citations, unique_sources
-from orc.contracts import SourceSpan
+from orc.contracts import Citation, SourceSpan
 from orc.graph.context import TurnContext
+from orc.graph.context_block import render_context_block
 from orc.graph.progress import emit, progress
 from orc.graph.state import TurnState
 from orc.prompting import format_sources, load_prompt
@@ -17,13 +19,46 @@ from orc.prompting import format_sources, load_prompt
 MAX_ANSWER_SOURCES = 12
 
 
-def context_block(state: TurnState) -> str:
-    """What the tools concluded, for the answer prompt (sources are listed separately)."""
+def tool_answers(state: TurnState) -> str:
+    """What the tools concluded (sources are listed separately)."""
     parts = []
     for doc in state.get("context_docs") or []:
         status = ' status="error"' if doc.get("error") else ""
         parts.append(f"<tool_answer tool={quoteattr(doc['tool'])}{status}>\n{escape(doc['text'])}\n</tool_answer>")
     return "\n".join(parts)
+
+
+def context_block(state: TurnState) -> str:
+    """The prompt's context block (focus, historical contexts, available documents, priority) and tool answers."""
+    return "\n\n".join(part for part in (render_context_block(state), tool_answers(state)) if part)
+
+
+def context_labels(source_contexts: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """SourceRef → ``folder legal (historical context)`` for sources that came from a context."""
+    labels = {}
+    for ref, where in source_contexts.items():
+        if where.get("type") and where.get("type") != "session":
+            suffix = " (historical context)" if where.get("origin") == "historical" else ""
+            labels[ref] = f"{where['type']} {where['id']}{suffix}"
+    return labels
+
+
+def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: Mapping[str, Mapping[str, str]]) -> str:
+    """A sentence naming the historical contexts the answer cites, unless the answer already names them.
+
+    The spec requires the answer to say when it used a non-focus context; a model may forget, so it is checked.
+    """
+    unnamed: list[str] = []
+    for citation in citations:
+        where = source_contexts.get(citation.ref)
+        if not where or where.get("origin") != "historical":
+            continue
+        label = f"{where['type']} {where['id']}"
+        if where["id"] not in answer and label not in unnamed:
+            unnamed.append(label)
+    if not unnamed:
+        return ""
+    return f"\n\n(This answer uses the historical context {', '.join(unnamed)}, not the focus context.)"
 
 
 async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
@@ -33,7 +68,10 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     sources = unique_sources(
         (SourceSpan.model_validate(source) for source in state.get("sources") or []), MAX_ANSWER_SOURCES
     )
-    system = load_prompt("answer.system").render(sources=format_sources(sources), context_block=context_block(state))
+    origins = state.get("source_contexts") or {}
+    system = load_prompt("answer.system").render(
+        sources=format_sources(sources, context_labels(origins)), context_block=context_block(state)
+    )
     chunks: list[str] = []
     async for chunk in ctx.model.astream([SystemMessage(system), HumanMessage(state["standalone_question"])]):
         piece = str(chunk.text)
@@ -42,5 +80,9 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
             emit({"type": "token", "text": piece})
     text = "".join(chunks).strip()
     citations = extract_citations(text, sources)
+    note = non_focus_note(text, citations, origins)
+    if note:
+        emit({"type": "token", "text": note})
+        text += note
     progress("answer", "Done", 100)
     return {"answer": text, "citations": [citation.model_dump() for citation in citations]}

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from langchain_core.language_models import BaseChatModel
 
 from orc.conversations import ConversationRepository
+from orc.documents.library import DocumentLibrary
 from orc.mcp_client import McpToolbox
 from orc.principal import Principal
 
@@ -24,3 +25,5 @@ class TurnContext:
     history_turns: int = 10
     offers_planning_tools: bool = True
     """False when the MCP server has no tool but document_chat: then no planning call is worth making."""
+    documents: DocumentLibrary | None = None
+    """The document library, for the prompt's list of available documents (the same availability the tools use)."""

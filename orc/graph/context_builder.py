@@ -19,10 +19,14 @@ MAX_TOOL_TEXT_CHARS = 20_000
 
 
 def sources_in(structured: dict[str, Any] | None) -> list[SourceSpan]:
-    """Spans a tool returned as evidence: any list of objects that carry a SourceRef ``ref`` and ``text``."""
+    """Spans a tool returned as evidence.
+
+    Any list of objects that carry a SourceRef ``ref`` and ``text`` (search results); and a page of text with
+    the spans it covers as ``ref`` + ``start``/``end`` offsets (``documents.get_content``), cut from the page.
+    """
     if not structured:
         return []
-    found: list[SourceSpan] = []
+    found: list[SourceSpan] = _page_spans(structured)
     for value in structured.values():
         if not isinstance(value, list):
             continue
@@ -41,12 +45,64 @@ def sources_in(structured: dict[str, Any] | None) -> list[SourceSpan]:
     return found
 
 
+def _page_spans(structured: dict[str, Any]) -> list[SourceSpan]:
+    text, offset, spans = structured.get("text"), structured.get("offset"), structured.get("spans")
+    if not isinstance(text, str) or not isinstance(offset, int) or not isinstance(spans, list):
+        return []
+    found = []
+    for item in spans:
+        if not (isinstance(item, dict) and "::" in str(item.get("ref")) and "text" not in item):
+            continue
+        start, end = item.get("start"), item.get("end")
+        if not isinstance(start, int) or not isinstance(end, int):
+            continue
+        piece = text[max(start - offset, 0) : max(end - offset, 0)].strip()
+        if piece:
+            document, _, span_id = str(item["ref"]).rpartition("::")
+            page = item.get("page")
+            found.append(
+                SourceSpan(
+                    ref=str(item["ref"]),
+                    document=str(structured.get("document") or document),
+                    span_id=str(item.get("span_id") or span_id),
+                    page=page if isinstance(page, int) else None,
+                    text=piece,
+                )
+            )
+    return found
+
+
+def source_contexts_in(structured: dict[str, Any] | None) -> dict[str, dict[str, str]]:
+    """SourceRef → ``{origin, type, id}`` for evidence that names the context it came from."""
+    found: dict[str, dict[str, str]] = {}
+    for value in (structured or {}).values():
+        if not isinstance(value, list):
+            continue
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("ref"), str) and item.get("origin"):
+                found[item["ref"]] = {
+                    "origin": str(item["origin"]),
+                    "type": str(item.get("context_type", "")),
+                    "id": str(item.get("context_id", "")),
+                }
+    return found
+
+
+def _summary(structured: dict[str, Any] | None, text: str, found: list[SourceSpan]) -> str:
+    """What a tool answered, for the answer prompt: its own text, or a note when its evidence became sources."""
+    if not found:
+        return text
+    notes = [str(structured[key]) for key in ("message", "hint") if structured and isinstance(structured.get(key), str)]
+    return " ".join(notes) or f"{len(found)} passage(s), listed with the sources."
+
+
 async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     """Add each result to the context; document_chat overwrites ``uploaded_file_refs`` with its ``files``."""
     del runtime  # the builder needs nothing beyond the state
     progress("context_builder", "Gathering the evidence", 60)
     context_docs = list(state.get("context_docs") or [])
     sources = list(state.get("sources") or [])
+    source_contexts = dict(state.get("source_contexts") or {})
     records = list(state.get("tool_records") or [])
     planning = list(state.get("planning_messages") or [])
     updates: TurnState = {}
@@ -81,8 +137,11 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Tu
                 tool_calls += chat.metadata.model_calls
                 usage = usage + chat.metadata.usage
         else:
-            context_docs.append({"tool": name, "error": False, "text": text})
-            sources.extend(source.model_dump() for source in sources_in(result["structured"]))
+            found = sources_in(result["structured"])
+            sources.extend(source.model_dump() for source in found)
+            source_contexts.update(source_contexts_in(result["structured"]))
+            # Evidence reaches the answer as sources; repeating its text as the tool's answer would double it.
+            context_docs.append({"tool": name, "error": False, "text": _summary(result["structured"], text, found)})
         if result["id"] != DOCUMENT_CHAT:
             planning.append(ToolMessage(content=text, tool_call_id=result["id"], name=result["model_name"]))
 
@@ -90,6 +149,7 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Tu
         **updates,
         "context_docs": context_docs,
         "sources": sources,
+        "source_contexts": source_contexts,
         "tool_records": records,
         "planning_messages": planning,
         "tool_results": [],

@@ -5,6 +5,8 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
+from orc.documents.contexts import historical_from_turns
+from orc.documents.records import ContextRef
 from orc.graph.context import TurnContext
 from orc.graph.progress import progress
 from orc.graph.state import TurnState
@@ -12,7 +14,8 @@ from orc.prompting import format_history, load_prompt
 
 
 async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
-    """Seed ``uploaded_file_refs`` and ``last_mcp_tool_used``; rewrite a follow-up (no model call on turn one)."""
+    """Seed ``uploaded_file_refs``, ``last_mcp_tool_used`` and the historical contexts; rewrite a follow-up (no
+    model call on turn one)."""
     ctx = runtime.context
     progress("query_planner", "Reading the conversation", 5)
     snapshot = await ctx.conversations.load(ctx.principal, ctx.conversation_id, ctx.history_turns)
@@ -28,12 +31,16 @@ async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Turn
     )
     turns = snapshot.turns
     question = state["question"]
+    focus = state.get("focus_context")
+    current = ContextRef.parse(focus["type"], focus["id"]) if focus else None
+    historical = [ref.as_dict() for ref in historical_from_turns(turns, current)]
     if not turns:
         return {
             "standalone_question": question,
             "uploaded_file_refs": [],
             "last_mcp_tool_used": None,
             "conversation_header": header,
+            "historical_contexts": historical,
         }
 
     latest = turns[-1].assistant
@@ -50,4 +57,5 @@ async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Turn
         "uploaded_file_refs": [ref.model_dump() for ref in latest.uploaded_file_refs],
         "last_mcp_tool_used": latest.last_mcp_tool_used,
         "conversation_header": header,
+        "historical_contexts": historical,
     }

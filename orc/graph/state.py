@@ -26,14 +26,20 @@ class TurnState(TypedDict, total=False):
     standalone_question: str
     uploaded_file_refs: list[dict[str, str]]
     last_mcp_tool_used: str | None
+    historical_contexts: list[dict[str, str]]
+    """Contexts the conversation focused on before this turn, oldest first, without the current focus."""
     # tool_router / mcp_executor / context_builder
     route: Route
+    available_documents: list[dict[str, Any]] | None
+    """The documents available to the turn (for the prompt's context block); None until tool_router loads them."""
     pending_tool_calls: list[dict[str, Any]]
     planning_messages: list[BaseMessage]
     tool_results: list[dict[str, Any]]
     tool_records: list[dict[str, Any]]
     context_docs: list[dict[str, Any]]
     sources: list[dict[str, Any]]
+    source_contexts: dict[str, dict[str, str]]
+    """SourceRef → the context a source came from, for sources outside the session (origin, type, id)."""
     rounds: int
     forced_done: bool
     cache: Literal["hit", "miss"] | None
@@ -54,13 +60,16 @@ def fresh_turn_input(question: str, blob_names: list[str], focus_context: dict[s
         standalone_question=question,
         uploaded_file_refs=[],
         last_mcp_tool_used=None,
+        historical_contexts=[],
         route="answer",
+        available_documents=None,
         pending_tool_calls=[],
         planning_messages=[],
         tool_results=[],
         tool_records=[],
         context_docs=[],
         sources=[],
+        source_contexts={},
         rounds=0,
         forced_done=False,
         cache=None,

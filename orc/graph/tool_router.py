@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
+from orc.documents.availability import DocumentScope
+from orc.documents.records import ContextRef
 from orc.graph.context import TurnContext
+from orc.graph.context_block import listing, render_context_block
 from orc.graph.progress import progress
 from orc.graph.state import Route, TurnState
 from orc.prompting import load_prompt
 
 DOCUMENT_CHAT = "document_chat"
+SESSION_MUTATIONS = frozenset({"session.attach_document", "session.remove_document"})
+"""Tools that change the user's session: for MCP clients and the UI, never for a model planning a turn (a
+document's text must not be able to make the model delete or add documents)."""
+DOCUMENT_TOOLS = frozenset(
+    {
+        "documents.list",
+        "documents.analyze",
+        "documents.get_content",
+        "documents.get_summary",
+        "documents.search",
+        "session.list_documents",
+    }
+)
+"""orc's own document tools: with no document available, none of them can help, so no planning call is made."""
 
 
 async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
@@ -24,21 +44,29 @@ async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnSt
         return {"route": "answer", "pending_tool_calls": []}
 
     # Without attached documents document_chat is not offered to the model at all.
-    tools = await ctx.toolbox.model_tools(exclude={DOCUMENT_CHAT}) if ctx.offers_planning_tools else []
+    tools = (
+        await ctx.toolbox.model_tools(exclude={DOCUMENT_CHAT, *SESSION_MUTATIONS}) if ctx.offers_planning_tools else []
+    )
     if not tools:
         return {"route": "answer", "pending_tool_calls": []}
 
     progress("tool_router", "Planning which documents to consult", 20)
     messages: list[BaseMessage] = list(state.get("planning_messages") or [])
+    updates: TurnState = {}
     if not messages:
+        if ctx.documents is not None and state.get("available_documents") is None:
+            updates["available_documents"] = await available_documents(state, ctx)
+            if not updates["available_documents"] and all(_mcp_name(tool) in DOCUMENT_TOOLS for tool in tools):
+                return {**updates, "route": "answer", "pending_tool_calls": []}
+        block = render_context_block({**state, **updates})
         messages = [
-            SystemMessage(load_prompt("tool_planning.system").render(context_block="")),
+            SystemMessage(load_prompt("tool_planning.system").render(context_block=block)),
             HumanMessage(state["standalone_question"]),
         ]
     reply = await ctx.model.bind_tools(tools).ainvoke(messages)
     if not isinstance(reply, AIMessage) or not reply.tool_calls:
-        return {"route": "answer", "pending_tool_calls": [], "planning_messages": messages}
-    mcp_names = {tool.name: (tool.metadata or {}).get("mcp_name", tool.name) for tool in tools}
+        return {**updates, "route": "answer", "pending_tool_calls": [], "planning_messages": messages}
+    mcp_names = {tool.name: _mcp_name(tool) for tool in tools}
     calls = [
         {
             "id": call["id"],
@@ -48,7 +76,24 @@ async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnSt
         }
         for call in reply.tool_calls
     ]
-    return {"route": "tools", "pending_tool_calls": calls, "planning_messages": [*messages, reply]}
+    return {**updates, "route": "tools", "pending_tool_calls": calls, "planning_messages": [*messages, reply]}
+
+
+async def available_documents(state: TurnState, ctx: TurnContext) -> list[dict[str, Any]]:
+    """The documents available to this turn, by the availability model the tools use (same scope they get)."""
+    assert ctx.documents is not None
+    focus = state.get("focus_context")
+    scope = DocumentScope(
+        session_id=ctx.conversation_id,
+        focus=ContextRef.parse(focus["type"], focus["id"]) if focus else None,
+        historical=tuple(ContextRef.parse(c["type"], c["id"]) for c in state.get("historical_contexts") or []),
+        include_historical=True,
+    )
+    return listing(await ctx.documents.available(ctx.principal, scope))
+
+
+def _mcp_name(tool: BaseTool) -> str:
+    return str((tool.metadata or {}).get("mcp_name", tool.name))
 
 
 def route_after_router(state: TurnState) -> str:

@@ -4,13 +4,16 @@ It is a real LangChain chat model, so the graph treats it like any other (``ainv
 ``bind_tools``). It recognises its task from the message structure orc's prompts define:
 
 - tools bound → tool planning that follows the tool access rules (:mod:`orc.models.planning`);
-- a ``<sources>`` block in the system prompt → an extractive answer with citations (:mod:`orc.models.answering`);
+- a ``<sources>`` block in the system prompt → an extractive answer with citations (:mod:`orc.models.answering`),
+  or, for a question about which documents exist, the listing a ``…list`` tool returned;
 - a ``<history>`` block → a standalone rewrite of the follow-up question (:mod:`orc.models.rewriting`);
 - anything else → a short, honest statement of what it cannot do.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -25,7 +28,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from orc.models.answering import answer_question, find_sources
 from orc.models.messages import Reply, offered_tools, reply_chunks, reply_result, usage_for
-from orc.models.planning import plan_tool_calls
+from orc.models.planning import plan_tool_calls, wants_document_list
 from orc.models.rewriting import find_history, rewrite_follow_up
 
 __all__ = ["OFFLINE_MODEL_NAME", "UNSUPPORTED_REPLY", "OfflineExtractiveModel"]
@@ -36,6 +39,17 @@ UNSUPPORTED_REPLY = (
     "your documents that match them, so I cannot help with this request. Configure a language model "
     "(ORC_MODEL) for anything else."
 )
+
+
+_LIST_ANSWER = re.compile(r'<tool_answer tool="[^"]*\.list"\s*>\n?(.*?)\n?</tool_answer>', re.DOTALL)
+
+
+def listed_documents(system_text: str) -> str | None:
+    """The text of the last document listing a ``…list`` tool returned in this turn, if any."""
+    found = _LIST_ANSWER.findall(system_text)
+    if not found:
+        return None
+    return html.unescape(found[-1]).strip() or None
 
 
 class OfflineExtractiveModel(BaseChatModel):
@@ -76,7 +90,8 @@ class OfflineExtractiveModel(BaseChatModel):
             # A planning prompt has no sources: an empty reply means "no more tools, go and answer".
             return Reply(text=answer_question(question, sources) if sources is not None else "")
         if sources is not None:
-            return Reply(text=answer_question(question, sources))
+            listing = listed_documents(system_text) if wants_document_list(question) else None
+            return Reply(text=listing or answer_question(question, sources))
         history = find_history(system_text)
         if history is not None:
             return Reply(text=rewrite_follow_up(question, history))

@@ -1,0 +1,256 @@
+"""The ``documents.*`` tools: list, analyze, get_content, get_summary and search over the available documents.
+
+Every call works on the documents its scope makes available (session documents, the focus context's derived
+set and, with ``include_historical``, the historical contexts' sets); anything else is ``not_found``. The tool
+access rules are enforced here: ``get_summary`` and ``get_content`` refuse documents that are not ready
+(``not_ready``), and long documents are served one page at a time with a hint to search instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from mcp_server.tools import structured_result, tool_errors
+from mcp_server.tools.rendering import render_analyze, render_content, render_list, render_search, render_summary
+from mcp_server.tools.scope_args import ContextId, ContextType, IncludeHistorical, SessionId, document_scope
+from orc.documents.library import (
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_PAGE_CHARS,
+    DEFAULT_SEARCH_LIMIT,
+    MAX_LIST_LIMIT,
+    MAX_PAGE_CHARS,
+    MAX_SEARCH_LIMIT,
+    DocumentLibrary,
+)
+from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, SearchResults
+from orc.documents.summaries import DocumentSummary
+
+if TYPE_CHECKING:
+    from mcp_server.server import McpServices
+
+LIST = "documents.list"
+ANALYZE = "documents.analyze"
+GET_CONTENT = "documents.get_content"
+GET_SUMMARY = "documents.get_summary"
+SEARCH = "documents.search"
+
+DocumentId = Annotated[str, Field(description="The document_id from documents.list.")]
+_READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+
+
+def register(server: FastMCP, services: McpServices) -> None:
+    """Add the five ``documents.*`` tools to ``server``, over ``services.library``."""
+    library = services.library
+    if library is None:
+        raise ValueError("the documents tools need services.library")
+    _register_list(server, library)
+    _register_analyze(server, library)
+    _register_content(server, library)
+    _register_summary(server, library)
+    _register_search(server, library)
+
+
+def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
+    async def documents_list(
+        ctx: Context[Any, Any, Any],
+        session_id: SessionId = None,
+        context_type: ContextType = None,
+        context_id: ContextId = None,
+        include_historical: IncludeHistorical = False,
+        offset: Annotated[int, Field(description="Skip this many documents.", json_schema_extra={"minimum": 0})] = 0,
+        limit: Annotated[
+            int,
+            Field(
+                description=f"At most this many documents (1-{MAX_LIST_LIMIT}).",
+                json_schema_extra={"minimum": 1, "maximum": MAX_LIST_LIMIT},
+            ),
+        ] = DEFAULT_LIST_LIMIT,
+    ) -> Annotated[CallToolResult, DocumentList]:
+        with tool_errors(LIST, failure="listing the documents failed"):
+            principal, scope = await document_scope(
+                ctx,
+                library,
+                session_id=session_id,
+                context_type=context_type,
+                context_id=context_id,
+                include_historical=include_historical,
+            )
+            result = await library.list_documents(principal, scope, offset=offset, limit=limit)
+        return structured_result(result, render_list(result))
+
+    server.add_tool(
+        documents_list,
+        name=LIST,
+        title="List available documents",
+        description=(
+            "List the documents available here: the session's attached documents, then those of the focus context "
+            "(and of the contexts it includes), each with its origin context (context_type, context_id), status "
+            "(uploading, processing, ready, failed), whether a summary exists, size and token estimate. Start here."
+        ),
+        annotations=_READ_ONLY,
+        structured_output=True,
+    )
+
+
+def _register_analyze(server: FastMCP, library: DocumentLibrary) -> None:
+    async def documents_analyze(
+        document_id: DocumentId,
+        ctx: Context[Any, Any, Any],
+        session_id: SessionId = None,
+        context_type: ContextType = None,
+        context_id: ContextId = None,
+        include_historical: IncludeHistorical = False,
+    ) -> Annotated[CallToolResult, AnalyzeResult]:
+        with tool_errors(ANALYZE, failure="analyzing the document failed"):
+            principal, scope = await document_scope(
+                ctx,
+                library,
+                session_id=session_id,
+                context_type=context_type,
+                context_id=context_id,
+                include_historical=include_historical,
+            )
+            result = await library.analyze(principal, scope, document_id)
+        return structured_result(result, render_analyze(result))
+
+    server.add_tool(
+        documents_analyze,
+        name=ANALYZE,
+        title="Analyze a document",
+        description=(
+            "Start or follow the processing of a document and report its status; use it for a document that is "
+            "uploaded but not ready. When the document is ready the result says what can be done with it and "
+            "includes its summary if one exists (it never invents one)."
+        ),
+        annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False),
+        structured_output=True,
+    )
+
+
+def _register_content(server: FastMCP, library: DocumentLibrary) -> None:
+    async def documents_get_content(
+        document_id: DocumentId,
+        ctx: Context[Any, Any, Any],
+        offset: Annotated[
+            int, Field(description="First character to return (0, then next_offset).", json_schema_extra={"minimum": 0})
+        ] = 0,
+        limit: Annotated[
+            int,
+            Field(
+                description=f"Characters to return (1-{MAX_PAGE_CHARS}).",
+                json_schema_extra={"minimum": 1, "maximum": MAX_PAGE_CHARS},
+            ),
+        ] = DEFAULT_PAGE_CHARS,
+        session_id: SessionId = None,
+        context_type: ContextType = None,
+        context_id: ContextId = None,
+        include_historical: IncludeHistorical = False,
+    ) -> Annotated[CallToolResult, ContentPage]:
+        with tool_errors(GET_CONTENT, failure="reading the document failed"):
+            principal, scope = await document_scope(
+                ctx,
+                library,
+                session_id=session_id,
+                context_type=context_type,
+                context_id=context_id,
+                include_historical=include_historical,
+            )
+            page = await library.content(principal, scope, document_id, offset=offset, limit=limit)
+        return structured_result(page, render_content(page))
+
+    server.add_tool(
+        documents_get_content,
+        name=GET_CONTENT,
+        title="Read a document's text",
+        description=(
+            "Return the extracted text of a ready document, one page at a time (offset, limit → next_offset, "
+            "total), with the spans the page covers. Meant for short documents; for long ones prefer "
+            "documents.search. Refused with not_ready until the document is ready."
+        ),
+        annotations=_READ_ONLY,
+        structured_output=True,
+    )
+
+
+def _register_summary(server: FastMCP, library: DocumentLibrary) -> None:
+    async def documents_get_summary(
+        document_id: DocumentId,
+        ctx: Context[Any, Any, Any],
+        session_id: SessionId = None,
+        context_type: ContextType = None,
+        context_id: ContextId = None,
+        include_historical: IncludeHistorical = False,
+    ) -> Annotated[CallToolResult, DocumentSummary]:
+        with tool_errors(GET_SUMMARY, failure="reading the summary failed"):
+            principal, scope = await document_scope(
+                ctx,
+                library,
+                session_id=session_id,
+                context_type=context_type,
+                context_id=context_id,
+                include_historical=include_historical,
+            )
+            summary = await library.summary(principal, scope, document_id)
+        return structured_result(summary, render_summary(summary))
+
+    server.add_tool(
+        documents_get_summary,
+        name=GET_SUMMARY,
+        title="Get a document's summary",
+        description=(
+            "Return the per-file summary (digest) of a document, each fact with its SourceRefs. Refused with "
+            "not_ready until the document is ready, and with no_summary when no summary exists yet."
+        ),
+        annotations=_READ_ONLY,
+        structured_output=True,
+    )
+
+
+def _register_search(server: FastMCP, library: DocumentLibrary) -> None:
+    async def documents_search(
+        query: Annotated[str, Field(description="What to look for, in the documents' own words if possible.")],
+        ctx: Context[Any, Any, Any],
+        limit: Annotated[
+            int,
+            Field(
+                description=f"How many passages to return (1-{MAX_SEARCH_LIMIT}).",
+                json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT},
+            ),
+        ] = DEFAULT_SEARCH_LIMIT,
+        document_ids: Annotated[
+            list[str] | None,
+            Field(description="Search only these documents (ids from documents.list); default: all available."),
+        ] = None,
+        session_id: SessionId = None,
+        context_type: ContextType = None,
+        context_id: ContextId = None,
+        include_historical: IncludeHistorical = False,
+    ) -> Annotated[CallToolResult, SearchResults]:
+        with tool_errors(SEARCH, failure="searching the documents failed"):
+            principal, scope = await document_scope(
+                ctx,
+                library,
+                session_id=session_id,
+                context_type=context_type,
+                context_id=context_id,
+                include_historical=include_historical,
+            )
+            result = await library.search(principal, scope, query, limit=limit, document_ids=document_ids)
+        return structured_result(result, render_search(result))
+
+    server.add_tool(
+        documents_search,
+        name=SEARCH,
+        title="Search the documents",
+        description=(
+            "Find the passages (spans) of the available documents that best match a query, ranked, each with its "
+            "SourceRef [<filename>::<span_id>], page or character locator, and origin context. Cite passages by "
+            "their ref. Documents that are not ready yet are listed apart."
+        ),
+        annotations=_READ_ONLY,
+        structured_output=True,
+    )

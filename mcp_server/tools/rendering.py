@@ -1,0 +1,81 @@
+"""Compact text renderings of the document tools' results: what a model reads (the structured content is intact)."""
+
+from __future__ import annotations
+
+from orc.documents.records import DocumentInfo
+from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, SearchResults
+from orc.documents.summaries import DocumentSummary
+
+
+def _where(document: DocumentInfo) -> str:
+    if document.context_type == "session":
+        return "session"
+    where = f"{document.context_type} {document.context_id}"
+    return f"{where}, {document.origin}" if document.origin and document.origin != "focus" else where
+
+
+def document_line(document: DocumentInfo) -> str:
+    """``- lease.pdf [ready] (folder legal) id=doc-…, ~1200 tokens``."""
+    details = [f"id={document.document_id}"]
+    if document.token_estimate is not None:
+        details.append(f"~{document.token_estimate} tokens")
+    if document.has_summary:
+        details.append("summary available")
+    if document.status == "failed" and document.status_reason:
+        details.append(document.status_reason)
+    return f"- {document.filename} [{document.status}] ({_where(document)}) {', '.join(details)}"
+
+
+def render_list(result: DocumentList) -> str:
+    """The listing, one document per line, with the scope it was computed for."""
+    scope = []
+    if result.focus_context:
+        scope.append(f"focus {result.focus_context.type} {result.focus_context.id}")
+    if result.historical_contexts:
+        scope.append("historical " + ", ".join(f"{c.type} {c.id}" for c in result.historical_contexts))
+    if result.session_id:
+        scope.append(f"session {result.session_id}")
+    header = f"{result.total} document(s) available" + (f" ({'; '.join(scope)})" if scope else "")
+    lines = [header + ":" if result.documents else header + "."]
+    lines.extend(document_line(document) for document in result.documents)
+    if result.next_offset is not None:
+        lines.append(f"(more: call again with offset={result.next_offset})")
+    return "\n".join(lines)
+
+
+def render_analyze(result: AnalyzeResult) -> str:
+    """Status, digest status and message (and the summary when there is one)."""
+    text = f"{result.filename} [{result.status}; summary: {result.digest_status}]: {result.message}"
+    if result.summary is not None:
+        text += "\n\n" + render_summary(result.summary)
+    return text
+
+
+def render_content(page: ContentPage) -> str:
+    """The page of text with its position and, for long documents, the hint."""
+    end = page.offset + len(page.text)
+    position = f"characters {page.offset}-{end} of {page.total}"
+    more = f"; next_offset={page.next_offset}" if page.next_offset is not None else "; end of document"
+    refs = ", ".join(span.ref for span in page.spans)
+    text = f"{page.document} ({position}{more})\nspans: {refs}\n\n{page.text}"
+    return f"{text}\n\n{page.hint}" if page.hint else text
+
+
+def render_summary(summary: DocumentSummary) -> str:
+    """The summary and its facts with their SourceRefs."""
+    lines = [f"Summary of {summary.filename}: {summary.summary}"]
+    for fact in summary.facts:
+        sources = ", ".join(str(source) for source in fact.get("sources", []))
+        lines.append(f"- {fact.get('claim', '')} [{sources}]")
+    return "\n".join(lines)
+
+
+def render_search(result: SearchResults) -> str:
+    """The message, then each passage under its ref and locator."""
+    parts = [result.message]
+    for hit in result.results:
+        where = "session" if hit.context_type == "session" else f"{hit.context_type} {hit.context_id}"
+        if hit.origin == "historical":
+            where += ", historical context"
+        parts.append(f"[{hit.ref}] ({hit.locator}; {where})\n{hit.text}")
+    return "\n\n".join(parts)

@@ -1,0 +1,176 @@
+"""The ``session.*`` tools: attach a document to a session, list the session's documents with status, remove one.
+
+Session documents are the conversation's attached files (the same records as ``/api/sessions/{id}/context``);
+an attached document goes through the same pipeline as an upload and is available to every document tool of the
+session as soon as it is ready. Sessions belong to the caller: another user's session id finds nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from mcp_server.scope import resolve_principal
+from mcp_server.tools import structured_result, tool_errors
+from mcp_server.tools.rendering import document_line
+from orc.documents.availability import DocumentScope
+from orc.documents.library import DocumentLibrary
+from orc.documents.records import DocumentInfo
+from orc.errors import InvalidInput, PayloadTooLarge
+from orc.names import validate_identifier
+from orc.session_files import FileChange, Upload
+
+if TYPE_CHECKING:
+    from mcp_server.server import McpServices
+
+ATTACH = "session.attach_document"
+LIST = "session.list_documents"
+REMOVE = "session.remove_document"
+MUTATING = frozenset({ATTACH, REMOVE})
+"""Tools that change a session: offered to MCP clients, never to the model planning a turn."""
+
+SessionId = Annotated[str, Field(description="The conversation (session) id.")]
+
+
+class SessionDocuments(BaseModel):
+    """The documents attached to a session, with their processing status."""
+
+    session_id: str
+    revision: int
+    documents: list[DocumentInfo]
+
+
+class SessionChange(BaseModel):
+    """What attaching or removing did: the session's new revision and the document touched."""
+
+    session_id: str
+    revision: int
+    change: FileChange
+    document: DocumentInfo | None = Field(default=None, description="The attached document as listed now.")
+
+
+def register(server: FastMCP, services: McpServices) -> None:
+    """Add the three ``session.*`` tools to ``server``, over ``services.library``."""
+    library = services.library
+    if library is None:
+        raise ValueError("the session tools need services.library")
+    _register_attach(server, library)
+    _register_list(server, library)
+    _register_remove(server, library)
+
+
+async def _session_documents(
+    library: DocumentLibrary, ctx: Context[Any, Any, Any], session_id: str
+) -> SessionDocuments:
+    principal = resolve_principal(ctx)
+    manifest = await library.session_files.manifest(principal, session_id)
+    availability = await library.available(principal, DocumentScope(session_id=session_id))
+    return SessionDocuments(
+        session_id=session_id, revision=manifest.revision, documents=[doc.info for doc in availability.documents]
+    )
+
+
+def _decode(content: str, encoding: str, max_bytes: int) -> bytes:
+    if encoding == "text":
+        data = content.encode("utf-8")
+    else:
+        if len(content) > (max_bytes * 4) // 3 + 4:
+            raise PayloadTooLarge(f"the document is larger than the upload limit of {max_bytes} bytes")
+        try:
+            data = base64.b64decode(content, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidInput("content is not valid base64; send encoding='text' for plain text") from None
+    if len(data) > max_bytes:
+        raise PayloadTooLarge(f"the document is larger than the upload limit of {max_bytes} bytes")
+    return data
+
+
+def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
+    async def session_attach_document(
+        session_id: SessionId,
+        filename: Annotated[str, Field(description="The document's file name (its type comes from the extension).")],
+        content: Annotated[str, Field(description="The document: plain text, or base64 with encoding='base64'.")],
+        ctx: Context[Any, Any, Any],
+        encoding: Annotated[Literal["text", "base64"], Field(description="How content is encoded.")] = "text",
+        content_type: Annotated[str | None, Field(description="The media type, when the name does not say.")] = None,
+    ) -> Annotated[CallToolResult, SessionChange]:
+        with tool_errors(ATTACH, failure="attaching the document failed"):
+            principal = resolve_principal(ctx)
+            validate_identifier(session_id, what="session")
+            data = _decode(content, encoding, library.session_files.max_upload_bytes)
+            mutation = await library.session_files.add(principal, session_id, [Upload(filename, data, content_type)])
+            (change,) = mutation.files
+            listed = await library.available(principal, DocumentScope(session_id=session_id))
+            found = listed.find(change.file_id)
+            result = SessionChange(
+                session_id=session_id,
+                revision=mutation.revision,
+                change=change,
+                document=found.info if found else None,
+            )
+        text = f"{change.filename}: {change.diff}, status {change.status} (session revision {mutation.revision})"
+        return structured_result(result, text)
+
+    server.add_tool(
+        session_attach_document,
+        name=ATTACH,
+        title="Attach a document to the session",
+        description=(
+            "Attach a document to the conversation (same name again replaces it). It is processed right away; "
+            "the result gives its status (ready, or processing for big files, or failed with the reason)."
+        ),
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+        ),
+        structured_output=True,
+    )
+
+
+def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
+    async def session_list_documents(
+        session_id: SessionId, ctx: Context[Any, Any, Any]
+    ) -> Annotated[CallToolResult, SessionDocuments]:
+        with tool_errors(LIST, failure="listing the session's documents failed"):
+            result = await _session_documents(library, ctx, session_id)
+        lines = [f"session {session_id}, revision {result.revision}: {len(result.documents)} document(s)"]
+        lines.extend(document_line(document) for document in result.documents)
+        return structured_result(result, "\n".join(lines))
+
+    server.add_tool(
+        session_list_documents,
+        name=LIST,
+        title="List the session's documents",
+        description="List the documents attached to the conversation with their status (uploading, processing, "
+        "ready, failed).",
+        annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
+        structured_output=True,
+    )
+
+
+def _register_remove(server: FastMCP, library: DocumentLibrary) -> None:
+    async def session_remove_document(
+        session_id: SessionId,
+        document_id: Annotated[str, Field(description="The document_id to remove.")],
+        ctx: Context[Any, Any, Any],
+    ) -> Annotated[CallToolResult, SessionChange]:
+        with tool_errors(REMOVE, failure="removing the document failed"):
+            principal = resolve_principal(ctx)
+            mutation = await library.session_files.remove(principal, session_id, document_id)
+            result = SessionChange(session_id=session_id, revision=mutation.revision, change=mutation.files[0])
+        return structured_result(result, f"removed {result.change.filename} (session revision {result.revision})")
+
+    server.add_tool(
+        session_remove_document,
+        name=REMOVE,
+        title="Remove a document from the session",
+        description="Remove one attached document from the conversation (its text and file are deleted).",
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+        ),
+        structured_output=True,
+    )

@@ -1,0 +1,227 @@
+"""The availability model: which documents a scope makes available. One function, used by every tool and the prompt.
+
+chat-tools-evolution "Documents Availability Model": the session's documents always; then what the focus context
+derives (:func:`orc.documents.contexts.derive_contexts`); then, when asked, what the conversation's historical
+contexts derived. Each document says why it is available (``origin``: session, focus or historical) and where
+it comes from (``context_type``/``context_id``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from orc.documents.context_documents import context_location
+from orc.documents.contexts import ContextDirectory, derive_contexts
+from orc.documents.processing import DocumentLocation
+from orc.documents.records import ContextDocument, ContextRef, DocumentInfo, Origin
+from orc.principal import Principal
+
+if TYPE_CHECKING:
+    from orc.session_files import SessionFile
+
+
+class SessionDocuments(Protocol):
+    """What availability needs from the session files: the records of one conversation."""
+
+    async def files(self, principal: Principal, conversation_id: str) -> list[SessionFile]: ...
+
+
+class ContextDocumentReader(Protocol):
+    """What availability needs from the context documents: the records of a set of contexts."""
+
+    async def in_contexts(self, organization: str, refs: Sequence[ContextRef]) -> list[ContextDocument]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentScope:
+    """Who asks about which documents: the session, the focus context and the historical contexts.
+
+    Built from validated values only (see :meth:`orc.documents.library.DocumentLibrary.resolve_scope`).
+    """
+
+    session_id: str | None = None
+    focus: ContextRef | None = None
+    historical: tuple[ContextRef, ...] = ()
+    include_historical: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AvailableDocument:
+    """One available document: its listing, where it is stored and the name its SourceRefs use."""
+
+    info: DocumentInfo
+    location: DocumentLocation
+    content_hash: str
+    content_type: str
+    extracted_text_hash: str | None
+    chunking_version: str | None
+    ref_name: str
+    """The filename, or ``filename (folder legal)`` when two available documents share a filename."""
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    """The documents available to a scope, session documents first, then by context (focus first)."""
+
+    scope: DocumentScope
+    focus_contexts: tuple[ContextRef, ...]
+    historical_contexts: tuple[ContextRef, ...]
+    documents: tuple[AvailableDocument, ...]
+    _by_id: dict[str, AvailableDocument] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._by_id.update((doc.info.document_id, doc) for doc in self.documents)
+
+    def find(self, document_id: str) -> AvailableDocument | None:
+        """The available document with this id, or ``None`` (unknown, or not available in this scope)."""
+        return self._by_id.get(document_id)
+
+
+def session_document(principal: Principal, session_id: str, record: SessionFile) -> AvailableDocument:
+    """A session file as an available document."""
+    from orc.session_files import session_location  # session_files builds on this package
+
+    info = DocumentInfo(
+        document_id=record.file_id,
+        filename=record.filename,
+        context_type="session",
+        context_id=session_id,
+        origin="session",
+        **_listing_fields(record),
+        size_bytes=record.size_bytes,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )
+    return _available(
+        info,
+        session_location(principal, session_id, record),
+        record.content_hash,
+        record.content_type,
+        record.extracted_text_hash,
+        record.chunking_version,
+    )
+
+
+def context_document(organization: str, record: ContextDocument, origin: Origin | None) -> AvailableDocument:
+    """A context document as an available document (``origin`` None outside a scope, e.g. a context's listing)."""
+    info = DocumentInfo(
+        document_id=record.document_id,
+        filename=record.filename,
+        context_type=record.context_type,
+        context_id=record.context_id,
+        origin=origin,
+        **_listing_fields(record),
+        size_bytes=record.size_bytes,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )
+    return _available(
+        info,
+        context_location(organization, record),
+        record.content_hash,
+        record.content_type,
+        record.extracted_text_hash,
+        record.chunking_version,
+    )
+
+
+def _listing_fields(record: ContextDocument | SessionFile) -> dict[str, object]:
+    return {
+        "status": record.status,
+        "status_reason": record.status_reason,
+        "has_summary": record.digest_status == "ready",
+        "digest_status": record.digest_status,
+        "token_estimate": record.token_estimate,
+        "media_type": record.media_type,
+        "page_count": record.page_count,
+        "span_count": record.span_count,
+    }
+
+
+def _available(
+    info: DocumentInfo,
+    location: DocumentLocation,
+    content_hash: str,
+    content_type: str,
+    extracted_text_hash: str | None,
+    chunking_version: str | None,
+) -> AvailableDocument:
+    return AvailableDocument(
+        info=info,
+        location=location,
+        content_hash=content_hash,
+        content_type=content_type,
+        extracted_text_hash=extracted_text_hash,
+        chunking_version=chunking_version,
+        ref_name=info.filename,
+    )
+
+
+async def available_documents(
+    principal: Principal,
+    scope: DocumentScope,
+    *,
+    directory: ContextDirectory,
+    context_documents: ContextDocumentReader,
+    session_files: SessionDocuments,
+) -> Availability:
+    """THE availability function: the documents ``scope`` makes available to ``principal``."""
+    documents: list[AvailableDocument] = []
+    if scope.session_id is not None:
+        documents.extend(
+            session_document(principal, scope.session_id, record)
+            for record in await session_files.files(principal, scope.session_id)
+        )
+    focus_contexts: list[ContextRef] = []
+    historical: list[ContextRef] = []
+    if scope.focus is not None or (scope.include_historical and scope.historical):
+        tree = await directory.tree(principal.organization)
+        if scope.focus is not None:
+            focus_contexts = derive_contexts(tree, scope.focus)
+        if scope.include_historical:
+            for previous in scope.historical:
+                historical.extend(
+                    ref
+                    for ref in derive_contexts(tree, previous)
+                    if ref not in focus_contexts and ref not in historical
+                )
+    order = {ref: position for position, ref in enumerate([*focus_contexts, *historical])}
+    focus_set = set(focus_contexts)
+    if order:
+        records = await context_documents.in_contexts(principal.organization, list(order))
+        records.sort(key=lambda r: (order[ContextRef(r.context_type, r.context_id)], r.created_at, r.document_id))
+        for record in records:
+            ref = ContextRef(record.context_type, record.context_id)
+            documents.append(
+                context_document(principal.organization, record, "focus" if ref in focus_set else "historical")
+            )
+    return Availability(
+        scope=scope,
+        focus_contexts=tuple(focus_contexts),
+        historical_contexts=tuple(historical),
+        documents=tuple(_disambiguated(documents)),
+    )
+
+
+def _disambiguated(documents: list[AvailableDocument]) -> list[AvailableDocument]:
+    """Give documents that share a filename distinct SourceRef names: ``report.pdf (folder legal)``."""
+    counts = Counter(doc.info.filename for doc in documents)
+    result = []
+    for doc in documents:
+        if counts[doc.info.filename] > 1:
+            info = doc.info
+            where = "session" if info.context_type == "session" else f"{info.context_type} {info.context_id}"
+            doc = AvailableDocument(
+                info=info,
+                location=doc.location,
+                content_hash=doc.content_hash,
+                content_type=doc.content_type,
+                extracted_text_hash=doc.extracted_text_hash,
+                chunking_version=doc.chunking_version,
+                ref_name=f"{info.filename} ({where})",
+            )
+        result.append(doc)
+    return result

@@ -1,0 +1,217 @@
+"""Background processing of uploaded documents: extract → spans → hashes → stored text → search index → ``ready``.
+
+Every upload (session or context document) stores its blob and a catalog record in ``processing`` state and
+submits a job here. Jobs run as asyncio tasks, at most ``max_concurrency`` at a time; the CPU-bound part
+(parsing, chunking, hashing, tokenizing) runs in a worker thread, so the event loop keeps serving requests while
+a 200-page PDF is parsed. A job that fails marks only its own document ``failed`` with a reason a user can act
+on; a job whose document was replaced or deleted meanwhile steps aside (``superseded``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from orc.clock import utc_now
+from orc.documents.extraction import ExtractionError, extract
+from orc.documents.records import estimate_tokens
+from orc.documents.search import IndexCache, SpanIndex, build_index
+from orc.documents.text_store import DocumentText, TextStore, process_extracted
+from orc.errors import OrcError, UnsupportedMediaType
+from orc.storage.ports import BlobStore, DocumentCollection, ETagMismatch, ItemNotFound
+
+logger = logging.getLogger(__name__)
+
+_MAX_WRITE_ATTEMPTS = 20
+GENERIC_FAILURE = "the document could not be processed; upload it again, or another copy of it"
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentLocation:
+    """Where a document's record, text and bytes are: its catalog item and its blob."""
+
+    partition_key: str
+    item_id: str
+    document_id: str
+    blob_path: str
+    filename: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessingJob:
+    """Process the content of ``location`` whose sha256 is ``content_hash``."""
+
+    location: DocumentLocation
+    content_hash: str
+    content_type: str | None = None
+
+
+Outcome = Literal["ready", "failed", "superseded"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessingResult:
+    """How a job ended: ``ready``, ``failed`` (with the reason) or ``superseded`` (replaced or deleted)."""
+
+    document_id: str
+    outcome: Outcome
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Processed:
+    text: DocumentText
+    index: SpanIndex
+
+
+def _process_bytes(data: bytes, filename: str, content_type: str | None) -> _Processed:
+    """Everything CPU-bound about one document, in one thread hop."""
+    text = process_extracted(extract(data, filename, content_type))
+    return _Processed(text=text, index=build_index(text))
+
+
+class DocumentProcessor:
+    """Runs processing jobs in the background with bounded concurrency; close it to cancel what is left."""
+
+    def __init__(
+        self,
+        catalog: DocumentCollection,
+        blobs: BlobStore,
+        texts: TextStore,
+        indexes: IndexCache,
+        *,
+        max_concurrency: int = 2,
+        max_document_bytes: int = 20 * 1024 * 1024,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self._catalog = catalog
+        self._blobs = blobs
+        self._texts = texts
+        self._indexes = indexes
+        self._slots = asyncio.Semaphore(max_concurrency)
+        self._max_document_bytes = max_document_bytes
+        self._running: dict[tuple[str, str], tuple[str, asyncio.Task[ProcessingResult]]] = {}
+        self._closed = False
+
+    def submit(self, job: ProcessingJob) -> asyncio.Task[ProcessingResult]:
+        """Start processing (or join the job already processing the same content of the same document)."""
+        if self._closed:
+            raise RuntimeError("the document processor is closed")
+        key = (job.location.partition_key, job.location.item_id)
+        current = self._running.get(key)
+        if current is not None and current[0] == job.content_hash and not current[1].done():
+            return current[1]
+        task = asyncio.create_task(self._run(job), name=f"process-{job.location.document_id}")
+        self._running[key] = (job.content_hash, task)
+
+        def forget(done: asyncio.Task[ProcessingResult]) -> None:
+            if self._running.get(key, (None, None))[1] is done:
+                del self._running[key]
+
+        task.add_done_callback(forget)
+        return task
+
+    def running(self, location: DocumentLocation) -> asyncio.Task[ProcessingResult] | None:
+        """The job processing ``location`` in this process, if there is one."""
+        current = self._running.get((location.partition_key, location.item_id))
+        return current[1] if current is not None and not current[1].done() else None
+
+    @staticmethod
+    async def wait(tasks: Iterable[asyncio.Task[ProcessingResult]], seconds: float) -> None:
+        """Wait up to ``seconds`` for ``tasks``; they keep running in the background after that."""
+        pending = [task for task in tasks if not task.done()]
+        if pending and seconds > 0:
+            # asyncio.wait never cancels what it waits for: a request that gives up leaves the jobs running.
+            await asyncio.wait(pending, timeout=seconds)
+
+    async def aclose(self) -> None:
+        """Cancel the jobs still running and wait for them to stop."""
+        self._closed = True
+        tasks = [task for _, task in self._running.values()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _run(self, job: ProcessingJob) -> ProcessingResult:
+        async with self._slots:
+            try:
+                return await self._process(job)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                # Storage failures while reading or writing: the document stays retryable via documents.analyze.
+                logger.warning("processing %s failed: %s", job.location.document_id, type(exc).__name__)
+                logger.debug("processing failure details", exc_info=True)
+                return await self._fail(job, GENERIC_FAILURE)
+
+    async def _process(self, job: ProcessingJob) -> ProcessingResult:
+        location = job.location
+        try:
+            data, info = await self._blobs.get(location.blob_path)
+        except ItemNotFound:
+            return ProcessingResult(location.document_id, "superseded")
+        if len(data) > self._max_document_bytes:
+            return await self._fail(
+                job, f"{location.filename!r} is larger than the {self._max_document_bytes} byte limit"
+            )
+        if hashlib.sha256(data).hexdigest() != job.content_hash:
+            return ProcessingResult(location.document_id, "superseded")
+        try:
+            processed = await asyncio.to_thread(
+                _process_bytes, data, location.filename, job.content_type or info.content_type
+            )
+        except (ExtractionError, UnsupportedMediaType) as exc:
+            return await self._fail(job, exc.message)
+        except OrcError as exc:
+            return await self._fail(job, exc.message if exc.status < 500 else GENERIC_FAILURE)
+        del data
+        await self._texts.save(location.partition_key, location.document_id, job.content_hash, processed.text)
+        self._indexes.put(processed.index)
+        text = processed.text
+        fields: dict[str, Any] = {
+            "status": "ready",
+            "status_reason": None,
+            "media_type": text.media_type,
+            "extracted_text_hash": text.extracted_text_hash,
+            "spans_hash": text.spans_hash,
+            "chunking_version": text.chunking_version,
+            "span_count": len(text.spans),
+            "page_count": len(text.pages),
+            "text_chars": text.total_chars,
+            "token_estimate": estimate_tokens(text.total_chars),
+            "processed_at": utc_now(),
+        }
+        if not await self._mark(job, fields):
+            await self._texts.discard(location.partition_key, location.document_id, job.content_hash)
+            return ProcessingResult(location.document_id, "superseded")
+        # The record now points at this version; older versions of the document are garbage.
+        await self._texts.delete(location.partition_key, location.document_id, keep_content_hash=job.content_hash)
+        return ProcessingResult(location.document_id, "ready")
+
+    async def _fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
+        fields = {"status": "failed", "status_reason": reason, "processed_at": utc_now()}
+        if not await self._mark(job, fields):
+            return ProcessingResult(job.location.document_id, "superseded")
+        return ProcessingResult(job.location.document_id, "failed", reason)
+
+    async def _mark(self, job: ProcessingJob, fields: dict[str, Any]) -> bool:
+        """Write ``fields`` into the record if it still describes the processed content; False when it does not."""
+        location = job.location
+        for _ in range(_MAX_WRITE_ATTEMPTS):
+            item = await self._catalog.get(location.partition_key, location.item_id)
+            if item is None or item.body.get("content_hash") != job.content_hash:
+                return False
+            body = {**item.body, **fields, "updated_at": utc_now()}
+            try:
+                await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
+            except ETagMismatch:
+                continue
+            except ItemNotFound:
+                return False
+            return True
+        return False

@@ -1,0 +1,160 @@
+"""The catalog's document and context records, and the listing item every tool and route returns.
+
+A document is either a *session* document (attached to one conversation, stored in the principal's partition by
+:mod:`orc.session_files`) or a *context* document (attached to an organization, folder or usecase, stored in the
+organization's shared partition by :mod:`orc.documents.context_documents`). Both carry the same processing
+fields, written by :mod:`orc.documents.processing`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from pydantic import BaseModel, Field
+
+from orc.errors import InvalidInput
+from orc.names import validate_identifier
+
+ContextType = Literal["organization", "folder", "usecase"]
+DocumentContextType = Literal["session", "organization", "folder", "usecase"]
+DocumentStatus = Literal["uploading", "processing", "ready", "failed"]
+DigestStatus = Literal["none", "stale", "parsing", "ready", "error"]
+Origin = Literal["session", "focus", "historical"]
+"""Why a document is available in a scope: attached to the session, derived from the focus context, or from a
+context the conversation used before (historical)."""
+
+CONTEXT_TYPES: tuple[ContextType, ...] = get_args(ContextType)
+
+
+class UnknownContextType(InvalidInput):
+    """A context type that is not organization, folder or usecase."""
+
+    code = "unknown_context_type"
+
+
+def check_context_type(value: str) -> ContextType:
+    """``value`` as a :data:`ContextType`; :class:`UnknownContextType` for anything else."""
+    for known in CONTEXT_TYPES:
+        if value == known:
+            return known
+    raise UnknownContextType(f"unknown context type {value!r}; use one of: {', '.join(CONTEXT_TYPES)}")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ContextRef:
+    """A context by type and id (hashable, so sets and dict keys of contexts are cheap)."""
+
+    type: ContextType
+    id: str
+
+    @classmethod
+    def parse(cls, context_type: str, context_id: str) -> ContextRef:
+        """Validate both parts: :class:`UnknownContextType` or :class:`~orc.errors.InvalidName`."""
+        return cls(check_context_type(context_type), validate_identifier(context_id, what="context"))
+
+    @property
+    def label(self) -> str:
+        """``folder legal``: how prompts and messages name the context."""
+        return f"{self.type} {self.id}"
+
+    def as_dict(self) -> dict[str, str]:
+        """``{"type": ..., "id": ...}``, the wire shape of a focus context."""
+        return {"type": self.type, "id": self.id}
+
+
+class ProcessingFields(BaseModel):
+    """What processing (extraction, spans, hashes) knows about a document; shared by both kinds of record.
+
+    ``status`` follows ``uploading → processing → ready | failed``; ``ready`` means the text is extracted and
+    spanned, so tools can read and search it. Digests (``digest_status``) are a separate, later step.
+    """
+
+    status: DocumentStatus = "ready"
+    status_reason: str | None = Field(default=None, description="Why processing failed, when it did.")
+    media_type: str | None = None
+    extracted_text_hash: str | None = None
+    spans_hash: str | None = None
+    chunking_version: str | None = None
+    span_count: int | None = None
+    page_count: int | None = None
+    text_chars: int | None = None
+    token_estimate: int | None = None
+    digest_status: DigestStatus = "none"
+    prompt_version: str | None = None
+    processed_at: str | None = None
+
+    @property
+    def has_text(self) -> bool:
+        """Whether extracted text exists for the current content (tools can read and search it)."""
+        return self.status == "ready" and self.extracted_text_hash is not None
+
+
+PROCESSING_FIELDS = frozenset(ProcessingFields.model_fields)
+
+
+class ContextDocument(ProcessingFields):
+    """A document attached to an organization, folder or usecase (catalog item ``cd:{type}:{id}:{document_id}``)."""
+
+    document_id: str
+    filename: str
+    context_type: ContextType
+    context_id: str
+    size_bytes: int
+    content_type: str
+    content_hash: str
+    uploaded_by: str
+    created_at: str
+    updated_at: str
+
+
+class ContextNode(BaseModel):
+    """One node of an organization's context tree (organization → folder → usecase)."""
+
+    type: ContextType
+    id: str
+    name: str
+    parent_type: ContextType | None = None
+    parent_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+    @property
+    def ref(self) -> ContextRef:
+        """This node as a :class:`ContextRef`."""
+        return ContextRef(self.type, self.id)
+
+    @property
+    def parent(self) -> ContextRef | None:
+        """The parent node, if any."""
+        if self.parent_type is None or self.parent_id is None:
+            return None
+        return ContextRef(self.parent_type, self.parent_id)
+
+
+class DocumentInfo(BaseModel):
+    """A document as ``documents.list`` and the context routes list it."""
+
+    document_id: str
+    filename: str
+    context_type: DocumentContextType
+    context_id: str
+    status: DocumentStatus
+    status_reason: str | None = None
+    has_summary: bool = False
+    digest_status: DigestStatus = "none"
+    size_bytes: int
+    token_estimate: int | None = None
+    media_type: str | None = None
+    page_count: int | None = None
+    span_count: int | None = None
+    origin: Origin | None = Field(
+        default=None, description="session, focus or historical: why the document is available (listings only)."
+    )
+    created_at: str
+    updated_at: str
+
+
+def estimate_tokens(chars: int) -> int:
+    """About four characters per token: enough to budget prompts without a tokenizer."""
+    return (chars + 3) // 4

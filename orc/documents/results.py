@@ -1,0 +1,101 @@
+"""What the document tools return (MCP structured content): wire contracts, field names kept stable."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from orc.documents.records import ContextType, DigestStatus, DocumentInfo, DocumentStatus, Origin
+from orc.documents.summaries import DocumentSummary
+
+
+class ContextLabel(BaseModel):
+    """A context by type and id."""
+
+    type: ContextType
+    id: str
+
+
+class DocumentList(BaseModel):
+    """``documents.list``: the documents available to the scope, session documents first, focus context next."""
+
+    documents: list[DocumentInfo]
+    total: int = Field(description="How many documents are available in all (this page may hold fewer).")
+    offset: int
+    next_offset: int | None = Field(description="Pass as offset for the next page; null on the last page.")
+    session_id: str | None = None
+    focus_context: ContextLabel | None = None
+    historical_contexts: list[ContextLabel] = Field(default_factory=list)
+
+
+class AnalyzeResult(BaseModel):
+    """``documents.analyze``: the document's processing status and, once a digest exists, its summary."""
+
+    document_id: str
+    filename: str
+    status: DocumentStatus
+    status_reason: str | None = None
+    digest_status: DigestStatus = "none"
+    has_summary: bool = False
+    summary: DocumentSummary | None = None
+    message: str = Field(description="What the status means and what to do next.")
+
+
+class SpanLocator(BaseModel):
+    """A span inside a page of content: its SourceRef and where it sits in the document's text."""
+
+    ref: str
+    span_id: str
+    page: int | None = None
+    start: int = Field(description="Offset of the span's first character in the document's text.")
+    end: int
+
+
+class ContentPage(BaseModel):
+    """``documents.get_content``: one page of a document's extracted text."""
+
+    document_id: str
+    filename: str
+    document: str = Field(description="The name SourceRefs use for this document.")
+    text: str
+    offset: int
+    limit: int
+    next_offset: int | None = Field(description="Pass as offset for the next page; null on the last page.")
+    total: int = Field(description="Length of the document's text in characters.")
+    spans: list[SpanLocator] = Field(default_factory=list, description="The spans this page overlaps.")
+    hint: str | None = None
+
+
+class SearchHit(BaseModel):
+    """One span found by ``documents.search``, with its SourceRef and locator."""
+
+    ref: str = Field(description="SourceRef <filename>::<span_id>; cite it as [ref].")
+    document: str = Field(description="The name the SourceRef uses.")
+    document_id: str
+    filename: str
+    span_id: str
+    page: int | None = None
+    locator: str = Field(description="Where the span is: a page, or a character range of the text.")
+    text: str
+    score: float
+    context_type: str
+    context_id: str
+    origin: Origin | None = None
+
+
+class PendingDocument(BaseModel):
+    """An available document that could not be searched because it is not ready."""
+
+    document_id: str
+    filename: str
+    status: DocumentStatus
+    status_reason: str | None = None
+
+
+class SearchResults(BaseModel):
+    """``documents.search``: ranked spans across the available documents."""
+
+    query: str
+    results: list[SearchHit]
+    searched_documents: int
+    not_ready: list[PendingDocument] = Field(default_factory=list)
+    message: str

@@ -1,0 +1,50 @@
+"""What session and context uploads share: the checks made before anything is stored, and content hashing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from orc.documents.extraction import detect_media_type
+from orc.errors import InvalidInput, PayloadTooLarge
+from orc.names import validate_blob_name
+
+UPLOAD_WAIT_SECONDS = 3.0
+"""How long an upload request waits for its documents to be processed before answering with their status.
+
+Small documents are ready within milliseconds, so the response (and every tool right after it) sees them
+``ready``; a big PDF answers ``processing`` and keeps going in the background."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One uploaded file as received: its name (the blob name), bytes and declared content type."""
+
+    filename: str
+    data: bytes
+    content_type: str | None = None
+
+    @property
+    def sha256(self) -> str:
+        """The content hash (``content_hash``)."""
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def check_uploads(uploads: Sequence[Upload], max_upload_bytes: int) -> None:
+    """Reject the whole request before anything is stored.
+
+    No files or an empty one → :class:`InvalidInput`; a bad name → :class:`~orc.errors.InvalidName`; a file over
+    the limit → :class:`PayloadTooLarge`; a type orc cannot extract → :class:`~orc.errors.UnsupportedMediaType`
+    (415). A file that has a supported type but turns out to be damaged is accepted and ends ``failed``.
+    """
+    if not uploads:
+        raise InvalidInput("no files were uploaded; send one or more parts named 'files'", code="no_files")
+    for upload in uploads:
+        validate_blob_name(upload.filename)
+        if len(upload.data) > max_upload_bytes:
+            raise PayloadTooLarge(f"{upload.filename!r} is larger than the upload limit of {max_upload_bytes} bytes")
+        if not upload.data:
+            raise InvalidInput(f"{upload.filename!r} is empty", code="empty_file")
+    for upload in uploads:
+        detect_media_type(upload.data, upload.filename, upload.content_type)

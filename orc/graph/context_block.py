@@ -1,0 +1,78 @@
+"""The context block of the centralized prompt: focus, historical contexts, available documents, priority rule.
+
+Rendered from ``prompts/context_block.txt`` with strict variables; the tool-planning and answer prompts carry it
+in their ``{context_block}`` slot. The documents come from the availability model (loaded by tool_router before
+a planning call); a turn with attached files, which plans nothing, lists those files instead, so it costs no
+storage round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from orc.documents.availability import Availability
+from orc.graph.state import TurnState
+from orc.prompting import load_prompt
+
+MAX_LISTED_DOCUMENTS = 40
+"""Documents named in the prompt; the rest are counted, and documents.list lists them all."""
+
+_ORIGIN_LABEL = {"focus": "focus", "historical": "historical context"}
+
+
+def listing(availability: Availability) -> list[dict[str, Any]]:
+    """The available documents as the state keeps them for the prompt (small, JSON-serialisable)."""
+    focus = availability.scope.focus
+    return [
+        {
+            "filename": doc.info.filename,
+            "context_type": doc.info.context_type,
+            "context_id": doc.info.context_id,
+            "status": doc.info.status,
+            "origin": doc.info.origin,
+            "is_focus": focus is not None and (doc.info.context_type, doc.info.context_id) == (focus.type, focus.id),
+        }
+        for doc in availability.documents
+    ]
+
+
+def _context_label(type_: str, id_: str) -> str:
+    return f"{type_} {id_}"
+
+
+def _documents_text(documents: Sequence[Mapping[str, Any]] | None, blob_names: Sequence[str]) -> str:
+    if documents is None:
+        if blob_names:
+            return f"- session (attached to this question): {', '.join(blob_names)}"
+        return "- (not listed here; documents.list lists them)"
+    if not documents:
+        return "- none"
+    groups: dict[tuple[str, str], list[str]] = {}
+    labels: dict[tuple[str, str], str] = {}
+    for doc in documents[:MAX_LISTED_DOCUMENTS]:
+        key = (doc["context_type"], doc["context_id"])
+        groups.setdefault(key, []).append(f"{doc['filename']} [{doc['status']}]")
+        if doc["context_type"] == "session":
+            labels[key] = "session (attached to this conversation)"
+        elif doc.get("is_focus"):
+            labels[key] = f"{_context_label(*key)} (the focus)"
+        elif doc.get("origin") == "historical":
+            labels[key] = f"{_context_label(*key)} (historical context)"
+        else:
+            labels[key] = f"{_context_label(*key)} (included by the focus)"
+    lines = [f"- {labels[key]}: {', '.join(names)}" for key, names in groups.items()]
+    if len(documents) > MAX_LISTED_DOCUMENTS:
+        lines.append(f"- … and {len(documents) - MAX_LISTED_DOCUMENTS} more (documents.list lists them all)")
+    return "\n".join(lines)
+
+
+def render_context_block(state: TurnState) -> str:
+    """The context block for the current state of the turn."""
+    focus = state.get("focus_context")
+    historical = state.get("historical_contexts") or []
+    return load_prompt("context_block").render(
+        focus=_context_label(focus["type"], focus["id"]) if focus else "none",
+        historical="; ".join(_context_label(c["type"], c["id"]) for c in historical) or "none",
+        documents=_documents_text(state.get("available_documents"), state.get("blob_names") or []),
+    )
