@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from mcp_server.scope import resolve_principal
@@ -38,7 +38,7 @@ def register(server: FastMCP, services: McpServices) -> None:
             list[FileRef] | None,
             Field(description="The `files` of the previous document_chat result for the same documents."),
         ] = None,
-    ) -> DocumentChatResult:
+    ) -> Annotated[CallToolResult, DocumentChatResult]:
         principal = resolve_principal(ctx)
         if len(question) > services.max_question_chars:
             raise ToolError(
@@ -50,9 +50,16 @@ def register(server: FastMCP, services: McpServices) -> None:
                 "question; ask about fewer documents"
             )
         with tool_errors(NAME, failure="document processing failed"):
-            return await services.document_chat.answer(
+            result = await services.document_chat.answer(
                 principal, session_id, question, document_names, cached_file_info
             )
+        # A CallToolResult annotated with its contract keeps the advertised output schema and is checked by
+        # FastMCP with the pydantic model; a plain return value would make the low-level server re-validate
+        # the JSON Schema against its metaschema on every call (most of a warm turn's time).
+        return CallToolResult(
+            content=[TextContent(type="text", text=result.model_dump_json())],
+            structuredContent=result.model_dump(mode="json"),
+        )
 
     server.add_tool(
         document_chat,
