@@ -15,12 +15,17 @@ from typing import Any
 
 from mcp.server.fastmcp import Context
 from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import ValidationError
 from starlette.requests import Request
 
+from orc.mcp_client import PRINCIPAL_META_KEY
 from orc.principal import Principal
 
 current_principal: ContextVar[Principal | None] = ContextVar("orc_mcp_principal", default=None)
-"""The principal of in-process (in-memory) and stdio sessions."""
+"""The principal of a stdio session (or of an in-memory session opened for one principal)."""
+
+in_process_session: ContextVar[bool] = ContextVar("orc_mcp_in_process", default=False)
+"""Set only inside the orchestrator's own in-memory server task: there, calls name their principal in ``_meta``."""
 
 PRINCIPAL_STATE_KEY = "principal"
 """The key under ``scope["state"]`` where the HTTP authentication wrapper puts the principal."""
@@ -32,6 +37,13 @@ def resolve_principal(ctx: Context[Any, Any, Any]) -> Principal:
     if isinstance(request, Request):
         # Over HTTP only the authenticated request counts: never fall back to a process-wide principal.
         principal = request.scope.get("state", {}).get(PRINCIPAL_STATE_KEY)
+    elif in_process_session.get():
+        meta = ctx.request_context.meta
+        raw = (meta.model_extra or {}).get(PRINCIPAL_META_KEY) if meta is not None else None
+        try:
+            principal = Principal.model_validate(raw) if raw is not None else None
+        except ValidationError:
+            principal = None
     else:
         principal = current_principal.get()
     if not isinstance(principal, Principal):

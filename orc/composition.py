@@ -14,10 +14,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from mcp import ClientSession
 from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session
 
-from mcp_server.scope import current_principal
+from mcp_server.scope import in_process_session
 from mcp_server.server import McpServices, build_mcp_server
 from orc.checkpoints import CollectionCheckpointSaver
 from orc.conversations import ConversationRepository
@@ -30,10 +31,9 @@ from orc.documents.processing import DocumentProcessor
 from orc.documents.search import IndexCache
 from orc.documents.text_store import TextStore
 from orc.graph import build_graph
-from orc.mcp_client import SessionFactory
+from orc.mcp_client import McpConnection
 from orc.models.factory import build_chat_model, model_label
 from orc.orchestrator import Orchestrator, TurnLimits
-from orc.principal import Principal
 from orc.session_files import SessionFiles
 from orc.settings import Settings
 from orc.storage.localfs import LocalBlobStore
@@ -174,23 +174,17 @@ async def _document_library(
     )
 
 
-def in_memory_mcp(server: FastMCP) -> Callable[[Principal], SessionFactory]:
-    """Connect the orchestrator to the in-process MCP server, with the turn's principal as the tools' scope."""
+def in_memory_mcp(server: FastMCP) -> McpConnection:
+    """The process's one in-memory session to the MCP server; each call names its turn's principal."""
 
-    def for_principal(principal: Principal) -> SessionFactory:
-        @asynccontextmanager
-        async def connect() -> AsyncIterator[object]:
-            # The server task is created inside this context, so it inherits the principal.
-            token = current_principal.set(principal)
-            try:
-                async with create_connected_server_and_client_session(server) as session:
-                    yield session
-            finally:
-                current_principal.reset(token)
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[ClientSession]:
+        # Set in the session's own task, so only the server task started here trusts principals in _meta.
+        in_process_session.set(True)
+        async with create_connected_server_and_client_session(server) as session:
+            yield session
 
-        return connect  # type: ignore[return-value]
-
-    return for_principal
+    return McpConnection(connect)
 
 
 async def _checkpointer(settings: Settings, stores: Stores, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
@@ -234,6 +228,8 @@ async def build_runtime(
         conversations = ConversationRepository(await services.stores.collections.collection("conversations"))
         checkpointer = await _checkpointer(settings, services.stores, stack)
         tools = await services.server.list_tools()
+        connection = in_memory_mcp(services.server)
+        stack.push_async_callback(connection.aclose)
         orchestrator = Orchestrator(
             graph=build_graph(checkpointer),
             model=services.model,
@@ -241,7 +237,7 @@ async def build_runtime(
             conversations=conversations,
             files=services.files,
             documents=services.library,
-            connect_mcp=in_memory_mcp(services.server),
+            mcp=connection,
             offers_planning_tools=any(tool.name != "document_chat" for tool in tools),
             limits=TurnLimits(
                 max_question_chars=settings.max_question_chars,

@@ -1,7 +1,9 @@
-"""The orchestrator's side of MCP: one client session per turn, opened only when a tool is needed.
+"""The orchestrator's side of MCP: one client session per process, and a per-turn toolbox on top of it.
 
-The session is owned by a dedicated task because MCP sessions are anyio task-group scoped: they must be
-entered and exited in the same task, while graph nodes run in tasks of their own.
+Opening an MCP session costs an initialize handshake (and, in-memory, the SDK's package-version lookup)
+that a turn would pay every time; one long-lived session serves every turn concurrently instead. The session
+is owned by a dedicated task because MCP sessions are anyio task-group scoped: they must be entered and exited
+in the same task, while turns run in tasks of their own.
 """
 
 from __future__ import annotations
@@ -19,14 +21,25 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.tools import load_mcp_tools
 from mcp import ClientSession
-from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, TextContent
+from mcp.types import (
+    CallToolRequest,
+    CallToolRequestParams,
+    CallToolResult,
+    ClientRequest,
+    RequestParams,
+    TextContent,
+)
 
 from orc.errors import ServiceUnavailable
+from orc.principal import Principal
 
 SessionFactory = Callable[[], AbstractAsyncContextManager[ClientSession]]
 
 # Scope arguments are set by the executor from the authenticated turn, never chosen by the model.
 SCOPE_ARGUMENTS = frozenset({"session_id", "context_type", "context_id", "include_historical"})
+
+PRINCIPAL_META_KEY = "orc_principal"
+"""``_meta`` key carrying the turn's principal; only the in-process server transport trusts it."""
 
 
 def model_tool_name(mcp_name: str) -> str:
@@ -46,76 +59,94 @@ class ToolOutcome:
     duration_ms: float
 
 
+class McpConnection:
+    """One MCP client session for the whole process, opened on first use and reopened after a failure."""
+
+    def __init__(self, connect: SessionFactory) -> None:
+        self._connect = connect
+        self._lock = asyncio.Lock()
+        self._session: ClientSession | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
+        self._model_tools: list[BaseTool] | None = None
+
+    async def session(self) -> ClientSession:
+        """The open session; the first caller opens it, concurrent callers wait for that."""
+        session = self._session
+        if session is not None:
+            return session
+        async with self._lock:
+            if self._session is None:
+                ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+                self._closing = asyncio.Event()
+                # A fresh context: the server side must not inherit a turn's run context (its callbacks would
+                # count document_chat's own model call a second time), just as a remote server would not.
+                self._owner = asyncio.create_task(self._own(ready), name="mcp-session", context=contextvars.Context())
+                try:
+                    self._session = await ready
+                except Exception as exc:
+                    raise ServiceUnavailable("the document tools are unavailable right now; retry") from exc
+            return self._session
+
+    async def _own(self, ready: asyncio.Future[ClientSession]) -> None:
+        try:
+            async with self._connect() as session:
+                ready.set_result(session)
+                await self._closing.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+        finally:
+            # A session that ended (closed or broken) is replaced on next use.
+            self._session = None
+
+    async def model_tools(self) -> list[BaseTool]:
+        """The server's tools as LangChain tools (renamed, scope arguments hidden); listed once per process."""
+        if self._model_tools is None:
+            self._model_tools = [_for_model(tool) for tool in await load_mcp_tools(await self.session())]
+        return self._model_tools
+
+    async def aclose(self) -> None:
+        """Close the session and wait for its owner task."""
+        self._closing.set()
+        if self._owner is not None:
+            with contextlib.suppress(Exception):
+                await self._owner
+            self._owner = None
+
+
 class McpToolbox:
-    """Calls MCP tools for one turn through one lazily opened client session."""
+    """Calls MCP tools for one turn: the turn's principal and scope are added to every call."""
 
     def __init__(
         self,
-        connect: SessionFactory,
+        connection: McpConnection,
         *,
+        principal: Principal,
         scope: Mapping[str, Any],
         call_timeout_seconds: float = 120.0,
     ) -> None:
-        self._connect = connect
+        self._connection = connection
+        self._meta = RequestParams.Meta(**{PRINCIPAL_META_KEY: principal.model_dump()})
         self._scope = dict(scope)
         self._timeout = timedelta(seconds=call_timeout_seconds)
-        self._session: ClientSession | None = None
-        self._owner: asyncio.Task[None] | None = None
-        self._open_lock = asyncio.Lock()
-        self._ready = asyncio.Event()
-        self._closing = asyncio.Event()
-        self._error: BaseException | None = None
-        self._model_tools: list[BaseTool] | None = None
-
-    @property
-    def opened(self) -> bool:
-        """Whether this turn needed an MCP session at all."""
-        return self._owner is not None
-
-    async def _session_or_open(self) -> ClientSession:
-        async with self._open_lock:
-            if self._owner is None:
-                # A fresh context: the server side must not inherit the graph's run context (its callbacks
-                # would count document_chat's own model call a second time), just as a remote server would not.
-                self._owner = asyncio.create_task(
-                    self._own_session(), name="mcp-session", context=contextvars.Context()
-                )
-        await self._ready.wait()
-        if self._session is None:
-            raise ServiceUnavailable("the document tools are unavailable right now; retry") from self._error
-        return self._session
-
-    async def _own_session(self) -> None:
-        try:
-            async with self._connect() as session:
-                self._session = session
-                self._ready.set()
-                await self._closing.wait()
-        except BaseException as exc:  # the waiter re-raises it as ServiceUnavailable
-            self._error = exc
-        finally:
-            self._session = None
-            self._ready.set()
 
     async def model_tools(self, *, exclude: Iterable[str] = ()) -> list[BaseTool]:
-        """The server's tools as LangChain tools for binding to a model: renamed, scope arguments hidden."""
-        if self._model_tools is None:
-            session = await self._session_or_open()
-            self._model_tools = [_for_model(tool) for tool in await load_mcp_tools(session)]
+        """Tools to offer the model, without those named in ``exclude`` (MCP names)."""
         excluded = {model_tool_name(name) for name in exclude}
-        return [tool for tool in self._model_tools if tool.name not in excluded]
+        return [tool for tool in await self._connection.model_tools() if tool.name not in excluded]
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Call ``name`` with the model's (or the executor's) arguments plus this turn's scope."""
         args = {key: value for key, value in arguments.items() if key not in SCOPE_ARGUMENTS}
         args.update(self._scope)
         started = time.perf_counter()
-        session = await self._session_or_open()
+        session = await self._connection.session()
         # Sent as a plain tools/call request rather than ClientSession.call_tool: that helper first lists the
         # tools and then re-validates the JSON Schema itself on every call (about 10 ms here), while orc
         # validates each structured result against its pydantic contract where it is used.
         result = await session.send_request(
-            ClientRequest(CallToolRequest(params=CallToolRequestParams(name=name, arguments=args))),
+            ClientRequest(CallToolRequest(params=CallToolRequestParams(name=name, arguments=args, _meta=self._meta))),
             CallToolResult,
             request_read_timeout_seconds=self._timeout,
         )
@@ -129,13 +160,6 @@ class McpToolbox:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
-    async def aclose(self) -> None:
-        """Close the session (if one was opened) and wait for its owner task."""
-        self._closing.set()
-        if self._owner is not None:
-            with contextlib.suppress(Exception):
-                await self._owner
-
 
 def _for_model(tool: BaseTool) -> BaseTool:
     schema = tool.args_schema
@@ -144,9 +168,5 @@ def _for_model(tool: BaseTool) -> BaseTool:
         required = [k for k in schema.get("required", []) if k not in SCOPE_ARGUMENTS]
         schema = {**schema, "properties": properties, "required": required}
     return tool.model_copy(
-        update={
-            "name": model_tool_name(tool.name),
-            "args_schema": schema,
-            "metadata": {"mcp_name": tool.name},
-        }
+        update={"name": model_tool_name(tool.name), "args_schema": schema, "metadata": {"mcp_name": tool.name}}
     )

@@ -31,7 +31,7 @@ from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge, Servic
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
 from orc.graph.state import TurnState, fresh_turn_input
-from orc.mcp_client import McpToolbox, SessionFactory
+from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.metering import ModelMeter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
@@ -75,7 +75,7 @@ class Orchestrator:
         model_label: str,
         conversations: ConversationRepository,
         files: SessionFiles,
-        connect_mcp: Callable[[Principal], SessionFactory],
+        mcp: McpConnection,
         offers_planning_tools: bool,
         limits: TurnLimits,
         delete_checkpoints: Callable[[str], Any] | None = None,
@@ -88,7 +88,7 @@ class Orchestrator:
         self.files = files
         self.documents = documents
         """Contexts and documents (the context routes, focus validation and the prompt's document listing)."""
-        self._connect_mcp = connect_mcp
+        self._mcp = mcp
         self._offers_planning_tools = offers_planning_tools
         self.limits = limits
         self._delete_checkpoints = delete_checkpoints
@@ -170,7 +170,8 @@ class Orchestrator:
         started = time.perf_counter()
         meter = ModelMeter()
         toolbox = McpToolbox(
-            self._connect_mcp(turn.principal),
+            self._mcp,
+            principal=turn.principal,
             scope=tool_scope(turn),
             call_timeout_seconds=self.limits.tool_timeout_seconds,
         )
@@ -188,24 +189,21 @@ class Orchestrator:
         focus = turn.focus_context.model_dump() if turn.focus_context else None
         state: TurnState = fresh_turn_input(turn.question, turn.blob_names, focus)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}, "callbacks": [meter]}
-        try:
-            async for part in self._graph.astream(
-                state,
-                config,
-                context=context,
-                stream_mode=["custom", "updates"],
-                # History lives in the conversation store; a checkpoint per step would only add writes.
-                durability="exit",
-            ):
-                mode, chunk = cast(tuple[str, Any], part)
-                if mode == "custom":
-                    yield cast(Event, chunk)
-                elif mode == "updates":
-                    for update in cast(dict[str, Any], chunk).values():
-                        if isinstance(update, dict):
-                            state.update(update)  # type: ignore[typeddict-item]
-        finally:
-            await toolbox.aclose()
+        async for part in self._graph.astream(
+            state,
+            config,
+            context=context,
+            stream_mode=["custom", "updates"],
+            # History lives in the conversation store; a checkpoint per step would only add writes.
+            durability="exit",
+        ):
+            mode, chunk = cast(tuple[str, Any], part)
+            if mode == "custom":
+                yield cast(Event, chunk)
+            elif mode == "updates":
+                for update in cast(dict[str, Any], chunk).values():
+                    if isinstance(update, dict):
+                        state.update(update)  # type: ignore[typeddict-item]
 
         citations = [Citation.model_validate(c) for c in state["citations"]]
         files = [FileRef.model_validate(ref) for ref in state["uploaded_file_refs"]]
