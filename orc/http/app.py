@@ -14,7 +14,7 @@ from mcp_server.http import build_mcp_http_app
 from orc import __version__
 from orc.composition import Stores, build_runtime
 from orc.errors import OrcError
-from orc.http import problems, routes_orc, routes_sessions
+from orc.http import problems, routes_contexts, routes_orc, routes_sessions
 from orc.http.auth import Authenticator, authenticator_for
 from orc.http.limits import BodySizeLimit
 from orc.settings import Settings
@@ -71,6 +71,12 @@ class Dispatcher:
             await self.api(scope, receive, send)
 
 
+def _is_context_upload(path: str) -> bool:
+    """``/api/contexts/{type}/{id}/documents``: multipart uploads of context documents."""
+    parts = path.rstrip("/").split("/")
+    return len(parts) == 6 and parts[1:3] == ["api", "contexts"] and parts[5] == "documents"
+
+
 def create_app(
     settings: Settings | None = None, *, model: BaseChatModel | None = None, stores: Stores | None = None
 ) -> ASGIApp:
@@ -108,6 +114,7 @@ def create_app(
     problems.install(api)
     api.include_router(routes_orc.router, prefix="/api", tags=["chat"])
     api.include_router(routes_sessions.router, prefix="/api", tags=["sessions"])
+    api.include_router(routes_contexts.router, prefix="/api", tags=["contexts"])
 
     @api.get("/api/health", tags=["health"], summary="Liveness and configured backends")
     async def health(request: Request) -> dict[str, Any]:
@@ -123,7 +130,7 @@ def create_app(
         }
 
     def limit_for(path: str) -> int:
-        if path.endswith("/context/files") or "/context/files/" in path:
+        if path.endswith("/context/files") or "/context/files/" in path or _is_context_upload(path):
             return settings.max_upload_bytes + _MULTIPART_OVERHEAD
         return settings.max_request_bytes
 

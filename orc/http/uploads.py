@@ -1,0 +1,29 @@
+"""Reading multipart uploads (field ``files``) into :class:`~orc.documents.uploads.Upload` objects."""
+
+from __future__ import annotations
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+
+from orc.documents.uploads import Upload
+from orc.errors import InvalidInput
+
+MAX_FILES_PER_UPLOAD = 20
+
+
+async def read_uploads(request: Request, max_upload_bytes: int) -> list[Upload]:
+    """The ``files`` parts of a multipart request; each file is read up to one byte over the limit, so an
+    oversized file is refused by the upload checks without reading it whole."""
+    content_type = request.headers.get("content-type", "")
+    if not content_type.startswith("multipart/form-data"):
+        raise InvalidInput("send the files as multipart/form-data in parts named 'files'", code="not_multipart")
+    async with request.form(max_files=MAX_FILES_PER_UPLOAD, max_fields=50) as form:
+        uploads = []
+        for part in form.getlist("files"):
+            if not isinstance(part, UploadFile) or part.filename is None:
+                raise InvalidInput("every 'files' part must be a file with a filename", code="invalid_upload")
+            data = await part.read(max_upload_bytes + 1)
+            uploads.append(Upload(filename=part.filename, data=data, content_type=part.content_type))
+    if not uploads:
+        raise InvalidInput("no files were uploaded; send one or more parts named 'files'", code="no_files")
+    return uploads
