@@ -54,7 +54,9 @@ def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: 
         if not where or where.get("origin") != "historical":
             continue
         label = f"{where['type']} {where['id']}"
-        if where["id"] not in answer and label not in unnamed:
+        # "Explicitly" means naming the context as a historical one; quoting a text that mentions it is not that.
+        said = "historical" in answer.lower() and where["id"] in answer
+        if not said and label not in unnamed:
             unnamed.append(label)
     if not unnamed:
         return ""
