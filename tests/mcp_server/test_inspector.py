@@ -1,0 +1,136 @@
+"""The MCP Inspector CLI (the reference MCP client) lists and calls every tool of ``python -m mcp_server``.
+
+Needs ``npx`` (Node 20) and the inspector package, which npx runs from its cache. Without npx the test is
+skipped locally and fails in CI (``CI=true``), so a CI image that lost Node cannot pass silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orc.composition import build_runtime
+from orc.documents.records import ContextRef
+from orc.principal import LOCAL_PRINCIPAL
+from orc.session_files import Upload
+from orc.settings import Settings
+from tests.documents.library_support import library_of
+
+REPO = Path(__file__).resolve().parents[2]
+INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
+TIMEOUT_SECONDS = 120
+PARALLEL_CALLS = 3
+SESSION = "inspector-session"
+
+
+def _npx() -> str:
+    npx = shutil.which("npx")
+    if npx is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("npx is not installed: the MCP Inspector CLI test needs Node 20 and npx in CI")
+        pytest.skip("npx is not installed")
+    return npx
+
+
+async def inspect(npx: str, home: Path, *arguments: str) -> dict[str, Any]:
+    """Run the inspector CLI against the stdio server once; its stdout is the JSON result."""
+    process = await asyncio.create_subprocess_exec(
+        npx,
+        "-y",
+        INSPECTOR,
+        "--cli",
+        sys.executable,
+        "-m",
+        "mcp_server",
+        *arguments,
+        cwd=REPO,
+        env={**os.environ, "ORC_HOME": str(home)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(), TIMEOUT_SECONDS)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        pytest.fail(f"the MCP Inspector CLI did not finish within {TIMEOUT_SECONDS} s: {' '.join(arguments)}")
+    assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
+    result: dict[str, Any] = json.loads(stdout)
+    return result
+
+
+def call_arguments(tool: str, **arguments: str) -> list[str]:
+    flags = ["--method", "tools/call", "--tool-name", tool]
+    for key, value in arguments.items():
+        flags += ["--tool-arg", f"{key}={value}"]
+    return flags
+
+
+async def seed(home: Path) -> dict[str, str]:
+    """An organization document and a session document for the stdio server's (default) principal."""
+    async with build_runtime(Settings(home=home)) as runtime:
+        library = library_of(runtime)
+        (doc,) = await library.context_documents.add(
+            LOCAL_PRINCIPAL,
+            ContextRef("organization", "default"),
+            [Upload("policy.md", b"# Policy\n\nVisitors must sign in at the front desk.")],
+        )
+        mutation = await library.session_files.add(
+            LOCAL_PRINCIPAL, SESSION, [Upload("memo.txt", b"The meeting moved to room 12.")]
+        )
+    return {"policy": doc.record.document_id, "memo": mutation.files[0].file_id}
+
+
+@pytest.mark.slow
+async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
+    npx = _npx()
+    home = tmp_path / "home"
+    ids = await seed(home)
+    focus = {"context_type": "organization", "context_id": "default", "session_id": SESSION}
+
+    listed = await inspect(npx, home, "--method", "tools/list")
+    reads = {
+        "documents.list": call_arguments("documents.list", **focus),
+        "documents.search": call_arguments("documents.search", query="front desk visitors", **focus),
+        "documents.analyze": call_arguments("documents.analyze", document_id=ids["policy"], **focus),
+        "documents.get_content": call_arguments(
+            "documents.get_content", document_id=ids["policy"], offset="0", limit="100", **focus
+        ),
+        "documents.get_summary": call_arguments("documents.get_summary", document_id=ids["policy"], **focus),
+        "session.list_documents": call_arguments("session.list_documents", session_id=SESSION),
+        "document_chat": call_arguments(
+            "document_chat", question="Which room?", document_names='["memo.txt"]', session_id=SESSION
+        ),
+    }
+    slots = asyncio.Semaphore(PARALLEL_CALLS)
+
+    async def bounded(arguments: list[str]) -> dict[str, Any]:
+        async with slots:
+            return await inspect(npx, home, *arguments)
+
+    read_results = dict(zip(reads, await asyncio.gather(*(bounded(a) for a in reads.values())), strict=True))
+    attached = await inspect(
+        npx, home, *call_arguments("session.attach_document", session_id=SESSION, filename="n.txt", content="Note.")
+    )
+    removed = await inspect(
+        npx, home, *call_arguments("session.remove_document", session_id=SESSION, document_id=ids["memo"])
+    )
+
+    assert {tool["name"] for tool in listed["tools"]} == {*reads, "session.attach_document", "session.remove_document"}
+    for name, result in read_results.items():
+        if name == "documents.get_summary":
+            assert result["isError"] is True and "no_summary" in result["content"][0]["text"]
+        else:
+            assert result.get("isError") is False, (name, result)
+    assert read_results["documents.search"]["structuredContent"]["results"][0]["ref"] == "policy.md::S1"
+    assert read_results["documents.get_content"]["structuredContent"]["total"] > 0
+    assert "12" in read_results["document_chat"]["structuredContent"]["answer"]
+    assert attached["structuredContent"]["change"]["status"] == "ready"
+    assert removed["structuredContent"]["change"]["diff"] == "deleted"
