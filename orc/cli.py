@@ -1,4 +1,7 @@
-"""The ``orc`` command: ``demo``, ``ask``, ``serve`` and ``mcp``. It acts as the embedded local principal."""
+"""The ``orc`` command: ``demo``, ``ask``, ``docs``, ``contexts``, ``serve`` and ``mcp``.
+
+It acts as the embedded local principal.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
+from orc.cli_documents import Target, add_documents, list_documents, put_context
 from orc.composition import build_orchestrator
+from orc.documents.records import ContextRef
 from orc.errors import OrcError
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
@@ -138,7 +143,46 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = commands.add_parser("mcp", help="run the MCP server over stdio")
     mcp.add_argument("--organization", default="default")
     mcp.add_argument("--user", default="default")
+    _add_document_commands(commands)
     return parser
+
+
+def _add_document_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    docs = commands.add_parser("docs", help="add or list documents of a context or a session")
+    actions = docs.add_subparsers(dest="action", required=True)
+    for name, help_text in (("add", "upload files (with a progress bar)"), ("list", "list documents and status")):
+        action = actions.add_parser(name, help=help_text)
+        if name == "add":
+            action.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+        where = action.add_mutually_exclusive_group()
+        where.add_argument("--context", metavar="TYPE:ID", help="organization:ID, folder:ID or usecase:ID")
+        where.add_argument("--session", metavar="ID", help="a conversation id")
+    contexts = commands.add_parser("contexts", help="create or rename organizations, folders and usecases")
+    context_actions = contexts.add_subparsers(dest="action", required=True)
+    put = context_actions.add_parser("put", help="create or rename a context")
+    put.add_argument("type", choices=["organization", "folder", "usecase"])
+    put.add_argument("id")
+    put.add_argument("--name", help="display name (default: the id)")
+    put.add_argument("--parent", metavar="ID", help="the folder of a usecase (a folder's parent is the organization)")
+
+
+async def run_docs(settings: Settings, args: argparse.Namespace) -> int:
+    """``orc docs add|list``."""
+    target = Target.parse(args.context, args.session)
+    async with build_orchestrator(settings) as orchestrator:
+        assert orchestrator.documents is not None
+        if args.action == "add":
+            return await add_documents(orchestrator.documents, target, args.paths, sys.stderr)
+        return await list_documents(orchestrator.documents, target, sys.stdout)
+
+
+async def run_contexts(settings: Settings, args: argparse.Namespace) -> int:
+    """``orc contexts put``."""
+    async with build_orchestrator(settings) as orchestrator:
+        assert orchestrator.documents is not None
+        ref = ContextRef.parse(args.type, args.id)
+        print(await put_context(orchestrator.documents, ref, args.name, args.parent))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -160,6 +204,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
                 return 2
             return asyncio.run(run_ask(settings, console, args.question, args.files, args.conversation))
+        if args.command == "docs":
+            missing = [str(path) for path in getattr(args, "paths", []) if not path.is_file()]
+            if missing:
+                print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
+                return 2
+            return asyncio.run(run_docs(settings, args))
+        if args.command == "contexts":
+            return asyncio.run(run_contexts(settings, args))
         import uvicorn
 
         from orc.http import create_app
@@ -168,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except OrcError as exc:
         print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
+        if exc.code == "context_not_found":
+            print("hint: create it first with: orc contexts put TYPE ID [--parent FOLDER]", file=sys.stderr)
         return 1
 
 

@@ -203,6 +203,17 @@ class SessionFiles:
         job = self._processor.submit(ProcessingJob(location, digest, upload.content_type))
         return record, job
 
+    async def processing(
+        self, principal: Principal, conversation_id: str
+    ) -> list[tuple[SessionFile, asyncio.Task[ProcessingResult]]]:
+        """The session's documents still being processed by this process, with their jobs (to await or watch)."""
+        found = []
+        for record in await self.files(principal, conversation_id):
+            job = self._processor.running(session_location(principal, conversation_id, record))
+            if job is not None:
+                found.append((record, job))
+        return found
+
     async def files(self, principal: Principal, conversation_id: str) -> list[SessionFile]:
         """The conversation's files, in upload order."""
         items = await self._catalog.query(

@@ -1,0 +1,98 @@
+"""orc docs add|list and orc contexts put: many files with a progress bar, skipped bad files, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orc.cli import main
+
+
+def write_files(folder: Path, count: int) -> list[str]:
+    folder.mkdir()
+    paths = []
+    for number in range(count):
+        path = folder / f"note{number:02d}.txt"
+        path.write_text(f"Note {number} says the locker number is {number * 3}.\n")
+        paths.append(str(path))
+    return paths
+
+
+def test_docs_add_uploads_many_files_with_a_progress_bar_and_docs_list_shows_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_files(tmp_path / "notes", 20)
+
+    assert main(["contexts", "put", "folder", "legal", "--name", "Legal"]) == 0
+    assert main(["docs", "add", *paths, "--context", "folder:legal"]) == 0
+    _, err = capsys.readouterr()
+    assert main(["docs", "list", "--context", "folder:legal"]) == 0
+    out, _ = capsys.readouterr()
+
+    bar_lines = [line for line in err.splitlines() if line.startswith("[")]
+    assert len(bar_lines) == 20
+    assert bar_lines[-1].startswith("[" + "#" * 30 + "] 20/20 ")
+    assert "20 of 20 file(s) ready in folder legal" in err
+    listed = [line.split("\t") for line in out.splitlines()]
+    assert sorted(row[0] for row in listed) == [f"note{n:02d}.txt" for n in range(20)]
+    assert {row[1] for row in listed} == {"ready"}
+
+
+def test_docs_add_skips_unreadable_files_reports_them_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.md"
+    good.write_text("# Good\n\nReadable text.\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\x00\x01\x02")
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really a pdf")
+
+    status = main(["docs", "add", str(good), str(empty), str(binary), str(broken), "--session", "cli-session"])
+    _, err = capsys.readouterr()
+    main(["docs", "list", "--session", "cli-session"])
+    out, _ = capsys.readouterr()
+
+    assert status == 1
+    assert "empty.txt: skipped (empty_file" in err
+    assert "blob.bin: skipped (unsupported_media_type" in err
+    assert "broken.pdf: failed (" in err
+    assert "1 of 4 file(s) ready in session cli-session" in err
+    assert {line.split("\t")[0]: line.split("\t")[1] for line in out.splitlines()} == {
+        "good.md": "ready",
+        "broken.pdf": "failed",
+    }
+
+
+def test_docs_without_a_target_use_the_local_organization(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (path,) = write_files(tmp_path / "one", 1)
+
+    assert main(["docs", "add", path]) == 0
+    assert main(["docs", "list", "--context", "organization:default"]) == 0
+
+    assert "note00.txt\tready" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (["--context", "folder:nope"], "error (context_not_found)"),
+        (["--context", "planet:x"], "error (unknown_context_type)"),
+        (["--context", "folder"], "error (invalid_input): --context takes TYPE:ID"),
+    ],
+)
+def test_docs_add_explains_a_bad_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: list[str], message: str
+) -> None:
+    (path,) = write_files(tmp_path / "one", 1)
+
+    assert main(["docs", "add", path, *target]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_docs_add_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["docs", "add", str(tmp_path / "nope.pdf")]) == 2
+    assert "no such file" in capsys.readouterr().err
