@@ -12,13 +12,16 @@ from orc.graph.context_builder import context_builder
 from orc.graph.mcp_executor import mcp_executor
 from orc.graph.query_planner import query_planner
 from orc.graph.state import TurnState
-from orc.graph.tool_router import route_after_router, tool_router
+from orc.graph.tool_router import route_after_context, route_after_router, tool_router
 
 TurnGraph = CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]
 
 
 def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGraph:
-    """query_planner → tool_router → (mcp_executor → context_builder → tool_router)* → answer."""
+    """query_planner → tool_router → (mcp_executor → context_builder → tool_router)* → answer.
+
+    The forced document_chat round (attached files) goes from context_builder straight to the answer.
+    """
     graph = StateGraph(TurnState, context_schema=TurnContext)
     graph.add_node("query_planner", query_planner)
     graph.add_node("tool_router", tool_router)
@@ -29,6 +32,6 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGra
     graph.add_edge("query_planner", "tool_router")
     graph.add_conditional_edges("tool_router", route_after_router, ["mcp_executor", "answer"])
     graph.add_edge("mcp_executor", "context_builder")
-    graph.add_edge("context_builder", "tool_router")
+    graph.add_conditional_edges("context_builder", route_after_context, ["tool_router", "answer"])
     graph.add_edge("answer", END)
     return graph.compile(checkpointer=checkpointer, name="orc-turn")

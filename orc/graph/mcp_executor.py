@@ -65,4 +65,4 @@ async def mcp_executor(state: TurnState, runtime: Runtime[TurnContext]) -> TurnS
         }
 
     results = await asyncio.gather(*(run(call) for call in calls))
-    return {"tool_results": list(results), "forced_done": bool(state.get("blob_names"))}
+    return {"tool_results": list(results)}

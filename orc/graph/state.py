@@ -41,7 +41,6 @@ class TurnState(TypedDict, total=False):
     source_contexts: dict[str, dict[str, str]]
     """SourceRef → the context a source came from, for sources outside the session (origin, type, id)."""
     rounds: int
-    forced_done: bool
     cache: Literal["hit", "miss"] | None
     tool_model_calls: int
     tool_usage: dict[str, int]
@@ -71,7 +70,6 @@ def fresh_turn_input(question: str, blob_names: list[str], focus_context: dict[s
         sources=[],
         source_contexts={},
         rounds=0,
-        forced_done=False,
         cache=None,
         tool_model_calls=0,
         tool_usage={},

@@ -13,7 +13,7 @@ from orc.documents.records import ContextRef
 from orc.graph.context import TurnContext
 from orc.graph.context_block import listing, render_context_block
 from orc.graph.progress import progress
-from orc.graph.state import Route, TurnState
+from orc.graph.state import TurnState
 from orc.prompting import load_prompt
 
 DOCUMENT_CHAT = "document_chat"
@@ -38,8 +38,7 @@ async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnSt
     ctx = runtime.context
     if state.get("blob_names"):
         # document_chat is forced once, without a planning call; its answer then goes to the answer node.
-        route: Route = "answer" if state.get("forced_done") else "tools"
-        return {"route": route, "pending_tool_calls": []}
+        return {"route": "tools", "pending_tool_calls": []}
     if state.get("rounds", 0) >= ctx.max_tool_rounds:
         return {"route": "answer", "pending_tool_calls": []}
 
@@ -99,3 +98,8 @@ def _mcp_name(tool: BaseTool) -> str:
 def route_after_router(state: TurnState) -> str:
     """Conditional edge: ``mcp_executor`` or ``answer``."""
     return "mcp_executor" if state.get("route") == "tools" else "answer"
+
+
+def route_after_context(state: TurnState) -> str:
+    """Conditional edge: the forced document_chat goes straight to the answer; planned tools plan again."""
+    return "answer" if state.get("blob_names") else "tool_router"
