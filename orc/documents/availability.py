@@ -9,14 +9,15 @@ it comes from (``context_type``/``context_id``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
 
 from orc.documents.context_documents import context_location
 from orc.documents.contexts import ContextDirectory, derive_contexts
 from orc.documents.processing import DocumentLocation
-from orc.documents.records import ContextDocument, ContextRef, DocumentInfo, Origin
+from orc.documents.records import ContextDocument, ContextRef, DocumentContextType, DocumentInfo, Origin
 from orc.principal import Principal
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ class SessionDocuments(Protocol):
 class ContextDocumentReader(Protocol):
     """What availability needs from the context documents: the records of a set of contexts."""
 
-    async def in_contexts(self, organization: str, refs: Sequence[ContextRef]) -> list[ContextDocument]: ...
+    async def in_contexts(self, organization: str, refs: Sequence[ContextRef]) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +54,20 @@ class AvailableDocument:
     """One available document: its listing, where it is stored and the name its SourceRefs use."""
 
     info: DocumentInfo
-    location: DocumentLocation
     content_hash: str
     content_type: str
     extracted_text_hash: str | None
     chunking_version: str | None
     ref_name: str
     """The filename, or ``filename (folder legal)`` when two available documents share a filename."""
+    locate: Callable[[], DocumentLocation] = field(repr=False, compare=False)
+    """Builds the storage location on demand: validating the path of every listed document would dominate the
+    cost of a 1,000-document listing, and only the few documents a tool reads need it."""
+
+    @property
+    def location(self) -> DocumentLocation:
+        """Where the document's record, text and blob are."""
+        return self.locate()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,79 +92,72 @@ def session_document(principal: Principal, session_id: str, record: SessionFile)
     """A session file as an available document."""
     from orc.session_files import session_location  # session_files builds on this package
 
-    info = DocumentInfo(
-        document_id=record.file_id,
-        filename=record.filename,
-        context_type="session",
-        context_id=session_id,
-        origin="session",
-        **_listing_fields(record),
-        size_bytes=record.size_bytes,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
-    return _available(
-        info,
-        session_location(principal, session_id, record),
-        record.content_hash,
-        record.content_type,
-        record.extracted_text_hash,
-        record.chunking_version,
+    return AvailableDocument(
+        info=_info(record, record.file_id, "session", session_id, "session"),
+        content_hash=record.content_hash,
+        content_type=record.content_type,
+        extracted_text_hash=record.extracted_text_hash,
+        chunking_version=record.chunking_version,
+        ref_name=record.filename,
+        locate=partial(session_location, principal, session_id, record),
     )
 
 
 def context_document(organization: str, record: ContextDocument, origin: Origin | None) -> AvailableDocument:
     """A context document as an available document (``origin`` None outside a scope, e.g. a context's listing)."""
-    info = DocumentInfo(
-        document_id=record.document_id,
-        filename=record.filename,
-        context_type=record.context_type,
-        context_id=record.context_id,
-        origin=origin,
-        **_listing_fields(record),
-        size_bytes=record.size_bytes,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
-    return _available(
-        info,
-        context_location(organization, record),
-        record.content_hash,
-        record.content_type,
-        record.extracted_text_hash,
-        record.chunking_version,
+    return AvailableDocument(
+        info=_info(record, record.document_id, record.context_type, record.context_id, origin),
+        content_hash=record.content_hash,
+        content_type=record.content_type,
+        extracted_text_hash=record.extracted_text_hash,
+        chunking_version=record.chunking_version,
+        ref_name=record.filename,
+        locate=partial(context_location, organization, record),
     )
 
 
-def _listing_fields(record: ContextDocument | SessionFile) -> dict[str, object]:
-    return {
-        "status": record.status,
-        "status_reason": record.status_reason,
-        "has_summary": record.digest_status == "ready",
-        "digest_status": record.digest_status,
-        "token_estimate": record.token_estimate,
-        "media_type": record.media_type,
-        "page_count": record.page_count,
-        "span_count": record.span_count,
-    }
-
-
-def _available(
-    info: DocumentInfo,
-    location: DocumentLocation,
-    content_hash: str,
-    content_type: str,
-    extracted_text_hash: str | None,
-    chunking_version: str | None,
-) -> AvailableDocument:
+def stored_context_document(organization: str, body: dict[str, Any], origin: Origin | None) -> AvailableDocument:
+    """:func:`context_document` straight from a stored record: one validation (the listing's) per document."""
+    info = DocumentInfo.model_validate({**body, "origin": origin, "has_summary": body.get("digest_status") == "ready"})
     return AvailableDocument(
         info=info,
-        location=location,
-        content_hash=content_hash,
-        content_type=content_type,
-        extracted_text_hash=extracted_text_hash,
-        chunking_version=chunking_version,
+        content_hash=body["content_hash"],
+        content_type=body["content_type"],
+        extracted_text_hash=body.get("extracted_text_hash"),
+        chunking_version=body.get("chunking_version"),
         ref_name=info.filename,
+        locate=partial(_locate_stored, organization, body),
+    )
+
+
+def _locate_stored(organization: str, body: dict[str, Any]) -> DocumentLocation:
+    return context_location(organization, ContextDocument.model_validate(body))
+
+
+def _info(
+    record: ContextDocument | SessionFile,
+    document_id: str,
+    context_type: DocumentContextType,
+    context_id: str,
+    origin: Origin | None,
+) -> DocumentInfo:
+    return DocumentInfo(
+        document_id=document_id,
+        filename=record.filename,
+        context_type=context_type,
+        context_id=context_id,
+        status=record.status,
+        status_reason=record.status_reason,
+        has_summary=record.digest_status == "ready",
+        digest_status=record.digest_status,
+        size_bytes=record.size_bytes,
+        token_estimate=record.token_estimate,
+        media_type=record.media_type,
+        page_count=record.page_count,
+        span_count=record.span_count,
+        origin=origin,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
     )
 
 
@@ -188,16 +189,15 @@ async def available_documents(
                     for ref in derive_contexts(tree, previous)
                     if ref not in focus_contexts and ref not in historical
                 )
-    order = {ref: position for position, ref in enumerate([*focus_contexts, *historical])}
-    focus_set = set(focus_contexts)
+    order = {(ref.type, ref.id): position for position, ref in enumerate([*focus_contexts, *historical])}
+    focus_set = {(ref.type, ref.id) for ref in focus_contexts}
     if order:
-        records = await context_documents.in_contexts(principal.organization, list(order))
-        records.sort(key=lambda r: (order[ContextRef(r.context_type, r.context_id)], r.created_at, r.document_id))
-        for record in records:
-            ref = ContextRef(record.context_type, record.context_id)
-            documents.append(
-                context_document(principal.organization, record, "focus" if ref in focus_set else "historical")
-            )
+        bodies = await context_documents.in_contexts(principal.organization, [*focus_contexts, *historical])
+        bodies.sort(key=lambda b: (order[(b["context_type"], b["context_id"])], b["created_at"], b["document_id"]))
+        for body in bodies:
+            where = (body["context_type"], body["context_id"])
+            origin: Origin = "focus" if where in focus_set else "historical"
+            documents.append(stored_context_document(principal.organization, body, origin))
     return Availability(
         scope=scope,
         focus_contexts=tuple(focus_contexts),
@@ -214,14 +214,6 @@ def _disambiguated(documents: list[AvailableDocument]) -> list[AvailableDocument
         if counts[doc.info.filename] > 1:
             info = doc.info
             where = "session" if info.context_type == "session" else f"{info.context_type} {info.context_id}"
-            doc = AvailableDocument(
-                info=info,
-                location=doc.location,
-                content_hash=doc.content_hash,
-                content_type=doc.content_type,
-                extracted_text_hash=doc.extracted_text_hash,
-                chunking_version=doc.chunking_version,
-                ref_name=f"{info.filename} ({where})",
-            )
+            doc = replace(doc, ref_name=f"{info.filename} ({where})")
         result.append(doc)
     return result

@@ -11,7 +11,7 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from orc.clock import utc_now
 from orc.documents.contexts import ContextDirectory, organization_partition
@@ -166,18 +166,22 @@ class ContextDocuments:
         )
         return [ContextDocument.model_validate(item.body) for item in items]
 
-    async def in_contexts(self, organization: str, refs: Sequence[ContextRef]) -> list[ContextDocument]:
-        """The documents of every context in ``refs`` (one query per context, or one scan for many contexts)."""
+    async def in_contexts(self, organization: str, refs: Sequence[ContextRef]) -> list[dict[str, Any]]:
+        """The stored records (as JSON bodies) of every context in ``refs``: one query per context, or one scan
+        of the organization when there are many contexts (an organization focus includes all of them).
+
+        Bodies, not models: availability turns each into a listing in one validation, which is what keeps a
+        1,000-document listing fast.
+        """
         partition = organization_partition(organization)
         if len(refs) > 4:
-            wanted = set(refs)
+            wanted = {(ref.type, ref.id) for ref in refs}
             items = await self._catalog.query(partition, id_prefix=_PREFIX)
-            records = [ContextDocument.model_validate(item.body) for item in items]
-            return [r for r in records if ContextRef(r.context_type, r.context_id) in wanted]
+            return [item.body for item in items if (item.body["context_type"], item.body["context_id"]) in wanted]
         batches = await asyncio.gather(
             *(self._catalog.query(partition, id_prefix=_context_prefix(ref)) for ref in refs)
         )
-        return [ContextDocument.model_validate(item.body) for batch in batches for item in batch]
+        return [item.body for batch in batches for item in batch]
 
     async def remove(self, principal: Principal, ref: ContextRef, document_id: str) -> ContextDocument:
         """Delete one document: blob, stored text and record. :class:`NotFound` when the context has no such id."""

@@ -118,14 +118,14 @@ class ContextDirectory:
 
     async def get(self, principal: Principal, ref: ContextRef) -> ContextNode:
         """The node, or :class:`NotFound` (``context_not_found``) when the caller's organization has none."""
-        if ref.type == "organization":
-            if ref.id != principal.organization:
-                raise context_not_found(ref)
-            return (await self.tree(principal.organization))[ref]
-        item = await self._catalog.get(organization_partition(principal.organization), _node_id(ref))
-        if item is None:
+        if ref.type == "organization" and ref.id != principal.organization:
             raise context_not_found(ref)
-        return ContextNode.model_validate(item.body)
+        item = await self._catalog.get(organization_partition(principal.organization), _node_id(ref))
+        if item is not None:
+            return ContextNode.model_validate(item.body)
+        if ref.type == "organization":
+            return ContextNode(type="organization", id=ref.id, name=ref.id)  # exists for its members, unnamed
+        raise context_not_found(ref)
 
     async def children(self, principal: Principal, ref: ContextRef) -> list[ContextNode]:
         """The direct children of a node, sorted by type then id."""

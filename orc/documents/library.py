@@ -92,6 +92,11 @@ class DocumentLibrary:
         self._summaries: SummaryProvider = summaries or NoSummaries()
         self._history_turns = history_turns
 
+    @property
+    def indexes(self) -> IndexCache:
+        """The per-process cache of search indexes (derived data: clearing it only costs rebuilds)."""
+        return self._indexes
+
     # -- scope and availability ------------------------------------------------------------------------------
 
     async def check_focus(self, principal: Principal, focus: FocusContext | None) -> ContextRef | None:

@@ -126,6 +126,12 @@ class IndexCache:
                 _, evicted = self._entries.popitem(last=False)
                 self._spans -= evicted.span_count
 
+    def clear(self) -> None:
+        """Forget every index (they are rebuilt from the stored text on next use)."""
+        with self._lock:
+            self._entries.clear()
+            self._spans = 0
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
