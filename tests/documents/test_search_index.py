@@ -6,7 +6,7 @@ import pytest
 
 from orc.documents import text_store
 from orc.documents.extraction import ExtractedDocument
-from orc.documents.search import IndexCache, bm25, build_index
+from orc.documents.search import IndexCache, bm25, build_index, index_key
 from orc.documents.text_store import TextStore, process_extracted
 from orc.storage.memory import MemoryCollection
 
@@ -18,11 +18,12 @@ LONG = ExtractedDocument(
 
 async def test_a_long_text_round_trips_through_several_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(text_store, "PART_CHARS", 1000)
-    store = TextStore(MemoryCollection("document_text"))
+    collection = MemoryCollection("document_text")
+    store = TextStore(collection)
     text = process_extracted(LONG)
 
     await store.save("p", "doc-1", "c" * 64, text)
-    items = await store._items.query("p")
+    items = await collection.query("p")
     loaded = await store.load("p", "doc-1", "c" * 64)
 
     assert len(items) > 5
@@ -35,16 +36,13 @@ async def test_a_long_text_round_trips_through_several_parts(monkeypatch: pytest
 
 async def test_a_version_missing_a_part_reads_as_absent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(text_store, "PART_CHARS", 1000)
-    store = TextStore(MemoryCollection("document_text"))
+    collection = MemoryCollection("document_text")
+    store = TextStore(collection)
     await store.save("p", "doc-1", "c" * 64, process_extracted(LONG))
-    items = await store._items.query("p")
-    await store._items.delete("p", items[-1].id)
+    items = await collection.query("p")
+    await collection.delete("p", items[-1].id)
 
     assert await store.load("p", "doc-1", "c" * 64) is None
-
-
-def _index(*paragraphs: str) -> object:
-    return build_index(process_extracted(ExtractedDocument(pages=["\n\n".join(paragraphs)], media_type="text/plain")))
 
 
 def test_bm25_ranks_across_documents_with_shared_statistics() -> None:
@@ -86,8 +84,8 @@ def test_the_index_cache_evicts_the_least_recently_used_past_its_span_budget() -
     ]
     cache.put(indexes[0])
     cache.put(indexes[1])
-    assert cache.get((indexes[0].text.extracted_text_hash, "1")) is not None  # 0 is now the most recent
+    assert cache.get(index_key(indexes[0].text)) is not None  # 0 is now the most recent
     cache.put(indexes[2])
 
-    assert cache.get((indexes[1].text.extracted_text_hash, "1")) is None
+    assert cache.get(index_key(indexes[1].text)) is None
     assert len(cache) == 2
