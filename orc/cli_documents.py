@@ -107,12 +107,17 @@ async def add_documents(library: DocumentLibrary, target: Target, paths: Sequenc
                 record.file_id: job
                 for record, job in await library.session_files.processing(principal, target.session_id)
             }
+            # Read after the jobs: a document without a running job has finished, so its stored status is final.
+            current = {
+                record.file_id: record for record in await library.session_files.files(principal, target.session_id)
+            }
             for change in mutation.files:
                 if change.file_id in jobs:
                     watched.append(asyncio.create_task(watch(change.filename, jobs[change.file_id])))
                 else:
-                    failed += change.status == "failed"
-                    bar.advance(change.filename, f"{change.status} ({change.diff})")
+                    status = current[change.file_id].status if change.file_id in current else change.status
+                    failed += status == "failed"
+                    bar.advance(change.filename, f"{status} ({change.diff})")
         else:
             assert target.context is not None
             for doc in await library.context_documents.add(principal, target.context, batch, wait_seconds=0):

@@ -1,4 +1,9 @@
-"""Document services: extraction, spans, the processed-file cache and document_chat."""
+"""Document services: extraction, spans, the processed-file cache and document_chat.
+
+Contexts and their documents, the availability model, the processing pipeline, stored text, search and the
+library behind the document tools live in the submodules (``contexts``, ``availability``, ``processing``,
+``text_store``, ``search``, ``library``); import them from there.
+"""
 
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.extraction import ExtractedDocument, ExtractionError, detect_media_type, extract
