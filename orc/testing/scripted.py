@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeAlias
 
@@ -97,8 +98,9 @@ class _RecordingChatModel(BaseChatModel):
         """Called under the lock right after recording the request: claim what this request will use."""
         return None
 
+    @abstractmethod
     def _reply_for(self, step: Any, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> Reply:
-        raise NotImplementedError
+        """The reply to one request, given the step claimed for it."""
 
     def _take(self, messages: list[BaseMessage], kwargs: Mapping[str, Any]) -> Reply:
         """Record the request and claim its step together, so concurrent requests keep the script's order."""
