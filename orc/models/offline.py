@@ -7,6 +7,8 @@ It is a real LangChain chat model, so the graph treats it like any other (``ainv
 - a ``<sources>`` block in the system prompt → an extractive answer with citations (:mod:`orc.models.answering`),
   or, for a question about which documents exist, the listing a ``…list`` tool returned;
 - a ``<history>`` block → a standalone rewrite of the follow-up question (:mod:`orc.models.rewriting`);
+- a ``TASK: PER_FILE_DIGEST`` or ``TASK: AGGREGATE_DIGEST`` envelope → a valid, extractive context digest
+  (:mod:`orc.models.digesting`);
 - anything else → a short, honest statement of what it cannot do.
 """
 
@@ -27,6 +29,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from orc.models.answering import answer_question, find_sources
+from orc.models.digesting import digest_reply
 from orc.models.messages import Reply, offered_tools, reply_chunks, reply_result, usage_for
 from orc.models.planning import plan_tool_calls, wants_document_list
 from orc.models.rewriting import find_history, rewrite_follow_up
@@ -79,6 +82,9 @@ class OfflineExtractiveModel(BaseChatModel):
 
     def respond(self, messages: Sequence[BaseMessage], **kwargs: Any) -> Reply:
         """Decide the reply to ``messages`` (the model's whole logic, without LangChain plumbing)."""
+        digest = digest_reply(messages)
+        if digest is not None:
+            return Reply(text=digest)
         system_text = "\n".join(message.text for message in messages if isinstance(message, SystemMessage))
         question = next((message.text for message in reversed(messages) if isinstance(message, HumanMessage)), "")
         sources = find_sources(system_text)

@@ -1,0 +1,1 @@
+"""Context digests (context-digest-spec): per-file (Task A) and aggregate (Task B), incremental and validated."""
