@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -22,6 +23,13 @@ from mcp_server.scope import in_process_session
 from mcp_server.server import McpServices, build_mcp_server
 from orc.checkpoints import CollectionCheckpointSaver
 from orc.conversations import ConversationRepository
+from orc.digests.context import ContextFiles
+from orc.digests.files import FileDigests
+from orc.digests.runner import DigestRunner
+from orc.digests.sessions import SessionDigests
+from orc.digests.signals import SessionSignals
+from orc.digests.store import DigestStore
+from orc.digests.summaries import DigestSummaries
 from orc.documents.context_documents import ContextDocuments
 from orc.documents.contexts import ContextDirectory
 from orc.documents.document_chat import DocumentChatService
@@ -31,6 +39,7 @@ from orc.documents.processing import DocumentProcessor
 from orc.documents.search import IndexCache
 from orc.documents.text_store import TextStore
 from orc.graph import build_graph
+from orc.idempotency import IdempotencyKeys
 from orc.mcp_client import McpConnection
 from orc.models.factory import build_chat_model, model_label
 from orc.orchestrator import Orchestrator, TurnLimits
@@ -57,6 +66,7 @@ class DocumentServices:
     server: FastMCP
     files: SessionFiles
     library: DocumentLibrary
+    context: ContextFiles
     stores: Stores
     model: BaseChatModel
     model_label: str
@@ -104,10 +114,10 @@ def azure_stores(settings: Settings) -> tuple[CollectionProvider, BlobStore]:
     return collections, blobs
 
 
-def model_from_settings(settings: Settings) -> BaseChatModel:
-    """The chat model ``ORC_MODEL`` names."""
+def model_from_settings(settings: Settings, name: str | None = None) -> BaseChatModel:
+    """The chat model ``ORC_MODEL`` (or ``name``) names."""
     return build_chat_model(
-        settings.model,
+        name or settings.model,
         base_url=settings.model_base_url,
         api_key=settings.model_api_key.get_secret_value() if settings.model_api_key else None,
         timeout=settings.model_timeout_seconds,
@@ -115,16 +125,38 @@ def model_from_settings(settings: Settings) -> BaseChatModel:
     )
 
 
+def digest_model_for(
+    settings: Settings, chat_model: BaseChatModel, *, chat_model_given: bool, digest_model: BaseChatModel | None
+) -> BaseChatModel:
+    """The model that makes context digests: ``digest_model``, else ``ORC_DIGEST_MODEL``, else the configured model.
+
+    A chat model passed in code (``model=``) answers turns only; digests keep using the configured model, so a
+    scripted turn model in a test or an embedding never receives background digest requests.
+    """
+    if digest_model is not None:
+        return digest_model
+    if settings.digest_model:
+        return model_from_settings(settings, settings.digest_model)
+    return model_from_settings(settings) if chat_model_given else chat_model
+
+
 async def build_document_services(
-    settings: Settings, stack: AsyncExitStack, *, model: BaseChatModel | None = None, stores: Stores | None = None
+    settings: Settings,
+    stack: AsyncExitStack,
+    *,
+    model: BaseChatModel | None = None,
+    stores: Stores | None = None,
+    digest_model: BaseChatModel | None = None,
 ) -> DocumentServices:
     """Stores, model and the MCP server over the document services (also used by ``python -m mcp_server``).
 
-    ``stores`` replaces the configured storage (e.g. in-memory stores for an embedded, throw-away use).
+    ``stores`` replaces the configured storage (e.g. in-memory stores for an embedded, throw-away use);
+    ``digest_model`` the model that makes context digests (see :func:`digest_model_for`).
     """
     stores = stores if stores is not None else await open_stores(settings, stack)
     chat_model = model if model is not None else model_from_settings(settings)
     label = model_label(chat_model)
+    digests_by = digest_model_for(settings, chat_model, chat_model_given=model is not None, digest_model=digest_model)
     catalog = await stores.collections.collection("catalog")
     document_chat = DocumentChatService(
         stores.blobs,
@@ -133,13 +165,14 @@ async def build_document_services(
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
     )
-    library = await _document_library(settings, stack, stores, catalog)
+    library, context = await _document_library(settings, stack, stores, catalog, digests_by)
     services = McpServices(document_chat=document_chat, max_question_chars=settings.max_question_chars, library=library)
     return DocumentServices(
         mcp=services,
         server=build_mcp_server(services),
         files=library.session_files,
         library=library,
+        context=context,
         stores=stores,
         model=chat_model,
         model_label=label,
@@ -147,9 +180,9 @@ async def build_document_services(
 
 
 async def _document_library(
-    settings: Settings, stack: AsyncExitStack, stores: Stores, catalog: DocumentCollection
-) -> DocumentLibrary:
-    """Contexts, session and context documents, the processing pipeline and the search index cache."""
+    settings: Settings, stack: AsyncExitStack, stores: Stores, catalog: DocumentCollection, digest_model: BaseChatModel
+) -> tuple[DocumentLibrary, ContextFiles]:
+    """Contexts, session and context documents, the processing pipeline, the search index cache and digests."""
     texts = TextStore(await stores.collections.collection("document_text"))
     indexes = IndexCache()
     processor = DocumentProcessor(catalog, stores.blobs, texts, indexes, max_document_bytes=settings.max_upload_bytes)
@@ -159,7 +192,25 @@ async def _document_library(
     files = SessionFiles(
         catalog, stores.blobs, max_upload_bytes=settings.max_upload_bytes, processor=processor, texts=texts
     )
-    return DocumentLibrary(
+    digest_store = DigestStore(await stores.collections.collection("digests"))
+    runner = DigestRunner(digest_model)
+    file_digests = FileDigests(catalog, texts, digest_store, runner, max_concurrency=settings.digest_concurrency)
+    session_digests = SessionDigests(files, file_digests, digest_store, runner, SessionSignals())
+    files.listen(session_digests)
+    summaries = DigestSummaries(catalog, session_digests, file_digests)
+    # Registered after the processor, so digests stop (and leave their work "stale") before it and the stores do.
+    stack.push_async_callback(session_digests.aclose)
+    stack.push_async_callback(summaries.aclose)
+    context = ContextFiles(
+        files,
+        session_digests,
+        digest_store,
+        idempotency=IdempotencyKeys(
+            await stores.collections.collection("idempotency"),
+            ttl=timedelta(seconds=settings.idempotency_ttl_seconds),
+        ),
+    )
+    library = DocumentLibrary(
         catalog=catalog,
         directory=directory,
         context_documents=ContextDocuments(
@@ -170,8 +221,10 @@ async def _document_library(
         indexes=indexes,
         processor=processor,
         conversations=ConversationRepository(await stores.collections.collection("conversations")),
+        summaries=summaries,
         history_turns=settings.history_turns,
     )
+    return library, context
 
 
 def in_memory_mcp(server: FastMCP) -> McpConnection:
@@ -214,15 +267,17 @@ async def build_runtime(
     model: BaseChatModel | None = None,
     stores: Stores | None = None,
     mcp_extensions: Sequence[Callable[[FastMCP], None]] = (),
+    digest_model: BaseChatModel | None = None,
 ) -> AsyncIterator[Runtime]:
     """Build everything ``settings`` (default: the environment) describes; close it all on exit.
 
-    ``model`` replaces the configured model (tests pass a scripted one); ``stores`` the configured storage;
-    each of ``mcp_extensions`` registers extra tools on the MCP server (the model may plan calls to them).
+    ``model`` replaces the configured model for turns (tests pass a scripted one); ``digest_model`` the model
+    that makes context digests; ``stores`` the configured storage; each of ``mcp_extensions`` registers extra
+    tools on the MCP server (the model may plan calls to them).
     """
     settings = settings or Settings()
     async with AsyncExitStack() as stack:
-        services = await build_document_services(settings, stack, model=model, stores=stores)
+        services = await build_document_services(settings, stack, model=model, stores=stores, digest_model=digest_model)
         for extend in mcp_extensions:
             extend(services.server)
         conversations = ConversationRepository(await services.stores.collections.collection("conversations"))
@@ -237,6 +292,7 @@ async def build_runtime(
             conversations=conversations,
             files=services.files,
             documents=services.library,
+            context=services.context,
             mcp=connection,
             offers_planning_tools=any(tool.name != "document_chat" for tool in tools),
             limits=TurnLimits(
@@ -258,7 +314,10 @@ async def build_orchestrator(
     model: BaseChatModel | None = None,
     stores: Stores | None = None,
     mcp_extensions: Sequence[Callable[[FastMCP], None]] = (),
+    digest_model: BaseChatModel | None = None,
 ) -> AsyncIterator[Orchestrator]:
     """The orchestrator for ``settings`` (default: the environment), closed with everything it uses on exit."""
-    async with build_runtime(settings, model=model, stores=stores, mcp_extensions=mcp_extensions) as runtime:
+    async with build_runtime(
+        settings, model=model, stores=stores, mcp_extensions=mcp_extensions, digest_model=digest_model
+    ) as runtime:
         yield runtime.orchestrator

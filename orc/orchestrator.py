@@ -26,6 +26,7 @@ from orc.conversations import (
     Turn,
     UserMessage,
 )
+from orc.digests.context import ContextFiles
 from orc.documents.library import DocumentLibrary
 from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.graph import TurnContext
@@ -80,6 +81,7 @@ class Orchestrator:
         limits: TurnLimits,
         delete_checkpoints: Callable[[str], Any] | None = None,
         documents: DocumentLibrary | None = None,
+        context: ContextFiles | None = None,
     ) -> None:
         self._graph = graph
         self._model = model
@@ -88,6 +90,8 @@ class Orchestrator:
         self.files = files
         self.documents = documents
         """Contexts and documents (the context routes, focus validation and the prompt's document listing)."""
+        self.context = context
+        """The sessions' context files with their digests (the ``/api/sessions/{id}/context…`` routes)."""
         self._mcp = mcp
         self._offers_planning_tools = offers_planning_tools
         self.limits = limits

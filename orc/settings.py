@@ -36,6 +36,11 @@ class Settings(BaseSettings):
     model_api_key: SecretStr | None = None
     model_timeout_seconds: float = 60.0
     model_max_retries: int = 2
+    digest_model: str | None = Field(
+        default=None,
+        description="The model that makes context digests (Task A/B), same forms as ORC_MODEL; default: ORC_MODEL.",
+    )
+    digest_concurrency: int = Field(default=4, ge=1, description="Digest model calls running at once.")
 
     # -- storage ----------------------------------------------------------------------------------------
     storage: Literal["embedded", "azure"] = "embedded"
@@ -67,6 +72,7 @@ class Settings(BaseSettings):
     file_cache_ttl_seconds: float = Field(default=3600.0, gt=0)
     history_turns: int = 10
     tool_timeout_seconds: float = 120.0
+    idempotency_ttl_seconds: float = Field(default=86400.0, gt=0, description="How long Idempotency-Keys are kept.")
 
     # -- MCP over HTTP ----------------------------------------------------------------------------------
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(

@@ -19,6 +19,9 @@ async def test_a_warm_document_chat_turn_makes_at_most_six_storage_round_trips()
     settings = Settings(storage="azure")  # collection-backed checkpoints, as on Cosmos DB
     async with build_orchestrator(settings, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
         await orc.files.add(LOCAL_PRINCIPAL, "conv", DOCS)
+        assert orc.context is not None
+        # The digests are made in the background; let them finish so that only the turn's calls are counted.
+        assert await orc.context.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
         names = [doc.filename for doc in DOCS]
         await orc.ask(TurnRequest(question="What is the fee?", conversation_id="conv", blob_names=names))
         counter.reset()

@@ -123,8 +123,9 @@ def _register_analyze(server: FastMCP, library: DocumentLibrary) -> None:
         title="Analyze a document",
         description=(
             "Start or follow the processing of a document and report its status; use it for a document that is "
-            "uploaded but not ready. When the document is ready the result says what can be done with it and "
-            "includes its summary if one exists (it never invents one)."
+            "uploaded but not ready, or to get a document's summary. When the document is ready it makes the "
+            "summary (digest) if there is none yet, waits a few seconds for it, and includes it when it is done "
+            "(it never invents one)."
         ),
         annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False),
         structured_output=True,
@@ -203,7 +204,8 @@ def _register_summary(server: FastMCP, library: DocumentLibrary) -> None:
         title="Get a document's summary",
         description=(
             "Return the per-file summary (digest) of a document, each fact with its SourceRefs. Refused with "
-            "not_ready until the document is ready, and with no_summary when no summary exists yet."
+            "not_ready until the document and its summary are ready, and with no_summary when no summary was made "
+            "yet (documents.analyze makes one) or it could not be made."
         ),
         annotations=_READ_ONLY,
         structured_output=True,

@@ -205,6 +205,11 @@ class DocumentLibrary:
         summary = await self._summaries.summary(principal, document)
         if summary is not None:
             message = "The document is ready and its summary is included."
+        elif digest_status in ("parsing", "stale"):
+            message = (
+                "The document is ready and its summary is being made: search it with documents.search meanwhile, "
+                "or call documents.analyze again shortly for the summary."
+            )
         else:
             message = (
                 "The document is ready: search it with documents.search"
@@ -226,12 +231,17 @@ class DocumentLibrary:
         )
 
     async def summary(self, principal: Principal, scope: DocumentScope, document_id: str) -> DocumentSummary:
-        """``documents.get_summary``: the digest; ``not_ready`` before the document is ready, ``no_summary`` when
-        it is ready but has no digest yet."""
+        """``documents.get_summary``: the digest; ``not_ready`` before the document and its digest are ready,
+        ``no_summary`` when no digest was asked for or it could not be made."""
         document = await self._document(principal, scope, document_id)
         if not self._usable(document):
             raise NotReady(_not_ready_message(document.info))
         summary = await self._summaries.summary(principal, document)
+        if summary is None and document.info.digest_status in ("parsing", "stale"):
+            raise NotReady(
+                f"the summary of {document.info.filename!r} is being made; call documents.analyze to follow it, "
+                "or use documents.search meanwhile"
+            )
         if summary is None:
             raise NoSummary(
                 f"{document.info.filename!r} has no summary yet; use documents.search or documents.get_content "

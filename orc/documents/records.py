@@ -67,7 +67,8 @@ class ProcessingFields(BaseModel):
     """What processing (extraction, spans, hashes) knows about a document; shared by both kinds of record.
 
     ``status`` follows ``uploading → processing → ready | failed``; ``ready`` means the text is extracted and
-    spanned, so tools can read and search it. Digests (``digest_status``) are a separate, later step.
+    spanned, so tools can read and search it. Digests (``digest_status``: ``stale | parsing → ready | error``,
+    ``none`` before one was ever asked for) are a separate, later step written by :mod:`orc.digests`.
     """
 
     status: DocumentStatus = "ready"
@@ -81,7 +82,14 @@ class ProcessingFields(BaseModel):
     text_chars: int | None = None
     token_estimate: int | None = None
     digest_status: DigestStatus = "none"
-    prompt_version: str | None = None
+    prompt_version: str | None = Field(default=None, description="Prompt version of the current per-file digest.")
+    digest_hash: str | None = Field(default=None, description="sha256 of the per-file digest JSON.")
+    digest_ref: str | None = Field(default=None, description="Pointer to the stored per-file digest JSON.")
+    digest_key: str | None = Field(
+        default=None, description="The digest's cache key: (extracted_text_hash, chunking_version, prompt_version)."
+    )
+    digest_error: str | None = Field(default=None, description="Why the digest could not be made, when it could not.")
+    digest_updated_at: str | None = None
     processed_at: str | None = None
 
     @property

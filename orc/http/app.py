@@ -14,7 +14,7 @@ from mcp_server.http import build_mcp_http_app
 from orc import __version__
 from orc.composition import Stores, build_runtime
 from orc.errors import OrcError
-from orc.http import problems, routes_contexts, routes_orc, routes_sessions
+from orc.http import problems, routes_context, routes_contexts, routes_orc, routes_sessions
 from orc.http.auth import Authenticator, authenticator_for
 from orc.http.limits import BodySizeLimit
 from orc.settings import Settings
@@ -78,11 +78,15 @@ def _is_context_upload(path: str) -> bool:
 
 
 def create_app(
-    settings: Settings | None = None, *, model: BaseChatModel | None = None, stores: Stores | None = None
+    settings: Settings | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    stores: Stores | None = None,
+    digest_model: BaseChatModel | None = None,
 ) -> ASGIApp:
     """The ASGI app for ``settings`` (default: the environment). Nothing is built until its lifespan starts.
 
-    ``model`` and ``stores`` replace the configured ones (tests and embedders).
+    ``model``, ``digest_model`` and ``stores`` replace the configured ones (tests and embedders).
     """
     settings = settings or Settings()
     settings.check()
@@ -91,7 +95,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with build_runtime(settings, model=model, stores=stores) as runtime:
+        async with build_runtime(settings, model=model, stores=stores, digest_model=digest_model) as runtime:
             app.state.orchestrator = runtime.orchestrator
             mcp_app, mcp_lifespan = build_mcp_http_app(runtime.mcp_server, allowed_hosts=settings.mcp_allowed_hosts)
             async with mcp_lifespan():
@@ -114,6 +118,7 @@ def create_app(
     problems.install(api)
     api.include_router(routes_orc.router, prefix="/api", tags=["chat"])
     api.include_router(routes_sessions.router, prefix="/api", tags=["sessions"])
+    api.include_router(routes_context.router, prefix="/api", tags=["context files"])
     api.include_router(routes_contexts.router, prefix="/api", tags=["contexts"])
 
     @api.get("/api/health", tags=["health"], summary="Liveness and configured backends")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -37,6 +38,23 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
 def client_factory() -> ClientFactory:
     """Open clients with custom settings, model or stores."""
     return open_client
+
+
+async def settled(client: httpx.AsyncClient, session_id: str) -> dict[str, Any]:
+    """The session's manifest once no digest is being made: the last event of ``GET …/context/stream``, which
+    ends by itself (bounded by the server) when nothing is parsing any more."""
+    response = await client.get(f"/api/sessions/{session_id}/context/stream")
+    assert response.status_code == 200, response.text
+    manifests = [
+        json.loads(line.removeprefix("data: "))
+        for block in response.text.split("\n\n")
+        if block.startswith("event: manifest")
+        for line in block.split("\n")
+        if line.startswith("data: ")
+    ]
+    assert manifests and not manifests[-1]["parsing"], manifests[-1:]
+    manifest: dict[str, Any] = manifests[-1]
+    return manifest
 
 
 async def upload(

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from orc.settings import ApiKeyPrincipal, Settings
-from tests.http.conftest import ClientFactory, open_client, upload
+from tests.http.conftest import ClientFactory, open_client, settled, upload
 from tests.support import CallCounter, counting_stores
 
 HOSTILE_BLOB_NAMES = [
@@ -31,6 +31,7 @@ async def counted() -> AsyncIterator[tuple[httpx.AsyncClient, CallCounter]]:
     stores, counter = counting_stores()
     async with open_client(Settings(max_question_chars=200, max_upload_bytes=1000), stores=stores) as client:
         await upload(client, "conv", ("doc.txt", b"The rent is 900 euros."))
+        await settled(client, "conv")  # the document's digests are made in the background: let them finish first
         counter.reset()
         yield client, counter
 

@@ -6,7 +6,7 @@ import json
 
 import httpx
 
-from tests.http.conftest import upload
+from tests.http.conftest import settled, upload
 
 LEASE = (
     b"Residential lease.\n\nThe monthly rent is 1,450 euros, payable on the first business day of each month.\n\n"
@@ -129,14 +129,22 @@ async def test_session_files_are_listed_and_removed_with_revisions(client: httpx
     again = (await upload(client, "conv-6", ("lease.txt", LEASE))).json()
     assert again["revision"] == 1 and again["files"][0]["diff"] == "unchanged"
 
-    manifest = (await client.get("/api/sessions/conv-6/context")).json()
+    manifest = await settled(client, "conv-6")
     assert [f["filename"] for f in manifest["files"]] == ["lease.txt", "handbook.txt"]
     lease_id = manifest["files"][0]["file_id"]
 
     removed = (await client.delete(f"/api/sessions/conv-6/context/files/{lease_id}")).json()
     assert removed == {
         "revision": 2,
-        "files": [{"file_id": lease_id, "filename": "lease.txt", "status": "ready", "diff": "deleted"}],
+        "files": [
+            {
+                "file_id": lease_id,
+                "filename": "lease.txt",
+                "status": "ready",
+                "digest_status": "ready",
+                "diff": "deleted",
+            }
+        ],
     }
     assert [f["filename"] for f in (await client.get("/api/sessions/conv-6/context")).json()["files"]] == [
         "handbook.txt"

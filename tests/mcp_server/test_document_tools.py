@@ -140,15 +140,18 @@ async def test_get_content_refuses_negative_or_huge_offsets_and_limits(
         assert error_code(result) == code
 
 
-async def test_get_summary_says_there_is_no_summary_rather_than_inventing_one(runtime: Runtime) -> None:
+async def test_get_summary_says_there_is_no_summary_until_analyze_makes_one(runtime: Runtime) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         target = await document_id(session, "u11.txt")
-        result = await session.call_tool("documents.get_summary", {"document_id": target, **FOCUS_U11})
+        before = await session.call_tool("documents.get_summary", {"document_id": target, **FOCUS_U11})
         analyzed = await call(session, "documents.analyze", {"document_id": target, **FOCUS_U11})
+        after = await call(session, "documents.get_summary", {"document_id": target, **FOCUS_U11})
 
-        assert error_code(result) == "no_summary"
-        assert analyzed["status"] == "ready" and analyzed["summary"] is None and analyzed["has_summary"] is False
-        assert "No summary" in analyzed["message"]
+        assert error_code(before) == "no_summary"
+        assert analyzed["status"] == "ready" and analyzed["digest_status"] == "ready"
+        assert analyzed["has_summary"] is True and analyzed["summary"] == after
+        assert "zebrau11" in after["summary"] and after["prompt_version"] == "v1.4"
+        assert after["facts"] and all(fact["sources"] == ["u11.txt::S1"] for fact in after["facts"])
 
 
 async def test_documents_outside_the_scope_are_not_found(runtime: Runtime) -> None:

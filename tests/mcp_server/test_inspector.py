@@ -99,7 +99,6 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
     reads = {
         "documents.list": call_arguments("documents.list", **focus),
         "documents.search": call_arguments("documents.search", query="front desk visitors", **focus),
-        "documents.analyze": call_arguments("documents.analyze", document_id=ids["policy"], **focus),
         "documents.get_content": call_arguments(
             "documents.get_content", document_id=ids["policy"], offset="0", limit="100", **focus
         ),
@@ -116,6 +115,8 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
             return await inspect(npx, home, *arguments)
 
     read_results = dict(zip(reads, await asyncio.gather(*(bounded(a) for a in reads.values())), strict=True))
+    # After get_summary (analyze makes the summary that get_summary refuses to invent).
+    analyzed = await inspect(npx, home, *call_arguments("documents.analyze", document_id=ids["policy"], **focus))
     attached = await inspect(
         npx, home, *call_arguments("session.attach_document", session_id=SESSION, filename="n.txt", content="Note.")
     )
@@ -123,12 +124,18 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
         npx, home, *call_arguments("session.remove_document", session_id=SESSION, document_id=ids["memo"])
     )
 
-    assert {tool["name"] for tool in listed["tools"]} == {*reads, "session.attach_document", "session.remove_document"}
+    assert {tool["name"] for tool in listed["tools"]} == {
+        *reads,
+        "documents.analyze",
+        "session.attach_document",
+        "session.remove_document",
+    }
     for name, result in read_results.items():
         if name == "documents.get_summary":
             assert result["isError"] is True and "no_summary" in result["content"][0]["text"]
         else:
             assert result.get("isError") is False, (name, result)
+    assert analyzed["structuredContent"]["summary"]["facts"][0]["sources"] == ["policy.md::S1"]
     assert read_results["documents.search"]["structuredContent"]["results"][0]["ref"] == "policy.md::S1"
     assert read_results["documents.get_content"]["structuredContent"]["total"] > 0
     assert "12" in read_results["document_chat"]["structuredContent"]["answer"]

@@ -1,0 +1,231 @@
+"""A session's context files as the API serves them (context-digest-spec §7): manifest, files, digests, changes.
+
+The manifest reports *effective* statuses: a digest made with another prompt or chunker is ``stale``; a
+``parsing`` that nobody has worked on for :data:`STALE_AFTER` (its process died) is ``stale``; the aggregate is
+``ready`` only while its inputs are exactly the current files' digests, so a client never shows an aggregate that
+belongs to another revision. Reading a manifest that has ``stale`` work schedules it (read repair), which is how
+digests catch up after a prompt upgrade or a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+
+from orc.digests.schema import Digest
+from orc.digests.sessions import SessionDigests, aggregate_inputs, session_key
+from orc.digests.store import DigestStore
+from orc.documents.uploads import Upload
+from orc.errors import CallerError, NotFound, NotReady
+from orc.idempotency import IdempotencyKeys
+from orc.names import validate_identifier
+from orc.principal import Principal
+from orc.session_files import ContextFile, ContextSet, Mutation, SessionFiles, spec_digest_status
+from orc.session_sets import SpecDigestStatus
+
+STALE_AFTER = timedelta(minutes=10)
+"""A digest ``parsing`` this long with no worker in this process is presumed abandoned (its process died)."""
+WATCH_POLL_SECONDS = 2.0
+"""How often a status stream re-reads storage without a local wake-up (changes made by other instances)."""
+WATCH_KEEPALIVE_SECONDS = 15.0
+WATCH_MAX_SECONDS = 300.0
+
+
+class DigestFailed(CallerError):
+    """The digest could not be made (the reason says why); a change to the file or a retry may fix it."""
+
+    code = "digest_failed"
+    status = 409
+
+
+class ContextFiles:
+    """The context-files service behind ``/api/sessions/{id}/context…``."""
+
+    def __init__(
+        self,
+        files: SessionFiles,
+        digests: SessionDigests,
+        store: DigestStore,
+        *,
+        idempotency: IdempotencyKeys | None = None,
+        stale_after: timedelta = STALE_AFTER,
+    ) -> None:
+        self.files = files
+        self.digests = digests
+        self.idempotency = idempotency
+        """The ``Idempotency-Key`` records of the mutations (``None``: keys are not honoured)."""
+        self._store = store
+        self._stale_after = stale_after
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """The largest file accepted."""
+        return self.files.max_upload_bytes
+
+    # -- reads --------------------------------------------------------------------------------------------------
+
+    async def manifest(self, principal: Principal, session_id: str, *, repair: bool = True) -> ContextSet:
+        """The context set at its latest revision with effective statuses; schedules stale work when ``repair``."""
+        raw = await self.files.manifest(principal, session_id)
+        view, stale = self._effective(principal, session_id, raw)
+        if repair and stale:
+            self.digests.schedule(principal, session_id)
+        return view
+
+    async def file(self, principal: Principal, session_id: str, file_id: str) -> ContextFile:
+        """One file's metadata; :class:`NotFound` (``file_not_found``) when it is not in the set."""
+        validate_identifier(file_id, what="file")
+        manifest = await self.manifest(principal, session_id)
+        return _find(manifest, file_id)
+
+    async def file_digest(self, principal: Principal, session_id: str, file_id: str) -> tuple[ContextFile, Digest]:
+        """The per-file digest of the file's current content; ``not_ready`` while it is being made."""
+        validate_identifier(file_id, what="file")
+        manifest = await self.manifest(principal, session_id)
+        record = _find(manifest, file_id)
+        _check_ready(record.digest_status, record.digest_error, f"the digest of {record.filename!r}")
+        digest = await self.digests.file_digests.load(principal.partition_key, record.model_dump())
+        if digest is None:
+            self.digests.schedule(principal, session_id)
+            raise NotReady(f"the digest of {record.filename!r} is being made again; retry shortly")
+        return record, digest
+
+    async def aggregate(self, principal: Principal, session_id: str) -> tuple[ContextSet, Digest]:
+        """The aggregate digest of the latest revision; ``not_ready`` while it is being made."""
+        manifest = await self.manifest(principal, session_id)
+        _check_ready(manifest.aggregate_digest_status, manifest.aggregate_digest_error, "the aggregate digest")
+        stored = await self._store.load(principal.partition_key, manifest.aggregate_digest_ref or "")
+        if stored is None:
+            self.digests.schedule(principal, session_id)
+            raise NotReady("the aggregate digest is being made again; retry shortly")
+        return manifest, stored.digest
+
+    async def watch(
+        self,
+        principal: Principal,
+        session_id: str,
+        first: ContextSet,
+        *,
+        poll_seconds: float = WATCH_POLL_SECONDS,
+        keepalive_seconds: float = WATCH_KEEPALIVE_SECONDS,
+        max_seconds: float = WATCH_MAX_SECONDS,
+    ) -> AsyncIterator[ContextSet | None]:
+        """The manifest each time it changes, from ``first`` until nothing is parsing (or ``max_seconds``); ``None``
+        items are keep-alives. Wakes on local changes at once and re-reads storage every ``poll_seconds``."""
+        loop = asyncio.get_running_loop()
+        signals = self.digests.signals
+        key = session_key(principal, session_id)
+        seen = signals.version(key)
+        deadline = loop.time() + max_seconds
+        manifest = first
+        last = None
+        last_sent = loop.time()
+        while True:
+            dumped = manifest.model_dump(mode="json")
+            if dumped != last:
+                yield manifest
+                last, last_sent = dumped, loop.time()
+            if not manifest.parsing:
+                return
+            now = loop.time()
+            if now >= deadline:
+                return
+            if now - last_sent >= keepalive_seconds:
+                yield None
+                last_sent = now
+            timeout = min(poll_seconds, deadline - now, max(keepalive_seconds - (now - last_sent), 0.0))
+            seen = await signals.wait(key, seen, timeout)
+            manifest = await self.manifest(principal, session_id, repair=False)
+
+    # -- mutations ------------------------------------------------------------------------------------------------
+
+    async def upload(
+        self, principal: Principal, session_id: str, uploads: Sequence[Upload], *, if_match: int | None = None
+    ) -> Mutation:
+        """``POST …/context/files``: add or replace files by name."""
+        return await self.files.add(principal, session_id, uploads, if_match=if_match)
+
+    async def replace(
+        self, principal: Principal, session_id: str, file_id: str, upload: Upload, *, if_match: int | None = None
+    ) -> Mutation:
+        """``PUT …/context/files/{file_id}``: new content for one file."""
+        return await self.files.replace(principal, session_id, file_id, upload, if_match=if_match)
+
+    async def remove(
+        self, principal: Principal, session_id: str, file_id: str, *, if_match: int | None = None
+    ) -> Mutation:
+        """``DELETE …/context/files/{file_id}``."""
+        return await self.files.remove(principal, session_id, file_id, if_match=if_match)
+
+    # -- effective statuses ---------------------------------------------------------------------------------------
+
+    def _effective(self, principal: Principal, session_id: str, raw: ContextSet) -> tuple[ContextSet, bool]:
+        """The manifest with effective statuses, and whether some work is stale (nobody is doing it)."""
+        busy = self.digests.busy(principal, session_id)
+        fresh = self.digests.file_digests
+        files: list[ContextFile] = []
+        for record in raw.files:
+            status: SpecDigestStatus = spec_digest_status(record.digest_status)
+            if (
+                status in ("ready", "error") and record.status == "ready" and not fresh.is_current(record.model_dump())
+            ) or (status == "parsing" and not busy and self._abandoned(record.digest_updated_at or record.updated_at)):
+                status = "stale"
+            if status == "stale" and busy:
+                status = "parsing"
+            files.append(
+                record if status == record.digest_status else record.model_copy(update={"digest_status": status})
+            )
+        stored = raw.aggregate
+        pending = [record.digest_status for record in files if record.digest_status in ("parsing", "stale")]
+        aggregate: SpecDigestStatus
+        if pending:
+            aggregate = "parsing" if busy or "parsing" in pending else "stale"
+        else:
+            inputs = aggregate_inputs([f for f in files if f.digest_status == "ready"], self.digests.aggregate_version)
+            if stored.inputs == inputs and stored.status == "error":
+                aggregate = "error"
+            elif stored.inputs == inputs and stored.ref is not None and stored.status != "error":
+                aggregate = "ready"
+            elif busy or (stored.status == "parsing" and not self._abandoned(stored.updated_at or raw.updated_at)):
+                aggregate = "parsing"
+            else:
+                aggregate = "stale"
+        stale = aggregate == "stale" or any(
+            record.digest_status == "stale" and record.status == "ready" for record in files
+        )
+        view = raw.model_copy(
+            update={
+                "files": files,
+                "aggregate_digest_status": aggregate,
+                "aggregate_digest_ref": stored.ref if aggregate == "ready" else None,
+                "aggregate_digest_error": stored.error if aggregate == "error" else None,
+                "parsing": aggregate == "parsing" or any(f.digest_status == "parsing" for f in files),
+            }
+        )
+        return view, stale
+
+    def _abandoned(self, since: str | None) -> bool:
+        if not since:
+            return True
+        try:
+            moment = datetime.fromisoformat(since)
+        except ValueError:
+            return True
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return datetime.now(UTC) - moment > self._stale_after
+
+
+def _find(manifest: ContextSet, file_id: str) -> ContextFile:
+    found = next((record for record in manifest.files if record.file_id == file_id), None)
+    if found is None:
+        raise NotFound("no such file in this session", code="file_not_found")
+    return found
+
+
+def _check_ready(status: str, error: str | None, what: str) -> None:
+    if status == "error":
+        raise DigestFailed(f"{what} could not be made: {error or 'unknown reason'}")
+    if status != "ready":
+        raise NotReady(f"{what} is {status}; follow GET …/context or …/context/stream and retry when it is ready")

@@ -1,0 +1,261 @@
+"""A session's context files (context-digest-spec §7): manifest, files, digests, upload/replace/delete, stream.
+
+Mutations answer ``{"revision", "files": [{file_id, filename, status, digest_status, diff}]}``, honour
+``Idempotency-Key`` (a replay answers the first response with ``Idempotent-Replayed: true``) and
+``If-Match: <revision>`` (412 when the set moved on). Digests are made in the background; follow them by polling
+``GET …/context`` or with ``GET …/context/stream`` (server-sent events).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, status
+from pydantic import BaseModel
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from orc.digests.context import ContextFiles
+from orc.documents.uploads import Upload
+from orc.errors import InvalidInput, OrcError, ServiceUnavailable
+from orc.http import dependencies, problems
+from orc.http.uploads import read_uploads
+from orc.idempotency import StoredResponse, fingerprint
+from orc.orchestrator import Orchestrator
+from orc.principal import Principal
+from orc.session_files import ContextFile, ContextSet, Mutation
+
+router = APIRouter()
+
+Caller = Annotated[Principal, Depends(dependencies.principal)]
+REPLAYED = "Idempotent-Replayed"
+_IF_MATCH = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
+_MULTIPART = {
+    "requestBody": {
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+                    "required": ["files"],
+                }
+            }
+        },
+        "required": True,
+    }
+}
+_MUTATION_HEADERS = {
+    "parameters": [
+        {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+        {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"}},
+    ]
+}
+
+
+def context_files(orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)]) -> ContextFiles:
+    """The context-files service of the process."""
+    if orchestrator.context is None:
+        raise ServiceUnavailable("context files are not configured in this process")
+    return orchestrator.context
+
+
+Context = Annotated[ContextFiles, Depends(context_files)]
+
+
+class DigestJson(BaseModel):
+    """A digest: ``schema_version``, ``mode``, ``document``, ``summary``, ``facts`` (each with ``sources``),
+    ``uncertainties`` and, for the aggregate, ``batch``."""
+
+    model_config = {"extra": "allow"}
+
+
+# -- reads ------------------------------------------------------------------------------------------------------
+
+
+@router.get("/sessions/{session_id}/context", response_model=ContextSet, summary="Get a session's context set")
+async def get_manifest(session_id: str, context: Context, principal: Caller) -> ContextSet:
+    """Revision, files with their processing and digest statuses, the aggregate's status and the diff banner
+    (``changes.text``: ``+N new, ~M changed, −K deleted`` or ``no changes``)."""
+    return await context.manifest(principal, session_id)
+
+
+@router.get(
+    "/sessions/{session_id}/context/stream",
+    summary="Follow a session's digest statuses (server-sent events)",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def stream_manifest(session_id: str, context: Context, principal: Caller) -> StreamingResponse:
+    """``event: manifest`` with the manifest each time it changes, until nothing is parsing; then
+    ``event: done``. Comments (``: keep-alive``) keep idle connections open."""
+    first = await context.manifest(principal, session_id)
+
+    async def events() -> AsyncIterator[bytes]:
+        yield b"retry: 3000\n\n"
+        last = first
+        async for manifest in context.watch(principal, session_id, first):
+            if manifest is None:
+                yield b": keep-alive\n\n"
+                continue
+            last = manifest
+            data = json.dumps(manifest.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+            yield f"event: manifest\nid: {manifest.revision}\ndata: {data}\n\n".encode()
+        done = json.dumps({"revision": last.revision, "parsing": last.parsing})
+        yield f"event: done\ndata: {done}\n\n".encode()
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
+
+
+@router.get("/sessions/{session_id}/context/digest", response_model=DigestJson, summary="Get the aggregate digest")
+async def get_aggregate(session_id: str, context: Context, principal: Caller) -> JSONResponse:
+    """The aggregate digest of the latest revision (409 ``not_ready`` while it is being made). ``ETag`` is its
+    ``digest_hash``; ``X-Context-Revision`` the revision it belongs to."""
+    manifest, digest = await context.aggregate(principal, session_id)
+    headers = {"X-Context-Revision": str(manifest.revision)}
+    if manifest.aggregate.digest_hash:
+        headers["ETag"] = f'"{manifest.aggregate.digest_hash}"'
+    return JSONResponse(digest, headers=headers)
+
+
+@router.get(
+    "/sessions/{session_id}/context/files/{file_id}", response_model=ContextFile, summary="Get a file's metadata"
+)
+async def get_file(session_id: str, file_id: str, context: Context, principal: Caller) -> ContextFile:
+    """The file's ContextFile record: hashes, versions, processing and digest statuses."""
+    return await context.file(principal, session_id, file_id)
+
+
+@router.get(
+    "/sessions/{session_id}/context/files/{file_id}/digest",
+    response_model=DigestJson,
+    summary="Get a file's digest",
+)
+async def get_file_digest(session_id: str, file_id: str, context: Context, principal: Caller) -> JSONResponse:
+    """The per-file digest of the file's current content (409 ``not_ready`` while it is being made, 409
+    ``digest_failed`` with the reason when it could not be made). ``ETag`` is its ``digest_hash``."""
+    record, digest = await context.file_digest(principal, session_id, file_id)
+    headers = {"ETag": f'"{record.digest_hash}"'} if record.digest_hash else {}
+    return JSONResponse(digest, headers=headers)
+
+
+# -- mutations -----------------------------------------------------------------------------------------------------
+
+
+@router.post(
+    "/sessions/{session_id}/context/files",
+    response_model=Mutation,
+    status_code=status.HTTP_201_CREATED,
+    summary="Upload files to a session",
+    openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
+)
+async def upload_files(session_id: str, request: Request, context: Context, principal: Caller) -> Response:
+    """Multipart upload, field ``files`` (one or more); each file's blob name is its uploaded filename. A file
+    with a known name replaces that file (``changed``, or ``unchanged`` when its content is the same)."""
+    uploads = await read_uploads(request, context.max_upload_bytes)
+    if_match = _if_match(request)
+
+    async def run() -> Mutation:
+        return await context.upload(principal, session_id, uploads, if_match=if_match)
+
+    parts = _request_parts("POST", session_id, None, if_match, uploads)
+    return await _idempotent(request, principal, context, parts, status.HTTP_201_CREATED, run)
+
+
+@router.put(
+    "/sessions/{session_id}/context/files/{file_id}",
+    response_model=Mutation,
+    summary="Replace a file's content",
+    openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
+)
+async def replace_file(
+    session_id: str, file_id: str, request: Request, context: Context, principal: Caller
+) -> Response:
+    """Multipart, field ``files`` with exactly one file: the new content. The file keeps its id and filename."""
+    uploads = await read_uploads(request, context.max_upload_bytes)
+    if len(uploads) != 1:
+        raise InvalidInput("send exactly one file to replace a file's content", code="too_many_files")
+    if_match = _if_match(request)
+
+    async def run() -> Mutation:
+        return await context.replace(principal, session_id, file_id, uploads[0], if_match=if_match)
+
+    parts = _request_parts("PUT", session_id, file_id, if_match, uploads)
+    return await _idempotent(request, principal, context, parts, status.HTTP_200_OK, run)
+
+
+@router.delete(
+    "/sessions/{session_id}/context/files/{file_id}",
+    response_model=Mutation,
+    summary="Remove a session file",
+    openapi_extra=_MUTATION_HEADERS,
+)
+async def delete_file(session_id: str, file_id: str, request: Request, context: Context, principal: Caller) -> Response:
+    """Remove one file; the aggregate is rebuilt from the remaining digests."""
+    if_match = _if_match(request)
+
+    async def run() -> Mutation:
+        return await context.remove(principal, session_id, file_id, if_match=if_match)
+
+    parts = _request_parts("DELETE", session_id, file_id, if_match, [])
+    return await _idempotent(request, principal, context, parts, status.HTTP_200_OK, run)
+
+
+def _if_match(request: Request) -> int | None:
+    """The expected revision from ``If-Match`` (``3``, ``"3"`` or ``W/"3"``); ``*`` or none means any."""
+    value = request.headers.get("if-match")
+    if value is None or value.strip() == "*":
+        return None
+    match = _IF_MATCH.fullmatch(value.strip())
+    if match is None:
+        raise InvalidInput("If-Match must be the revision to expect, e.g. If-Match: 3", code="invalid_if_match")
+    return int(match.group(1))
+
+
+def _request_parts(
+    method: str, session_id: str, file_id: str | None, if_match: int | None, uploads: list[Upload]
+) -> dict[str, Any]:
+    """What identifies a mutation for ``Idempotency-Key``: the same key must come with the same parts."""
+    return {
+        "method": method,
+        "session_id": session_id,
+        "file_id": file_id,
+        "if_match": if_match,
+        "files": [[upload.filename, upload.sha256, upload.content_type] for upload in uploads],
+    }
+
+
+async def _idempotent(
+    request: Request,
+    principal: Principal,
+    context: ContextFiles,
+    parts: dict[str, Any],
+    status_code: int,
+    run: Callable[[], Awaitable[Mutation]],
+) -> Response:
+    key = request.headers.get("idempotency-key")
+    if key is None or context.idempotency is None:
+        return JSONResponse((await run()).model_dump(mode="json"), status_code=status_code)
+    claim = await context.idempotency.begin(principal, key, fingerprint(parts))
+    if isinstance(claim, StoredResponse):
+        return JSONResponse(
+            claim.body, status_code=claim.status, media_type=claim.media_type, headers={REPLAYED: "true"}
+        )
+    try:
+        mutation = await run()
+    except OrcError as exc:
+        if exc.status >= 500:
+            await context.idempotency.abandon(claim)
+            raise
+        # A refused request is answered the same way on replay (same key, same request, same answer).
+        response = problems.problem_for(exc)
+        await context.idempotency.complete(claim, exc.status, json.loads(bytes(response.body)), problems.PROBLEM_JSON)
+        return response
+    except BaseException:
+        await context.idempotency.abandon(claim)
+        raise
+    body = mutation.model_dump(mode="json")
+    await context.idempotency.complete(claim, status_code, body)
+    return JSONResponse(body, status_code=status_code)

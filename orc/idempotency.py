@@ -1,0 +1,196 @@
+"""``Idempotency-Key`` for mutating requests, recorded through the document-collection port.
+
+A key belongs to the principal that sent it (its records live in the principal's partition of the
+``idempotency`` collection, so two users never share a key). The first request with a key *claims* it with a
+conditional create — of concurrent requests with one key exactly one wins — runs, and stores its response. Later:
+
+- the same key with the same request → the stored response (the caller adds ``Idempotent-Replayed: true``);
+- the same key with a different request → :class:`IdempotencyKeyReused` (422);
+- the same key while the first request still runs → :class:`IdempotencyKeyInFlight` (409).
+
+Records expire after ``ttl`` (24 hours by default): an expired record counts as absent and is overwritten, and
+each new claim deletes a few expired records of the principal, so the collection does not grow without bound on
+backends that have no native TTL. A claim whose request died (its process crashed) is taken over once its
+``lease`` has passed. Responses that a retry could change (5xx, failures) are not kept: the claim is released.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from orc.errors import Conflict, InvalidInput, OrcError
+from orc.principal import Principal
+from orc.storage.ports import DocumentCollection, ETagMismatch, ItemAlreadyExists, StorageUnavailable
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TTL = timedelta(hours=24)
+DEFAULT_LEASE = timedelta(minutes=10)
+SWEEP_LIMIT = 10
+_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+_PREFIX = "ik:"
+_MAX_ATTEMPTS = 10
+
+
+class IdempotencyKeyReused(OrcError):
+    """The key was used before with a different request."""
+
+    code = "idempotency_key_reused"
+    status = 422
+
+
+class IdempotencyKeyInFlight(Conflict):
+    """A request with this key is still being processed."""
+
+    code = "idempotency_key_in_flight"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResponse:
+    """The response recorded for a key: what a replay answers."""
+
+    status: int
+    body: Any
+    media_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A key this request holds until it completes or abandons it."""
+
+    partition_key: str
+    item_id: str
+    etag: str
+    fingerprint: str
+
+
+def fingerprint(parts: Any) -> str:
+    """A stable hash of what makes two requests "the same request" (method, route, ids, headers, content)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class IdempotencyKeys:
+    """Claims, completes and replays idempotency keys."""
+
+    def __init__(
+        self,
+        collection: DocumentCollection,
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        lease: timedelta = DEFAULT_LEASE,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self._items = collection
+        self._ttl = ttl
+        self._lease = lease
+        self._clock = clock
+
+    async def begin(self, principal: Principal, key: str, request_fingerprint: str) -> Claim | StoredResponse:
+        """Claim ``key`` for this request, or return the response recorded for it.
+
+        Raises :class:`~orc.errors.InvalidInput` (``invalid_idempotency_key``) for a malformed key,
+        :class:`IdempotencyKeyReused` and :class:`IdempotencyKeyInFlight`.
+        """
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise InvalidInput("Idempotency-Key must be 1-255 visible ASCII characters", code="invalid_idempotency_key")
+        pk = principal.partition_key
+        item_id = _PREFIX + hashlib.sha256(key.encode()).hexdigest()
+        for _ in range(_MAX_ATTEMPTS):
+            now = self._clock()
+            fresh = self._in_flight(request_fingerprint, now)
+            try:
+                created = await self._items.create(pk, item_id, fresh)
+            except ItemAlreadyExists:
+                pass
+            else:
+                await self._sweep(pk, now)
+                return Claim(pk, item_id, created.etag, request_fingerprint)
+            existing = await self._items.get(pk, item_id)
+            if existing is None:
+                continue
+            body = existing.body
+            taken_over = _expired(body.get("expires_at"), now) or (
+                body.get("state") == "in_flight" and _expired(body.get("lease_until"), now)
+            )
+            if taken_over:
+                try:
+                    replaced = await self._items.replace(pk, item_id, fresh, if_match=existing.etag)
+                except ETagMismatch:
+                    continue
+                return Claim(pk, item_id, replaced.etag, request_fingerprint)
+            if body.get("fingerprint") != request_fingerprint:
+                raise IdempotencyKeyReused(
+                    "this Idempotency-Key was used with a different request; use a new key for a new request"
+                )
+            if body.get("state") != "done":
+                raise IdempotencyKeyInFlight("a request with this Idempotency-Key is still in progress; retry later")
+            return StoredResponse(
+                status=int(body["status"]), body=body.get("response"), media_type=str(body.get("media_type"))
+            )
+        raise StorageUnavailable("the idempotency key is too busy; retry")
+
+    async def complete(self, claim: Claim, status: int, body: Any, media_type: str = "application/json") -> None:
+        """Record the response of the claimed request (what replays of the key answer)."""
+        now = self._clock()
+        record = {
+            "kind": "idempotency_key",
+            "state": "done",
+            "fingerprint": claim.fingerprint,
+            "status": status,
+            "media_type": media_type,
+            "response": body,
+            "created_at": now.isoformat(),
+            "expires_at": (now + self._ttl).isoformat(),
+        }
+        try:
+            await self._items.replace(claim.partition_key, claim.item_id, record, if_match=claim.etag)
+        except ETagMismatch:
+            # The claim outlived its lease and another request took the key over; its answer is the one kept.
+            logger.warning("an idempotency key was taken over before its request completed")
+
+    async def abandon(self, claim: Claim) -> None:
+        """Release the claim without a response (the request failed in a way a retry may fix)."""
+        with contextlib.suppress(ETagMismatch):
+            await self._items.delete(claim.partition_key, claim.item_id, if_match=claim.etag)
+
+    def _in_flight(self, request_fingerprint: str, now: datetime) -> dict[str, Any]:
+        return {
+            "kind": "idempotency_key",
+            "state": "in_flight",
+            "fingerprint": request_fingerprint,
+            "created_at": now.isoformat(),
+            "lease_until": (now + self._lease).isoformat(),
+            "expires_at": (now + self._ttl).isoformat(),
+        }
+
+    async def _sweep(self, partition_key: str, now: datetime) -> None:
+        """Delete a few of the principal's expired records (oldest expiry first)."""
+        try:
+            oldest = await self._items.query(partition_key, id_prefix=_PREFIX, order_by="expires_at", limit=SWEEP_LIMIT)
+            for item in oldest:
+                if _expired(item.body.get("expires_at"), now):
+                    await self._items.delete(partition_key, item.id, if_match=item.etag)
+        except (ETagMismatch, StorageUnavailable):
+            pass  # best effort: the next claim sweeps again
+
+
+def _expired(moment: Any, now: datetime) -> bool:
+    if not isinstance(moment, str):
+        return True
+    try:
+        parsed = datetime.fromisoformat(moment)
+    except ValueError:
+        return True
+    return parsed <= now

@@ -1,0 +1,159 @@
+"""The incremental pipeline beyond the HTTP contract: stale digests, interrupted work, the cache's lifetime, and
+the document tools' view of digests."""
+
+from __future__ import annotations
+
+import pytest
+
+from orc.composition import Stores, build_runtime
+from orc.digests.context import ContextFiles
+from orc.documents.availability import DocumentScope
+from orc.errors import NotFound, NotReady
+from orc.principal import LOCAL_PRINCIPAL, Principal
+from orc.session_files import Upload
+from orc.settings import Settings
+from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+from tests.digests.support import GatedDigestModel, digest_model, task_a_files, task_b_calls
+
+LEASE = Upload("lease.txt", b"The monthly rent is 1,450 euros, payable on the first day of each month.")
+NOTES = Upload("notes.md", b"# Notes\n\nThe deposit is 2,900 euros and is returned within 30 days.")
+ME = LOCAL_PRINCIPAL
+
+
+def memory() -> Stores:
+    return Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
+
+
+def context_of(runtime_context: ContextFiles | None) -> ContextFiles:
+    assert runtime_context is not None
+    return runtime_context
+
+
+async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_when_the_manifest_is_read() -> None:
+    stores = memory()
+    model = digest_model()
+    async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
+        context = context_of(runtime.orchestrator.context)
+        await context.upload(ME, "s", [LEASE, NOTES])
+        assert await context.digests.wait_idle(ME, "s", 30)
+        catalog = await stores.collections.collection("catalog")
+        (lease,) = [
+            item
+            for item in await catalog.query(ME.partition_key, id_prefix="sf:s:")
+            if item.body["filename"] == "lease.txt"
+        ]
+        # As if an older prompt (v1.3) had made this digest.
+        await catalog.replace(
+            ME.partition_key, lease.id, {**lease.body, "prompt_version": "v1.3", "digest_key": "made-by-v1.3"}
+        )
+
+        stale = await context.manifest(ME, "s")
+        assert await context.digests.wait_idle(ME, "s", 30)
+        fresh = await context.manifest(ME, "s")
+
+    assert {f.filename: f.digest_status for f in stale.files} == {"lease.txt": "stale", "notes.md": "ready"}
+    assert stale.aggregate_digest_status == "stale"
+    assert {f.digest_status for f in fresh.files} == {"ready"} and fresh.aggregate_digest_status == "ready"
+    # The cached digest of the same text and current prompt is reused: no new Task A, and the aggregate inputs
+    # (the digest hashes) did not change, so no new Task B either.
+    assert sorted(task_a_files(model)) == ["lease.txt", "notes.md"] and task_b_calls(model) == 1
+
+
+async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_next_process() -> None:
+    stores = memory()
+    gated = GatedDigestModel()
+    async with build_runtime(Settings(), stores=stores, digest_model=gated) as runtime:
+        context = context_of(runtime.orchestrator.context)
+        await context.upload(ME, "s", [LEASE])
+        await gated.reached.wait()
+        during = await context.manifest(ME, "s")
+
+    model = digest_model()
+    async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
+        context = context_of(runtime.orchestrator.context)
+        after_restart = await context.files.manifest(ME, "s")
+        await context.manifest(ME, "s")  # reading it schedules the stale work
+        assert await context.digests.wait_idle(ME, "s", 30)
+        finished = await context.manifest(ME, "s")
+
+    assert during.files[0].digest_status == "parsing" and during.parsing
+    assert after_restart.files[0].digest_status == "stale" and after_restart.aggregate.status == "stale"
+    assert finished.files[0].digest_status == "ready" and finished.aggregate_digest_status == "ready"
+    assert task_a_files(model) == ["lease.txt"]
+
+
+async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() -> None:
+    stores = memory()
+    async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
+        context = context_of(runtime.orchestrator.context)
+        first = await context.upload(ME, "one", [LEASE])
+        second = await context.upload(ME, "two", [LEASE])
+        for session in ("one", "two"):
+            assert await context.digests.wait_idle(ME, session, 30)
+        digests = await stores.collections.collection("digests")
+
+        async def cached() -> int:
+            items = await digests.query(ME.partition_key, id_prefix="fd:")
+            return len(items)
+
+        assert await cached() == 1
+        await context.remove(ME, "one", first.files[0].file_id)
+        assert await context.digests.wait_idle(ME, "one", 30)  # the release runs in the background
+        still_used = await cached()
+        await context.remove(ME, "two", second.files[0].file_id)
+        assert await context.digests.wait_idle(ME, "two", 30)
+        unused = await cached()
+
+    assert still_used == 1 and unused == 0
+
+
+async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_returns_it_when_ready() -> None:
+    gated = GatedDigestModel()
+    async with build_runtime(Settings(), stores=memory(), digest_model=gated) as runtime:
+        library = runtime.orchestrator.documents
+        context = context_of(runtime.orchestrator.context)
+        assert library is not None
+        mutation = await context.upload(ME, "s", [LEASE])
+        file_id = mutation.files[0].file_id
+        await gated.reached.wait()
+        scope = DocumentScope(session_id="s")
+
+        with pytest.raises(NotReady) as refused:
+            await library.summary(ME, scope, file_id)
+        gated.open()
+        analyzed = await library.analyze(ME, scope, file_id)
+
+    assert "being made" in refused.value.message
+    assert analyzed.digest_status == "ready" and analyzed.summary is not None
+    assert analyzed.summary.facts[0]["sources"] == ["lease.txt::S1"]
+    assert analyzed.summary.prompt_version == "v1.4"
+
+
+async def test_another_users_session_and_digests_are_not_found() -> None:
+    async with build_runtime(Settings(), stores=memory(), digest_model=digest_model()) as runtime:
+        context = context_of(runtime.orchestrator.context)
+        await context.upload(ME, "s", [LEASE])
+        other = Principal(organization="default", user="mallory")
+
+        with pytest.raises(NotFound):
+            await context.manifest(other, "s")
+        with pytest.raises(NotFound):
+            await context.aggregate(other, "s")
+
+
+async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
+    stores = memory()
+    async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
+        context = context_of(runtime.orchestrator.context)
+        created = await context.upload(ME, "s", [LEASE])
+        assert await context.digests.wait_idle(ME, "s", 30)
+        await context.replace(
+            ME, "s", created.files[0].file_id, Upload("ignored.txt", b"The rent went up to 1,500 euros.")
+        )
+        assert await context.digests.wait_idle(ME, "s", 30)
+        digests = await stores.collections.collection("digests")
+        cached = [item.body["extracted_text_hash"] for item in await digests.query(ME.partition_key, id_prefix="fd:")]
+        manifest = await context.manifest(ME, "s")
+
+    assert cached == [manifest.files[0].extracted_text_hash]
+    assert manifest.files[0].filename == "lease.txt"  # a replacement keeps the file's name
