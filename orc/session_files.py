@@ -146,8 +146,10 @@ class ContextListener(Protocol):
         """The set changed (files added, replaced or ``removed``); schedule whatever must follow."""
         ...
 
-    async def session_removed(self, principal: Principal, conversation_id: str) -> None:
-        """The session and all its files are gone; forget what belongs to it."""
+    async def session_removed(
+        self, principal: Principal, conversation_id: str, released: Sequence[ContextFile]
+    ) -> None:
+        """The session and all its files (``released``) are gone; forget what belongs to it."""
         ...
 
 
@@ -326,14 +328,15 @@ class SessionFiles:
         """Delete every file of the conversation and its header (used when a session is deleted)."""
         validate_identifier(conversation_id, what="conversation")
         async with self._session_lock(principal, conversation_id):
-            for record in await self.files(principal, conversation_id):
+            records = await self.files(principal, conversation_id)
+            for record in records:
                 location = session_location(principal, conversation_id, record)
                 await self._blobs.delete(location.blob_path)
                 await self._texts.delete(location.partition_key, record.file_id)
                 await self._catalog.delete(principal.partition_key, location.item_id)
             await self._catalog.delete(principal.partition_key, _set_id(conversation_id))
         if self._listener is not None:
-            await self._listener.session_removed(principal, conversation_id)
+            await self._listener.session_removed(principal, conversation_id, records)
 
     async def _mutate(
         self,

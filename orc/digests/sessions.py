@@ -29,7 +29,7 @@ from typing import Any
 from orc.clock import utc_now
 from orc.digests.envelopes import format_name
 from orc.digests.files import DigestTarget, FileDigests
-from orc.digests.runner import DigestRunner
+from orc.digests.runner import DigestRunner, DigestStats
 from orc.digests.schema import BATCH_FILENAME, BATCH_FORMAT, SCHEMA_VERSION, Digest, digest_hash, source_refs
 from orc.digests.signals import SessionSignals
 from orc.digests.store import DigestStore
@@ -105,6 +105,11 @@ class SessionDigests:
         return self._file_digests
 
     @property
+    def stats(self) -> DigestStats:
+        """Task A and Task B calls and tokens spent by this process."""
+        return self._runner.stats
+
+    @property
     def aggregate_version(self) -> str:
         """The aggregate prompt's version (part of the aggregate's inputs)."""
         return self._runner.aggregate_version
@@ -116,13 +121,17 @@ class SessionDigests:
         self.schedule(principal, conversation_id, release={r.digest_key for r in released if r.digest_key})
         self.signals.notify(session_key(principal, conversation_id))
 
-    async def session_removed(self, principal: Principal, conversation_id: str) -> None:
-        """The session is deleted: stop its worker and delete its aggregates."""
+    async def session_removed(
+        self, principal: Principal, conversation_id: str, released: Sequence[ContextFile]
+    ) -> None:
+        """The session is deleted: stop its worker, delete its aggregates and the digests only it used."""
         worker = self._workers.pop(session_key(principal, conversation_id), None)
         if worker is not None and worker.task is not None:
             worker.task.cancel()
             await asyncio.gather(worker.task, return_exceptions=True)
         await self._store.delete_aggregates(principal.partition_key, conversation_id)
+        for key in {record.digest_key for record in released if record.digest_key}:
+            await self._file_digests.release(principal.partition_key, key)
         self.signals.notify(session_key(principal, conversation_id))
 
     # -- scheduling -----------------------------------------------------------------------------------------------

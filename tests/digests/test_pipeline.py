@@ -157,3 +157,19 @@ async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
 
     assert cached == [manifest.files[0].extracted_text_hash]
     assert manifest.files[0].filename == "lease.txt"  # a replacement keeps the file's name
+
+
+async def test_deleting_a_session_deletes_its_aggregate_and_the_digests_only_it_used() -> None:
+    stores = memory()
+    async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
+        context = context_of(runtime.orchestrator.context)
+        await context.upload(ME, "s", [LEASE, NOTES])
+        await context.upload(ME, "keep", [NOTES])
+        for session in ("s", "keep"):
+            assert await context.digests.wait_idle(ME, session, 30)
+
+        await context.files.remove_all(ME, "s")  # what deleting the conversation does to its files
+        digests = await stores.collections.collection("digests")
+        left = [(item.body["kind"], item.body.get("filename")) for item in await digests.query(ME.partition_key)]
+
+    assert sorted(left) == [("aggregate_digest", None), ("file_digest", "notes.md")]  # all of session "keep"
