@@ -136,7 +136,10 @@ class ContextFiles:
                 last_sent = now
             timeout = min(poll_seconds, deadline - now, max(keepalive_seconds - (now - last_sent), 0.0))
             seen = await signals.wait(key, seen, timeout)
-            manifest = await self.manifest(principal, session_id, repair=False)
+            try:
+                manifest = await self.manifest(principal, session_id, repair=False)
+            except NotFound:
+                return  # the session was deleted while it was watched
 
     # -- mutations ------------------------------------------------------------------------------------------------
 

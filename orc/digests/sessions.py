@@ -236,7 +236,11 @@ class SessionDigests:
                 continue
             jobs.append(self._digest(principal, session_id, record, retry))
         if jobs:
-            await asyncio.gather(*jobs)
+            # Every file's job runs to its end even when another one fails; a failure only postpones the aggregate.
+            for outcome in await asyncio.gather(*jobs, return_exceptions=True):
+                if isinstance(outcome, Exception):
+                    settled = False
+                    logger.warning("a file's digest failed: %s", type(outcome).__name__)
             self.signals.notify(session_key(principal, session_id))
         if settled and not worker.dirty:
             await self._aggregate(principal, session_id, retry_error=bool(retry))
