@@ -19,10 +19,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from orc.digests.context import ContextFiles
 from orc.documents.uploads import Upload
-from orc.errors import InvalidInput, OrcError, ServiceUnavailable
-from orc.http import dependencies, problems
+from orc.errors import InvalidInput, ServiceUnavailable
+from orc.http import dependencies
+from orc.http.idempotent import idempotent
 from orc.http.uploads import read_uploads
-from orc.idempotency import StoredResponse, fingerprint
 from orc.orchestrator import Orchestrator
 from orc.principal import Principal
 from orc.session_files import ContextFile, ContextSet, Mutation
@@ -30,7 +30,6 @@ from orc.session_files import ContextFile, ContextSet, Mutation
 router = APIRouter()
 
 Caller = Annotated[Principal, Depends(dependencies.principal)]
-REPLAYED = "Idempotent-Replayed"
 _IF_MATCH = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
 _MULTIPART = {
     "requestBody": {
@@ -235,27 +234,4 @@ async def _idempotent(
     status_code: int,
     run: Callable[[], Awaitable[Mutation]],
 ) -> Response:
-    key = request.headers.get("idempotency-key")
-    if key is None or context.idempotency is None:
-        return JSONResponse((await run()).model_dump(mode="json"), status_code=status_code)
-    claim = await context.idempotency.begin(principal, key, fingerprint(parts))
-    if isinstance(claim, StoredResponse):
-        return JSONResponse(
-            claim.body, status_code=claim.status, media_type=claim.media_type, headers={REPLAYED: "true"}
-        )
-    try:
-        mutation = await run()
-    except OrcError as exc:
-        if exc.status >= 500:
-            await context.idempotency.abandon(claim)
-            raise
-        # A refused request is answered the same way on replay (same key, same request, same answer).
-        response = problems.problem_for(exc)
-        await context.idempotency.complete(claim, exc.status, json.loads(bytes(response.body)), problems.PROBLEM_JSON)
-        return response
-    except BaseException:
-        await context.idempotency.abandon(claim)
-        raise
-    body = mutation.model_dump(mode="json")
-    await context.idempotency.complete(claim, status_code, body)
-    return JSONResponse(body, status_code=status_code)
+    return await idempotent(request, principal, context.idempotency, parts, status_code, run)

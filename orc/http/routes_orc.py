@@ -8,7 +8,9 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response, StreamingResponse
 
 from orc.http import dependencies
+from orc.http.idempotent import claim, idempotent, recorded_stream, replay
 from orc.http.streaming import MEDIA_TYPES, encode, negotiate
+from orc.idempotency import StoredResponse
 from orc.orchestrator import Orchestrator
 from orc.principal import Principal
 from orc.turns import TurnRequest, TurnResult
@@ -28,13 +30,25 @@ async def ask(
     orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)],
     principal: Annotated[Principal, Depends(dependencies.principal)],
 ) -> Response | TurnResult:
-    """Answer one question. ``Accept: application/x-ndjson`` or ``text/event-stream`` streams the events."""
+    """Answer one question. ``Accept: application/x-ndjson`` or ``text/event-stream`` streams the events.
+
+    With an ``Idempotency-Key`` the turn runs once: a retry with the same key and body gets the first answer
+    (as JSON, with ``Idempotent-Replayed: true``), a different body 422, and a retry while it runs 409.
+    """
     turn = await orchestrator.prepare(body, principal)
+    keys = orchestrator.context.idempotency if orchestrator.context is not None else None
+    parts = {"route": "orc", "body": body.model_dump(mode="json")}
     fmt = negotiate(request.headers.get("accept", ""))
     if fmt is None:
-        return await orchestrator.complete(turn)
+        return await idempotent(request, principal, keys, parts, 200, lambda: orchestrator.complete(turn))
+    claimed = await claim(request, principal, keys, parts)
+    if isinstance(claimed, StoredResponse):
+        return replay(claimed)
+    events = orchestrator.stream_prepared(turn)
+    if claimed is not None and keys is not None:
+        events = recorded_stream(events, keys, claimed, TurnResult.model_validate)
     return StreamingResponse(
-        encode(orchestrator.stream_prepared(turn), fmt),
+        encode(events, fmt),
         media_type=MEDIA_TYPES[fmt],
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

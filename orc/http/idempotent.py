@@ -1,0 +1,89 @@
+"""``Idempotency-Key`` for mutating routes: a replay returns the first response, marked as replayed.
+
+The same key with a different request is refused (422) and a key whose first request is still running is a
+conflict (409); keys are scoped to the principal (:class:`orc.idempotency.IdempotencyKeys`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from fastapi import Request
+from pydantic import BaseModel
+from starlette.responses import JSONResponse, Response
+
+from orc.errors import OrcError
+from orc.http import problems
+from orc.idempotency import Claim, IdempotencyKeys, StoredResponse, fingerprint
+from orc.principal import Principal
+from orc.turns import Event
+
+REPLAYED = "Idempotent-Replayed"
+HEADER = "idempotency-key"
+
+
+def replay(stored: StoredResponse) -> Response:
+    """The first response again, marked as a replay."""
+    return JSONResponse(
+        stored.body, status_code=stored.status, media_type=stored.media_type, headers={REPLAYED: "true"}
+    )
+
+
+async def claim(
+    request: Request, principal: Principal, keys: IdempotencyKeys | None, parts: Any
+) -> Claim | StoredResponse | None:
+    """Claim the request's key: ``None`` without a key, the stored response on a replay, else the claim."""
+    key = request.headers.get(HEADER)
+    if key is None or keys is None:
+        return None
+    return await keys.begin(principal, key, fingerprint(parts))
+
+
+async def idempotent(
+    request: Request,
+    principal: Principal,
+    keys: IdempotencyKeys | None,
+    parts: Any,
+    status_code: int,
+    run: Callable[[], Awaitable[BaseModel]],
+) -> Response:
+    """Run ``run`` once per key; caller errors are remembered and replayed too, server failures are not."""
+    claimed = await claim(request, principal, keys, parts)
+    if isinstance(claimed, StoredResponse):
+        return replay(claimed)
+    if claimed is None or keys is None:
+        return JSONResponse((await run()).model_dump(mode="json"), status_code=status_code)
+    try:
+        result = await run()
+    except OrcError as exc:
+        if exc.status >= 500:
+            await keys.abandon(claimed)
+            raise
+        # A refused request is answered the same way on replay (same key, same request, same answer).
+        response = problems.problem_for(exc)
+        await keys.complete(claimed, exc.status, json.loads(bytes(response.body)), problems.PROBLEM_JSON)
+        return response
+    except BaseException:
+        await keys.abandon(claimed)
+        raise
+    body = result.model_dump(mode="json")
+    await keys.complete(claimed, status_code, body)
+    return JSONResponse(body, status_code=status_code)
+
+
+async def recorded_stream(
+    events: AsyncIterator[Event], keys: IdempotencyKeys, claimed: Claim, result: Callable[[Event], BaseModel]
+) -> AsyncIterator[Event]:
+    """Pass a turn's events through and record its ``final`` result under the key (a replay answers JSON)."""
+    completed = False
+    try:
+        async for event in events:
+            if event["type"] == "final":
+                await keys.complete(claimed, 200, result(event).model_dump(mode="json"))
+                completed = True
+            yield event
+    finally:
+        if not completed:
+            await keys.abandon(claimed)
