@@ -4,7 +4,8 @@ Examples::
 
     python -m bench                                   # everything, default iteration counts (< 2 min on 2 cores)
     python -m bench --only turn_overhead --iterations 500
-    python -m bench --only concurrency --turns 50 --latency 0.2
+    python -m bench --only concurrency --turns 50 --latency 0.2 --variant process
+    python -m bench --only storage_round_trips --no-emulators
     python -m bench --quick                           # small counts, a smoke run
 """
 
@@ -19,11 +20,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import concurrency, model_calls, turn_overhead
+from bench import concurrency, model_calls, storage_round_trips, turn_overhead
 from bench.common import BenchResult, format_checks, format_table, machine_info
 from orc.testing import forbid_model_requests
 
-BENCHMARKS = ("turn_overhead", "model_calls", "concurrency")
+BENCHMARKS = ("turn_overhead", "model_calls", "concurrency", "storage_round_trips")
 PROFILE_COLUMNS = ["function", "calls_per_turn", "self_ms_per_turn", "cum_ms_per_turn"]
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -47,8 +48,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     group.add_argument(
         "--storage", action="append", choices=("embedded", "memory"), help="storages for concurrency (both)"
     )
-    group.add_argument("--no-experiment", action="store_true", help="skip the cached-validation experiment run")
+    group.add_argument(
+        "--variant",
+        action="append",
+        choices=concurrency.ALL_VARIANTS,
+        help="server set-ups for concurrency: process (1 worker), workers2, workers2-stock, inproc "
+        "(default: all but workers2-stock)",
+    )
     group.add_argument("--profile-concurrency", action="store_true", help="one more run under cProfile (off)")
+    group = parser.add_argument_group("storage_round_trips")
+    group.add_argument("--round-trip-repeats", type=int, default=10, help="recorded warm turns per row (10)")
+    group.add_argument("--no-emulators", action="store_true", help="memory stores only (skip Cosmos/Azurite)")
     parser.add_argument("--timeout", type=float, default=300.0, help="bound on each benchmark, seconds (300)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help=f"JSON results ({DEFAULT_OUTPUT.name})")
     parser.add_argument("--label", default="", help="free text stored with the results (e.g. what was measured)")
@@ -58,6 +68,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.iterations, args.http_iterations = 10, 5
         args.breakdown_iterations, args.profile_iterations = 5, 5
         args.turns, args.single_runs = 10, 2
+        args.round_trip_repeats = 3
     return args
 
 
@@ -77,8 +88,11 @@ def _jobs(args: argparse.Namespace) -> dict[str, Callable[[], Awaitable[BenchRes
             single_runs=args.single_runs,
             limit_s=min(args.timeout, 120.0),
             storages=storages,
-            experiment=not args.no_experiment,
+            variants=tuple(args.variant) if args.variant else concurrency.VARIANTS,
             profile=args.profile_concurrency,
+        ),
+        "storage_round_trips": lambda: storage_round_trips.run(
+            repeats=args.round_trip_repeats, emulators=not args.no_emulators
         ),
     }
 
@@ -87,44 +101,61 @@ def report(result: BenchResult) -> str:
     """The readable form of one benchmark's result."""
     lines = [f"== {result.name} =="]
     if result.name == "turn_overhead":
-        columns = ["mode", "storage", "n", "p50", "p90", "p99", "mean", "min", "max", "cpu_ms", "cache_hits"]
-        lines.append(format_table(result.rows, columns))
-        lines.append("(milliseconds per turn; cpu_ms = process CPU time per turn, all threads)")
+        columns = ["mode", "storage", "n", "p50", "p90", "p99", "mean", "min", "max", "cpu_ms", "client_cpu_ms"]
+        lines.append(format_table(result.rows, [*columns, "cache_hits"]))
+        lines.append(
+            "(milliseconds per turn; cpu_ms = the serving process's CPU time per turn, all threads: the bench process"
+            " for inproc/asgi/http-same-loop (client included), the server process for http-process)"
+        )
         breakdown = result.details.get("breakdown")
         if breakdown:
             lines.append(
                 "\nwhere a warm in-process turn (embedded) goes, p50 ms, measured separately without a profiler:"
             )
             lines.extend(f"  {key}: {value}" for key, value in breakdown.items())
-        for key in ("profile", "profile_cached_validation"):
-            profile = result.details.get(key)
-            if not profile:
-                continue
-            title = "cProfile" + (
-                " with cached schema validation (experiment)" if profile["cached_validation_experiment"] else ""
-            )
+        profile = result.details.get("profile")
+        if profile:
             lines.append(
-                f"\n{title}: {profile['iterations']} turns, {profile['profiled_wall_ms_per_turn']} ms/turn under the "
+                f"\ncProfile: {profile['iterations']} turns, {profile['profiled_wall_ms_per_turn']} ms/turn under the "
                 "profiler; self time by package (ms/turn):"
             )
             lines.append(format_table(profile["by_package"][:10], ["package", "self_ms_per_turn", "share"]))
             lines.append("top functions by self time (ms/turn):")
             lines.append(format_table(profile["top_self"][:12], PROFILE_COLUMNS))
+            lines.append("calls per turn of former per-turn costs (0 = gone):")
+            lines.extend(f"  {key}: {value}" for key, value in profile["former_costs_calls_per_turn"].items())
     elif result.name == "model_calls":
         columns = ["turn", "metadata_model_calls", "scripted_model_calls", "critical_path_calls", "planning_calls"]
         lines.append(format_table(result.rows, [*columns, "cache", "limit", "wall_ms", "wall_ms_with_latency"]))
+    elif result.name == "storage_round_trips":
+        columns = ["variant", "documents", "turns", "round_trips", "storage_ms_p50", "storage_cpu_ms_p50"]
+        lines.append(format_table(result.rows, [*columns, "turn_ms_p50", "storage_share", "cache_hits"]))
+        lines.append("calls of one warm turn, p50 wall ms (client CPU ms) per call:")
+        for row in result.rows:
+            calls = ", ".join(f"{c['call']} {c['p50_ms']:.2f} ({c['cpu_p50_ms']:.2f})" for c in row["per_call"])
+            lines.append(f"  {row['variant']}, {row['documents']} doc(s): {calls}")
+        skipped = result.details.get("emulators_skipped")
+        if skipped:
+            lines.append(f"emulator variant skipped: {skipped}")
+        if result.details.get("anomalies"):
+            lines.append(f"anomalies: {result.details['anomalies']}")
     else:
-        columns = ["storage", "variant", "turns", "latency_s", "one_turn_ms", "total_ms", "ratio", "ok", "errors"]
-        lines.append(format_table(result.rows, [*columns, "cpu_ms_per_turn", "turn_p50_ms", "turn_max_ms"]))
+        columns = ["storage", "variant", "turns", "one_turn_ms", "total_ms", "ratio", "ok", "errors"]
+        cpu = ["server_cpu_ms_per_turn", "client_cpu_ms_per_turn", "turn_p50_ms", "turn_max_ms"]
+        lines.append(format_table(result.rows, [*columns, *cpu]))
+        lines.append("(server CPU: the server process and its workers; in-process: the bench process, client included)")
+        for key in ("failures", "retried_or_failed"):
+            if result.details.get(key):
+                lines.append(f"{key}: {result.details[key]}")
         profile = result.details.get("profile")
         if profile:
             lines.append(
-                f"\ncProfile of {result.details['profiled_run']['turns']} concurrent turns (embedded): "
-                f"{profile['profiled_cpu_ms_per_turn']} ms/turn; self time by package (ms/turn):"
+                f"\ncProfile of the server process over {result.details['profiled_run']['turns']} concurrent turns "
+                f"(embedded, event-loop thread): {profile['profiled_cpu_ms_per_turn']} ms/turn; self time by package:"
             )
             lines.append(format_table(profile["by_package"][:10], ["package", "self_ms_per_turn", "share"]))
-            lines.append("top functions by cumulative time (ms/turn):")
-            lines.append(format_table(profile["top_cumulative"][:15], PROFILE_COLUMNS))
+            lines.append("top functions by self time (ms/turn; epoll.poll is the loop waiting, e.g. on the model):")
+            lines.append(format_table(profile["top_self"][:15], PROFILE_COLUMNS))
     if result.checks:
         lines.append("\ntargets:")
         lines.append(format_checks(result.checks))

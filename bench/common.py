@@ -10,26 +10,23 @@ import contextlib
 import cProfile
 import datetime
 import io
-import json
 import os
 import platform
 import pstats
 import re
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 import uvicorn
 from asgi_lifespan import LifespanManager
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -66,6 +63,7 @@ SAMPLE_DOCS: dict[str, bytes] = {
 }
 SAMPLE_NAMES: list[str] = list(SAMPLE_DOCS)
 
+REPO = Path(__file__).resolve().parent.parent
 _REF = re.compile(r'<source ref="([^"]+)"')
 
 # Bounds for everything that waits (seconds).
@@ -181,6 +179,138 @@ async def serve_on_loopback(app: ASGIApp) -> AsyncIterator[str]:
                 await task
 
 
+@dataclass(frozen=True)
+class ServerProcess:
+    """A benchmark server running in its own process (see :mod:`bench.server`)."""
+
+    base_url: str
+    pid: int
+    workers: int
+    log: Path
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How to run ``python -m bench.server`` (see its module docstring)."""
+
+    latency: float = 0.0
+    storage: StorageKind = "embedded"
+    workers: int = 1
+    stock_socket: bool = False
+    profile_dir: Path | None = None
+
+    def command(self, port: int, home: Path) -> list[str]:
+        """The command line of the server process."""
+        command = [sys.executable, "-m", "bench.server", "--port", str(port), "--latency", str(self.latency)]
+        command += ["--home", str(home), "--storage", self.storage, "--workers", str(self.workers)]
+        if self.profile_dir is not None:
+            command += ["--profile-dir", str(self.profile_dir)]
+        if self.stock_socket:
+            command.append("--stock-socket")
+        return command
+
+
+def _log_tail(log: Path, limit: int = 2000) -> str:
+    with contextlib.suppress(OSError):
+        return log.read_text(errors="replace")[-limit:]
+    return ""
+
+
+def _stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server (uvicorn shuts down gracefully, workers included); SIGKILL its group if it hangs."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=SERVER_STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        # The server was started in a session of its own: its process group is it and its workers only.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=SERVER_STOP_TIMEOUT)
+
+
+def _spawn_server(port: int, home: Path, options: ServerOptions) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start ``python -m bench.server`` in a session of its own; its output goes to a log file next to ``home``."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    log = home.parent / f"server-{port}.log"
+    env = dict(os.environ)
+    # Import orc and bench from the tree this bench/ sits in (e.g. a `git archive` of HEAD), in every worker.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            options.command(port, home),
+            cwd=REPO,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return process, log
+
+
+@asynccontextmanager
+async def serve_in_subprocess(home: Path, options: ServerOptions) -> AsyncIterator[ServerProcess]:
+    """Start ``python -m bench.server`` on a free 127.0.0.1 port; yield it once ``/api/health`` says ``ok``.
+
+    Readiness is polled with a bounded deadline (and fails early if the process exits); on exit the server is
+    sent SIGTERM and waited for, with SIGKILL to its own process group as a bounded fallback. The server's
+    output goes to a log file next to ``home``, quoted when it fails to start.
+    """
+    port = free_port()
+    process, log = _spawn_server(port, home, options)
+    workers = options.workers
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SERVER_START_TIMEOUT * max(1, workers)
+        async with loopback_client(base_url, connections=1) as probe:
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"bench.server exited with {process.returncode}:\n{_log_tail(log)}")
+                if loop.time() > deadline:
+                    raise TimeoutError(f"bench.server did not become ready on {base_url}:\n{_log_tail(log)}")
+                with contextlib.suppress(httpx.HTTPError):
+                    response = await probe.get("/api/health", timeout=2.0)
+                    if response.status_code == 200 and response.json().get("status") == "ok":
+                        break
+                await asyncio.sleep(0.05)  # poll interval, not a wait for readiness
+        yield ServerProcess(base_url=base_url, pid=process.pid, workers=workers, log=log)
+    finally:
+        await asyncio.to_thread(_stop_process, process)
+
+
+def _proc_children(pid: int) -> list[int]:
+    children: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                children += [int(child) for child in (task / "children").read_text().split()]
+    return children
+
+
+def process_tree_cpu_seconds(pid: int, max_processes: int = 64) -> float:
+    """User + system CPU time of ``pid`` and its live descendants (from ``/proc``; 0 where unavailable).
+
+    Used to read the CPU a server process (and its uvicorn workers) spent while the bench process drove it.
+    """
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0.0
+    pending: list[int] = [pid]
+    seen: set[int] = set()
+    while pending and len(seen) < max_processes:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15)
+        pending += _proc_children(current)
+    return total
+
+
 @asynccontextmanager
 async def asgi_client(app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client calling ``app`` in-process through ``ASGITransport`` (lifespan run by asgi-lifespan)."""
@@ -226,45 +356,6 @@ async def post_turn(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str
     return result
 
 
-# -- an experiment: the MCP SDK's schema validation, cached ------------------------------------------------
-
-
-@contextlib.contextmanager
-def patched_jsonschema_validate(replacement: Callable[..., None]) -> Iterator[None]:
-    """Swap ``jsonschema.validate`` (what the MCP SDK calls on tool input and output) for the duration.
-
-    Bench-only instrumentation; the product code is untouched and the original is restored on exit.
-    """
-    original = jsonschema.validate
-    jsonschema.validate = replacement
-    try:
-        yield
-    finally:
-        jsonschema.validate = original
-
-
-def cached_validate_function() -> Callable[..., None]:
-    """A ``jsonschema.validate`` stand-in that checks each distinct schema once and reuses its validator.
-
-    This is what the MCP SDK's validation would cost if it did not re-check the schema against the
-    metaschema on every call (an experiment to size the problem, not product behaviour).
-    """
-    validators: dict[str, Any] = {}
-
-    def validate(instance: Any, schema: Any, cls: Any = None, *args: Any, **kwargs: Any) -> None:
-        key = json.dumps(schema, sort_keys=True, default=str)
-        validator = validators.get(key)
-        if validator is None:
-            validator_class = cls or jsonschema.validators.validator_for(schema)
-            validator_class.check_schema(schema)
-            validator = validators[key] = validator_class(schema, *args, **kwargs)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
-        if error is not None:
-            raise error
-
-    return validate
-
-
 # -- profiles --------------------------------------------------------------------------------------------------
 
 
@@ -289,10 +380,18 @@ def _package_of(filename: str) -> str:
     return path.stem
 
 
-def profile_summary(profiler: cProfile.Profile, iterations: int, top: int = 25) -> dict[str, Any]:
+def profile_summary(
+    profile: cProfile.Profile | pstats.Stats | str | Path, iterations: int, top: int = 25
+) -> dict[str, Any]:
     """Per-turn figures from a profile of ``iterations`` turns: self time by package, top functions by self and
-    by cumulative time (cumulative time of coroutines counts each resumption, so loop plumbing is left out)."""
-    stats = pstats.Stats(profiler, stream=io.StringIO())
+    by cumulative time (cumulative time of coroutines counts each resumption, so loop plumbing is left out).
+
+    ``profile`` is a profiler, its stats, or a pstats file (e.g. written by a :mod:`bench.server` process)."""
+    stats = (
+        profile
+        if isinstance(profile, pstats.Stats)
+        else pstats.Stats(str(profile) if isinstance(profile, Path) else profile, stream=io.StringIO())
+    )
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     total = sum(entry[2] for entry in raw.values())  # sum of self (tottime) over every function
     by_package: dict[str, float] = {}
@@ -446,7 +545,6 @@ def machine_info() -> dict[str, Any]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    repo = Path(__file__).resolve().parent.parent
     return {
         "date_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
@@ -455,11 +553,11 @@ def machine_info() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
-        "commit": _command("git", "-C", str(repo), "rev-parse", "--short", "HEAD"),
+        "commit": _command("git", "-C", str(REPO), "rev-parse", "--short", "HEAD"),
         # Uncommitted changes to the product (bench/ aside) make the figures hard to reproduce.
         "uncommitted_product_changes": [
             line[3:]
-            for line in _command("git", "-C", str(repo), "status", "--porcelain").splitlines()
+            for line in _command("git", "-C", str(REPO), "status", "--porcelain").splitlines()
             if line[3:] and not line[3:].startswith("bench/")
         ],
     }

@@ -1,25 +1,40 @@
 """Target 3: 100 concurrent turns through the HTTP app on loopback take ≤ 3× one turn's wall time.
 
-uvicorn serves the app on a free 127.0.0.1 port as a task of this process's event loop; the model sleeps
-``latency`` seconds per call (``asyncio.sleep``, so calls of different turns overlap). Every conversation gets
-one small sample document uploaded beforehand (not timed). Then:
+The server runs in a process of its own (``python -m bench.server``, uvicorn on a free 127.0.0.1 port) and the
+load generator — an httpx client — in the bench process, so the client's CPU is not counted as server time.
+The model sleeps ``latency`` seconds per call (``asyncio.sleep``, so calls of different turns overlap). Every
+conversation gets one small sample document uploaded beforehand (not timed). Then:
 
-1. one warm-up turn on its own conversation (imports, first-use caches);
+1. warm-up turns on their own conversations (imports, first-use caches; two per worker, at once);
 2. ``single_runs`` turns one after the other, each on a fresh conversation: their median is "one turn";
 3. ``turns`` turns at once (``asyncio.gather``), each on its own conversation: the total wall time.
 
-Every turn is a first turn with ``blob_names`` (document_chat, cache miss, 2 model calls). The client runs in
-the same event loop as the server, so its cost is in the figures too. Everything is bounded by timeouts.
+Every turn is a first turn with ``blob_names`` (document_chat, cache miss, 2 model calls). Everything is bounded
+by timeouts.
+
+Variants (rows):
+
+- ``process``: one uvicorn worker process; embedded storage is the target row, memory stores separate the
+  storage cost;
+- ``workers2``: two uvicorn worker processes on embedded storage. Both share one SQLite file (WAL) and one blob
+  folder; each has its own document_chat file-id cache and MCP session (every turn here is a cache miss anyway).
+  ``bench.server`` binds the listening socket itself so that ``TCP_NODELAY`` is set (see :mod:`bench.server`);
+- ``workers2-stock`` (not run by default): the same with uvicorn's own socket, where every response waits
+  about 40 ms on a delayed ACK (uvicorn issue #3149);
+- ``inproc``: for comparison with the earlier figures, uvicorn as a task of the bench's own event loop, the
+  client in the same loop (its CPU counted with the server's).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import cProfile
 import statistics
 import time
-from typing import Any
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
 import httpx
 
@@ -27,14 +42,15 @@ from bench.common import (
     SAMPLE_NAMES,
     BenchResult,
     Check,
+    ServerOptions,
     StorageKind,
     bench_settings,
-    cached_validate_function,
     loopback_client,
-    patched_jsonschema_validate,
     post_turn,
+    process_tree_cpu_seconds,
     profile_summary,
     scripted_model,
+    serve_in_subprocess,
     serve_on_loopback,
     stores_for,
     summarize,
@@ -46,6 +62,27 @@ from orc.http import create_app
 
 RATIO_LIMIT = 3.0
 UPLOAD_CONCURRENCY = 8
+UPLOAD_ATTEMPTS = 3
+
+Variant = Literal["process", "workers2", "workers2-stock", "inproc"]
+ALL_VARIANTS: tuple[Variant, ...] = ("process", "workers2", "workers2-stock", "inproc")
+VARIANTS: tuple[Variant, ...] = ("process", "workers2", "inproc")  # the default run
+VARIANT_LABELS: dict[Variant, str] = {
+    "process": "server process, 1 worker",
+    "workers2": "server process, 2 workers (shared SQLite, WAL)",
+    "workers2-stock": "2 workers, uvicorn's socket (Nagle on)",
+    "inproc": "in-process server + client, one loop (comparison)",
+}
+WORKERS: dict[Variant, int] = {"process": 1, "workers2": 2, "workers2-stock": 2, "inproc": 1}
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the turns go, and whose CPU to read (``None``: the bench process itself serves)."""
+
+    base_url: str
+    server_pid: int | None
+    log: Path | None = None
 
 
 async def _bounded_turn(client: httpx.AsyncClient, conversation_id: str, name: str, limit_s: float) -> dict[str, Any]:
@@ -58,51 +95,85 @@ async def _bounded_turn(client: httpx.AsyncClient, conversation_id: str, name: s
     }
 
 
+@contextlib.asynccontextmanager
+async def _serve(
+    variant: Variant, storage: StorageKind, latency: float, home: Path, profile_dir: Path | None
+) -> AsyncIterator[Target]:
+    if variant == "inproc":
+        app = create_app(bench_settings(home), model=scripted_model(latency), stores=stores_for(storage))
+        async with serve_on_loopback(app) as base_url:
+            yield Target(base_url, None)
+        return
+    options = ServerOptions(
+        latency=latency,
+        storage=storage,
+        workers=WORKERS[variant],
+        stock_socket=variant == "workers2-stock",
+        profile_dir=profile_dir,
+    )
+    async with serve_in_subprocess(home, options) as server:
+        yield Target(server.base_url, server.pid, server.log)
+
+
 async def measure(
     storage: StorageKind,
+    variant: Variant = "process",
     *,
     turns: int,
     latency: float,
     single_runs: int,
     limit_s: float,
-    cached_validation: bool = False,
     profile: bool = False,
 ) -> dict[str, Any]:
-    """One turn alone vs ``turns`` at once, on ``storage``; returns a row of figures.
+    """One turn alone vs ``turns`` at once, on ``storage`` served as ``variant``; returns a row of figures.
 
-    ``cached_validation`` runs the experiment of :func:`bench.common.cached_validate_function` (the MCP SDK's
-    per-call schema check replaced by a validator cached per schema), to size that cost under load.
-    ``profile`` runs the concurrent phase under cProfile (server and client; the wall time is then not a figure).
+    ``profile`` (``process`` variant only) runs the server's concurrent phase under cProfile, switched on and off
+    through ``bench.server``'s ``/bench/profile`` endpoints; the wall time of such a run is not a figure.
     """
-    model = scripted_model(latency)
-    patch = patched_jsonschema_validate(cached_validate_function()) if cached_validation else contextlib.nullcontext()
-    with temporary_home() as home, patch:
-        app = create_app(bench_settings(home), model=model, stores=stores_for(storage))
-        async with serve_on_loopback(app) as base_url, loopback_client(base_url, connections=turns + 8) as client:
+    if profile and variant != "process":
+        raise ValueError("only the single-worker server process can be profiled")
+    workers = WORKERS[variant]
+    with temporary_home() as home:
+        profile_dir = home.parent / "profile" if profile else None
+        async with (
+            _serve(variant, storage, latency, home, profile_dir) as target,
+            loopback_client(target.base_url, connections=turns + 8) as client,
+        ):
             names = {f"bench-c-{i:03d}": SAMPLE_NAMES[i % len(SAMPLE_NAMES)] for i in range(turns)}
             names |= {f"bench-s-{i:03d}": SAMPLE_NAMES[i % len(SAMPLE_NAMES)] for i in range(single_runs)}
-            names["bench-warmup"] = SAMPLE_NAMES[0]
+            warmups = [f"bench-w-{i}" for i in range(2 * workers)]
+            names |= {conversation: SAMPLE_NAMES[0] for conversation in warmups}
             gate = asyncio.Semaphore(UPLOAD_CONCURRENCY)
 
+            upload_retries = [0]
+
             async def upload(conversation_id: str, name: str) -> None:
+                # Set-up, not timed: a 503 ("retry later") is retried a bounded number of times, and counted.
                 async with gate:
-                    await asyncio.wait_for(upload_http(client, conversation_id, [name]), limit_s)
+                    for attempt in range(UPLOAD_ATTEMPTS):
+                        try:
+                            await asyncio.wait_for(upload_http(client, conversation_id, [name]), limit_s)
+                            return
+                        except RuntimeError as exc:
+                            if " 503 " not in str(exc) or attempt == UPLOAD_ATTEMPTS - 1:
+                                raise
+                            upload_retries[0] += 1
+                            await asyncio.sleep(0.1 * (attempt + 1))
 
             await asyncio.gather(*(upload(conversation, name) for conversation, name in names.items()))
 
-            await _bounded_turn(client, "bench-warmup", names["bench-warmup"], limit_s)
+            await asyncio.gather(*(_bounded_turn(client, w, names[w], limit_s) for w in warmups))
             singles = [
                 await _bounded_turn(client, f"bench-s-{i:03d}", names[f"bench-s-{i:03d}"], limit_s)
                 for i in range(single_runs)
             ]
             one_turn_ms = statistics.median(single["wall_ms"] for single in singles)
 
-            calls_before = model.calls
-            profiler = cProfile.Profile() if profile else None
+            if profile:
+                (await client.post("/bench/profile/start")).raise_for_status()
+            server_cpu_started = process_tree_cpu_seconds(target.server_pid) if target.server_pid else 0.0
             cpu_started = time.process_time()
             started = time.perf_counter()
-            if profiler is not None:
-                profiler.enable()
             outcomes = await asyncio.wait_for(
                 asyncio.gather(
                     *(
@@ -113,20 +184,35 @@ async def measure(
                 ),
                 limit_s,
             )
-            if profiler is not None:
-                profiler.disable()
             total_ms = (time.perf_counter() - started) * 1000
-            cpu_ms = (time.process_time() - cpu_started) * 1000
-            calls = model.calls - calls_before
+            client_cpu_ms = (time.process_time() - cpu_started) * 1000
+            server_cpu_ms = (
+                (process_tree_cpu_seconds(target.server_pid) - server_cpu_started) * 1000 if target.server_pid else None
+            )
+            stats_file = ""
+            if profile:
+                stopped = await client.post("/bench/profile/stop")
+                stopped.raise_for_status()
+                stats_file = stopped.json()["stats_file"]
+            profile_figures = profile_summary(Path(stats_file), turns) if stats_file else None
+        # The server has stopped; keep the end of its log when turns failed (the folder goes away next).
+        log_tail = (
+            _tail(target.log)
+            if target.log is not None and any(isinstance(outcome, BaseException) for outcome in outcomes)
+            else ""
+        )
 
     ok = [outcome for outcome in outcomes if isinstance(outcome, dict)]
     errors = [
         f"{type(outcome).__name__}: {outcome}"[:200] for outcome in outcomes if isinstance(outcome, BaseException)
     ]
     per_turn = summarize([outcome["wall_ms"] for outcome in ok]) if ok else {}
+    in_process = target.server_pid is None
     row: dict[str, Any] = {
         "storage": storage,
-        "variant": "cached validation (experiment)" if cached_validation else "product",
+        "variant": VARIANT_LABELS[variant] + (", profiled" if profile else ""),
+        "variant_key": variant,
+        "workers": workers,
         "turns": turns,
         "latency_s": latency,
         "one_turn_ms": round(one_turn_ms, 2),
@@ -136,21 +222,31 @@ async def measure(
         "ok": len(ok),
         "errors": len(errors),
         "error_samples": errors[:3],
-        "model_calls_total": calls,
+        "upload_503_retries": upload_retries[0],
+        "model_calls_total": sum(outcome["model_calls"] for outcome in ok),
         "model_calls_per_turn": sorted({outcome["model_calls"] for outcome in ok}),
         "cache": sorted({str(outcome["cache"]) for outcome in ok}),
-        "cpu_ms_total": round(cpu_ms, 1),
-        "cpu_ms_per_turn": round(cpu_ms / turns, 2),
+        # In-process, the client and the server share the bench process: its CPU is theirs together.
+        "server_cpu_ms_per_turn": round((client_cpu_ms if in_process else server_cpu_ms or 0.0) / turns, 2),
+        "client_cpu_ms_per_turn": None if in_process else round(client_cpu_ms / turns, 2),
+        "cpu_note": "bench process (server + client)" if in_process else "server process tree / bench process",
         "turn_p50_ms": per_turn.get("p50"),
         "turn_p90_ms": per_turn.get("p90"),
         "turn_max_ms": per_turn.get("max"),
-        # If the turns only waited on the model, 100 would take about one turn; this is the floor.
+        # If the turns only waited on the model, `turns` at once would take about one turn; this is the floor.
         "model_floor_ms": round(2 * latency * 1000, 1),
     }
-    if profiler is not None:
-        row["variant"] += ", profiled"
-        row["profile"] = profile_summary(profiler, turns)
+    if log_tail:
+        row["server_log_tail"] = log_tail
+    if profile_figures is not None:
+        row["profile"] = profile_figures
     return row
+
+
+def _tail(log: Path, limit: int = 3000) -> str:
+    with contextlib.suppress(OSError):
+        return log.read_text(errors="replace")[-limit:]
+    return ""
 
 
 async def run(
@@ -159,32 +255,47 @@ async def run(
     single_runs: int = 5,
     limit_s: float = 120.0,
     storages: tuple[StorageKind, ...] = ("embedded", "memory"),
-    experiment: bool = True,
+    variants: tuple[Variant, ...] = VARIANTS,
     profile: bool = False,
 ) -> BenchResult:
-    """Run :func:`measure` on each storage; check the ≤ 3× target on embedded storage (the product default).
+    """Run :func:`measure` per storage and variant; check the ≤ 3× target on the embedded server process.
 
-    With ``experiment``, also run embedded storage with cached schema validation (not the product's behaviour);
-    with ``profile``, one more embedded run under cProfile (its figures go to ``details``, not to the checks).
+    ``process`` runs on each of ``storages``; the other variants on embedded storage only. With
+    ``profile``, one more single-worker embedded run under cProfile (its figures go to ``details``).
     """
     result = BenchResult(name="concurrency")
-    variants: list[tuple[StorageKind, bool]] = [(storage, False) for storage in storages]
-    if experiment:
-        variants.append(("embedded", True))
-    for storage, cached in variants:
-        row = await measure(
-            storage, turns=turns, latency=latency, single_runs=single_runs, limit_s=limit_s, cached_validation=cached
-        )
-        result.rows.append(row)
-        if storage == "embedded" and not cached:
-            result.checks.append(
-                Check(f"{turns} concurrent turns / one turn, HTTP loopback, embedded", row["ratio"], RATIO_LIMIT, "×")
+    plan: list[tuple[StorageKind, Variant]] = []
+    if "process" in variants:
+        plan += [(storage, "process") for storage in storages]
+    plan += [("embedded", variant) for variant in ALL_VARIANTS[1:] if variant in variants]
+    for storage, variant in plan:
+        try:
+            row = await measure(
+                storage, variant, turns=turns, latency=latency, single_runs=single_runs, limit_s=limit_s
             )
+        except (RuntimeError, TimeoutError, httpx.HTTPError) as exc:  # a set-up failure: report it, go on
+            row = {"storage": storage, "variant": VARIANT_LABELS[variant], "variant_key": variant, "turns": turns}
+            row["failed"] = f"{type(exc).__name__}: {exc}"[:500]
+            result.rows.append(row)
+            result.details.setdefault("failures", {})[row["variant"]] = [row["failed"]]
+            if storage == "embedded" and variant == "process":
+                result.checks.append(Check(f"{turns} concurrent turns, server process, embedded: ran", 1, 0, ""))
+            continue
+        result.rows.append(row)
+        if row["upload_503_retries"] or row["errors"]:
+            result.details.setdefault("retried_or_failed", {})[row["variant"]] = {
+                "upload_503_retries": row["upload_503_retries"],
+                "failed_turns": row["errors"],
+                "samples": row["error_samples"],
+            }
+        if storage == "embedded" and variant == "process":
+            where = "HTTP loopback, server process, embedded"
+            result.checks.append(Check(f"{turns} concurrent turns / one turn, {where}", row["ratio"], RATIO_LIMIT, "×"))
             result.checks.append(Check(f"{turns} concurrent turns: failed turns", row["errors"], 0, ""))
     if profile:
         profiled = await measure(
-            "embedded", turns=turns, latency=latency, single_runs=1, limit_s=limit_s * 3, profile=True
+            "embedded", "process", turns=turns, latency=latency, single_runs=1, limit_s=limit_s * 3, profile=True
         )
-        result.details["profile"] = profiled.pop("profile")
+        result.details["profile"] = profiled.pop("profile", None)
         result.details["profiled_run"] = profiled
     return result

@@ -4,18 +4,19 @@ One conversation with the three sample documents attached; one warm-up turn fill
 cache, then the same turn is repeated ``iterations`` times and each repetition must report
 ``metadata.cache == "hit"``. Every repetition is a follow-up, so it also runs the rewrite call (zero latency).
 
-Measured three ways, each on embedded storage (SQLite file + local folder, the product default) and on memory
+Measured four ways, each on embedded storage (SQLite file + local folder, the product default) and on memory
 stores (to separate the storage cost):
 
 - ``inproc``: ``orchestrator.ask(TurnRequest(...))`` awaited directly;
 - ``asgi``: ``POST /api/orc`` through ``httpx.ASGITransport`` (the whole app, no sockets);
-- ``http``: ``POST /api/orc`` to uvicorn on a 127.0.0.1 port, served by a task of the same event loop
-  (so the client's cost is included too — client and server share one core's event loop).
+- ``http-process``: ``POST /api/orc`` to ``python -m bench.server`` (uvicorn, one worker) on a 127.0.0.1 port,
+  in a process of its own; the client stays in the bench process. This is the loopback HTTP figure;
+- ``http-same-loop``: the same, but uvicorn runs as a task of the bench's own event loop, so the client's CPU
+  (httpx/httpcore) is counted in the turn too. Kept for comparison with earlier figures.
 
 Where the time goes: :func:`breakdown` times the parts of a turn without a profiler (round-robin, so load from
-other processes hits them alike), and :func:`profile_inproc` runs warm in-process turns under cProfile, once
-as the product is and once with the MCP SDK's schema validation cached (an experiment patched in this process
-only; the product code is untouched).
+other processes hits them alike), and :func:`profile_inproc` runs warm in-process turns under cProfile and
+counts the calls that earlier versions paid per turn (``jsonschema`` validation, MCP session set-up).
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import gc
+import pstats
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import jsonschema
-from referencing import Registry
 
 from bench.common import (
     SAMPLE_DOCS,
@@ -38,17 +38,18 @@ from bench.common import (
     STORAGE_KINDS,
     BenchResult,
     Check,
+    ServerOptions,
     StorageKind,
     asgi_client,
     attach_samples,
     bench_settings,
-    cached_validate_function,
     loopback_client,
     open_orchestrator,
-    patched_jsonschema_validate,
     post_turn,
+    process_tree_cpu_seconds,
     profile_summary,
     scripted_model,
+    serve_in_subprocess,
     serve_on_loopback,
     stores_for,
     summarize,
@@ -83,14 +84,19 @@ class Timing:
     cpu_ms_per_turn: float
     hits: int
     warmup: list[str | None]
+    server_cpu_ms_per_turn: float | None = None
 
 
-async def _time_turns(turn: TurnFn, iterations: int) -> Timing:
-    """Warm up, then time ``iterations`` turns one after the other (wall time each, process CPU time overall)."""
+async def _time_turns(turn: TurnFn, iterations: int, server_pid: int | None = None) -> Timing:
+    """Warm up, then time ``iterations`` turns one after the other (wall time each, process CPU time overall).
+
+    With ``server_pid``, the CPU time of that server process (and its children) is read as well.
+    """
     warmup = [await turn() for _ in range(WARMUP_TURNS)]
     gc.collect()
     samples: list[float] = []
     hits = 0
+    server_started = process_tree_cpu_seconds(server_pid) if server_pid else 0.0
     cpu_started = time.process_time()
     for _ in range(iterations):
         started = time.perf_counter()
@@ -98,17 +104,21 @@ async def _time_turns(turn: TurnFn, iterations: int) -> Timing:
         samples.append((time.perf_counter() - started) * 1000)
         hits += cache == "hit"
     cpu_ms = (time.process_time() - cpu_started) * 1000 / iterations
-    return Timing(samples, cpu_ms, hits, warmup)
+    server_ms = (process_tree_cpu_seconds(server_pid) - server_started) * 1000 / iterations if server_pid else None
+    return Timing(samples, cpu_ms, hits, warmup, server_ms)
 
 
 def _row(mode: str, storage: StorageKind, timing: Timing) -> dict[str, Any]:
     samples = timing.samples_ms
     tenth = max(1, len(samples) // 10)
+    in_process = timing.server_cpu_ms_per_turn is None
     return {
         "mode": mode,
         "storage": storage,
         **summarize(samples),
-        "cpu_ms": round(timing.cpu_ms_per_turn, 3),
+        # The server's CPU per turn: the bench process when it serves, else the server process (10 ms ticks).
+        "cpu_ms": round(timing.cpu_ms_per_turn if in_process else timing.server_cpu_ms_per_turn or 0.0, 3),
+        "client_cpu_ms": None if in_process else round(timing.cpu_ms_per_turn, 3),
         "cache_hits": f"{timing.hits}/{len(samples)}",
         "cache_misses": len(samples) - timing.hits,
         "warmup_cache": timing.warmup,
@@ -158,25 +168,62 @@ async def measure_asgi(storage: StorageKind, iterations: int) -> dict[str, Any]:
     return _row("asgi", storage, timing)
 
 
-async def measure_http(storage: StorageKind, iterations: int) -> dict[str, Any]:
-    """``POST /api/orc`` to uvicorn on loopback (server task and client in this event loop)."""
+async def measure_http_same_loop(storage: StorageKind, iterations: int) -> dict[str, Any]:
+    """``POST /api/orc`` to uvicorn on loopback, server task and client in this event loop (comparison)."""
     with temporary_home() as home:
         app = create_app(bench_settings(home), model=scripted_model(), stores=stores_for(storage))
         async with serve_on_loopback(app) as base_url, loopback_client(base_url, connections=1) as client:
             await upload_http(client, CONVERSATION, SAMPLE_NAMES)
             timing = await _time_turns(_http_turn(client), iterations)
-    return _row("http", storage, timing)
+    return _row("http-same-loop", storage, timing)
 
 
-async def profile_inproc(iterations: int, top: int = 25, *, cached_validation: bool = False) -> dict[str, Any]:
+async def measure_http_process(storage: StorageKind, iterations: int) -> dict[str, Any]:
+    """``POST /api/orc`` to a ``bench.server`` process on loopback; the client stays in this process."""
+    with temporary_home() as home:
+        async with (
+            serve_in_subprocess(home, ServerOptions(storage=storage)) as server,
+            loopback_client(server.base_url, connections=1) as client,
+        ):
+            await upload_http(client, CONVERSATION, SAMPLE_NAMES)
+            timing = await _time_turns(_http_turn(client), iterations, server_pid=server.pid)
+    return _row("http-process", storage, timing)
+
+
+# Calls that earlier versions of the product made on every turn; the profile counts them (0 = gone).
+FORMER_COSTS: dict[str, tuple[str, str]] = {
+    "jsonschema.validate": ("jsonschema/validators.py", "validate"),
+    "jsonschema check_schema": ("jsonschema/validators.py", "check_schema"),
+    "MCP ClientSession.initialize": ("client/session.py", "initialize"),
+    "MCP create_connected_server_and_client_session": (
+        "shared/memory.py",
+        "create_connected_server_and_client_session",
+    ),
+    "MCP ClientSession.list_tools": ("client/session.py", "list_tools"),
+    "MCP ClientSession.call_tool": ("client/session.py", "call_tool"),
+    "MCP ClientSession.send_request": ("shared/session.py", "send_request"),
+}
+
+
+def count_calls(stats: pstats.Stats, iterations: int) -> dict[str, float]:
+    """Calls per turn of each of :data:`FORMER_COSTS` in a profile (coroutines count each resumption)."""
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    counts = dict.fromkeys(FORMER_COSTS, 0.0)
+    for (filename, _line, name), (_cc, ncalls, *_rest) in raw.items():
+        for label, (suffix, function) in FORMER_COSTS.items():
+            if name == function and filename.replace("\\", "/").endswith(suffix):
+                counts[label] += ncalls / iterations
+    return {label: round(value, 2) for label, value in counts.items()}
+
+
+async def profile_inproc(iterations: int, top: int = 25) -> dict[str, Any]:
     """cProfile ``iterations`` warm in-process turns on embedded storage: top functions and self time by package.
 
     cProfile only sees the event-loop thread; time the loop spends waiting (e.g. for aiosqlite's worker
-    thread) shows up under ``select``/``epoll``. ``cached_validation`` runs the experiment of
-    :func:`cached_validate_function`, to see what comes after the MCP SDK's schema validation.
+    thread) shows up under ``select``/``epoll``. ``former_costs_calls_per_turn`` counts the jsonschema and MCP
+    session calls that earlier versions made per turn.
     """
-    patch = patched_jsonschema_validate(cached_validate_function()) if cached_validation else contextlib.nullcontext()
-    with temporary_home() as home, patch:
+    with temporary_home() as home:
         async with open_orchestrator("embedded", scripted_model(), home) as orchestrator:
             await attach_samples(orchestrator, CONVERSATION)
             turn = _inproc_turn(orchestrator)
@@ -191,11 +238,12 @@ async def profile_inproc(iterations: int, top: int = 25, *, cached_validation: b
             profiler.disable()
             wall_ms = (time.perf_counter() - started) * 1000
 
+    stats = pstats.Stats(profiler)
     return {
         "iterations": iterations,
-        "cached_validation_experiment": cached_validation,
         "profiled_wall_ms_per_turn": round(wall_ms / iterations, 3),
-        **profile_summary(profiler, iterations, top),
+        "former_costs_calls_per_turn": count_calls(stats, iterations),
+        **profile_summary(stats, iterations, top),
     }
 
 
@@ -210,19 +258,12 @@ async def breakdown(iterations: int) -> dict[str, Any]:
 
     - ``turn``: the whole warm ``orchestrator.ask`` on embedded storage (as in the main table);
     - ``turn_memory_stores``: the same on memory stores (the difference is the storage cost);
-    - ``turn_no_tools``: a follow-up without ``blob_names`` (rewrite + answer, no MCP session): the graph,
-      history and persistence without the tool;
-    - ``turn_cached_validation``: the embedded turn with ``jsonschema.validate`` swapped for a validator cached
-      per schema (experiment; see :func:`cached_validate_function`);
-    - ``mcp_session_open_close``: one in-memory MCP client session opened (initialize handshake) and closed,
-      as every turn with a tool does;
-    - ``mcp_document_chat_call``: what the executor does: open a session, call ``document_chat`` with
-      ``cached_file_info`` (the tool, its zero-latency model call, list_tools, schema validation), close;
+    - ``turn_no_tools``: a follow-up without ``blob_names`` on a conversation without documents (so no tool is
+      offered: rewrite + answer, 2 model calls): the graph, history and persistence without the tool;
+    - ``mcp_document_chat_call``: what the executor does: ``McpToolbox.call("document_chat", …)`` with
+      ``cached_file_info`` over the process's one in-memory MCP session (opened once, before timing);
     - ``document_chat_service``: the tool's service called directly (no MCP), on a cache hit, with its
-      zero-latency model call;
-    - ``jsonschema_validate``: one ``jsonschema.validate(structured, outputSchema)`` the way the MCP SDK calls it,
-      ``jsonschema_calls_per_turn`` times per turn (counted), and ``cached_validator`` the same check with a
-      prebuilt validator.
+      zero-latency model call.
     """
     model = scripted_model()
     with temporary_home() as home, temporary_home() as memory_home, temporary_home() as service_home:
@@ -260,59 +301,25 @@ async def breakdown(iterations: int) -> dict[str, Any]:
                 await no_tools_turn()
             history = await orchestrator.conversations.turns(LOCAL_PRINCIPAL, CONVERSATION)
             refs = [ref.model_dump() for ref in history[-1].assistant.uploaded_file_refs]
-            connect = in_memory_mcp(runtime.mcp_server)(LOCAL_PRINCIPAL)
+            connection = in_memory_mcp(runtime.mcp_server)
+            stack.push_async_callback(connection.aclose)
+            toolbox = McpToolbox(
+                connection, principal=LOCAL_PRINCIPAL, scope={"session_id": CONVERSATION, "include_historical": True}
+            )
             arguments = {"question": QUESTION, "document_names": SAMPLE_NAMES, "cached_file_info": refs}
 
-            async def session_only() -> None:
-                async with connect():
-                    pass
-
             async def document_chat_call() -> ToolOutcome:
-                toolbox = McpToolbox(connect, scope={"session_id": CONVERSATION})
-                try:
-                    return await toolbox.call("document_chat", arguments)
-                finally:
-                    await toolbox.aclose()
-
-            outcome = await document_chat_call()
-            if outcome.is_error or outcome.structured is None:
-                raise RuntimeError(f"document_chat failed: {outcome.text[:300]}")
-            structured = outcome.structured
-            tool = next(t for t in await runtime.mcp_server.list_tools() if t.name == "document_chat")
-            output_schema = tool.outputSchema
-
-            counted = [0]
-            original_validate = jsonschema.validate
-
-            def counting_validate(*args: Any, **kwargs: Any) -> None:
-                counted[0] += 1
-                original_validate(*args, **kwargs)
-
-            with patched_jsonschema_validate(counting_validate):
-                await turn()
-
-            cached = cached_validate_function()
-
-            async def cached_turn() -> None:
-                with patched_jsonschema_validate(cached):
-                    await turn()
-
-            async def validate_once() -> None:
-                jsonschema.validate(structured, output_schema, registry=Registry())
-
-            async def cached_once() -> None:
-                cached(structured, output_schema)
+                outcome = await toolbox.call("document_chat", arguments)
+                if outcome.is_error or outcome.structured is None:
+                    raise RuntimeError(f"document_chat failed: {outcome.text[:300]}")
+                return outcome
 
             parts: dict[str, Callable[[], Awaitable[Any]]] = {
                 "turn": turn,
                 "turn_memory_stores": memory_turn,
                 "turn_no_tools": no_tools_turn,
-                "turn_cached_validation": cached_turn,
-                "mcp_session_open_close": session_only,
                 "mcp_document_chat_call": document_chat_call,
                 "document_chat_service": service_call,
-                "jsonschema_validate": validate_once,
-                "cached_validator": cached_once,
             }
             for action in parts.values():
                 await action()
@@ -326,14 +333,11 @@ async def breakdown(iterations: int) -> dict[str, Any]:
 
     results: dict[str, Any] = {f"{name}_p50_ms": summarize(values)["p50"] for name, values in samples.items()}
     results["iterations"] = iterations
-    results["jsonschema_calls_per_turn"] = counted[0]
-    validation_ms = counted[0] * results["jsonschema_validate_p50_ms"]
-    results["jsonschema_ms_per_turn"] = round(validation_ms, 3)
-    results["jsonschema_share_of_turn"] = round(validation_ms / results["turn_p50_ms"], 3)
     results["storage_ms_per_turn"] = round(results["turn_p50_ms"] - results["turn_memory_stores_p50_ms"], 3)
-    results["mcp_transport_ms_per_turn"] = round(
-        results["mcp_document_chat_call_p50_ms"] - results["document_chat_service_p50_ms"] - validation_ms, 3
+    results["mcp_transport_ms_per_call"] = round(
+        results["mcp_document_chat_call_p50_ms"] - results["document_chat_service_p50_ms"], 3
     )
+    results["tool_part_ms_per_turn"] = round(results["turn_p50_ms"] - results["turn_no_tools_p50_ms"], 3)
     return results
 
 
@@ -345,13 +349,14 @@ async def run(
     for storage in STORAGE_KINDS:
         result.rows.append(await measure_inproc(storage, iterations))
         result.rows.append(await measure_asgi(storage, http_iterations))
-        result.rows.append(await measure_http(storage, http_iterations))
+        result.rows.append(await measure_http_process(storage, http_iterations))
+        result.rows.append(await measure_http_same_loop(storage, http_iterations))
 
     for row in result.rows:
-        if row["storage"] != "embedded" or row["mode"] == "asgi":
+        if row["storage"] != "embedded" or row["mode"] not in ("inproc", "http-process"):
             continue
         limit = INPROC_LIMIT_MS if row["mode"] == "inproc" else HTTP_LIMIT_MS
-        where = "in-process" if row["mode"] == "inproc" else "HTTP loopback"
+        where = "in-process" if row["mode"] == "inproc" else "HTTP loopback (server process)"
         for stat in ("p50", "p90", "p99"):
             result.checks.append(Check(f"warm turn {where}, embedded, {stat}", row[stat], limit))
     misses = sum(row["cache_misses"] for row in result.rows)
@@ -360,5 +365,4 @@ async def run(
         result.details["breakdown"] = await breakdown(breakdown_iterations)
     if profile_iterations > 0:
         result.details["profile"] = await profile_inproc(profile_iterations)
-        result.details["profile_cached_validation"] = await profile_inproc(profile_iterations, cached_validation=True)
     return result
