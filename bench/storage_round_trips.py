@@ -227,6 +227,7 @@ async def _scenario(
                 wait_seconds=UPLOAD_WAIT_SECONDS,
             )
             statuses = sorted({change.status for change in mutation.files})
+            digests_idle = await _background_idle(orchestrator, conversation)
             warmup: list[str | None] = []
             for question in QUESTIONS:  # a first turn (cache miss), then one cache hit
                 answer = await orchestrator.ask(
@@ -245,8 +246,23 @@ async def _scenario(
                 walls.append((time.perf_counter() - started) * 1000)
                 turns.append(list(log.calls))
                 caches.append(answer.metadata.cache)
-            rows.append(_row(variant, count, turns, walls, caches, warmup, statuses))
+            row = _row(variant, count, turns, walls, caches, warmup, statuses)
+            row["waited_for_digests"] = digests_idle
+            rows.append(row)
     return rows
+
+
+async def _background_idle(orchestrator: Any, conversation: str) -> bool | None:
+    """Wait (bounded) for the background digests that later commits start after an upload; ``None`` if absent.
+
+    So that only the turn's own calls are counted (as ``tests/test_storage_round_trips.py`` does); looked up by
+    name because the commits measured so far may not have them.
+    """
+    context = getattr(orchestrator, "context", None)
+    wait_idle = getattr(getattr(context, "digests", None), "wait_idle", None)
+    if wait_idle is None:
+        return None
+    return bool(await wait_idle(LOCAL_PRINCIPAL, conversation, UPLOAD_WAIT_SECONDS))
 
 
 def _row(
