@@ -204,8 +204,10 @@ class SqliteCollection:
         conn = await self._connection()
 
         async def run() -> list[Any]:
-            async with conn.execute(sql, params) as cursor:
-                return list(await cursor.fetchall())
+            # One call that executes, reads every row and closes the statement: a cursor left open across an
+            # await would hold a read snapshot that a concurrent write on this connection then has to upgrade,
+            # and SQLite refuses that at once ("busy", no busy-timeout wait) once another process has written.
+            return list(await conn.execute_fetchall(sql, params))
 
         return await _guard(run())
 

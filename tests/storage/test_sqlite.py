@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from orc.storage.ports import ItemAlreadyExists, StoredItem
+from orc.storage.ports import DocumentCollection, ItemAlreadyExists, StoredItem
 from orc.storage.sqlite import MIGRATIONS, SqliteCollectionProvider
 
 PK = "org/user"
@@ -100,3 +100,26 @@ async def test_two_providers_on_one_file_see_each_others_writes_and_race_safely(
     finally:
         await one.aclose()
         await two.aclose()
+
+
+async def test_reads_interleaved_with_writes_from_two_connections_are_never_refused_as_busy(tmp_path: Path) -> None:
+    # Two providers on one file behave like two processes (orc serve beside the CLI, or several workers): a
+    # read statement left open across an await would make the next write on its connection fail at once.
+    first, second = SqliteCollectionProvider(tmp_path / "db.sqlite3"), SqliteCollectionProvider(tmp_path / "db.sqlite3")
+    one, two = await first.collection("c"), await second.collection("c")
+    await one.upsert("pk", "x-seed", {"seq": 0})
+
+    async def churn(collection: DocumentCollection, tag: str) -> None:
+        for i in range(60):
+            await asyncio.gather(
+                collection.query("pk", id_prefix="x", order_by="seq"),
+                collection.upsert("pk", f"x-{tag}-{i}", {"seq": i}),
+                collection.query("pk", id_prefix="x", order_by="seq", limit=3),
+            )
+
+    try:
+        await asyncio.gather(churn(one, "a"), churn(two, "b"))
+        assert len(await one.query("pk", id_prefix="x-")) == 121
+    finally:
+        await first.aclose()
+        await second.aclose()
