@@ -41,12 +41,15 @@ class Console:
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        self._answering = False
 
     def event(self, event: Event) -> None:
         """Render one stream event as it happens."""
         kind = event["type"]
         if kind == "progress":
-            print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
+            # Once the answer streams, a progress line would land in the middle of it on a terminal.
+            if not self._answering:
+                print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
         elif kind == "tool" and event["status"] != "running":
             print(
                 f"  [tool] {event['name']} {event['status']} in {event['duration_ms']:.0f} ms",
@@ -54,8 +57,10 @@ class Console:
                 flush=True,
             )
         elif kind == "token":
+            self._answering = True
             print(event["text"], end="", file=self.out, flush=True)
         elif kind == "final":
+            self._answering = False
             print(file=self.out)
             for index, citation in enumerate(event["citations"], start=1):
                 page = f", page {citation['page']}" if citation.get("page") else ""
