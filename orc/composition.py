@@ -280,7 +280,7 @@ async def build_runtime(
         services = await build_document_services(settings, stack, model=model, stores=stores, digest_model=digest_model)
         for extend in mcp_extensions:
             extend(services.server)
-        conversations = ConversationRepository(await services.stores.collections.collection("conversations"))
+        conversations = services.library.conversations
         checkpointer = await _checkpointer(settings, services.stores, stack)
         tools = await services.server.list_tools()
         connection = in_memory_mcp(services.server)

@@ -88,7 +88,8 @@ class DocumentLibrary:
         self._texts = texts
         self._indexes = indexes
         self._processor = processor
-        self._conversations = conversations
+        self.conversations = conversations
+        """The conversation store the library reads historical contexts from (shared with the orchestrator)."""
         self._summaries: SummaryProvider = summaries or NoSummaries()
         self._history_turns = history_turns
 
@@ -133,7 +134,7 @@ class DocumentLibrary:
             raise InvalidInput("include_historical needs the session_id whose history names the contexts")
         historical: tuple[ContextRef, ...] = ()
         if include_historical and session_id is not None:
-            turns = await self._conversations.recent_turns(principal, session_id, self._history_turns)
+            turns = await self.conversations.recent_turns(principal, session_id, self._history_turns)
             historical = tuple(historical_from_turns(turns, focus))
         return DocumentScope(
             session_id=session_id, focus=focus, historical=historical, include_historical=include_historical
