@@ -2,10 +2,8 @@
 
 The production wiring is ``Settings(storage="azure")``: conversations, catalog and LangGraph checkpoints all in
 the collection store (Cosmos DB in production), documents in the blob store, with the stores passed in. Every
-storage call is recorded — its name (``collection.operation`` or ``blobs.operation``) and its wall time — by
-the wrappers below, which wrap any :class:`~orc.storage.ports.CollectionProvider` and
-:class:`~orc.storage.ports.BlobStore`. (``tests/support.py``'s ``CountingProvider`` builds its own memory
-provider and cannot wrap another, and none of its wrappers time calls; hence these.)
+storage call is recorded — its name (``collection.operation`` or ``blobs.operation``) and its wall time — through
+:mod:`orc.testing.storage`'s observed stores, which wrap any provider and blob store.
 
 Two variants:
 
@@ -28,7 +26,7 @@ import contextlib
 import statistics
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +37,8 @@ from orc.principal import LOCAL_PRINCIPAL
 from orc.session_files import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
-from orc.storage.ports import BlobInfo, BlobStore, CollectionProvider, DocumentCollection, JsonScalar, StoredItem
+from orc.storage.ports import BlobStore, CollectionProvider
+from orc.testing.storage import ObservedBlobStore, ObservedProvider
 from orc.turns import TurnRequest
 
 ROUND_TRIP_LIMIT = 6
@@ -86,126 +85,12 @@ class CallLog:
             self.calls.append(Call(name, wall, (time.process_time() - cpu_started) * 1000))
 
 
-class RecordingCollection:
-    """A :class:`DocumentCollection` that records each call (name and wall time) before returning its result."""
-
-    def __init__(self, inner: DocumentCollection, log: CallLog, name: str) -> None:
-        self._inner = inner
-        self._log = log
-        self._name = name
-
-    async def get(self, partition_key: str, item_id: str) -> StoredItem | None:
-        """Delegate ``get``."""
-        with self._log.timing(f"{self._name}.get"):
-            return await self._inner.get(partition_key, item_id)
-
-    async def create(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
-        """Delegate ``create``."""
-        with self._log.timing(f"{self._name}.create"):
-            return await self._inner.create(partition_key, item_id, body)
-
-    async def replace(
-        self, partition_key: str, item_id: str, body: Mapping[str, Any], *, if_match: str | None = None
-    ) -> StoredItem:
-        """Delegate ``replace``."""
-        with self._log.timing(f"{self._name}.replace"):
-            return await self._inner.replace(partition_key, item_id, body, if_match=if_match)
-
-    async def upsert(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
-        """Delegate ``upsert``."""
-        with self._log.timing(f"{self._name}.upsert"):
-            return await self._inner.upsert(partition_key, item_id, body)
-
-    async def delete(self, partition_key: str, item_id: str, *, if_match: str | None = None) -> bool:
-        """Delegate ``delete``."""
-        with self._log.timing(f"{self._name}.delete"):
-            return await self._inner.delete(partition_key, item_id, if_match=if_match)
-
-    async def query(
-        self,
-        partition_key: str,
-        *,
-        where: Mapping[str, JsonScalar] | None = None,
-        id_prefix: str | None = None,
-        order_by: str | None = None,
-        descending: bool = False,
-        limit: int | None = None,
-    ) -> list[StoredItem]:
-        """Delegate ``query``."""
-        with self._log.timing(f"{self._name}.query"):
-            return await self._inner.query(
-                partition_key, where=where, id_prefix=id_prefix, order_by=order_by, descending=descending, limit=limit
-            )
-
-
-class RecordingProvider:
-    """Wraps any :class:`CollectionProvider`: the collections it hands out record their calls."""
-
-    def __init__(self, inner: CollectionProvider, log: CallLog) -> None:
-        self._inner = inner
-        self._log = log
-
-    async def collection(self, name: str) -> DocumentCollection:
-        """The inner provider's collection, wrapped (getting it is not recorded: it is not a per-call trip)."""
-        return RecordingCollection(await self._inner.collection(name), self._log, name)
-
-    async def aclose(self) -> None:
-        """Close the inner provider."""
-        await self._inner.aclose()
-
-
-class RecordingBlobStore:
-    """Wraps any :class:`BlobStore`: each call is recorded as ``blobs.<operation>`` with its wall time."""
-
-    def __init__(self, inner: BlobStore, log: CallLog) -> None:
-        self._inner = inner
-        self._log = log
-
-    async def put(
-        self,
-        name: str,
-        data: bytes,
-        *,
-        content_type: str = "application/octet-stream",
-        metadata: Mapping[str, str] | None = None,
-        if_match: str | None = None,
-        if_none_match: bool = False,
-    ) -> BlobInfo:
-        """Delegate ``put``."""
-        with self._log.timing("blobs.put"):
-            return await self._inner.put(
-                name, data, content_type=content_type, metadata=metadata, if_match=if_match, if_none_match=if_none_match
-            )
-
-    async def get(self, name: str) -> tuple[bytes, BlobInfo]:
-        """Delegate ``get``."""
-        with self._log.timing("blobs.get"):
-            return await self._inner.get(name)
-
-    async def head(self, name: str) -> BlobInfo | None:
-        """Delegate ``head``."""
-        with self._log.timing("blobs.head"):
-            return await self._inner.head(name)
-
-    async def list(self, prefix: str) -> Sequence[BlobInfo]:
-        """Delegate ``list``."""
-        with self._log.timing("blobs.list"):
-            return await self._inner.list(prefix)
-
-    async def delete(self, name: str) -> bool:
-        """Delegate ``delete``."""
-        with self._log.timing("blobs.delete"):
-            return await self._inner.delete(name)
-
-    async def aclose(self) -> None:
-        """Close the inner store."""
-        await self._inner.aclose()
-
-
 def recording_stores(collections: CollectionProvider, blobs: BlobStore) -> tuple[Stores, CallLog]:
     """``collections`` and ``blobs`` wrapped so that every call is recorded in one :class:`CallLog`."""
     log = CallLog()
-    return Stores(collections=RecordingProvider(collections, log), blobs=RecordingBlobStore(blobs, log)), log
+    return Stores(
+        collections=ObservedProvider(collections, log.timing), blobs=ObservedBlobStore(blobs, log.timing)
+    ), log
 
 
 # -- the scenario ------------------------------------------------------------------------------------------

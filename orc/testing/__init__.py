@@ -5,7 +5,9 @@
 - both record every request (:class:`ModelRequest`) with the tools it offered, report usage, and can
   simulate latency;
 - :func:`forbid_model_requests` / :func:`allow_model_requests` switch real model requests off and on
-  process-wide; ``orc.testing.pytest_plugin`` has a ``no_model_requests`` fixture.
+  process-wide; ``orc.testing.pytest_plugin`` has a ``no_model_requests`` fixture;
+- :class:`ObservedProvider` / :class:`ObservedBlobStore` wrap any store so every call can be counted, timed
+  or made to fail.
 """
 
 from orc.models.guard import allow_model_requests, forbid_model_requests, model_requests_allowed
@@ -17,10 +19,15 @@ from orc.testing.scripted import (
     ScriptExhausted,
     ScriptStep,
 )
+from orc.testing.storage import ObservedBlobStore, ObservedCollection, ObservedProvider, Observer
 
 __all__ = [
     "FunctionChatModel",
     "ModelRequest",
+    "ObservedBlobStore",
+    "ObservedCollection",
+    "ObservedProvider",
+    "Observer",
     "ResponseFunction",
     "ScriptExhausted",
     "ScriptStep",
