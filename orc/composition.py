@@ -14,7 +14,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from mcp import ClientSession
 from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session
@@ -45,6 +44,7 @@ from orc.models.factory import build_chat_model, model_label
 from orc.orchestrator import Orchestrator, TurnLimits
 from orc.session_files import SessionFiles
 from orc.settings import Settings
+from orc.sqlite_checkpoints import open_embedded_checkpointer
 from orc.storage.localfs import LocalBlobStore
 from orc.storage.ports import BlobStore, CollectionProvider, DocumentCollection
 from orc.storage.sqlite import SqliteCollectionProvider
@@ -244,9 +244,7 @@ async def _checkpointer(settings: Settings, stores: Stores, stack: AsyncExitStac
     """LangGraph's SQLite saver in ``ORC_HOME`` when embedded; checkpoints in the collection store otherwise."""
     if settings.storage == "embedded":
         settings.home.mkdir(parents=True, exist_ok=True)
-        return await stack.enter_async_context(
-            AsyncSqliteSaver.from_conn_string(str(settings.home / "checkpoints.sqlite3"))
-        )
+        return await stack.enter_async_context(open_embedded_checkpointer(settings.home / "checkpoints.sqlite3"))
     return CollectionCheckpointSaver(await stores.collections.collection("checkpoints"))
 
 
