@@ -5,8 +5,9 @@ item grows with the conversation (Cosmos DB caps items at 2 MB). Turn items get 
 two writers racing for the same number are told apart by ``create`` (exactly one wins) and the loser takes the
 next number, so concurrent turns are never lost or duplicated.
 
-The header shares the turns' id prefix and sorts before them (its ``seq`` is :data:`HEADER_SEQ`), so one query
-reads the header, with the ETag a later update is conditioned on, together with the recent turns.
+The header shares the turns' id prefix and, newest first, sorts before them (by id, ``…:header`` after the
+zero-padded turn numbers; by ``seq``, :data:`HEADER_SEQ`), so one query reads the header, with the ETag a later
+update is conditioned on, together with the recent turns.
 """
 
 from __future__ import annotations
@@ -115,10 +116,12 @@ class ConversationRepository:
 
     async def load(self, principal: Principal, conversation_id: str, limit: int) -> Snapshot:
         """The header and the latest ``limit`` turns (oldest first), in one query."""
+        # Ordered by id, not by ``seq``: the zero-padded turn ids sort like their numbers and the header id
+        # (``…:header``) after all of them, so the store reads ``limit + 1`` items off its primary key instead
+        # of sorting the whole conversation on a JSON field, and a turn costs the same at turn 10 and turn 10,000.
         items = await self._items.query(
             principal.partition_key,
             id_prefix=_turn_prefix(conversation_id),
-            order_by="seq",
             descending=True,
             limit=limit + 1,
         )
