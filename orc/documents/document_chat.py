@@ -160,22 +160,34 @@ class DocumentChatService:
         names: list[str],
         cached_ids: dict[str, str],
     ) -> list[_LoadedFile]:
-        """Load every document concurrently; the first failure cancels the rest and is raised as itself."""
+        """Reuse every valid cached file, and load the others concurrently; the first failure cancels the rest
+        and is raised as itself."""
         paths = {
             name: BlobPaths.session_blob(principal.organization, principal.user, conversation_id, name)
             for name in names
         }
         infos = await self._current_infos(principal, conversation_id, paths)
-        try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [
-                    group.create_task(self._load(paths[name], infos.get(name), scope, name, cached_ids.get(name)))
-                    for name in names
-                ]
-        except BaseExceptionGroup as failures:
-            # Callers and the MCP tool map single, typed errors; a group of them would hide the code.
-            raise _most_relevant(failures) from None
-        return [task.result() for task in tasks]
+        loaded: dict[str, _LoadedFile] = {}
+        for name in names:
+            info = infos.get(name)
+            if info is None:
+                raise _not_found(name)
+            reused = self._reuse(cached_ids.get(name), name, info, scope)
+            if reused is not None:
+                loaded[name] = reused
+        # A warm turn reuses every file: no task is started for it.
+        missing = [name for name in names if name not in loaded]
+        if missing:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    tasks = {
+                        name: group.create_task(self._load(paths[name], infos[name], scope, name)) for name in missing
+                    }
+            except BaseExceptionGroup as failures:
+                # Callers and the MCP tool map single, typed errors; a group of them would hide the code.
+                raise _most_relevant(failures) from None
+            loaded.update((name, task.result()) for name, task in tasks.items())
+        return [loaded[name] for name in names]
 
     async def _current_infos(
         self, principal: Principal, conversation_id: str, paths: dict[str, str]
@@ -196,15 +208,16 @@ class DocumentChatService:
         }
         return {name: listed[path] for name, path in paths.items() if path in listed}
 
-    async def _load(
-        self, path: str, info: BlobInfo | None, scope: str, name: str, cached_id: str | None
-    ) -> _LoadedFile:
-        if info is None:
-            raise _not_found(name)
-        if cached_id is not None:
-            entry = self._cache.get(cached_id, name, info.etag, scope=scope)
-            if entry is not None:
-                return _LoadedFile(blob_name=name, file_id=entry.file_id, spans=entry.spans, reused=True)
+    def _reuse(self, cached_id: str | None, name: str, info: BlobInfo, scope: str) -> _LoadedFile | None:
+        """The cached processed file ``cached_id`` names, if it is still this scope's current version of ``name``."""
+        if cached_id is None:
+            return None
+        entry = self._cache.get(cached_id, name, info.etag, scope=scope)
+        if entry is None:
+            return None
+        return _LoadedFile(blob_name=name, file_id=entry.file_id, spans=entry.spans, reused=True)
+
+    async def _load(self, path: str, info: BlobInfo, scope: str, name: str) -> _LoadedFile:
         if info.size > self._max_document_bytes:
             raise _too_large(name, self._max_document_bytes)
         try:
@@ -250,10 +263,9 @@ class DocumentChatService:
 
     async def _ask(self, system: str, question: str) -> AIMessage:
         try:
-            return await asyncio.wait_for(
-                self._model.ainvoke([SystemMessage(system), HumanMessage(question)]),
-                timeout=self._model_timeout,
-            )
+            # A timeout scope, not wait_for: on Python 3.11 wait_for wraps the call in a task of its own.
+            async with asyncio.timeout(self._model_timeout):
+                return await self._model.ainvoke([SystemMessage(system), HumanMessage(question)])
         except TimeoutError:
             raise ServiceUnavailable(
                 "the language model did not answer in time; try again later", code="model_timeout"
