@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import functools
 import json
 import os
 import stat
@@ -83,16 +84,16 @@ class LocalBlobStore:
 
     async def get(self, name: str) -> tuple[bytes, BlobInfo]:
         check_blob_name(name)
-        return await _off_loop(self._get_sync, name)
+        return await _read_off_loop(self._get_sync, name)
 
     async def head(self, name: str) -> BlobInfo | None:
         check_blob_name(name)
-        return await _off_loop(self._head_sync, name)
+        return await _read_off_loop(self._head_sync, name)
 
     async def list(self, prefix: str) -> Sequence[BlobInfo]:
         if not isinstance(prefix, str):
             raise TypeError("prefix is a string")
-        return await _off_loop(self._list_sync, prefix)
+        return await _read_off_loop(self._list_sync, prefix)
 
     async def delete(self, name: str) -> bool:
         check_blob_name(name)
@@ -226,21 +227,26 @@ class LocalBlobStore:
         start = root.joinpath(*folder.split("/")) if folder else root
         if folder and not start.resolve().is_relative_to(root):
             raise ValueError("prefix resolves outside the store")
+        # Plain strings and os.scandir rather than pathlib: listing is on every warm turn's path, and Path
+        # objects made up most of its time.
+        root_text = str(root)
+        sidecars = os.path.join(root_text, META_DIR, "blobs")
         found: builtins.list[BlobInfo] = []
-        for dirpath, dirnames, filenames in os.walk(start):
-            here = Path(dirpath)
-            if here == root and META_DIR in dirnames:
-                dirnames.remove(META_DIR)
-            dirnames.sort()
-            relative_dir = here.relative_to(root).as_posix()
-            for filename in filenames:
-                name = filename if relative_dir == "." else f"{relative_dir}/{filename}"
-                if not name.startswith(prefix):
-                    continue
-                status = os.lstat(here / filename)
-                if not stat.S_ISREG(status.st_mode):
-                    continue  # symlinks and special files are never blobs
-                found.append(_describe(name, status, root.joinpath(META_DIR, "blobs", *name.split("/"))))
+        pending = [(str(start), folder)]
+        while pending:
+            directory, relative = pending.pop()
+            try:
+                entries = builtins.list(os.scandir(directory))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for entry in entries:
+                name = f"{relative}/{entry.name}" if relative else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if not (relative == "" and entry.name == META_DIR):
+                        pending.append((entry.path, name))
+                elif name.startswith(prefix) and entry.is_file(follow_symlinks=False):
+                    # Symlinks and special files are never blobs.
+                    found.append(_describe(name, entry.stat(follow_symlinks=False), os.path.join(sidecars, name)))
         found.sort(key=lambda info: info.name)
         return found
 
@@ -265,11 +271,12 @@ def _fingerprint(status: os.stat_result) -> dict[str, int]:
     return {"ino": status.st_ino, "size": status.st_size, "mtime_ns": status.st_mtime_ns}
 
 
-def _describe(name: str, status: os.stat_result, meta_path: Path) -> BlobInfo:
+def _describe(name: str, status: os.stat_result, meta_path: Path | str) -> BlobInfo:
     """The blob's info: from its sidecar when the sidecar describes this very file, else derived from it."""
     sidecar: dict[str, Any] | None
     try:
-        sidecar = json.loads(meta_path.read_text(encoding="utf-8"))
+        with open(meta_path, encoding="utf-8") as sidecar_file:
+            sidecar = json.loads(sidecar_file.read())
     except (OSError, ValueError):
         sidecar = None
     if isinstance(sidecar, dict) and sidecar.get("file") == _fingerprint(status):
@@ -315,8 +322,21 @@ def _prune_empty_folders(folder: Path, stop: Path) -> None:
         folder = folder.parent
 
 
+async def _read_off_loop(function: Callable[..., T], *args: Any) -> T:
+    """Run a blocking read in a worker thread; unexpected OS failures become :class:`StorageUnavailable`.
+
+    Straight to the executor: a cancelled read may finish in its thread unobserved, which harms nothing, so it
+    needs neither the task nor the shield that :func:`_off_loop` pays for on every write.
+    """
+    try:
+        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(function, *args))
+    except OSError as exc:
+        raise StorageUnavailable("the local blob folder is not usable; check its disk space and permissions") from exc
+
+
 async def _off_loop(function: Callable[..., T], *args: Any) -> T:
-    """Run blocking file I/O in a worker thread; unexpected OS failures become :class:`StorageUnavailable`."""
+    """Run blocking file I/O (a write) in a worker thread; unexpected OS failures become
+    :class:`StorageUnavailable`."""
     future = asyncio.ensure_future(asyncio.to_thread(function, *args))
     try:
         return await asyncio.shield(future)
