@@ -192,11 +192,13 @@ class SqliteCollection:
         self._connection = connection
 
     async def _execute(self, sql: str, params: tuple[Any, ...]) -> int:
+        """Run one write; the number of rows it changed."""
         conn = await self._connection()
 
         async def run() -> int:
-            async with conn.execute(sql, params) as cursor:
-                return cursor.rowcount
+            # RETURNING counts the changed rows in the same trip to the connection's thread that runs, steps and
+            # closes the statement; a cursor's rowcount needs a second trip to close it.
+            return len(list(await conn.execute_fetchall(f"{sql} RETURNING 1", params)))
 
         return await _guard(run())
 
