@@ -12,7 +12,7 @@ from orc.graph.context_builder import context_builder
 from orc.graph.mcp_executor import mcp_executor
 from orc.graph.query_planner import query_planner
 from orc.graph.state import TurnState
-from orc.graph.tool_router import route_after_context, route_after_router, tool_router
+from orc.graph.tool_router import route_after_context, route_after_planner, route_after_router, tool_router
 
 TurnGraph = CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]
 
@@ -20,7 +20,9 @@ TurnGraph = CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]
 def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGraph:
     """query_planner → tool_router → (mcp_executor → context_builder → tool_router)* → answer.
 
-    The forced document_chat round (attached files) goes from context_builder straight to the answer.
+    With attached files the router's decision is already made (document_chat, forced, once), so the turn goes
+    query_planner → mcp_executor → context_builder → answer: routing on the state in the edges spares it a
+    superstep of its own, about 0.5 ms of a warm turn.
     """
     graph = StateGraph(TurnState, context_schema=TurnContext)
     graph.add_node("query_planner", query_planner)
@@ -29,7 +31,7 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGra
     graph.add_node("context_builder", context_builder)
     graph.add_node("answer", answer)
     graph.add_edge(START, "query_planner")
-    graph.add_edge("query_planner", "tool_router")
+    graph.add_conditional_edges("query_planner", route_after_planner, ["tool_router", "mcp_executor"])
     graph.add_conditional_edges("tool_router", route_after_router, ["mcp_executor", "answer"])
     graph.add_edge("mcp_executor", "context_builder")
     graph.add_conditional_edges("context_builder", route_after_context, ["tool_router", "answer"])

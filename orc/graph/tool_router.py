@@ -1,4 +1,5 @@
-"""tool_router: attached documents go straight to tools; otherwise one planning call decides."""
+"""tool_router: attached documents go straight to tools (:func:`route_after_planner`); otherwise one planning call
+decides."""
 
 from __future__ import annotations
 
@@ -36,9 +37,6 @@ DOCUMENT_TOOLS = frozenset(
 async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     """Choose the next step. No separate yes/no routing call: the planning call's tool calls are the decision."""
     ctx = runtime.context
-    if state.get("blob_names"):
-        # document_chat is forced once, without a planning call; its answer then goes to the answer node.
-        return {"route": "tools", "pending_tool_calls": []}
     if state.get("rounds", 0) >= ctx.max_tool_rounds:
         return {"route": "answer", "pending_tool_calls": []}
 
@@ -93,6 +91,11 @@ async def available_documents(state: TurnState, ctx: TurnContext) -> list[dict[s
 
 def _mcp_name(tool: BaseTool) -> str:
     return str((tool.metadata or {}).get("mcp_name", tool.name))
+
+
+def route_after_planner(state: TurnState) -> str:
+    """Conditional edge: attached files force document_chat, without a planning call; otherwise plan."""
+    return "mcp_executor" if state.get("blob_names") else "tool_router"
 
 
 def route_after_router(state: TurnState) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from orc.graph import build_graph
+from orc.graph.tool_router import route_after_context, route_after_planner
 
 EXPECTED_EDGES = {
     ("__start__", "query_planner", False),
-    ("query_planner", "tool_router", False),
+    ("query_planner", "tool_router", True),
+    ("query_planner", "mcp_executor", True),
     ("tool_router", "mcp_executor", True),
     ("tool_router", "answer", True),
     ("mcp_executor", "context_builder", False),
@@ -34,7 +36,16 @@ def test_the_graph_has_the_five_nodes_of_the_turn_and_their_edges() -> None:
 def test_the_mermaid_drawing_is_stable() -> None:
     mermaid = build_graph().get_graph().draw_mermaid()
 
+    assert "query_planner -.-> mcp_executor;" in mermaid
     assert "tool_router -.-> mcp_executor;" in mermaid
     assert "context_builder -.-> tool_router;" in mermaid
     assert "context_builder -.-> answer;" in mermaid
     assert "answer --> __end__;" in mermaid
+
+
+def test_attached_files_skip_the_router_and_other_turns_go_through_it() -> None:
+    assert route_after_planner({"blob_names": ["lease.txt"]}) == "mcp_executor"
+    assert route_after_planner({"blob_names": []}) == "tool_router"
+    # The forced document_chat round answers next; a planned round plans again.
+    assert route_after_context({"blob_names": ["lease.txt"]}) == "answer"
+    assert route_after_context({"blob_names": []}) == "tool_router"
