@@ -128,7 +128,7 @@ class Orchestrator:
     async def complete(self, turn: PreparedTurn) -> TurnResult:
         """Run a prepared turn to its end and return the result."""
         result: TurnResult | None = None
-        async for event in self.run(turn):
+        async for event in self.run(turn, stream=False):
             if event["type"] == "final":
                 result = TurnResult.model_validate(event)
         assert result is not None  # run() always ends with a final event or raises
@@ -157,20 +157,22 @@ class Orchestrator:
             log.debug("turn failure details", exc_info=True)
             yield error_event(OrcError("the turn failed; nothing was stored. Retry, or contact the operator."))
 
-    async def run(self, turn: PreparedTurn) -> AsyncIterator[Event]:
+    async def run(self, turn: PreparedTurn, *, stream: bool = True) -> AsyncIterator[Event]:
         """Run a prepared turn: progress, tool and token events, then citations and ``final``.
 
-        Raises :class:`OrcError` on failure; nothing is stored for a failed turn.
+        With ``stream=False`` only the citation and ``final`` events come: no one waits on the others, so the
+        graph does not stream them and the answer is requested whole. Raises :class:`OrcError` on failure;
+        nothing is stored for a failed turn.
         """
         key = f"{turn.principal.partition_key}/{turn.conversation_id}"
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
         async with lock:
-            async for event in self._run_locked(turn, key):
+            async for event in self._run_locked(turn, key, stream):
                 yield event
 
-    async def _run_locked(self, turn: PreparedTurn, thread_id: str) -> AsyncIterator[Event]:
+    async def _run_locked(self, turn: PreparedTurn, thread_id: str, stream: bool) -> AsyncIterator[Event]:
         started = time.perf_counter()
         meter = ModelMeter()
         toolbox = McpToolbox(
@@ -189,6 +191,7 @@ class Orchestrator:
             history_turns=self.limits.history_turns,
             offers_planning_tools=self._offers_planning_tools,
             documents=self.documents,
+            stream_tokens=stream,
         )
         focus = turn.focus_context.model_dump() if turn.focus_context else None
         state: TurnState = fresh_turn_input(turn.question, turn.blob_names, focus)
@@ -197,7 +200,9 @@ class Orchestrator:
             state,
             config,
             context=context,
-            stream_mode=["custom", "updates"],
+            # Streaming "custom" events makes LangGraph run every node as a task of its own beside a waiter; a
+            # caller that reads no events does not pay for that.
+            stream_mode=["custom", "updates"] if stream else ["updates"],
             # History lives in the conversation store; a checkpoint per step would only add writes.
             durability="exit",
         ):

@@ -74,13 +74,17 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     system = load_prompt("answer.system").render(
         sources=format_sources(sources, context_labels(origins)), context_block=context_block(state)
     )
-    chunks: list[str] = []
-    async for chunk in ctx.model.astream([SystemMessage(system), HumanMessage(state["standalone_question"])]):
-        piece = str(chunk.text)
-        if piece:
-            chunks.append(piece)
-            emit({"type": "token", "text": piece})
-    text = "".join(chunks).strip()
+    messages = [SystemMessage(system), HumanMessage(state["standalone_question"])]
+    if ctx.stream_tokens:
+        chunks: list[str] = []
+        async for chunk in ctx.model.astream(messages):
+            piece = str(chunk.text)
+            if piece:
+                chunks.append(piece)
+                emit({"type": "token", "text": piece})
+        text = "".join(chunks).strip()
+    else:
+        text = (await ctx.model.ainvoke(messages)).text.strip()
     citations = extract_citations(text, sources)
     note = non_focus_note(text, citations, origins)
     if note:

@@ -27,3 +27,6 @@ class TurnContext:
     """False when the MCP server has no tool but document_chat: then no planning call is worth making."""
     documents: DocumentLibrary | None = None
     """The document library, for the prompt's list of available documents (the same availability the tools use)."""
+    stream_tokens: bool = True
+    """Whether someone reads the turn's events: the answer is then requested as a stream, token by token; a caller
+    that only wants the result (``Orchestrator.ask``, a JSON response) gets it in one response."""

@@ -48,10 +48,12 @@ class ScriptExhausted(AssertionError):
 
 
 class ModelRequest(NamedTuple):
-    """One request a double received: the messages and the names of the tools it offered."""
+    """One request a double received: the messages, the names of the tools it offered, and whether the reply was
+    asked for as a stream."""
 
     messages: list[BaseMessage]
     tool_names: list[str]
+    streamed: bool = False
 
 
 class _RecordingChatModel(BaseChatModel):
@@ -102,11 +104,11 @@ class _RecordingChatModel(BaseChatModel):
     def _reply_for(self, step: Any, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> Reply:
         """The reply to one request, given the step claimed for it."""
 
-    def _take(self, messages: list[BaseMessage], kwargs: Mapping[str, Any]) -> Reply:
+    def _take(self, messages: list[BaseMessage], kwargs: Mapping[str, Any], *, streamed: bool = False) -> Reply:
         """Record the request and claim its step together, so concurrent requests keep the script's order."""
         tools = offered_tools(kwargs)
         with self._lock:
-            self._requests.append(ModelRequest(list(messages), [tool_name(tool) for tool in tools]))
+            self._requests.append(ModelRequest(list(messages), [tool_name(tool) for tool in tools], streamed))
             step = self._next_step(tools)
         # Outside the lock: a response function may be slow or call other models.
         return self._reply_for(step, list(messages), tools)
@@ -162,7 +164,7 @@ class _RecordingChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        reply = self._take(messages, kwargs)
+        reply = self._take(messages, kwargs, streamed=True)
         if self.latency:
             time.sleep(self.latency)
         yield from reply_chunks(reply, usage_for(messages, reply), self._metadata(reply))
@@ -174,7 +176,7 @@ class _RecordingChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        reply = self._take(messages, kwargs)
+        reply = self._take(messages, kwargs, streamed=True)
         if self.latency:
             await asyncio.sleep(self.latency)
         for chunk in reply_chunks(reply, usage_for(messages, reply), self._metadata(reply)):

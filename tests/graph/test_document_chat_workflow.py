@@ -214,3 +214,19 @@ async def test_a_failed_turn_stores_nothing_and_streams_a_clean_error() -> None:
         assert events[-1]["code"] == "internal_error"
         assert "sk-123" not in str(events)
         assert await orc.conversations.turns(LOCAL_PRINCIPAL, "conv") == []
+
+
+async def test_ask_requests_the_answer_whole_and_a_stream_gets_it_token_by_token(
+    orchestrator: Orchestrator, model: FunctionChatModel
+) -> None:
+    asked = await ask(orchestrator, "doc1.pdf.txt")
+    whole = model.requests[-1]
+
+    request = TurnRequest(question="What does it say?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
+    events = [event async for event in orchestrator.stream(request)]
+
+    assert not whole.streamed and model.requests[-1].streamed
+    tokens = "".join(event["text"] for event in events if event["type"] == "token")
+    final = next(event for event in events if event["type"] == "final")
+    assert tokens.strip() == final["answer"] and asked.answer == final["answer"]
+    assert any(event["type"] == "progress" for event in events)
