@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,6 +23,8 @@ from typing import Any
 
 from bench import concurrency, model_calls, storage_round_trips, turn_overhead
 from bench.common import BenchResult, format_checks, format_table, machine_info
+from bench.server import ENV_LOOP
+from orc import event_loop
 from orc.testing import forbid_model_requests
 
 BENCHMARKS = ("turn_overhead", "model_calls", "concurrency", "storage_round_trips")
@@ -59,6 +62,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     group = parser.add_argument_group("storage_round_trips")
     group.add_argument("--round-trip-repeats", type=int, default=10, help="recorded warm turns per row (10)")
     group.add_argument("--no-emulators", action="store_true", help="memory stores only (skip Cosmos/Azurite)")
+    parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        help="event loop of the bench process and its servers (default: uvloop where installed, as orc's CLI and "
+        "uvicorn choose)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="bound on each benchmark, seconds (300)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help=f"JSON results ({DEFAULT_OUTPUT.name})")
     parser.add_argument("--label", default="", help="free text stored with the results (e.g. what was measured)")
@@ -182,8 +191,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected benchmarks; return the exit status (1 with ``--strict`` when a target is missed)."""
     args = parse_args(argv)
     started = time.perf_counter()
+    loop = event_loop.loop_name(event_loop.loop_factory(args.loop))
+    os.environ[ENV_LOOP] = loop  # server processes run on the same loop
     with forbid_model_requests():  # the benchmarks use scripted models only; never a real endpoint
-        output = asyncio.run(_run_all(args))
+        output = event_loop.run(_run_all(args), loop=loop)
+    output["event_loop"] = loop
     output["total_s"] = round(time.perf_counter() - started, 1)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(output, indent=2, default=str) + "\n")
@@ -192,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = output["machine"]
     print(
         f"{len(checks) - len(failed)}/{len(checks)} targets met; total {output['total_s']} s on "
-        f"{machine['nproc']} × {machine['cpu']}, Python {machine['python']}, {machine['date_utc']} "
+        f"{machine['nproc']} × {machine['cpu']}, Python {machine['python']} on {loop}, {machine['date_utc']} "
         f"(load {machine['loadavg_1_5_15']}); results in {args.output}"
     )
     return 1 if failed and args.strict else 0

@@ -49,6 +49,8 @@ ENV_HOME = "ORC_BENCH_HOME"
 ENV_LATENCY = "ORC_BENCH_LATENCY"
 ENV_STORAGE = "ORC_BENCH_STORAGE"
 ENV_PROFILE = "ORC_BENCH_PROFILE"
+ENV_LOOP = "ORC_BENCH_LOOP"
+"""The event loop ``python -m bench`` runs on; its server processes use the same one (``--loop``)."""
 PROFILE_START = "/bench/profile/start"
 PROFILE_STOP = "/bench/profile/stop"
 
@@ -128,6 +130,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (1)")
     parser.add_argument("--profile-dir", type=Path, help="enable the /bench/profile switch, writing here")
     parser.add_argument(
+        "--loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default=os.environ.get(ENV_LOOP, "auto"),
+        help="uvicorn's event loop (auto = uvloop where installed, as `orc serve`; default: $ORC_BENCH_LOOP or auto)",
+    )
+    parser.add_argument(
         "--stock-socket",
         action="store_true",
         help="with --workers > 1, let uvicorn bind the socket (Nagle stays on: about +40 ms per response)",
@@ -156,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         factory=True,
         host=args.host,
         port=args.port,
+        loop=args.loop,
         workers=args.workers,
         lifespan="on",
         access_log=False,

@@ -8,7 +8,6 @@ Nothing may be written to stdout except protocol messages: logs go to stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from contextlib import AsyncExitStack
 
 from pydantic import ValidationError
 
+from orc import event_loop
 from orc.errors import ConfigurationError, InvalidName
 from orc.principal import LOCAL_PRINCIPAL, Principal
 
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        asyncio.run(serve(principal))
+        event_loop.run(serve(principal))
     except ConfigurationError as exc:
         # The operator's mistake (e.g. ORC_STORAGE=azure without its endpoint): say which setting, no trace.
         print(f"error: {exc.message}", file=sys.stderr)

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
+from orc import event_loop
 from orc.cli_documents import Target, add_documents, list_documents, put_context
 from orc.composition import build_orchestrator
 from orc.documents.records import ContextRef
@@ -202,21 +203,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings()
         console = Console()
         if args.command == "demo":
-            return asyncio.run(run_demo(settings, console))
+            return event_loop.run(run_demo(settings, console))
         if args.command == "ask":
             missing = [str(path) for path in args.files if not path.is_file()]
             if missing:
                 print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
                 return 2
-            return asyncio.run(run_ask(settings, console, args.question, args.files, args.conversation))
+            return event_loop.run(run_ask(settings, console, args.question, args.files, args.conversation))
         if args.command == "docs":
             missing = [str(path) for path in getattr(args, "paths", []) if not path.is_file()]
             if missing:
                 print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
                 return 2
-            return asyncio.run(run_docs(settings, args))
+            return event_loop.run(run_docs(settings, args))
         if args.command == "contexts":
-            return asyncio.run(run_contexts(settings, args))
+            return event_loop.run(run_contexts(settings, args))
         import uvicorn
 
         from orc.http import create_app
