@@ -33,7 +33,7 @@ from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
 from orc.prompting import format_sources, load_prompt
 from orc.storage.ports import BlobInfo, BlobStore, ItemNotFound
-from orc.text import rank
+from orc.text import rank_tokenized, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ class _LoadedFile:
     blob_name: str
     file_id: str
     spans: tuple[Span, ...]
+    tokens: tuple[tuple[str, ...], ...]
     reused: bool
 
 
@@ -215,7 +216,7 @@ class DocumentChatService:
         entry = self._cache.get(cached_id, name, info.etag, scope=scope)
         if entry is None:
             return None
-        return _LoadedFile(blob_name=name, file_id=entry.file_id, spans=entry.spans, reused=True)
+        return _LoadedFile(blob_name=name, file_id=entry.file_id, spans=entry.spans, tokens=entry.tokens, reused=True)
 
     async def _load(self, path: str, info: BlobInfo, scope: str, name: str) -> _LoadedFile:
         if info.size > self._max_document_bytes:
@@ -229,15 +230,16 @@ class DocumentChatService:
             raise _too_large(name, self._max_document_bytes)
         document = await asyncio.to_thread(extract, data, name, info.content_type)
         spans = make_spans(document)
-        file_id = self._cache.put(
+        entry = self._cache.put(
             scope=scope, blob_name=name, etag=info.etag, spans=spans, media_type=document.media_type
         )
-        return _LoadedFile(blob_name=name, file_id=file_id, spans=tuple(spans), reused=False)
+        return _LoadedFile(blob_name=name, file_id=entry.file_id, spans=entry.spans, tokens=entry.tokens, reused=False)
 
     def _select_sources(self, question: str, files: list[_LoadedFile]) -> list[SourceSpan]:
         """The best-matching spans across all files; the first spans of each file when nothing matches."""
         candidates = [(file.blob_name, span) for file in files for span in file.spans]
-        ranked = rank(question, [span.text for _, span in candidates], limit=self._max_sources)
+        corpus = [tokens for file in files for tokens in file.tokens]
+        ranked = rank_tokenized(tokenize(question), corpus, limit=self._max_sources)
         if ranked:
             chosen = [candidates[item.index] for item in ranked]
         else:

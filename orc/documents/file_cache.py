@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from orc.documents.spans import Span
+from orc.text import tokenize
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,8 @@ class ProcessedFile:
     blob_name: str
     etag: str
     spans: tuple[Span, ...]
+    tokens: tuple[tuple[str, ...], ...]
+    """Each span's :func:`orc.text.tokenize` tokens, made once so every later question only ranks them."""
     media_type: str
     created_at: float
     expires_at: float
@@ -60,8 +63,8 @@ class ProcessedFileCache:
         with self._lock:
             return len(self._entries)
 
-    def put(self, *, scope: str, blob_name: str, etag: str, spans: Sequence[Span], media_type: str) -> str:
-        """Store a processed document under a new random ``file_id`` and return that id."""
+    def put(self, *, scope: str, blob_name: str, etag: str, spans: Sequence[Span], media_type: str) -> ProcessedFile:
+        """Store a processed document under a new random ``file_id``; the stored entry."""
         now = self._clock()
         entry = ProcessedFile(
             file_id=f"file-{secrets.token_hex(12)}",
@@ -69,6 +72,7 @@ class ProcessedFileCache:
             blob_name=blob_name,
             etag=etag,
             spans=tuple(spans),
+            tokens=tuple(tuple(tokenize(span.text)) for span in spans),
             media_type=media_type,
             created_at=now,
             expires_at=now + self._ttl,
@@ -78,7 +82,7 @@ class ProcessedFileCache:
             self._entries[(scope, entry.file_id)] = entry
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
-        return entry.file_id
+        return entry
 
     def get(self, file_id: str, blob_name: str, etag: str, *, scope: str) -> ProcessedFile | None:
         """The entry for ``file_id`` if it is known in ``scope``, unexpired, for ``blob_name`` and ``etag``.

@@ -1,5 +1,5 @@
 """Language helpers shared by the offline model and the document services: tokens, sentences, ranking."""
 
-from orc.text.ranking import Ranked, rank, split_sentences, tokenize
+from orc.text.ranking import Ranked, rank, rank_tokenized, split_sentences, tokenize
 
-__all__ = ["Ranked", "rank", "split_sentences", "tokenize"]
+__all__ = ["Ranked", "rank", "rank_tokenized", "split_sentences", "tokenize"]

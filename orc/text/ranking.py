@@ -107,15 +107,21 @@ class Ranked:
 
 def rank(query: str, passages: Sequence[str], *, limit: int | None = None) -> list[Ranked]:
     """Rank ``passages`` by BM25 against ``query``; passages sharing no content word with it are left out."""
-    query_terms = tokenize(query)
-    if not query_terms or not passages:
+    return rank_tokenized(tokenize(query), [tokenize(passage) for passage in passages], limit=limit)
+
+
+def rank_tokenized(
+    query_terms: Sequence[str], corpus: Sequence[Sequence[str]], *, limit: int | None = None
+) -> list[Ranked]:
+    """:func:`rank` over passages already split by :func:`tokenize`, for callers that keep the tokens with the
+    passages (tokenizing was most of the cost of ranking a few documents' spans on every question)."""
+    if not query_terms or not corpus:
         return []
-    corpus = [tokenize(passage) for passage in passages]
     distinct_query = set(query_terms)
     # BM25Okapi needs at least one non-empty document to compute its statistics.
     if not any(corpus):
         return []
-    scores = BM25Okapi([doc or ["\0"] for doc in corpus]).get_scores(query_terms)
+    scores = BM25Okapi([list(doc) or ["\0"] for doc in corpus]).get_scores(list(query_terms))
     ranked: list[Ranked] = []
     for index, doc in enumerate(corpus):
         shared = distinct_query.intersection(doc)

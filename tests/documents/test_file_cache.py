@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.spans import Span
+from orc.text import tokenize
 from tests.documents.doubles import FakeClock
 
 SCOPE = "acme/alice/conv-1/"
@@ -15,7 +16,7 @@ def _cache(clock: FakeClock, *, max_entries: int = 10) -> ProcessedFileCache:
 
 
 def _put(cache: ProcessedFileCache, blob_name: str = "doc.pdf", etag: str = "v1", scope: str = SCOPE) -> str:
-    return cache.put(scope=scope, blob_name=blob_name, etag=etag, spans=SPANS, media_type="text/plain")
+    return cache.put(scope=scope, blob_name=blob_name, etag=etag, spans=SPANS, media_type="text/plain").file_id
 
 
 def test_a_fresh_entry_is_returned_for_its_blob_and_etag() -> None:
@@ -28,6 +29,8 @@ def test_a_fresh_entry_is_returned_for_its_blob_and_etag() -> None:
     assert file_id.startswith("file-")
     assert entry is not None
     assert entry.spans == tuple(SPANS)
+    # Tokenized once, when processed: each question only ranks them.
+    assert entry.tokens == (tuple(tokenize("Hello")),)
     assert entry.expires_at == clock.now + 60.0
 
 
