@@ -191,11 +191,13 @@ class Orchestrator:
             history_turns=self.limits.history_turns,
             offers_planning_tools=self._offers_planning_tools,
             documents=self.documents,
+            meter=meter,
             stream_tokens=stream,
         )
         focus = turn.focus_context.model_dump() if turn.focus_context else None
         state: TurnState = fresh_turn_input(turn.question, turn.blob_names, focus)
-        config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}, "callbacks": [meter]}
+        # No callbacks on the run: the nodes record their model requests on the meter themselves.
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}}
         async for part in self._graph.astream(
             state,
             config,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from orc.citations import extract_citations, unique_sources
@@ -76,15 +76,21 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     )
     messages = [SystemMessage(system), HumanMessage(state["standalone_question"])]
     if ctx.stream_tokens:
-        chunks: list[str] = []
+        pieces: list[str] = []
+        metered: list[BaseMessage] = []
         async for chunk in ctx.model.astream(messages):
             piece = str(chunk.text)
             if piece:
-                chunks.append(piece)
+                pieces.append(piece)
                 emit({"type": "token", "text": piece})
-        text = "".join(chunks).strip()
+            if chunk.usage_metadata:
+                metered.append(chunk)
+        ctx.meter.record(*metered)
+        text = "".join(pieces).strip()
     else:
-        text = (await ctx.model.ainvoke(messages)).text.strip()
+        reply = await ctx.model.ainvoke(messages)
+        ctx.meter.record(reply)
+        text = reply.text.strip()
     citations = extract_citations(text, sources)
     note = non_focus_note(text, citations, origins)
     if note:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 
 from orc.conversations import ConversationRepository
 from orc.documents.library import DocumentLibrary
 from orc.mcp_client import McpToolbox
+from orc.models.metering import ModelMeter
 from orc.principal import Principal
 
 
@@ -27,6 +28,8 @@ class TurnContext:
     """False when the MCP server has no tool but document_chat: then no planning call is worth making."""
     documents: DocumentLibrary | None = None
     """The document library, for the prompt's list of available documents (the same availability the tools use)."""
+    meter: ModelMeter = field(default_factory=ModelMeter)
+    """Every model request a node makes is recorded here (``metadata.model_calls`` and ``usage``)."""
     stream_tokens: bool = True
     """Whether someone reads the turn's events: the answer is then requested as a stream, token by token; a caller
     that only wants the result (``Orchestrator.ask``, a JSON response) gets it in one response."""

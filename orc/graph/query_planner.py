@@ -51,6 +51,7 @@ async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Turn
     progress("query_planner", "Understanding the follow-up question", 10)
     system = load_prompt("rewrite.system").render(history=format_history(history))
     reply = await ctx.model.ainvoke([SystemMessage(system), HumanMessage(question)])
+    ctx.meter.record(reply)
     standalone = reply.text.strip() or question
     return {
         "standalone_question": standalone,

@@ -61,6 +61,7 @@ async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnSt
             HumanMessage(state["standalone_question"]),
         ]
     reply = await ctx.model.bind_tools(tools).ainvoke(messages)
+    ctx.meter.record(reply)
     if not isinstance(reply, AIMessage) or not reply.tool_calls:
         return {**updates, "route": "answer", "pending_tool_calls": [], "planning_messages": messages}
     mcp_names = {tool.name: _mcp_name(tool) for tool in tools}

@@ -230,3 +230,16 @@ async def test_ask_requests_the_answer_whole_and_a_stream_gets_it_token_by_token
     final = next(event for event in events if event["type"] == "final")
     assert tokens.strip() == final["answer"] and asked.answer == final["answer"]
     assert any(event["type"] == "progress" for event in events)
+
+
+async def test_a_turn_reports_every_model_request_it_made_and_their_tokens(
+    orchestrator: Orchestrator, model: FunctionChatModel
+) -> None:
+    first = await ask(orchestrator, "doc1.pdf.txt")
+    before = model.calls
+    request = TurnRequest(question="And the rent?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
+    final = [event async for event in orchestrator.stream(request) if event["type"] == "final"][-1]
+
+    # document_chat's own request, then the answer; a follow-up rewrites the question first.
+    assert first.metadata.model_calls == 2 and final["metadata"]["model_calls"] == model.calls - before == 3
+    assert 0 < first.metadata.usage.total_tokens < final["metadata"]["usage"]["total_tokens"]

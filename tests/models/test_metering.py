@@ -71,3 +71,18 @@ def test_a_failed_request_counts_as_a_call_without_usage() -> None:
     meter.on_chat_model_start({}, [[HumanMessage("hi")]], run_id=uuid4())
 
     assert (meter.calls, meter.usage) == (1, Usage())
+
+
+async def test_recorded_replies_count_one_request_each_with_their_usage() -> None:
+    meter = ModelMeter()
+    model = ScriptedChatModel(["one two three", "four five"])
+
+    invoked = await model.ainvoke("hi")
+    meter.record(invoked)
+    chunks = [chunk async for chunk in model.astream("again")]
+    meter.record(*chunks)
+
+    streamed = sum(c.usage_metadata["total_tokens"] for c in chunks if c.usage_metadata)
+    assert meter.calls == 2
+    assert invoked.usage_metadata is not None
+    assert meter.usage.total_tokens == invoked.usage_metadata["total_tokens"] + streamed > 0
