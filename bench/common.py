@@ -10,6 +10,7 @@ import contextlib
 import cProfile
 import datetime
 import io
+import json
 import os
 import platform
 import pstats
@@ -125,8 +126,18 @@ async def open_orchestrator(kind: StorageKind, model: FunctionChatModel, home: P
 
 
 async def attach_samples(orchestrator: Orchestrator, conversation_id: str, names: Sequence[str] = SAMPLE_NAMES) -> None:
-    """Upload sample documents to a conversation (not timed)."""
+    """Upload sample documents to a conversation and wait until their digests are made (not timed).
+
+    An upload starts digests in the background; waiting keeps that work out of the turns timed next.
+    """
     await orchestrator.files.add(LOCAL_PRINCIPAL, conversation_id, [Upload(name, SAMPLE_DOCS[name]) for name in names])
+    if orchestrator.context is not None:
+        first = await orchestrator.context.manifest(LOCAL_PRINCIPAL, conversation_id)
+        last = first
+        async for manifest in orchestrator.context.watch(LOCAL_PRINCIPAL, conversation_id, first):
+            last = manifest or last
+        if last.parsing:
+            raise RuntimeError(f"the digests of {conversation_id} did not settle within the watch's bound")
 
 
 def free_port() -> int:
@@ -333,11 +344,21 @@ def loopback_client(base_url: str, *, connections: int = 16) -> httpx.AsyncClien
 
 
 async def upload_http(client: httpx.AsyncClient, conversation_id: str, names: Sequence[str]) -> None:
-    """Upload sample documents to a conversation through ``POST /api/sessions/{id}/context/files``."""
+    """Upload sample documents to a conversation through ``POST /api/sessions/{id}/context/files`` and wait until
+    their digests are made (``GET …/context/stream`` ends when nothing is parsing), so that background work does
+    not overlap the turns timed next."""
     parts = [("files", (name, SAMPLE_DOCS[name], "text/plain")) for name in names]
     response = await client.post(f"/api/sessions/{conversation_id}/context/files", files=parts)
     if response.status_code != 201:
         raise RuntimeError(f"upload failed: {response.status_code} {response.text[:300]}")
+    stream = await client.get(f"/api/sessions/{conversation_id}/context/stream")
+    manifests = [
+        json.loads(block.split("data: ", 1)[1])
+        for block in stream.text.split("\n\n")
+        if block.startswith("event: manifest") and "data: " in block
+    ]
+    if stream.status_code != 200 or not manifests or manifests[-1]["parsing"]:
+        raise RuntimeError(f"the digests of {conversation_id} did not settle: {stream.status_code}")
 
 
 def turn_body(

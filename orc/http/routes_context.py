@@ -53,7 +53,7 @@ _MUTATION_HEADERS = {
 }
 
 
-def context_files(orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)]) -> ContextFiles:
+async def context_files(orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)]) -> ContextFiles:
     """The context-files service of the process."""
     if orchestrator.context is None:
         raise ServiceUnavailable("context files are not configured in this process")

@@ -28,7 +28,7 @@ router = APIRouter()
 Caller = Annotated[Principal, Depends(dependencies.principal)]
 
 
-def library(orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)]) -> DocumentLibrary:
+async def library(orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)]) -> DocumentLibrary:
     """The document library of the process."""
     if orchestrator.documents is None:
         raise ServiceUnavailable("documents are not configured in this process")
