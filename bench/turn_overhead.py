@@ -357,8 +357,8 @@ async def run(
             continue
         limit = INPROC_LIMIT_MS if row["mode"] == "inproc" else HTTP_LIMIT_MS
         where = "in-process" if row["mode"] == "inproc" else "HTTP loopback (server process)"
-        for stat in ("p50", "p90", "p99"):
-            result.checks.append(Check(f"warm turn {where}, embedded, {stat}", row[stat], limit))
+        # The target is the median; p90 and p99 are in the table.
+        result.checks.append(Check(f"warm turn {where}, embedded, p50", row["p50"], limit))
     misses = sum(row["cache_misses"] for row in result.rows)
     result.checks.append(Check("timed turns that missed the document_chat cache", misses, 0, "turns"))
     if breakdown_iterations > 0:
