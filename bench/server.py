@@ -11,13 +11,10 @@ calls the factory itself. With ``--workers 2`` and embedded storage, both worker
 ``--home`` (WAL mode) and the same blob folder; each worker has its own document_chat file-id cache and its
 own MCP session. Memory storage cannot be shared between processes, so it is refused with more than one worker.
 
-**TCP_NODELAY with several workers.** ``uvicorn.run(..., workers=N)`` binds the listening socket itself with
-``proto`` 0; accepted sockets inherit it and asyncio then leaves Nagle's algorithm on (it only sets
-``TCP_NODELAY`` when ``proto == IPPROTO_TCP``). Every response on a keep-alive connection then waits about
-40 ms for the client's delayed ACK (uvicorn issue #3149, open). With one worker uvicorn lets asyncio build the
-socket, which is unaffected. So for ``--workers`` > 1 this module binds the socket itself with ``IPPROTO_TCP``
-and hands it to uvicorn's own ``Multiprocess`` supervisor, as ``uvicorn.run`` would; ``--stock-socket`` keeps
-uvicorn's socket, to reproduce the delay.
+**TCP_NODELAY with several workers.** ``uvicorn.run(..., workers=N)`` binds the listening socket without
+``IPPROTO_TCP``, and every response then waits about 40 ms for a delayed ACK (uvicorn issue #3149). With
+``--workers`` > 1 this module binds it with :func:`orc.http.serving.tcp_listener`, as ``orc serve --workers``
+does; ``--stock-socket`` keeps uvicorn's socket, to reproduce the delay.
 
 Only loopback addresses are served. Real model requests are forbidden in every worker.
 
@@ -32,7 +29,6 @@ import argparse
 import cProfile
 import json
 import os
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +39,7 @@ from uvicorn.supervisors import Multiprocess
 
 from bench.common import StorageKind, bench_settings, scripted_model, stores_for
 from orc.http import create_app
+from orc.http.serving import tcp_listener
 from orc.models.guard import forbid_model_requests, is_loopback_host
 
 ENV_HOME = "ORC_BENCH_HOME"
@@ -104,19 +101,6 @@ def app_from_env() -> ASGIApp:
     app = create_app(bench_settings(home), model=scripted_model(latency), stores=stores_for(kind))
     profile_folder = os.environ.get(ENV_PROFILE)
     return ProfilingSwitch(app, Path(profile_folder)) if profile_folder else app
-
-
-def tcp_listener(host: str, port: int) -> socket.socket:
-    """A listening-to-be socket bound like uvicorn's ``Config.bind_socket``, but with ``proto=IPPROTO_TCP``.
-
-    Accepted sockets inherit ``proto``, so asyncio sets ``TCP_NODELAY`` on them (see the module docstring).
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.set_inheritable(True)
-    return sock
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

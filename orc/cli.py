@@ -146,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="worker processes (1). More use more cores; each keeps its own document_chat file cache",
+    )
     mcp = commands.add_parser("mcp", help="run the MCP server over stdio")
     mcp.add_argument("--organization", default="default")
     mcp.add_argument("--user", default="default")
@@ -191,6 +197,13 @@ async def run_contexts(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``orc`` command."""
     args = build_parser().parse_args(argv)
@@ -218,11 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return event_loop.run(run_docs(settings, args))
         if args.command == "contexts":
             return event_loop.run(run_contexts(settings, args))
-        import uvicorn
-
         from orc.http import create_app
+        from orc.http.serving import APP_FACTORY, serve
 
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level.lower())
+        # Several workers each build the app from the same ORC_ environment that made `settings`.
+        app = create_app(settings) if args.workers == 1 else APP_FACTORY
+        serve(app, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level.lower())
         return 0
     except OrcError as exc:
         print(f"error ({exc.code}): {exc.message}", file=sys.stderr)

@@ -1,0 +1,61 @@
+"""Serving the HTTP app with uvicorn (``orc serve``): one process, or several worker processes on one port.
+
+One process serves many concurrent turns (they wait on the model together) until its event loop's core is
+busy; more processes use more cores. Each worker builds its own app from the ``ORC_`` environment, so the
+workers share the storage but not the in-process ``document_chat`` file cache: a follow-up that another worker
+answers processes its files again (same answer, a little slower).
+
+**TCP_NODELAY.** With ``workers`` > 1 uvicorn binds the listening socket itself with ``proto`` 0; accepted
+sockets inherit it, and asyncio only sets ``TCP_NODELAY`` when ``proto == IPPROTO_TCP``, so every response on a
+keep-alive connection waited about 40 ms for the client's delayed ACK (uvicorn issue #3149). :func:`tcp_listener`
+binds the socket with ``IPPROTO_TCP`` and hands it to uvicorn's own ``Multiprocess`` supervisor, as
+``uvicorn.run`` would.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+APP_FACTORY = "orc.http.serving:app_from_environment"
+"""The import string each worker process builds its app from."""
+
+
+def app_from_environment() -> Any:
+    """The app for the ``ORC_`` environment; uvicorn calls this in every worker process (``factory=True``)."""
+    from orc.http import create_app
+    from orc.settings import Settings
+
+    return create_app(Settings())
+
+
+def tcp_listener(host: str, port: int) -> socket.socket:
+    """A socket to listen on, bound like uvicorn's ``Config.bind_socket`` but with ``proto=IPPROTO_TCP``.
+
+    Accepted sockets inherit ``proto``, so asyncio sets ``TCP_NODELAY`` on them (see the module docstring).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(app: Any, *, host: str, port: int, workers: int = 1, log_level: str = "info", **options: Any) -> None:
+    """Serve ``app`` (an ASGI app, or an import string of a factory such as :data:`APP_FACTORY`) until SIGTERM or
+    SIGINT. Several ``workers`` need the import string: each process builds its own app."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    if workers > 1 and not isinstance(app, str):
+        raise ValueError("several workers need an import string: each worker process builds its own app")
+    if workers == 1:
+        uvicorn.run(app, host=host, port=port, log_level=log_level, factory=isinstance(app, str), **options)
+        return
+    config = uvicorn.Config(
+        app, factory=True, host=host, port=port, workers=workers, log_level=log_level, lifespan="on", **options
+    )
+    Multiprocess(config, sockets=[tcp_listener(host, port)]).run()

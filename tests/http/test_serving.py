@@ -1,0 +1,112 @@
+"""``orc serve``: several worker processes on one port, with TCP_NODELAY on every accepted connection."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from orc.http.serving import serve, tcp_listener
+from tests.emulators import free_port
+
+START_DEADLINE_SECONDS = 60.0
+
+
+async def test_connections_accepted_on_the_listener_have_tcp_nodelay() -> None:
+    listener = tcp_listener("127.0.0.1", 0)
+    nodelay: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nodelay.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    server = await asyncio.start_server(accepted, sock=listener)
+    async with server:
+        _, writer = await asyncio.open_connection("127.0.0.1", listener.getsockname()[1])
+        # Without it, each response on a kept-alive connection waits for the client's delayed ACK (~40 ms).
+        assert await asyncio.wait_for(nodelay, 10) != 0
+        writer.close()
+
+
+def test_several_workers_need_an_import_string() -> None:
+    with pytest.raises(ValueError, match="import string"):
+        serve(object(), host="127.0.0.1", port=free_port(), workers=2)
+
+
+def worker_processes(pid: int) -> list[int]:
+    """The processes ``pid`` spawned with multiprocessing (Linux ``/proc``), not counting its resource tracker."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                # Field 4 of /proc/<pid>/stat is the parent; the name before it is in parentheses.
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent == pid and b"spawn_main" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+@contextlib.contextmanager
+def orc_serve(home: Path, *arguments: str) -> Iterator[tuple[str, int]]:
+    """Run ``orc serve`` in a process group of its own until it answers /api/health; yield its URL and process
+    id, then stop it."""
+    port = free_port()
+    env = {**os.environ, "ORC_HOME": str(home), "ORC_MODEL": "offline"}
+    command = [sys.executable, "-c", "import sys; from orc.cli import main; sys.exit(main())"]
+    log = home.parent / "serve.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*command, "serve", "--port", str(port), *arguments],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_DEADLINE_SECONDS
+        while True:
+            assert process.poll() is None, log.read_text(errors="replace")[-2000:]
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base_url}/api/health", timeout=2).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "orc serve did not answer in time"
+            time.sleep(0.1)  # poll interval, not a wait for readiness
+        yield base_url, process.pid
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def test_orc_serve_with_two_workers_answers_turns_on_one_port_and_stops_on_sigterm(tmp_path: Path) -> None:
+    with orc_serve(tmp_path / "home", "--workers", "2") as (base_url, pid), httpx.Client(base_url=base_url) as client:
+        workers = worker_processes(pid)
+        files = [("files", ("notes.txt", b"The office opens at nine.", "text/plain"))]
+        uploaded = client.post("/api/sessions/conv/context/files", files=files, timeout=30)
+        turns = [
+            client.post(
+                "/api/orc",
+                json={"question": "When does the office open?", "conversation_id": "conv", "blob_names": ["notes.txt"]},
+                timeout=30,
+            )
+            for _ in range(4)
+        ]
+
+    assert len(workers) == 2
+    assert uploaded.status_code == 201
+    assert [turn.status_code for turn in turns] == [200] * 4
+    assert all("nine" in turn.json()["answer"] for turn in turns)
