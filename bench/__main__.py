@@ -59,6 +59,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "(default: all but workers2-stock)",
     )
     group.add_argument("--profile-concurrency", action="store_true", help="one more run under cProfile (off)")
+    group.add_argument(
+        "--client",
+        choices=("aiohttp", "httpx"),
+        default="aiohttp",
+        help="HTTP client posting the timed turns (aiohttp: less CPU on the cores the server shares)",
+    )
     group = parser.add_argument_group("storage_round_trips")
     group.add_argument("--round-trip-repeats", type=int, default=10, help="recorded warm turns per row (10)")
     group.add_argument("--no-emulators", action="store_true", help="memory stores only (skip Cosmos/Azurite)")
@@ -99,6 +105,7 @@ def _jobs(args: argparse.Namespace) -> dict[str, Callable[[], Awaitable[BenchRes
             storages=storages,
             variants=tuple(args.variant) if args.variant else concurrency.VARIANTS,
             profile=args.profile_concurrency,
+            http_client=args.client,
         ),
         "storage_round_trips": lambda: storage_round_trips.run(
             repeats=args.round_trip_repeats, emulators=not args.no_emulators
