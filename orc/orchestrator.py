@@ -175,6 +175,13 @@ class Orchestrator:
     async def _run_locked(self, turn: PreparedTurn, thread_id: str, stream: bool) -> AsyncIterator[Event]:
         started = time.perf_counter()
         meter = ModelMeter()
+        stored: asyncio.Task[TurnResult] | None = None
+
+        def finished(final: TurnState) -> None:
+            # The answer node is done: store the turn now, while LangGraph writes the run's last checkpoint.
+            nonlocal stored
+            stored = asyncio.create_task(self._store(turn, final, meter))
+
         toolbox = McpToolbox(
             self._mcp,
             principal=turn.principal,
@@ -192,30 +199,48 @@ class Orchestrator:
             offers_planning_tools=self._offers_planning_tools,
             documents=self.documents,
             meter=meter,
+            finished=finished,
             stream_tokens=stream,
         )
         focus = turn.focus_context.model_dump() if turn.focus_context else None
-        state: TurnState = fresh_turn_input(turn.question, turn.blob_names, focus)
         # No callbacks on the run: the nodes record their model requests on the meter themselves.
         config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}}
-        async for part in self._graph.astream(
-            state,
-            config,
-            context=context,
-            # Streaming "custom" events makes LangGraph run every node as a task of its own beside a waiter; a
-            # caller that reads no events does not pay for that.
-            stream_mode=["custom", "updates"] if stream else ["updates"],
-            # History lives in the conversation store; a checkpoint per step would only add writes.
-            durability="exit",
-        ):
-            mode, chunk = cast(tuple[str, Any], part)
-            if mode == "custom":
-                yield cast(Event, chunk)
-            elif mode == "updates":
-                for update in cast(dict[str, Any], chunk).values():
-                    if isinstance(update, dict):
-                        state.update(update)  # type: ignore[typeddict-item]
+        try:
+            try:
+                async for part in self._graph.astream(
+                    fresh_turn_input(turn.question, turn.blob_names, focus),
+                    config,
+                    context=context,
+                    # Streaming "custom" events makes LangGraph run every node as a task of its own beside a
+                    # waiter; a caller that reads no events does not pay for that.
+                    stream_mode=["custom"] if stream else ["updates"],
+                    # History lives in the conversation store; a checkpoint per step would only add writes.
+                    durability="exit",
+                ):
+                    mode, chunk = cast(tuple[str, Any], part)
+                    if mode == "custom":
+                        yield cast(Event, chunk)
+            except Exception as exc:
+                if stored is None:
+                    raise
+                # The run failed after its answer, writing its last checkpoint. Nothing reads the checkpoint of a
+                # finished turn (the next turn starts afresh), so a turn that is stored whole has succeeded.
+                await stored
+                log.warning("the last checkpoint of a finished turn was not written: %s", type(exc).__name__)
+            if stored is None:
+                raise OrcError("the turn ended without an answer; nothing was stored")
+            result = await stored
+        finally:
+            if stored is not None and not stored.done():
+                # The reader went away while the turn was being stored: let it finish, and log if it fails.
+                stored.add_done_callback(_log_store_failure)
+        result.metadata.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
+        for citation in result.citations:
+            yield {"type": "citation", **citation.model_dump()}
+        yield {"type": "final", **result.model_dump(mode="json"), "usage": result.metadata.usage.model_dump()}
 
+    async def _store(self, turn: PreparedTurn, state: TurnState, meter: ModelMeter) -> TurnResult:
+        """Append the finished turn to its conversation, whole, and return its result."""
         citations = [Citation.model_validate(c) for c in state["citations"]]
         files = [FileRef.model_validate(ref) for ref in state["uploaded_file_refs"]]
         usage = meter.usage + Usage.model_validate(state["tool_usage"] or {})
@@ -226,7 +251,7 @@ class Orchestrator:
             model_calls=meter.calls + state["tool_model_calls"],
             usage=usage,
             tool_calls=[ToolCallRecord.model_validate(r) for r in state["tool_records"]],
-            elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+            elapsed_ms=0.0,
             focus_context=turn.focus_context,
             historical_contexts=[FocusContext.model_validate(c) for c in state.get("historical_contexts") or []],
         )
@@ -249,16 +274,13 @@ class Orchestrator:
             ),
             seen=Snapshot(header=StoredItem(**header) if header else None, turns=[]),
         )
-        for citation in citations:
-            yield {"type": "citation", **citation.model_dump()}
-        result = TurnResult(
+        return TurnResult(
             conversation_id=turn.conversation_id,
             answer=state["answer"],
             citations=citations,
             files=files,
             metadata=metadata,
         )
-        yield {"type": "final", **result.model_dump(mode="json"), "usage": usage.model_dump()}
 
     # -- sessions -------------------------------------------------------------------------------------------
 
@@ -283,6 +305,11 @@ class Orchestrator:
         await self.files.remove_all(principal, conversation_id)
         if self._delete_checkpoints is not None:
             await self._delete_checkpoints(f"{principal.partition_key}/{conversation_id}")
+
+
+def _log_store_failure(task: asyncio.Task[TurnResult]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("storing a finished turn failed: %s", type(task.exception()).__name__)
 
 
 def tool_scope(turn: PreparedTurn) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 from collections.abc import Iterator
@@ -27,6 +28,10 @@ def function_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Module
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         yield module
+    # AsgiFunctionApp shuts its app down in __del__ with asyncio.run(): collect it here, where no loop runs,
+    # rather than whenever a later test's garbage collection finds it.
+    module.__dict__.clear()
+    gc.collect()
 
 
 @pytest.fixture(scope="module")

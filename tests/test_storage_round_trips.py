@@ -30,11 +30,15 @@ async def test_a_warm_document_chat_turn_makes_at_most_six_storage_round_trips()
 
     assert result.metadata.cache == "hit"
     assert len(counter.calls) <= 6, counter.calls
-    assert counter.calls == [
+    assert counter.calls[:3] == [
         "catalog.query",  # the blob names are files of this conversation
         "conversations.query",  # header + recent turns
         "blobs.list",  # current ETags of the attached documents
+    ]
+    # The turn is stored while LangGraph writes the run's last checkpoint: these overlap.
+    assert sorted(counter.calls[3:]) == [
         "checkpoints.upsert",  # the turn's final checkpoint
         "conversations.create",  # the turn
         "conversations.replace",  # the header, conditioned on the ETag read above
     ]
+    assert counter.calls.index("conversations.create") < counter.calls.index("conversations.replace")

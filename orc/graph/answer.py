@@ -97,4 +97,7 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
         emit({"type": "token", "text": note})
         text += note
     progress("answer", "Done", 100)
-    return {"answer": text, "citations": [citation.model_dump() for citation in citations]}
+    update: TurnState = {"answer": text, "citations": [citation.model_dump() for citation in citations]}
+    if ctx.finished is not None:
+        ctx.finished({**state, **update})
+    return update

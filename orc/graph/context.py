@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from langchain_core.language_models import BaseChatModel
 
@@ -11,6 +13,9 @@ from orc.documents.library import DocumentLibrary
 from orc.mcp_client import McpToolbox
 from orc.models.metering import ModelMeter
 from orc.principal import Principal
+
+if TYPE_CHECKING:
+    from orc.graph.state import TurnState
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,9 @@ class TurnContext:
     """The document library, for the prompt's list of available documents (the same availability the tools use)."""
     meter: ModelMeter = field(default_factory=ModelMeter)
     """Every model request a node makes is recorded here (``metadata.model_calls`` and ``usage``)."""
+    finished: Callable[[TurnState], None] | None = None
+    """Called by the answer node with the turn's final state: the orchestrator stores the turn while LangGraph
+    writes its last checkpoint, instead of after it."""
     stream_tokens: bool = True
     """Whether someone reads the turn's events: the answer is then requested as a stream, token by token; a caller
     that only wants the result (``Orchestrator.ask``, a JSON response) gets it in one response."""
