@@ -553,7 +553,8 @@ def format_checks(checks: Sequence[Check]) -> str:
 
 def _command(*args: str) -> str:
     try:
-        return subprocess.run(args, capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+        # rstrip only: `git status --porcelain` lines start with a status column that may be a space.
+        return subprocess.run(args, capture_output=True, text=True, timeout=5, check=False).stdout.rstrip()
     except (OSError, subprocess.SubprocessError):
         return ""
 
