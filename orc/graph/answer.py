@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 from xml.sax.saxutils import escape, quoteattr
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from orc.citations import extract_citations, unique_sources
@@ -14,6 +15,7 @@ from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.progress import emit, progress
 from orc.graph.state import TurnState
+from orc.graph.tool_router import answer_tools, requested_calls
 from orc.prompting import format_sources, load_prompt
 
 MAX_ANSWER_SOURCES = 12
@@ -64,7 +66,11 @@ def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: 
 
 
 async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
-    """Stream the answer token by token and cite the spans it names."""
+    """Stream the answer token by token and cite the spans it names.
+
+    After a planned tool round the request also offers the tools (:func:`answer_tools`), with the round's calls
+    and results: a reply that calls tools goes back to the executor instead of ending the turn.
+    """
     ctx = runtime.context
     progress("answer", "Writing the answer", 80)
     sources = unique_sources(
@@ -74,12 +80,22 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     system = load_prompt("answer.system").render(
         sources=format_sources(sources, context_labels(origins)), context_block=context_block(state)
     )
-    messages = [SystemMessage(system), HumanMessage(state["standalone_question"])]
+    messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(state["standalone_question"])]
+    tools = await answer_tools(state, ctx)
+    if tools:
+        # The calls made so far and their results (the planning prompt's own system and question aside).
+        messages += list(state.get("planning_messages") or [])[2:]
+    model = ctx.model.bind_tools(tools) if tools else ctx.model
     if ctx.stream_tokens:
         pieces: list[str] = []
         metered: list[BaseMessage] = []
-        async for chunk in ctx.model.astream(messages):
+        reply: BaseMessage | None = None
+        async for chunk in model.astream(messages):
+            if tools:
+                # Only a request that may call tools needs the whole reply; others need only the text.
+                reply = chunk if reply is None else cast(AIMessageChunk, reply) + cast(AIMessageChunk, chunk)
             piece = str(chunk.text)
+            # Text streams at once; text a model writes before asking for tools streams as well.
             if piece:
                 pieces.append(piece)
                 emit({"type": "token", "text": piece})
@@ -88,16 +104,25 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
         ctx.meter.record(*metered)
         text = "".join(pieces).strip()
     else:
-        reply = await ctx.model.ainvoke(messages)
+        reply = await model.ainvoke(messages)
         ctx.meter.record(reply)
         text = reply.text.strip()
+    calls = requested_calls(reply, tools) if tools and reply is not None else []
+    if calls and reply is not None:
+        progress("answer", "Consulting more documents first", 85)
+        planned = list(state.get("planning_messages") or [])
+        return {"route": "tools", "pending_tool_calls": calls, "planning_messages": [*planned, reply]}
     citations = extract_citations(text, sources)
     note = non_focus_note(text, citations, origins)
     if note:
         emit({"type": "token", "text": note})
         text += note
     progress("answer", "Done", 100)
-    update: TurnState = {"answer": text, "citations": [citation.model_dump() for citation in citations]}
+    update: TurnState = {
+        "route": "answer",
+        "answer": text,
+        "citations": [citation.model_dump() for citation in citations],
+    }
     if ctx.finished is not None:
         ctx.finished({**state, **update})
     return update

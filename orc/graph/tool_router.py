@@ -1,5 +1,5 @@
 """tool_router: attached documents go straight to tools (:func:`route_after_planner`); otherwise one planning call
-decides."""
+decides the first tool round, and the answer request (with the tools offered) any later one."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from orc.documents.availability import DocumentScope
@@ -35,37 +36,59 @@ DOCUMENT_TOOLS = frozenset(
 
 
 async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
-    """Choose the next step. No separate yes/no routing call: the planning call's tool calls are the decision."""
+    """Plan the turn's first tool round. No separate yes/no routing call: the planning call's tool calls are the
+    decision. Later rounds are asked for by the answer node's own request (:func:`answer_tools`)."""
     ctx = runtime.context
-    if state.get("rounds", 0) >= ctx.max_tool_rounds:
+    if ctx.max_tool_rounds < 1:
         return {"route": "answer", "pending_tool_calls": []}
 
     # Without attached documents document_chat is not offered to the model at all.
-    tools = (
-        await ctx.toolbox.model_tools(exclude={DOCUMENT_CHAT, *SESSION_MUTATIONS}) if ctx.offers_planning_tools else []
-    )
+    tools = await planning_tools(ctx)
     if not tools:
         return {"route": "answer", "pending_tool_calls": []}
 
     progress("tool_router", "Planning which documents to consult", 20)
-    messages: list[BaseMessage] = list(state.get("planning_messages") or [])
     updates: TurnState = {}
-    if not messages:
-        if ctx.documents is not None and state.get("available_documents") is None:
-            updates["available_documents"] = await available_documents(state, ctx)
-            if not updates["available_documents"] and all(_mcp_name(tool) in DOCUMENT_TOOLS for tool in tools):
-                return {**updates, "route": "answer", "pending_tool_calls": []}
-        block = render_context_block({**state, **updates})
-        messages = [
-            SystemMessage(load_prompt("tool_planning.system").render(context_block=block)),
-            HumanMessage(state["standalone_question"]),
-        ]
+    if ctx.documents is not None and state.get("available_documents") is None:
+        updates["available_documents"] = await available_documents(state, ctx)
+        if not updates["available_documents"] and all(_mcp_name(tool) in DOCUMENT_TOOLS for tool in tools):
+            return {**updates, "route": "answer", "pending_tool_calls": []}
+    block = render_context_block({**state, **updates})
+    messages: list[BaseMessage] = [
+        SystemMessage(load_prompt("tool_planning.system").render(context_block=block)),
+        HumanMessage(state["standalone_question"]),
+    ]
     reply = await ctx.model.bind_tools(tools).ainvoke(messages)
     ctx.meter.record(reply)
-    if not isinstance(reply, AIMessage) or not reply.tool_calls:
+    calls = requested_calls(reply, tools)
+    if not calls:
         return {**updates, "route": "answer", "pending_tool_calls": [], "planning_messages": messages}
+    return {**updates, "route": "tools", "pending_tool_calls": calls, "planning_messages": [*messages, reply]}
+
+
+async def planning_tools(ctx: TurnContext) -> list[BaseTool]:
+    """The tools a model may call to plan: orc's document tools and extensions, never document_chat or a tool
+    that changes the session."""
+    if not ctx.offers_planning_tools:
+        return []
+    return await ctx.toolbox.model_tools(exclude={DOCUMENT_CHAT, *SESSION_MUTATIONS})
+
+
+async def answer_tools(state: TurnState, ctx: TurnContext) -> list[BaseTool]:
+    """The tools offered with the answer request: after a planned tool round, while rounds remain, so that a model
+    wanting more evidence asks in the same request that would otherwise answer (no extra planning request)."""
+    rounds = state.get("rounds", 0)
+    if state.get("blob_names") or not 1 <= rounds < ctx.max_tool_rounds:
+        return []
+    return await planning_tools(ctx)
+
+
+def requested_calls(reply: BaseMessage, tools: list[BaseTool]) -> list[dict[str, Any]]:
+    """The tool calls of a model reply, named by their MCP names, for the executor."""
+    if not isinstance(reply, AIMessage) or not reply.tool_calls:
+        return []
     mcp_names = {tool.name: _mcp_name(tool) for tool in tools}
-    calls = [
+    return [
         {
             "id": call["id"],
             "name": mcp_names.get(call["name"], call["name"]),
@@ -74,7 +97,6 @@ async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnSt
         }
         for call in reply.tool_calls
     ]
-    return {**updates, "route": "tools", "pending_tool_calls": calls, "planning_messages": [*messages, reply]}
 
 
 async def available_documents(state: TurnState, ctx: TurnContext) -> list[dict[str, Any]]:
@@ -104,6 +126,6 @@ def route_after_router(state: TurnState) -> str:
     return "mcp_executor" if state.get("route") == "tools" else "answer"
 
 
-def route_after_context(state: TurnState) -> str:
-    """Conditional edge: the forced document_chat goes straight to the answer; planned tools plan again."""
-    return "answer" if state.get("blob_names") else "tool_router"
+def route_after_answer(state: TurnState) -> str:
+    """Conditional edge: the answer request asked for more tools (``mcp_executor``), or the turn is done."""
+    return "mcp_executor" if state.get("route") == "tools" else END

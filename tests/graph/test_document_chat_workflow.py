@@ -243,3 +243,54 @@ async def test_a_turn_reports_every_model_request_it_made_and_their_tokens(
     # document_chat's own request, then the answer; a follow-up rewrites the question first.
     assert first.metadata.model_calls == 2 and final["metadata"]["model_calls"] == model.calls - before == 3
     assert 0 < first.metadata.usage.total_tokens < final["metadata"]["usage"]["total_tokens"]
+
+
+async def test_a_planned_tool_round_costs_no_second_planning_request() -> None:
+    model = FunctionChatModel(call_echo)
+    async with build_orchestrator(Settings(), model=model, mcp_extensions=[add_echo_tool]) as orc:
+        first = await orc.ask(TurnRequest(question="Say hi", conversation_id="conv"))
+        calls_after_first = model.calls
+        follow_up = await orc.ask(TurnRequest(question="And again?", conversation_id="conv"))
+
+    # plan, then the answer (offered the tools again, it has what it needs); a follow-up rewrites first.
+    assert first.metadata.model_calls == calls_after_first == 2
+    assert follow_up.metadata.model_calls == model.calls - calls_after_first == 3
+    answer_request = model.requests[-1]
+    assert "documents__echo" in answer_request.tool_names
+    assert any(isinstance(m, ToolMessage) for m in answer_request.messages)
+    assert [call.name for call in follow_up.metadata.tool_calls] == ["documents.echo"]
+
+
+def always_echo(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage | str:
+    """A model that calls the echo tool whenever it may, and otherwise answers."""
+    if tools:
+        calls = sum(isinstance(m, ToolMessage) for m in messages)
+        return AIMessage("", tool_calls=[{"name": "documents__echo", "args": {"text": "hi"}, "id": f"c{calls}"}])
+    return cite_first_source(messages, tools)
+
+
+async def test_an_answer_that_keeps_asking_for_tools_is_bounded_by_the_tool_rounds() -> None:
+    model = FunctionChatModel(always_echo)
+    settings = Settings(max_tool_rounds=2)
+    async with build_orchestrator(settings, model=model, mcp_extensions=[add_echo_tool]) as orc:
+        result = await orc.ask(TurnRequest(question="Say hi", conversation_id="conv"))
+
+    # plan (round 1), the answer asks for round 2, then the last answer is offered no tools and answers.
+    assert [call.name for call in result.metadata.tool_calls] == ["documents.echo", "documents.echo"]
+    assert [bool(request.tool_names) for request in model.requests] == [True, True, False]
+    assert result.metadata.model_calls == 3 and result.answer
+
+
+async def test_a_streamed_turn_whose_answer_asks_for_more_tools_streams_the_final_answer() -> None:
+    model = FunctionChatModel(always_echo)
+    async with build_orchestrator(Settings(max_tool_rounds=2), model=model, mcp_extensions=[add_echo_tool]) as orc:
+        events = [event async for event in orc.stream(TurnRequest(question="Say hi", conversation_id="conv"))]
+
+    final = events[-1]
+    tokens = "".join(event["text"] for event in events if event["type"] == "token")
+    assert final["type"] == "final" and tokens.strip() == final["answer"]
+    assert [event["name"] for event in events if event["type"] == "tool" and event["status"] == "ok"] == [
+        "documents.echo",
+        "documents.echo",
+    ]
+    assert [request.streamed for request in model.requests] == [False, True, True]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orc.graph import build_graph
-from orc.graph.tool_router import route_after_context, route_after_planner
+from orc.graph.tool_router import route_after_answer, route_after_planner
 
 EXPECTED_EDGES = {
     ("__start__", "query_planner", False),
@@ -12,9 +12,9 @@ EXPECTED_EDGES = {
     ("tool_router", "mcp_executor", True),
     ("tool_router", "answer", True),
     ("mcp_executor", "context_builder", False),
-    ("context_builder", "tool_router", True),
-    ("context_builder", "answer", True),
-    ("answer", "__end__", False),
+    ("context_builder", "answer", False),
+    ("answer", "mcp_executor", True),
+    ("answer", "__end__", True),
 }
 
 
@@ -38,14 +38,14 @@ def test_the_mermaid_drawing_is_stable() -> None:
 
     assert "query_planner -.-> mcp_executor;" in mermaid
     assert "tool_router -.-> mcp_executor;" in mermaid
-    assert "context_builder -.-> tool_router;" in mermaid
-    assert "context_builder -.-> answer;" in mermaid
-    assert "answer --> __end__;" in mermaid
+    assert "context_builder --> answer;" in mermaid
+    assert "answer -.-> mcp_executor;" in mermaid
+    assert "answer -.-> __end__;" in mermaid
 
 
 def test_attached_files_skip_the_router_and_other_turns_go_through_it() -> None:
     assert route_after_planner({"blob_names": ["lease.txt"]}) == "mcp_executor"
     assert route_after_planner({"blob_names": []}) == "tool_router"
-    # The forced document_chat round answers next; a planned round plans again.
-    assert route_after_context({"blob_names": ["lease.txt"]}) == "answer"
-    assert route_after_context({"blob_names": []}) == "tool_router"
+    # An answer that asked for more tools goes back to the executor; any other ends the turn.
+    assert route_after_answer({"route": "tools"}) == "mcp_executor"
+    assert route_after_answer({"route": "answer"}) == "__end__"
