@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 from orc.errors import InvalidName
 
@@ -34,6 +35,13 @@ def validate_blob_name(name: str) -> str:
     """
     if not isinstance(name, str):
         raise InvalidName("blob name must be a string")
+    return _checked_blob_name(name)
+
+
+@lru_cache(maxsize=4096)
+def _checked_blob_name(name: str) -> str:
+    # A turn checks the same few names several times (request, session files, document_chat, paths); only valid
+    # names are remembered, since a raised InvalidName is never cached.
     if not name:
         raise InvalidName("blob name must not be empty")
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:

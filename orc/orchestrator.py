@@ -8,6 +8,7 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -126,12 +127,16 @@ class Orchestrator:
         return await self.complete(await self.prepare(request, principal))
 
     async def complete(self, turn: PreparedTurn) -> TurnResult:
-        """Run a prepared turn to its end and return the result."""
+        """Run a prepared turn to its end and return the result.
+
+        Nobody reads the turn's events, so the graph streams none and the answer is requested whole.
+        """
         result: TurnResult | None = None
-        async for event in self.run(turn, stream=False):
-            if event["type"] == "final":
-                result = TurnResult.model_validate(event)
-        assert result is not None  # run() always ends with a final event or raises
+        async with self._turn_lock(turn) as key:
+            async for item in self._run_locked(turn, key, stream=False):
+                if isinstance(item, TurnResult):
+                    result = item
+        assert result is not None  # _run_locked always ends with the result or raises
         return result
 
     async def stream(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> AsyncIterator[Event]:
@@ -157,22 +162,32 @@ class Orchestrator:
             log.debug("turn failure details", exc_info=True)
             yield error_event(OrcError("the turn failed; nothing was stored. Retry, or contact the operator."))
 
-    async def run(self, turn: PreparedTurn, *, stream: bool = True) -> AsyncIterator[Event]:
+    async def run(self, turn: PreparedTurn) -> AsyncIterator[Event]:
         """Run a prepared turn: progress, tool and token events, then citations and ``final``.
 
-        With ``stream=False`` only the citation and ``final`` events come: no one waits on the others, so the
-        graph does not stream them and the answer is requested whole. Raises :class:`OrcError` on failure;
-        nothing is stored for a failed turn.
+        Raises :class:`OrcError` on failure; nothing is stored for a failed turn.
         """
+        async with self._turn_lock(turn) as key:
+            async for item in self._run_locked(turn, key, stream=True):
+                if isinstance(item, TurnResult):
+                    for citation in item.citations:
+                        yield {"type": "citation", **citation.model_dump()}
+                    yield {"type": "final", **item.model_dump(mode="json"), "usage": item.metadata.usage.model_dump()}
+                else:
+                    yield item
+
+    @asynccontextmanager
+    async def _turn_lock(self, turn: PreparedTurn) -> AsyncIterator[str]:
+        """One turn at a time per conversation; yields the conversation's key (also the graph's thread id)."""
         key = f"{turn.principal.partition_key}/{turn.conversation_id}"
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
         async with lock:
-            async for event in self._run_locked(turn, key, stream):
-                yield event
+            yield key
 
-    async def _run_locked(self, turn: PreparedTurn, thread_id: str, stream: bool) -> AsyncIterator[Event]:
+    async def _run_locked(self, turn: PreparedTurn, thread_id: str, stream: bool) -> AsyncIterator[Event | TurnResult]:
+        """The turn's events as the graph streams them (none unless ``stream``), then its stored result."""
         started = time.perf_counter()
         meter = ModelMeter()
         stored: asyncio.Task[TurnResult] | None = None
@@ -235,9 +250,7 @@ class Orchestrator:
                 # The reader went away while the turn was being stored: let it finish, and log if it fails.
                 stored.add_done_callback(_log_store_failure)
         result.metadata.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
-        for citation in result.citations:
-            yield {"type": "citation", **citation.model_dump()}
-        yield {"type": "final", **result.model_dump(mode="json"), "usage": result.metadata.usage.model_dump()}
+        yield result
 
     async def _store(self, turn: PreparedTurn, state: TurnState, meter: ModelMeter) -> TurnResult:
         """Append the finished turn to its conversation, whole, and return its result."""
