@@ -54,7 +54,9 @@ async def idempotent(
     if isinstance(claimed, StoredResponse):
         return replay(claimed)
     if claimed is None or keys is None:
-        return JSONResponse((await run()).model_dump(mode="json"), status_code=status_code)
+        # pydantic writes the JSON itself: no dict of the result, no second pass through the json module.
+        result = await run()
+        return Response(result.model_dump_json(), status_code=status_code, media_type="application/json")
     try:
         result = await run()
     except OrcError as exc:
