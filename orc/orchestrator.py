@@ -227,8 +227,9 @@ class Orchestrator:
                     config,
                     context=context,
                     # Streaming "custom" events makes LangGraph run every node as a task of its own beside a
-                    # waiter; a caller that reads no events does not pay for that.
-                    stream_mode=["custom"] if stream else ["updates"],
+                    # waiter; a caller that reads no events does not pay for that, nor for per-step outputs:
+                    # the turn's final state comes from the answer node (``finished``).
+                    stream_mode=["custom"] if stream else [],
                     # History lives in the conversation store; a checkpoint per step would only add writes.
                     durability="exit",
                 ):
