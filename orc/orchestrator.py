@@ -192,10 +192,14 @@ class Orchestrator:
         meter = ModelMeter()
         stored: asyncio.Task[TurnResult] | None = None
 
+        focus = turn.focus_context.model_dump() if turn.focus_context else None
+        fresh = fresh_turn_input(turn.question, turn.blob_names, focus)
+
         def finished(final: TurnState) -> None:
             # The answer node is done: store the turn now, while LangGraph writes the run's last checkpoint.
+            # Fields no node wrote this turn keep their fresh values.
             nonlocal stored
-            stored = asyncio.create_task(self._store(turn, final, meter))
+            stored = asyncio.create_task(self._store(turn, {**fresh, **final}, meter))
 
         toolbox = McpToolbox(
             self._mcp,
@@ -217,13 +221,15 @@ class Orchestrator:
             finished=finished,
             stream_tokens=stream,
         )
-        focus = turn.focus_context.model_dump() if turn.focus_context else None
         # No callbacks on the run: the nodes record their model requests on the meter themselves.
         config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}}
         try:
             try:
                 async for part in self._graph.astream(
-                    fresh_turn_input(turn.question, turn.blob_names, focus),
+                    # Only the turn's input: a new turn reads no checkpoint (NEW_TURN, honoured by both savers
+                    # and tested), so every other field starts empty, and writing 20 defaults into the
+                    # channels was a step's worth of work.
+                    {"question": turn.question, "blob_names": turn.blob_names, "focus_context": focus},
                     config,
                     context=context,
                     # Streaming "custom" events makes LangGraph run every node as a task of its own beside a

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import azure.functions as func
 import httpx
 import pytest
+import pytest_asyncio
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -28,10 +28,17 @@ def function_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Module
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         yield module
-    # AsgiFunctionApp shuts its app down in __del__ with asyncio.run(): collect it here, where no loop runs,
-    # rather than whenever a later test's garbage collection finds it.
-    module.__dict__.clear()
-    gc.collect()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
+async def shut_down_after_the_module(function_module: ModuleType) -> AsyncIterator[None]:
+    """Shut the app down on the loop that started it. Otherwise AsgiFunctionApp.__del__ does it with
+    asyncio.run() whenever the object is collected, which fails inside a later test's running loop."""
+    yield
+    app = function_module.app
+    if app.startup_task_done:
+        await app.middleware.notify_shutdown()
+        app.startup_task_done = False
 
 
 @pytest.fixture(scope="module")
