@@ -116,16 +116,20 @@ def _mcp_name(tool: BaseTool) -> str:
     return str((tool.metadata or {}).get("mcp_name", tool.name))
 
 
-def route_after_planner(state: TurnState) -> str:
+# The edge functions are coroutines: LangGraph runs a plain function on a conditional edge of an async graph
+# in its thread pool, a thread hand-off per edge per turn.
+
+
+async def route_after_planner(state: TurnState) -> str:
     """Conditional edge: attached files force document_chat, without a planning call; otherwise plan."""
     return "mcp_executor" if state.get("blob_names") else "tool_router"
 
 
-def route_after_router(state: TurnState) -> str:
+async def route_after_router(state: TurnState) -> str:
     """Conditional edge: ``mcp_executor`` or ``answer``."""
     return "mcp_executor" if state.get("route") == "tools" else "answer"
 
 
-def route_after_answer(state: TurnState) -> str:
+async def route_after_answer(state: TurnState) -> str:
     """Conditional edge: the answer request asked for more tools (``mcp_executor``), or the turn is done."""
     return "mcp_executor" if state.get("route") == "tools" else END

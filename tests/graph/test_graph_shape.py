@@ -43,9 +43,9 @@ def test_the_mermaid_drawing_is_stable() -> None:
     assert "answer -.-> __end__;" in mermaid
 
 
-def test_attached_files_skip_the_router_and_other_turns_go_through_it() -> None:
-    assert route_after_planner({"blob_names": ["lease.txt"]}) == "mcp_executor"
-    assert route_after_planner({"blob_names": []}) == "tool_router"
+async def test_attached_files_skip_the_router_and_other_turns_go_through_it() -> None:
+    assert await route_after_planner({"blob_names": ["lease.txt"]}) == "mcp_executor"
+    assert await route_after_planner({"blob_names": []}) == "tool_router"
     # An answer that asked for more tools goes back to the executor; any other ends the turn.
-    assert route_after_answer({"route": "tools"}) == "mcp_executor"
-    assert route_after_answer({"route": "answer"}) == "__end__"
+    assert await route_after_answer({"route": "tools"}) == "mcp_executor"
+    assert await route_after_answer({"route": "answer"}) == "__end__"
