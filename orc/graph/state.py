@@ -10,10 +10,13 @@ Route = Literal["tools", "answer"]
 
 
 class TurnState(TypedDict, total=False):
-    """Every field is written by exactly one node, except those seeded by the turn's input.
+    """Every field is written by one node, except the turn's input and the tool-round fields (``route``,
+    ``pending_tool_calls``, ``planning_messages``), which tool_router and answer both write.
 
-    The orchestrator passes a complete fresh input each turn, so nothing leaks from the previous turn's
-    checkpoint; history comes from the conversation store.
+    A new turn reads no checkpoint (:data:`orc.checkpoints.NEW_TURN`), so it starts with empty channels and
+    nothing leaks from the previous turn; the graph's input is only the turn's own fields, and
+    :func:`fresh_turn_input` holds the values of the fields no node wrote. History comes from the conversation
+    store.
     """
 
     # input
@@ -28,7 +31,7 @@ class TurnState(TypedDict, total=False):
     last_mcp_tool_used: str | None
     historical_contexts: list[dict[str, str]]
     """Contexts the conversation focused on before this turn, oldest first, without the current focus."""
-    # tool_router / mcp_executor / context_builder
+    # tool_router / mcp_executor / context_builder (and answer, when it asks for another tool round)
     route: Route
     available_documents: list[dict[str, Any]] | None
     """The documents available to the turn (for the prompt's context block); None until tool_router loads them."""
@@ -50,7 +53,7 @@ class TurnState(TypedDict, total=False):
 
 
 def fresh_turn_input(question: str, blob_names: list[str], focus_context: dict[str, str] | None) -> TurnState:
-    """The graph input of a new turn: every per-turn field reset."""
+    """A new turn's state before any node runs: its input, and every other field at its starting value."""
     return TurnState(
         question=question,
         blob_names=blob_names,
