@@ -21,6 +21,7 @@ from orc.digests.envelopes import aggregate_envelope, per_file_envelope
 from orc.digests.prompts import TaskPrompt, aggregate_prompt, per_file_prompt, retry_message
 from orc.digests.schema import Digest, parse_json_object, validate_aggregate, validate_per_file
 from orc.errors import OrcError
+from orc.models.metering import message_usage
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class DigestRunner:
                 logger.warning("digest model call failed: %s", type(exc).__name__)
                 logger.debug("digest model failure details", exc_info=True)
                 return DigestOutcome(None, "the model request failed; retry later", prompt.version, calls, usage)
-            spent = _usage(reply)
+            spent = message_usage(reply)
             usage = usage + spent
             stats.usage = stats.usage + spent
             text = reply.text if isinstance(reply, AIMessage) else str(reply.content)
@@ -124,17 +125,6 @@ class DigestRunner:
         reason = "the model's digest broke the digest rules twice: " + "; ".join(errors[:3])
         logger.info("digest rejected after %d attempts (%d broken rules)", calls, len(errors))
         return DigestOutcome(None, reason, prompt.version, calls, usage)
-
-
-def _usage(reply: BaseMessage) -> Usage:
-    metadata = reply.usage_metadata if isinstance(reply, AIMessage) else None
-    if not metadata:
-        return Usage()
-    return Usage(
-        input_tokens=metadata.get("input_tokens", 0),
-        output_tokens=metadata.get("output_tokens", 0),
-        total_tokens=metadata.get("total_tokens", 0),
-    )
 
 
 def _model_failure(exc: OrcError) -> str:

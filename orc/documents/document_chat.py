@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan, Usage
+from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan
 from orc.documents.extraction import extract
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.spans import Span, make_spans, source_ref
@@ -29,6 +29,7 @@ from orc.errors import (
     PayloadTooLarge,
     ServiceUnavailable,
 )
+from orc.models.metering import message_usage
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
 from orc.prompting import format_sources, load_prompt
@@ -140,7 +141,7 @@ class DocumentChatService:
                 cache=outcome,
                 model=self._model_label,
                 model_calls=1,
-                usage=_usage(reply),
+                usage=message_usage(reply),
                 sources=sources,
                 elapsed_ms=round(elapsed_ms, 1),
             ),
@@ -280,17 +281,6 @@ class DocumentChatService:
             raise ServiceUnavailable(
                 "the language model failed to answer; try again later", code="model_unavailable"
             ) from exc
-
-
-def _usage(reply: AIMessage) -> Usage:
-    metadata = reply.usage_metadata
-    if not metadata:
-        return Usage()
-    return Usage(
-        input_tokens=metadata.get("input_tokens", 0),
-        output_tokens=metadata.get("output_tokens", 0),
-        total_tokens=metadata.get("total_tokens", 0),
-    )
 
 
 def _not_found(name: str) -> NotFound:

@@ -12,7 +12,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 
 from orc.contracts import Usage
 
-__all__ = ["ModelMeter", "usage_of"]
+__all__ = ["ModelMeter", "message_usage", "usage_of"]
 
 
 class ModelMeter(BaseCallbackHandler):
@@ -50,13 +50,7 @@ class ModelMeter(BaseCallbackHandler):
         those that carry ``usage_metadata`` are needed)."""
         total = Usage()
         for reply in replies:
-            metadata = reply.usage_metadata if isinstance(reply, AIMessage) else None
-            if metadata:
-                total = total + Usage(
-                    input_tokens=metadata.get("input_tokens", 0),
-                    output_tokens=metadata.get("output_tokens", 0),
-                    total_tokens=metadata.get("total_tokens", 0),
-                )
+            total = total + message_usage(reply)
         with self._lock:
             self._calls += 1
             self._usage = self._usage + total
@@ -88,6 +82,18 @@ class ModelMeter(BaseCallbackHandler):
             self._usage = self._usage + usage
 
 
+def message_usage(message: BaseMessage) -> Usage:
+    """The token usage a model's reply (or a chunk of it) reports in ``usage_metadata``; zero when none."""
+    metadata = message.usage_metadata if isinstance(message, AIMessage) else None
+    if not metadata:
+        return Usage()
+    return Usage(
+        input_tokens=metadata.get("input_tokens", 0),
+        output_tokens=metadata.get("output_tokens", 0),
+        total_tokens=metadata.get("total_tokens", 0),
+    )
+
+
 def usage_of(result: LLMResult) -> Usage:
     """Token usage of a result: the messages' ``usage_metadata``, else the provider's ``token_usage``."""
     total = Usage()
@@ -96,12 +102,7 @@ def usage_of(result: LLMResult) -> Usage:
         for generation in generations:
             message = generation.message if isinstance(generation, ChatGeneration) else None
             if isinstance(message, AIMessage) and message.usage_metadata:
-                metadata = message.usage_metadata
-                total = total + Usage(
-                    input_tokens=metadata.get("input_tokens", 0),
-                    output_tokens=metadata.get("output_tokens", 0),
-                    total_tokens=metadata.get("total_tokens", 0),
-                )
+                total = total + message_usage(message)
                 found = True
     if found:
         return total
