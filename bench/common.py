@@ -131,13 +131,9 @@ async def attach_samples(orchestrator: Orchestrator, conversation_id: str, names
     An upload starts digests in the background; waiting keeps that work out of the turns timed next.
     """
     await orchestrator.files.add(LOCAL_PRINCIPAL, conversation_id, [Upload(name, SAMPLE_DOCS[name]) for name in names])
-    if orchestrator.context is not None:
-        first = await orchestrator.context.manifest(LOCAL_PRINCIPAL, conversation_id)
-        last = first
-        async for manifest in orchestrator.context.watch(LOCAL_PRINCIPAL, conversation_id, first):
-            last = manifest or last
-        if last.parsing:
-            raise RuntimeError(f"the digests of {conversation_id} did not settle within the watch's bound")
+    context = orchestrator.context
+    if context is not None and not await context.digests.wait_idle(LOCAL_PRINCIPAL, conversation_id, REQUEST_TIMEOUT):
+        raise RuntimeError(f"the digests of {conversation_id} did not settle in {REQUEST_TIMEOUT:.0f} s")
 
 
 def free_port() -> int:
@@ -351,14 +347,22 @@ async def upload_http(client: httpx.AsyncClient, conversation_id: str, names: Se
     response = await client.post(f"/api/sessions/{conversation_id}/context/files", files=parts)
     if response.status_code != 201:
         raise RuntimeError(f"upload failed: {response.status_code} {response.text[:300]}")
-    stream = await client.get(f"/api/sessions/{conversation_id}/context/stream")
+    await settled_http(client, conversation_id)
+
+
+async def settled_http(client: httpx.AsyncClient, session_id: str) -> dict[str, Any]:
+    """The session's manifest once nothing is parsing: the last one ``GET …/context/stream`` sends (the stream
+    ends by itself then, bounded by the server)."""
+    stream = await client.get(f"/api/sessions/{session_id}/context/stream")
     manifests = [
         json.loads(block.split("data: ", 1)[1])
         for block in stream.text.split("\n\n")
         if block.startswith("event: manifest") and "data: " in block
     ]
     if stream.status_code != 200 or not manifests or manifests[-1]["parsing"]:
-        raise RuntimeError(f"the digests of {conversation_id} did not settle: {stream.status_code}")
+        raise RuntimeError(f"the digests of {session_id} did not settle: {stream.status_code}")
+    manifest: dict[str, Any] = manifests[-1]
+    return manifest
 
 
 def turn_body(

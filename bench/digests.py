@@ -32,6 +32,7 @@ import httpx
 from asgi_lifespan import LifespanManager
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from bench.common import settled_http
 from orc.http import create_app
 from orc.models.digesting import digest_reply
 from orc.models.guard import forbid_model_requests
@@ -112,12 +113,7 @@ async def upload(client: httpx.AsyncClient, files: Sequence[tuple[str, bytes]]) 
 
 async def settled(client: httpx.AsyncClient) -> dict[str, Any]:
     """The manifest once nothing is parsing (the status stream ends then; the server bounds it)."""
-    response = await client.get(f"/api/sessions/{SESSION}/context/stream")
-    blocks = [block for block in response.text.split("\n\n") if block.startswith("event: manifest")]
-    manifest: dict[str, Any] = json.loads(blocks[-1].split("data: ", 1)[1])
-    if manifest["parsing"]:
-        raise RuntimeError("the digests did not settle within the stream's bound")
-    return manifest
+    return await settled_http(client, SESSION)
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
