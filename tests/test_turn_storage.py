@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from orc.composition import build_orchestrator
 from orc.conversations import ConversationRepository
@@ -17,17 +13,12 @@ from orc.settings import Settings
 from orc.storage.ports import StorageUnavailable
 from orc.testing import FunctionChatModel
 from orc.turns import TurnRequest
+from tests.graph.test_document_chat_workflow import cite_first_source
 from tests.support import counting_stores
 
 ASK = TurnRequest(question="What is the rent?", conversation_id="conv", blob_names=["lease.txt"])
 # Collection-backed checkpoints, as on Cosmos DB, so the checkpoint write goes through the observed stores.
 AZURE_WIRING = Settings(storage="azure")
-
-
-def cite_first_source(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage | str:
-    system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
-    refs = re.findall(r'<source ref="([^"]+)"', system)
-    return f"The rent is 900 euros [{refs[0]}]." if refs else "No sources."
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["ask", "stream"])
