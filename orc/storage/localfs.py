@@ -229,8 +229,7 @@ class LocalBlobStore:
             raise ValueError("prefix resolves outside the store")
         # Plain strings and os.scandir rather than pathlib: listing is on every warm turn's path, and Path
         # objects made up most of its time.
-        root_text = str(root)
-        sidecars = os.path.join(root_text, META_DIR, "blobs")
+        sidecars = os.path.join(root, META_DIR, "blobs")
         found: builtins.list[BlobInfo] = []
         pending = [(str(start), folder)]
         while pending:
@@ -322,6 +321,9 @@ def _prune_empty_folders(folder: Path, stop: Path) -> None:
         folder = folder.parent
 
 
+_UNUSABLE = "the local blob folder is not usable; check its disk space and permissions"
+
+
 async def _read_off_loop(function: Callable[..., T], *args: Any) -> T:
     """Run a blocking read in a worker thread; unexpected OS failures become :class:`StorageUnavailable`.
 
@@ -331,7 +333,7 @@ async def _read_off_loop(function: Callable[..., T], *args: Any) -> T:
     try:
         return await asyncio.get_running_loop().run_in_executor(None, functools.partial(function, *args))
     except OSError as exc:
-        raise StorageUnavailable("the local blob folder is not usable; check its disk space and permissions") from exc
+        raise StorageUnavailable(_UNUSABLE) from exc
 
 
 async def _off_loop(function: Callable[..., T], *args: Any) -> T:
@@ -350,4 +352,4 @@ async def _off_loop(function: Callable[..., T], *args: Any) -> T:
             future.exception()  # retrieved: the caller was cancelled and will not see it
         raise
     except OSError as exc:
-        raise StorageUnavailable("the local blob folder is not usable; check its disk space and permissions") from exc
+        raise StorageUnavailable(_UNUSABLE) from exc
