@@ -39,7 +39,7 @@ from uvicorn.supervisors import Multiprocess
 
 from bench.common import StorageKind, bench_settings, scripted_model, stores_for
 from orc.http import create_app
-from orc.http.serving import tcp_listener
+from orc.http.serving import freeze_after_startup, tcp_listener
 from orc.models.guard import forbid_model_requests, is_loopback_host
 
 ENV_HOME = "ORC_BENCH_HOME"
@@ -98,7 +98,8 @@ def app_from_env() -> ASGIApp:
     if storage not in ("embedded", "memory"):
         raise ValueError(f"{ENV_STORAGE} must be embedded or memory, not {storage!r}")
     kind: StorageKind = "memory" if storage == "memory" else "embedded"
-    app = create_app(bench_settings(home), model=scripted_model(latency), stores=stores_for(kind))
+    # Frozen after start-up, as `orc serve` serves it.
+    app = freeze_after_startup(create_app(bench_settings(home), model=scripted_model(latency), stores=stores_for(kind)))
     profile_folder = os.environ.get(ENV_PROFILE)
     return ProfilingSwitch(app, Path(profile_folder)) if profile_folder else app
 

@@ -10,23 +10,58 @@ sockets inherit it, and asyncio only sets ``TCP_NODELAY`` when ``proto == IPPROT
 keep-alive connection waited about 40 ms for the client's delayed ACK (uvicorn issue #3149). :func:`tcp_listener`
 binds the socket with ``IPPROTO_TCP`` and hands it to uvicorn's own ``Multiprocess`` supervisor, as
 ``uvicorn.run`` would.
+
+**Garbage collection.** A served process holds about 200,000 long-lived objects from its imports and start-up
+(modules, pydantic schemas, the compiled graph), and every full collection walked all of them: 125-135 ms
+each, paid by whichever turn allocated at the wrong moment, and one fell inside every 100-turn burst measured.
+:func:`freeze_after_startup` moves them out of the collector's generations once the app has started
+(``gc.freeze``), so a full collection walks only the objects of the requests in flight (about 27 ms).
 """
 
 from __future__ import annotations
 
+import gc
 import socket
 from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 APP_FACTORY = "orc.http.serving:app_from_environment"
 """The import string each worker process builds its app from."""
 
 
-def app_from_environment() -> Any:
+def app_from_environment() -> ASGIApp:
     """The app for the ``ORC_`` environment; uvicorn calls this in every worker process (``factory=True``)."""
     from orc.http import create_app
     from orc.settings import Settings
 
-    return create_app(Settings())
+    return freeze_after_startup(create_app(Settings()))
+
+
+def freeze_after_startup(app: ASGIApp) -> ASGIApp:
+    """``app``, with the objects that exist once its lifespan has started moved out of the garbage collector's
+    generations (``gc.freeze``), so that full collections in a busy server walk only the requests' objects.
+
+    For a process that serves ``app`` and nothing else, such as ``orc serve``: frozen objects that later become
+    cyclic garbage are never collected, which is right for what lives as long as the process and wrong for an
+    app that an embedder starts and stops many times.
+    """
+
+    async def frozen(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+
+        async def send_after_freezing(message: Message) -> None:
+            if message["type"] == "lifespan.startup.complete":
+                # Collect first: what start-up left as garbage is freed, not frozen.
+                gc.collect()
+                gc.freeze()
+            await send(message)
+
+        await app(scope, receive, send_after_freezing)
+
+    return frozen
 
 
 def tcp_listener(host: str, port: int) -> socket.socket:
@@ -44,7 +79,11 @@ def tcp_listener(host: str, port: int) -> socket.socket:
 
 def serve(app: Any, *, host: str, port: int, workers: int = 1, log_level: str = "info", **options: Any) -> None:
     """Serve ``app`` (an ASGI app, or an import string of a factory such as :data:`APP_FACTORY`) until SIGTERM or
-    SIGINT. Several ``workers`` need the import string: each process builds its own app."""
+    SIGINT. Several ``workers`` need the import string: each process builds its own app.
+
+    An app object is served through :func:`freeze_after_startup`; a factory applies it itself, as
+    :func:`app_from_environment` does.
+    """
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
@@ -53,6 +92,8 @@ def serve(app: Any, *, host: str, port: int, workers: int = 1, log_level: str = 
     if workers > 1 and not isinstance(app, str):
         raise ValueError("several workers need an import string: each worker process builds its own app")
     if workers == 1:
+        if not isinstance(app, str):
+            app = freeze_after_startup(app)
         uvicorn.run(app, host=host, port=port, log_level=log_level, factory=isinstance(app, str), **options)
         return
     config = uvicorn.Config(

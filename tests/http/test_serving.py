@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -12,11 +13,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from orc.http.serving import serve, tcp_listener
+from orc.http.serving import freeze_after_startup, serve, tcp_listener
 from tests.emulators import free_port
 
 START_DEADLINE_SECONDS = 60.0
@@ -36,6 +38,60 @@ async def test_connections_accepted_on_the_listener_have_tcp_nodelay() -> None:
         # Without it, each response on a kept-alive connection waits for the client's delayed ACK (~40 ms).
         assert await asyncio.wait_for(nodelay, 10) != 0
         writer.close()
+
+
+def in_collected_generations(thing: object) -> bool:
+    return any(candidate is thing for candidate in gc.get_objects())
+
+
+async def test_objects_alive_once_the_app_has_started_leave_the_collected_generations() -> None:
+    made_at_startup: list[object] = []
+    sent: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "lifespan"
+        assert (await receive())["type"] == "lifespan.startup"
+        made_at_startup.append([])
+        await send({"type": "lifespan.startup.complete"})
+        assert (await receive())["type"] == "lifespan.shutdown"
+        await send({"type": "lifespan.shutdown.complete"})
+
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+
+    async def receive() -> Any:
+        return next(messages)
+
+    async def send(message: Any) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            assert not in_collected_generations(made_at_startup[0])
+        sent.append(message["type"])
+
+    made_before = []
+    assert in_collected_generations(made_before)
+    try:
+        await freeze_after_startup(app)({"type": "lifespan"}, receive, send)
+    finally:
+        gc.unfreeze()
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+async def test_requests_pass_through_the_freezing_wrapper_untouched() -> None:
+    seen: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append((scope, receive, send))
+
+    async def receive() -> Any:
+        return {"type": "http.request"}
+
+    async def send(message: Any) -> None:
+        pass
+
+    scope = {"type": "http", "path": "/api/health"}
+    frozen_before = gc.get_freeze_count()
+    await freeze_after_startup(app)(scope, receive, send)
+    assert seen == [(scope, receive, send)]
+    assert gc.get_freeze_count() == frozen_before
 
 
 def test_several_workers_need_an_import_string() -> None:
