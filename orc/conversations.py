@@ -13,10 +13,11 @@ update is conditioned on, together with the recent turns.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from orc.clock import utc_now
 from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
@@ -36,6 +37,8 @@ TITLE_CHARS = 80
 HEADER_SEQ = 10**12
 """The header's sort key: greater than any turn number, so it comes first in a newest-first query."""
 _MAX_WRITE_ATTEMPTS = 50
+PARSED_TURNS = 2048
+"""How many parsed turns a repository keeps: the recent history of a few hundred busy conversations."""
 
 
 class FocusContext(BaseModel):
@@ -48,6 +51,8 @@ class FocusContext(BaseModel):
 class UserMessage(BaseModel):
     """What the user asked in a turn."""
 
+    model_config = ConfigDict(frozen=True)
+
     role: Literal["user"] = "user"
     content: str
     blob_names: list[str] = Field(default_factory=list)
@@ -56,6 +61,8 @@ class UserMessage(BaseModel):
 
 class AssistantMessage(BaseModel):
     """What orc answered, with everything the next turn is seeded from."""
+
+    model_config = ConfigDict(frozen=True)
 
     role: Literal["assistant"] = "assistant"
     content: str
@@ -70,7 +77,9 @@ class AssistantMessage(BaseModel):
 
 
 class Turn(BaseModel):
-    """One stored exchange."""
+    """One stored exchange. Frozen: a parsed turn is shared by every read of the same stored version."""
+
+    model_config = ConfigDict(frozen=True)
 
     seq: int
     user: UserMessage
@@ -109,10 +118,32 @@ def _turn_id(conversation_id: str, seq: int) -> str:
 
 
 class ConversationRepository:
-    """Stores and reads conversations of a principal. Partition = the principal's partition key."""
+    """Stores and reads conversations of a principal. Partition = the principal's partition key.
 
-    def __init__(self, collection: DocumentCollection) -> None:
+    A stored turn never changes (it is created once and only ever deleted), so each version, named by its id
+    and ETag, is parsed once: every turn reads the conversation's recent history, and validating those turns
+    again was the largest pydantic cost of a turn. The turn a write stores is kept as it was built.
+    """
+
+    def __init__(self, collection: DocumentCollection, *, parsed_turns: int = PARSED_TURNS) -> None:
         self._items = collection
+        self._parsed: OrderedDict[tuple[str, str, str], Turn] = OrderedDict()
+        self._parsed_limit = parsed_turns
+
+    def _parse(self, item: StoredItem) -> Turn:
+        key = (item.partition_key, item.id, item.etag)
+        turn = self._parsed.get(key)
+        if turn is None:
+            turn = Turn.model_validate(item.body)
+            self._remember(key, turn)
+        else:
+            self._parsed.move_to_end(key)
+        return turn
+
+    def _remember(self, key: tuple[str, str, str], turn: Turn) -> None:
+        self._parsed[key] = turn
+        if len(self._parsed) > self._parsed_limit:
+            self._parsed.popitem(last=False)
 
     async def load(self, principal: Principal, conversation_id: str, limit: int) -> Snapshot:
         """The header and the latest ``limit`` turns (oldest first), in one query."""
@@ -126,7 +157,7 @@ class ConversationRepository:
             limit=limit + 1,
         )
         header = items[0] if items and items[0].body.get("kind") == "conversation" else None
-        turns = [Turn.model_validate(item.body) for item in reversed(items) if item.body.get("kind") == "turn"]
+        turns = [self._parse(item) for item in reversed(items) if item.body.get("kind") == "turn"]
         return Snapshot(header=header, turns=turns[-limit:] if limit else [])
 
     async def recent_turns(self, principal: Principal, conversation_id: str, limit: int) -> list[Turn]:
@@ -154,10 +185,11 @@ class ConversationRepository:
             turn = Turn(seq=seq, user=user, assistant=assistant)
             body = {"kind": "turn", "conversation_id": conversation_id, **turn.model_dump(mode="json")}
             try:
-                await self._items.create(pk, _turn_id(conversation_id, seq), body)
+                stored = await self._items.create(pk, _turn_id(conversation_id, seq), body)
             except ItemAlreadyExists:
                 seq += 1
                 continue
+            self._remember((stored.partition_key, stored.id, stored.etag), turn)
             try:
                 await self._record_in_header(principal, conversation_id, seq, user.content, header)
             except StorageUnavailable:
@@ -206,7 +238,7 @@ class ConversationRepository:
         items = await self._items.query(
             principal.partition_key, where={"kind": "turn"}, id_prefix=_turn_prefix(conversation_id), order_by="seq"
         )
-        return [Turn.model_validate(item.body) for item in items]
+        return [self._parse(item) for item in items]
 
     async def get(self, principal: Principal, conversation_id: str) -> ConversationSummary | None:
         """The conversation's summary, or ``None`` when this principal has no such conversation."""
