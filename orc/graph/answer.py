@@ -8,6 +8,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from orc.citations import extract_citations, unique_sources
 from orc.contracts import Citation, SourceSpan
@@ -15,7 +16,7 @@ from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.progress import emit, progress
 from orc.graph.state import TurnState
-from orc.graph.tool_router import answer_tools, requested_calls
+from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
 from orc.prompting import format_sources, load_prompt
 
 MAX_ANSWER_SOURCES = 12
@@ -65,7 +66,7 @@ def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: 
     return f"\n\n(This answer uses the historical context {', '.join(unnamed)}, not the focus context.)"
 
 
-async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
+async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterAnswer]:
     """Stream the answer token by token and cite the spans it names.
 
     After a planned tool round the request also offers the tools (:func:`answer_tools`), with the round's calls
@@ -111,7 +112,9 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     if calls and reply is not None:
         progress("answer", "Consulting more documents first", 85)
         planned = list(state.get("planning_messages") or [])
-        return {"route": "tools", "pending_tool_calls": calls, "planning_messages": [*planned, reply]}
+        return Command(
+            update={"pending_tool_calls": calls, "planning_messages": [*planned, reply]}, goto=after_answer(calls)
+        )
     citations = extract_citations(text, sources)
     note = non_focus_note(text, citations, origins)
     if note:
@@ -119,10 +122,9 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
         text += note
     progress("answer", "Done", 100)
     update: TurnState = {
-        "route": "answer",
         "answer": text,
         "citations": [citation.model_dump() for citation in citations],
     }
     if ctx.finished is not None:
         ctx.finished({**state, **update})
-    return update
+    return Command(update=update, goto=after_answer([]))

@@ -12,7 +12,7 @@ from orc.graph.context_builder import context_builder
 from orc.graph.mcp_executor import mcp_executor
 from orc.graph.query_planner import query_planner
 from orc.graph.state import TurnState
-from orc.graph.tool_router import route_after_answer, route_after_planner, route_after_router, tool_router
+from orc.graph.tool_router import tool_router
 
 TurnGraph = CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]
 
@@ -25,17 +25,17 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGra
     superstep of its own. After a planned tool round the answer request offers the tools again: a model that
     wants more evidence asks for it there, bounded by ``max_tool_rounds``, and one that has enough answers. So a
     tool round costs no planning request of its own.
+
+    The three nodes with a choice route with ``Command(goto=...)``; ``destinations`` declares their targets, for
+    validation and the drawing.
     """
     graph = StateGraph(TurnState, context_schema=TurnContext)
-    graph.add_node("query_planner", query_planner)
-    graph.add_node("tool_router", tool_router)
+    graph.add_node("query_planner", query_planner, destinations=("tool_router", "mcp_executor"))
+    graph.add_node("tool_router", tool_router, destinations=("mcp_executor", "answer"))
     graph.add_node("mcp_executor", mcp_executor)
     graph.add_node("context_builder", context_builder)
-    graph.add_node("answer", answer)
+    graph.add_node("answer", answer, destinations=("mcp_executor", END))
     graph.add_edge(START, "query_planner")
-    graph.add_conditional_edges("query_planner", route_after_planner, ["tool_router", "mcp_executor"])
-    graph.add_conditional_edges("tool_router", route_after_router, ["mcp_executor", "answer"])
     graph.add_edge("mcp_executor", "context_builder")
     graph.add_edge("context_builder", "answer")
-    graph.add_conditional_edges("answer", route_after_answer, ["mcp_executor", END])
     return graph.compile(checkpointer=checkpointer, name="orc-turn")

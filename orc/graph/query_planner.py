@@ -4,19 +4,24 @@ from __future__ import annotations
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from orc.documents.contexts import historical_from_turns
 from orc.documents.records import ContextRef
 from orc.graph.context import TurnContext
 from orc.graph.progress import progress
 from orc.graph.state import TurnState
+from orc.graph.tool_router import AfterPlanner, after_planner
 from orc.prompting import format_history, load_prompt
 
 
-async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
+async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterPlanner]:
     """Seed ``uploaded_file_refs``, ``last_mcp_tool_used`` and the historical contexts; rewrite a follow-up (no
-    model call on turn one)."""
-    ctx = runtime.context
+    model call on turn one). Then on to the executor with attached files, else to tool_router."""
+    return Command(update=await _plan_query(state, runtime.context), goto=after_planner(state))
+
+
+async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
     progress("query_planner", "Reading the conversation", 5)
     snapshot = await ctx.conversations.load(ctx.principal, ctx.conversation_id, ctx.history_turns)
     header = (

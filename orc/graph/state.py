@@ -6,12 +6,11 @@ from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import BaseMessage
 
-Route = Literal["tools", "answer"]
-
 
 class TurnState(TypedDict, total=False):
-    """Every field is written by one node, except the turn's input and the tool-round fields (``route``,
-    ``pending_tool_calls``, ``planning_messages``), which tool_router and answer both write.
+    """Every field is written by one node, except the turn's input and the tool-round fields
+    (``pending_tool_calls``, ``planning_messages``), which tool_router and answer both write. Which node runs
+    next is not state: the node that decides says so with ``Command(goto=...)``.
 
     A new turn reads no checkpoint (:data:`orc.checkpoints.NEW_TURN`), so it starts with empty channels and
     nothing leaks from the previous turn; the graph's input is only the turn's own fields, and
@@ -32,7 +31,6 @@ class TurnState(TypedDict, total=False):
     historical_contexts: list[dict[str, str]]
     """Contexts the conversation focused on before this turn, oldest first, without the current focus."""
     # tool_router / mcp_executor / context_builder (and answer, when it asks for another tool round)
-    route: Route
     available_documents: list[dict[str, Any]] | None
     """The documents available to the turn (for the prompt's context block); None until tool_router loads them."""
     pending_tool_calls: list[dict[str, Any]]
@@ -63,7 +61,6 @@ def fresh_turn_input(question: str, blob_names: list[str], focus_context: dict[s
         uploaded_file_refs=[],
         last_mcp_tool_used=None,
         historical_contexts=[],
-        route="answer",
         available_documents=None,
         pending_tool_calls=[],
         planning_messages=[],

@@ -1,14 +1,19 @@
-"""tool_router: attached documents go straight to tools (:func:`route_after_planner`); otherwise one planning call
-decides the first tool round, and the answer request (with the tools offered) any later one."""
+"""tool_router: attached documents go straight to tools (:func:`after_planner`); otherwise one planning call
+decides the first tool round, and the answer request (with the tools offered) any later one.
+
+Routing is by ``Command(goto=...)`` from the node that decides, not by conditional edges: LangGraph gives an
+edge function a private copy of every state channel with the node's writes applied, and those copies were the
+largest part of LangGraph's own work in a turn.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
-from langgraph.graph import END
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from orc.documents.availability import DocumentScope
 from orc.documents.records import ContextRef
@@ -35,24 +40,43 @@ DOCUMENT_TOOLS = frozenset(
 """orc's own document tools: with no document available, none of them can help, so no planning call is made."""
 
 
-async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
+AfterPlanner = Literal["tool_router", "mcp_executor"]
+AfterRouter = Literal["mcp_executor", "answer"]
+AfterAnswer = Literal["mcp_executor", "__end__"]
+
+
+def after_planner(state: TurnState) -> AfterPlanner:
+    """Where query_planner goes: attached files force document_chat, without a planning call; otherwise plan."""
+    return "mcp_executor" if state.get("blob_names") else "tool_router"
+
+
+def after_answer(pending_tool_calls: list[dict[str, Any]]) -> AfterAnswer:
+    """Where answer goes: back to the executor when its request asked for more tools, else the turn is done."""
+    return "mcp_executor" if pending_tool_calls else "__end__"  # langgraph.graph.END
+
+
+async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterRouter]:
     """Plan the turn's first tool round. No separate yes/no routing call: the planning call's tool calls are the
     decision. Later rounds are asked for by the answer node's own request (:func:`answer_tools`)."""
-    ctx = runtime.context
+    update = await _plan(state, runtime.context)
+    return Command(update=update, goto="mcp_executor" if update.get("pending_tool_calls") else "answer")
+
+
+async def _plan(state: TurnState, ctx: TurnContext) -> TurnState:
     if ctx.max_tool_rounds < 1:
-        return {"route": "answer", "pending_tool_calls": []}
+        return {"pending_tool_calls": []}
 
     # Without attached documents document_chat is not offered to the model at all.
     tools = await planning_tools(ctx)
     if not tools:
-        return {"route": "answer", "pending_tool_calls": []}
+        return {"pending_tool_calls": []}
 
     progress("tool_router", "Planning which documents to consult", 20)
     updates: TurnState = {}
     if ctx.documents is not None and state.get("available_documents") is None:
         updates["available_documents"] = await available_documents(state, ctx)
         if not updates["available_documents"] and all(_mcp_name(tool) in DOCUMENT_TOOLS for tool in tools):
-            return {**updates, "route": "answer", "pending_tool_calls": []}
+            return {**updates, "pending_tool_calls": []}
     block = render_context_block({**state, **updates})
     messages: list[BaseMessage] = [
         SystemMessage(load_prompt("tool_planning.system").render(context_block=block)),
@@ -62,8 +86,8 @@ async def tool_router(state: TurnState, runtime: Runtime[TurnContext]) -> TurnSt
     ctx.meter.record(reply)
     calls = requested_calls(reply, tools)
     if not calls:
-        return {**updates, "route": "answer", "pending_tool_calls": [], "planning_messages": messages}
-    return {**updates, "route": "tools", "pending_tool_calls": calls, "planning_messages": [*messages, reply]}
+        return {**updates, "pending_tool_calls": [], "planning_messages": messages}
+    return {**updates, "pending_tool_calls": calls, "planning_messages": [*messages, reply]}
 
 
 async def planning_tools(ctx: TurnContext) -> list[BaseTool]:
@@ -114,22 +138,3 @@ async def available_documents(state: TurnState, ctx: TurnContext) -> list[dict[s
 
 def _mcp_name(tool: BaseTool) -> str:
     return str((tool.metadata or {}).get("mcp_name", tool.name))
-
-
-# The edge functions are coroutines: LangGraph runs a plain function on a conditional edge of an async graph
-# in its thread pool, a thread hand-off per edge per turn.
-
-
-async def route_after_planner(state: TurnState) -> str:
-    """Conditional edge: attached files force document_chat, without a planning call; otherwise plan."""
-    return "mcp_executor" if state.get("blob_names") else "tool_router"
-
-
-async def route_after_router(state: TurnState) -> str:
-    """Conditional edge: ``mcp_executor`` or ``answer``."""
-    return "mcp_executor" if state.get("route") == "tools" else "answer"
-
-
-async def route_after_answer(state: TurnState) -> str:
-    """Conditional edge: the answer request asked for more tools (``mcp_executor``), or the turn is done."""
-    return "mcp_executor" if state.get("route") == "tools" else END

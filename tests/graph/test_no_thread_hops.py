@@ -1,7 +1,8 @@
-"""A warm turn hands no work to the event loop's thread pool: every node and edge function is a coroutine.
+"""A warm turn hands no work to the event loop's thread pool: every node is a coroutine.
 
-LangGraph runs a plain function on a conditional edge of an async graph in the default executor, and LangChain
-runs a model's ``_generate`` there when the model has no ``_agenerate``. Each is a thread hand-off per turn.
+LangGraph runs a plain function (a node, or a conditional edge's function) of an async graph in the default
+executor, and LangChain runs a model's ``_generate`` there when the model has no ``_agenerate``. Each is a
+thread hand-off per turn.
 """
 
 from __future__ import annotations
