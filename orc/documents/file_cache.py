@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +40,10 @@ class ProcessedFileCache:
     """An in-process, LRU-bounded map of ``file_id`` to :class:`ProcessedFile` with a time to live.
 
     ``clock`` is injectable so tests expire entries without sleeping. Safe to share between threads.
+
+    Entries are ordered by last use (LRU), not by expiry, so expiries are kept apart in put order, which is
+    expiry order (one TTL, a monotonic clock): a put drops what has expired from the front of that queue instead
+    of scanning every entry, which made a burst of first turns quadratic in the cache's size.
     """
 
     def __init__(
@@ -57,6 +61,8 @@ class ProcessedFileCache:
         self._clock = clock
         self._max_entries = max_entries
         self._entries: OrderedDict[tuple[str, str], ProcessedFile] = OrderedDict()
+        self._expiries: deque[tuple[float, tuple[str, str]]] = deque()
+        """(expires_at, key) per put, oldest first; a key may have left the cache already (LRU, stale, discard)."""
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -77,11 +83,17 @@ class ProcessedFileCache:
             created_at=now,
             expires_at=now + self._ttl,
         )
+        key = (scope, entry.file_id)
         with self._lock:
             self._drop_expired(now)
-            self._entries[(scope, entry.file_id)] = entry
+            self._entries[key] = entry
+            self._expiries.append((entry.expires_at, key))
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
+            if len(self._expiries) > 2 * self._max_entries:
+                # Keys that left by LRU, staleness or discard linger in the queue until they would have expired;
+                # rebuilding from the live entries keeps it bounded (amortized over max_entries puts).
+                self._expiries = deque(sorted((e.expires_at, k) for k, e in self._entries.items()))
         return entry
 
     def get(self, file_id: str, blob_name: str, etag: str, *, scope: str) -> ProcessedFile | None:
@@ -107,6 +119,7 @@ class ProcessedFileCache:
             self._entries.pop((scope, file_id), None)
 
     def _drop_expired(self, now: float) -> None:
-        expired = [key for key, entry in self._entries.items() if entry.expires_at <= now]
-        for key in expired:
-            del self._entries[key]
+        while self._expiries and self._expiries[0][0] <= now:
+            _, key = self._expiries.popleft()
+            # File ids are random and never reused, so a key still present is the entry this expiry is for.
+            self._entries.pop(key, None)

@@ -105,3 +105,37 @@ def test_expired_entries_are_dropped_when_new_ones_arrive() -> None:
     _put(cache, blob_name="new.txt")
 
     assert len(cache) == 1
+
+
+def test_an_expired_entry_is_dropped_on_arrivals_even_when_it_was_used_since_newer_ones_came() -> None:
+    clock = FakeClock()
+    cache = _cache(clock)
+    old = _put(cache, blob_name="old.txt")
+    clock.advance(30)
+    newer = _put(cache, blob_name="newer.txt")
+    assert cache.get(old, "old.txt", "v1", scope=SCOPE) is not None  # now the most recently used
+    clock.advance(31)
+
+    _put(cache, blob_name="new.txt")
+
+    # The old entry expired (61 s) though it was used last; the newer one has 29 s to go.
+    assert len(cache) == 2
+    assert cache.get(newer, "newer.txt", "v1", scope=SCOPE) is not None
+
+
+def test_expiry_stays_right_after_many_entries_left_by_eviction_and_discard() -> None:
+    clock = FakeClock()
+    cache = _cache(clock, max_entries=2)
+    for number in range(7):
+        file_id = _put(cache, blob_name=f"doc{number}.txt")
+        clock.advance(1)
+    cache.discard(file_id, scope=SCOPE)
+    survivor = _put(cache, blob_name="survivor.txt")
+    clock.advance(55)
+    assert cache.get(survivor, "survivor.txt", "v1", scope=SCOPE) is not None
+
+    clock.advance(5)
+    latest = _put(cache, blob_name="latest.txt")
+
+    assert len(cache) == 1
+    assert cache.get(latest, "latest.txt", "v1", scope=SCOPE) is not None
