@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import concurrency, model_calls, storage_round_trips, turn_overhead
-from bench.common import BenchResult, format_checks, format_table, machine_info
+from bench.common import BenchResult, format_checks, format_table, host_speed_ms, machine_info
 from bench.server import ENV_LOOP
 from orc import event_loop
 from orc.testing import forbid_model_requests
@@ -188,12 +188,21 @@ async def _run_all(args: argparse.Namespace) -> dict[str, Any]:
     output: dict[str, Any] = {"machine": machine_info(), "arguments": vars(args) | {"output": str(args.output)}}
     output["benchmarks"] = {}
     for name in selected:
+        speed_before = host_speed_ms()
         started = time.perf_counter()
         print(f"running {name} ...", file=sys.stderr, flush=True)
         result = await asyncio.wait_for(jobs[name](), args.timeout)
         elapsed = round(time.perf_counter() - started, 1)
-        print(report(result) + f"\n({name}: {elapsed} s)\n", flush=True)
-        output["benchmarks"][name] = result.as_dict() | {"elapsed_s": elapsed}
+        speed_after = host_speed_ms()
+        print(
+            report(result) + f"\n({name}: {elapsed} s; host speed probe {speed_before} ms before, "
+            f"{speed_after} ms after: lower is faster, see bench/README.md)\n",
+            flush=True,
+        )
+        output["benchmarks"][name] = result.as_dict() | {
+            "elapsed_s": elapsed,
+            "host_speed_probe_ms": {"before": speed_before, "after": speed_after},
+        }
     output["machine"]["loadavg_after"] = machine_info()["loadavg_1_5_15"]
     return output
 

@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -561,6 +562,25 @@ def _command(*args: str) -> str:
         return subprocess.run(args, capture_output=True, text=True, timeout=5, check=False).stdout.rstrip()
     except (OSError, subprocess.SubprocessError):
         return ""
+
+
+SPEED_PROBE_ITERATIONS = 1_000_000
+
+
+def host_speed_ms() -> float:
+    """Milliseconds a fixed pure-Python loop takes now (median of 3): the yardstick for comparing runs.
+
+    Shared virtual machines change speed by up to 1.7x within seconds, and a turn's figures move with them; the
+    probe taken before and after each benchmark says which kind of moment the figures come from.
+    """
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for number in range(SPEED_PROBE_ITERATIONS):
+            total += number
+        times.append((time.perf_counter() - started) * 1000)
+    return round(statistics.median(times), 1)
 
 
 def machine_info() -> dict[str, Any]:
