@@ -38,7 +38,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run only this benchmark (repeatable)")
     parser.add_argument("--quick", action="store_true", help="small iteration counts (a smoke run, not figures)")
     group = parser.add_argument_group("turn_overhead")
-    group.add_argument("--iterations", type=int, default=100, help="timed in-process turns per storage (100)")
+    group.add_argument(
+        "--iterations",
+        type=int,
+        default=300,
+        help="timed in-process turns per storage (300: a few seconds, longer than the host's speed swings)",
+    )
     group.add_argument("--http-iterations", type=int, default=50, help="timed HTTP turns per mode and storage (50)")
     group.add_argument("--breakdown-iterations", type=int, default=30, help="samples per breakdown part; 0 = off")
     group.add_argument("--profile-iterations", type=int, default=30, help="turns under cProfile; 0 = off (30)")
@@ -48,6 +53,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     group.add_argument("--turns", type=int, default=100, help="concurrent turns (100)")
     group.add_argument("--latency", type=float, default=0.1, help="seconds per model call (0.1)")
     group.add_argument("--single-runs", type=int, default=5, help="sequential single turns; the median is 'one turn'")
+    group.add_argument(
+        "--bursts", type=int, default=3, help="bursts of --turns concurrent turns per row; the median is reported (3)"
+    )
     group.add_argument(
         "--storage", action="append", choices=("embedded", "memory"), help="storages for concurrency (both)"
     )
@@ -82,7 +90,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.quick:
         args.iterations, args.http_iterations = 10, 5
         args.breakdown_iterations, args.profile_iterations = 5, 5
-        args.turns, args.single_runs = 10, 2
+        args.turns, args.single_runs, args.bursts = 10, 2, 1
         args.round_trip_repeats = 3
     return args
 
@@ -106,6 +114,7 @@ def _jobs(args: argparse.Namespace) -> dict[str, Callable[[], Awaitable[BenchRes
             variants=tuple(args.variant) if args.variant else concurrency.VARIANTS,
             profile=args.profile_concurrency,
             http_client=args.client,
+            bursts=args.bursts,
         ),
         "storage_round_trips": lambda: storage_round_trips.run(
             repeats=args.round_trip_repeats, emulators=not args.no_emulators
@@ -156,11 +165,12 @@ def report(result: BenchResult) -> str:
         if result.details.get("anomalies"):
             lines.append(f"anomalies: {result.details['anomalies']}")
     else:
-        columns = ["storage", "variant", "turns", "one_turn_ms", "total_ms", "ratio", "ok", "errors"]
+        columns = ["storage", "variant", "turns", "one_turn_ms", "total_ms", "ratio", "burst_ratios", "ok", "errors"]
         cpu = ["server_cpu_ms_per_turn", "client_cpu_ms_per_turn", "cpu_bound_ms", "ratio_beyond_cpu", "turn_p50_ms"]
         lines.append(format_table(result.rows, [*columns, *cpu]))
         lines.append(
-            "(server CPU: the server process and its workers; in-process: the bench process, client included;"
+            "(the median of each row's bursts, all of whose ratios are listed; server CPU: the server process and"
+            " its workers; in-process: the bench process, client included;"
             " cpu_bound_ms: server + client CPU of the run over the machine's cores, the least wall time it could"
             " take; ratio_beyond_cpu: the wall time left over, in turns)"
         )
