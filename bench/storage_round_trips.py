@@ -159,11 +159,17 @@ def _row(
     warmup: Sequence[str | None],
     upload_statuses: Sequence[str],
 ) -> dict[str, Any]:
-    sequences = {tuple(call.name for call in calls) for calls in turns}
+    # The same calls every turn, in any order: the turn's store and the last checkpoint write overlap, so the
+    # order of the last three calls is the race's. A stable sort by name lines the turns' calls up.
+    by_name = [sorted(calls, key=lambda call: call.name) for calls in turns]
+    same = len({tuple(call.name for call in calls) for calls in by_name}) == 1
     first = [call.name for call in turns[0]]
-    same = len(sequences) == 1
-    # Per position in the turn (the same call every turn), or the first turn's calls when they differ.
-    positions = [[calls[i] for calls in turns] for i in range(len(first))] if same else [[c] for c in turns[0]]
+    # Per call (the same call every turn), listed in the first turn's order; or the first turn's calls alone.
+    if same:
+        sorted_at = sorted(range(len(first)), key=lambda index: turns[0][index].name)
+        positions = [[calls[sorted_at.index(index)] for calls in by_name] for index in range(len(first))]
+    else:
+        positions = [[call] for call in turns[0]]
     per_call = [
         {
             "call": samples[0].name,
