@@ -114,19 +114,27 @@ def azure_stores(settings: Settings) -> tuple[CollectionProvider, BlobStore]:
     return collections, blobs
 
 
-def model_from_settings(settings: Settings, name: str | None = None) -> BaseChatModel:
-    """The chat model ``ORC_MODEL`` (or ``name``) names."""
+def model_from_settings(
+    settings: Settings, name: str | None = None, *, resources: AsyncExitStack | None = None
+) -> BaseChatModel:
+    """The chat model ``ORC_MODEL`` (or ``name``) names; what it holds open is closed with ``resources``."""
     return build_chat_model(
         name or settings.model,
         base_url=settings.model_base_url,
         api_key=settings.model_api_key.get_secret_value() if settings.model_api_key else None,
         timeout=settings.model_timeout_seconds,
         max_retries=settings.model_max_retries,
+        resources=resources,
     )
 
 
 def digest_model_for(
-    settings: Settings, chat_model: BaseChatModel, *, chat_model_given: bool, digest_model: BaseChatModel | None
+    settings: Settings,
+    chat_model: BaseChatModel,
+    *,
+    chat_model_given: bool,
+    digest_model: BaseChatModel | None,
+    resources: AsyncExitStack | None = None,
 ) -> BaseChatModel:
     """The model that makes context digests: ``digest_model``, else ``ORC_DIGEST_MODEL``, else the configured model.
 
@@ -136,8 +144,8 @@ def digest_model_for(
     if digest_model is not None:
         return digest_model
     if settings.digest_model:
-        return model_from_settings(settings, settings.digest_model)
-    return model_from_settings(settings) if chat_model_given else chat_model
+        return model_from_settings(settings, settings.digest_model, resources=resources)
+    return model_from_settings(settings, resources=resources) if chat_model_given else chat_model
 
 
 async def build_document_services(
@@ -154,9 +162,11 @@ async def build_document_services(
     ``digest_model`` the model that makes context digests (see :func:`digest_model_for`).
     """
     stores = stores if stores is not None else await open_stores(settings, stack)
-    chat_model = model if model is not None else model_from_settings(settings)
+    chat_model = model if model is not None else model_from_settings(settings, resources=stack)
     label = model_label(chat_model)
-    digests_by = digest_model_for(settings, chat_model, chat_model_given=model is not None, digest_model=digest_model)
+    digests_by = digest_model_for(
+        settings, chat_model, chat_model_given=model is not None, digest_model=digest_model, resources=stack
+    )
     catalog = await stores.collections.collection("catalog")
     document_chat = DocumentChatService(
         stores.blobs,

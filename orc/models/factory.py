@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
@@ -41,11 +42,14 @@ def build_chat_model(
     timeout: float = 60.0,
     max_retries: int = 2,
     environ: Mapping[str, str] | None = None,
+    resources: AsyncExitStack | None = None,
 ) -> BaseChatModel:
     """Build the chat model ``spec`` names: ``offline``, ``openai:<model>`` or ``azure:<deployment>``.
 
     ``environ`` (default: the process environment) supplies what langchain-openai would read itself:
     ``OPENAI_API_KEY``, ``AZURE_OPENAI_ENDPOINT``, ``AZURE_OPENAI_API_KEY`` and ``OPENAI_API_VERSION``.
+    ``resources``, when given, closes what the model holds open (its HTTP connection pools, an Entra ID
+    credential's sessions) when the stack closes; without it they live as long as the process.
     """
     env = os.environ if environ is None else environ
     kind, _, name = spec.strip().partition(":")
@@ -54,28 +58,39 @@ def build_chat_model(
     if kind == "offline" and not name:
         return OfflineExtractiveModel()
     if kind == "openai" and name:
-        return _openai(name, base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries, env=env)
+        return _openai(
+            name, base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries, env=env, resources=resources
+        )
     if kind == "azure" and name:
-        return _azure(name, base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries, env=env)
+        return _azure(
+            name, base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries, env=env, resources=resources
+        )
     raise ConfigurationError(
         f"ORC_MODEL={spec!r} is not a model spec: use offline, openai:<model> or azure:<deployment>"
     )
 
 
-def _http_clients(timeout: float) -> dict[str, Any]:
-    """Sync and async httpx clients carrying the model-request guard hook."""
-    return {
-        "http_client": httpx.Client(
-            timeout=timeout, follow_redirects=True, event_hooks={"request": [httpx_request_hook]}
-        ),
-        "http_async_client": httpx.AsyncClient(
-            timeout=timeout, follow_redirects=True, event_hooks={"request": [async_httpx_request_hook]}
-        ),
-    }
+def _http_clients(timeout: float, resources: AsyncExitStack | None) -> dict[str, Any]:
+    """Sync and async httpx clients carrying the model-request guard hook, closed with ``resources``."""
+    sync_client = httpx.Client(timeout=timeout, follow_redirects=True, event_hooks={"request": [httpx_request_hook]})
+    async_client = httpx.AsyncClient(
+        timeout=timeout, follow_redirects=True, event_hooks={"request": [async_httpx_request_hook]}
+    )
+    if resources is not None:
+        resources.callback(sync_client.close)
+        resources.push_async_callback(async_client.aclose)
+    return {"http_client": sync_client, "http_async_client": async_client}
 
 
 def _openai(
-    name: str, *, base_url: str | None, api_key: str | None, timeout: float, max_retries: int, env: Mapping[str, str]
+    name: str,
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    max_retries: int,
+    env: Mapping[str, str],
+    resources: AsyncExitStack | None,
 ) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
@@ -92,7 +107,7 @@ def _openai(
         timeout=timeout,
         max_retries=max_retries,
         stream_usage=True,
-        **_http_clients(timeout),
+        **_http_clients(timeout, resources),
     )
 
 
@@ -104,6 +119,7 @@ def _azure(
     timeout: float,
     max_retries: int,
     env: Mapping[str, str],
+    resources: AsyncExitStack | None,
 ) -> BaseChatModel:
     from langchain_openai import AzureChatOpenAI
 
@@ -117,7 +133,7 @@ def _azure(
         "timeout": timeout,
         "max_retries": max_retries,
         "stream_usage": True,
-        **_http_clients(timeout),
+        **_http_clients(timeout, resources),
     }
     key = api_key or env.get("AZURE_OPENAI_API_KEY")
     if key:
@@ -128,8 +144,13 @@ def _azure(
     from azure.identity.aio import DefaultAzureCredential as AsyncDefaultAzureCredential
     from azure.identity.aio import get_bearer_token_provider as get_async_bearer_token_provider
 
-    sync_provider = get_bearer_token_provider(DefaultAzureCredential(), AZURE_SCOPE)
-    async_provider = get_async_bearer_token_provider(AsyncDefaultAzureCredential(), AZURE_SCOPE)
+    credential = DefaultAzureCredential()
+    async_credential = AsyncDefaultAzureCredential()
+    if resources is not None:
+        resources.callback(credential.close)
+        resources.push_async_callback(async_credential.close)
+    sync_provider = get_bearer_token_provider(credential, AZURE_SCOPE)
+    async_provider = get_async_bearer_token_provider(async_credential, AZURE_SCOPE)
     return AzureChatOpenAI(
         azure_ad_token_provider=guard_token_provider(sync_provider, endpoint),
         azure_ad_async_token_provider=guard_async_token_provider(async_provider, endpoint),

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+from pathlib import Path
+
 import pytest
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import SecretStr
 
+from orc.composition import build_document_services, digest_model_for
 from orc.errors import ConfigurationError
 from orc.models.factory import DEFAULT_AZURE_API_VERSION, LOCAL_API_KEY, build_chat_model, model_label
 from orc.models.offline import OfflineExtractiveModel
+from orc.settings import Settings
 from orc.testing import ScriptedChatModel
 
 
@@ -99,3 +104,35 @@ def test_a_bound_model_is_labelled_like_the_model_itself() -> None:
 
     assert model_label(model.bind_tools([])) == model_label(model)
     assert model_label(ScriptedChatModel([])) == "scripted"
+
+
+@pytest.mark.parametrize(
+    ("spec", "environ"),
+    [
+        ("openai:gpt-4o-mini", {"OPENAI_API_KEY": "sk-test"}),
+        ("azure:chat", {**AZURE_ENV, "AZURE_OPENAI_API_KEY": "az-key"}),
+        ("azure:chat", AZURE_ENV),  # Entra ID: its credentials are closed too
+    ],
+)
+async def test_a_real_model_closes_its_connection_pools_with_the_resources_it_was_built_with(
+    spec: str, environ: dict[str, str]
+) -> None:
+    async with AsyncExitStack() as resources:
+        model = build_chat_model(spec, environ=environ, resources=resources)
+        assert isinstance(model, BaseChatOpenAI)
+        assert not model.http_client.is_closed and not model.http_async_client.is_closed
+
+    assert model.http_client.is_closed and model.http_async_client.is_closed
+
+
+async def test_the_composition_closes_the_models_it_builds_when_it_closes(tmp_path: Path) -> None:
+    settings = Settings(
+        home=tmp_path, model="openai:gpt-4o-mini", digest_model="openai:gpt-4o", model_base_url="http://127.0.0.1:9/v1"
+    )
+    async with AsyncExitStack() as stack:
+        services = await build_document_services(settings, stack)
+        chat = services.model
+        digests = digest_model_for(settings, chat, chat_model_given=False, digest_model=None, resources=stack)
+        assert isinstance(chat, BaseChatOpenAI) and isinstance(digests, BaseChatOpenAI) and chat is not digests
+
+    assert chat.http_async_client.is_closed and digests.http_async_client.is_closed
