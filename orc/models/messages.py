@@ -1,20 +1,27 @@
-"""Building blocks shared by orc's own chat models (offline and scripted): replies, chunks, token estimates."""
+"""Building blocks shared by orc's own chat models (offline and scripted): tool binding, replies, chunks, token
+estimates."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 __all__ = [
     "Reply",
+    "ToolSchemaChatModel",
     "approx_tokens",
     "offered_tools",
     "reply_chunks",
@@ -97,6 +104,23 @@ def tool_name(tool: Mapping[str, Any]) -> str:
     """The name of a tool in OpenAI format (``{"type": "function", "function": {...}}``) or a bare function."""
     function = tool.get("function", tool)
     return str(function.get("name", "")) if isinstance(function, Mapping) else ""
+
+
+class ToolSchemaChatModel(BaseChatModel):
+    """Base of orc's own chat models: tools offered with :meth:`bind_tools` reach each request as OpenAI-format
+    schemas in its keyword arguments, where :func:`offered_tools` reads them."""
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Offer ``tools`` to the model: they reach each request as OpenAI-format schemas."""
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
 
 
 def offered_tools(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:

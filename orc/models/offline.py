@@ -16,21 +16,16 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import LanguageModelInput
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from orc.models.answering import answer_question, find_sources
 from orc.models.digesting import digest_reply
-from orc.models.messages import Reply, offered_tools, reply_chunks, reply_result, usage_for
+from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools, reply_chunks, reply_result, usage_for
 from orc.models.planning import plan_tool_calls, wants_document_list
 from orc.models.rewriting import find_history, rewrite_follow_up
 
@@ -55,7 +50,7 @@ def listed_documents(system_text: str) -> str | None:
     return html.unescape(found[-1]).strip() or None
 
 
-class OfflineExtractiveModel(BaseChatModel):
+class OfflineExtractiveModel(ToolSchemaChatModel):
     """A deterministic chat model that answers from the sources in its prompt and plans tools by rule."""
 
     model_name: str = OFFLINE_MODEL_NAME
@@ -67,18 +62,6 @@ class OfflineExtractiveModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name}
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Offer ``tools`` to the model: they reach each request as OpenAI-format schemas."""
-        if tool_choice is not None:
-            kwargs["tool_choice"] = tool_choice
-        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
 
     def respond(self, messages: Sequence[BaseMessage], **kwargs: Any) -> Reply:
         """Decide the reply to ``messages`` (the model's whole logic, without LangChain plumbing)."""

@@ -15,16 +15,19 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeAlias
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import LanguageModelInput
-from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
-from orc.models.messages import Reply, offered_tools, reply_chunks, reply_result, tool_name, usage_for
+from orc.models.messages import (
+    Reply,
+    ToolSchemaChatModel,
+    offered_tools,
+    reply_chunks,
+    reply_result,
+    tool_name,
+    usage_for,
+)
 
 __all__ = [
     "FunctionChatModel",
@@ -56,7 +59,7 @@ class ModelRequest(NamedTuple):
     streamed: bool = False
 
 
-class _RecordingChatModel(BaseChatModel):
+class _RecordingChatModel(ToolSchemaChatModel):
     """Plumbing shared by the doubles: recording, latency, usage, streaming and ``bind_tools``."""
 
     model_name: str = "scripted"
@@ -83,18 +86,6 @@ class _RecordingChatModel(BaseChatModel):
         """How many requests were received."""
         with self._lock:
             return len(self._requests)
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Offer ``tools``: each request records their names, and functions receive their schemas."""
-        if tool_choice is not None:
-            kwargs["tool_choice"] = tool_choice
-        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
 
     def _next_step(self, tools: list[dict[str, Any]]) -> Any:
         """Called under the lock right after recording the request: claim what this request will use."""
