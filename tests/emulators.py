@@ -17,12 +17,15 @@ import socket
 import ssl
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from orc.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 EMULATOR_BIN = REPO / "tools" / "emulators" / "node_modules" / ".bin"
@@ -186,3 +189,17 @@ def cosmos_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cosmos
 
     with run_emulator("cosmosdb-server", command, tls=True, log_dir=workdir) as port:
         yield CosmosEmulator(endpoint=f"https://127.0.0.1:{port}", key=COSMOS_EMULATOR_KEY)
+
+
+@pytest.fixture
+def azure_settings(azurite: AzuriteBlob, cosmos_emulator: CosmosEmulator) -> Settings:
+    """Production settings pointing at the emulators; a fresh database and container per test."""
+    return Settings(
+        storage="azure",
+        cosmos_endpoint=cosmos_emulator.endpoint,
+        cosmos_key=cosmos_emulator.key,
+        cosmos_database=f"orc-{uuid.uuid4().hex[:12]}",
+        cosmos_emulator=True,
+        blob_connection_string=azurite.connection_string,
+        blob_container=f"orc-{uuid.uuid4().hex[:12]}",
+    )

@@ -17,25 +17,11 @@ from orc.settings import Settings
 from orc.storage.azure_blob import AzureBlobStore
 from orc.storage.cosmos import CosmosCollectionProvider
 from orc.turns import TurnRequest
-from tests.emulators import AzuriteBlob, CosmosEmulator
+from tests.emulators import CosmosEmulator
 from tests.http.conftest import open_client, upload
 from tests.storage.conftest import emulator_cosmos_provider
 
 pytestmark = pytest.mark.emulator
-
-
-@pytest.fixture
-def azure_settings(azurite: AzuriteBlob, cosmos_emulator: CosmosEmulator) -> Settings:
-    """Production settings pointing at the emulators; a fresh database and container per test."""
-    return Settings(
-        storage="azure",
-        cosmos_endpoint=cosmos_emulator.endpoint,
-        cosmos_key=cosmos_emulator.key,
-        cosmos_database=f"orc-{uuid.uuid4().hex[:12]}",
-        cosmos_emulator=True,
-        blob_connection_string=azurite.connection_string,
-        blob_container=f"orc-{uuid.uuid4().hex[:12]}",
-    )
 
 
 async def test_a_full_document_chat_turn_runs_on_cosmos_and_blob_storage(azure_settings: Settings) -> None:

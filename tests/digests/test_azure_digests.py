@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from orc.settings import Settings
 from tests.digests.support import digest_model, task_a_files, task_b_calls
-from tests.emulators import AzuriteBlob, CosmosEmulator
 from tests.http.conftest import open_client, settled, upload
 
 pytestmark = pytest.mark.emulator
 
 LEASE = b"The monthly rent is 1,450 euros, payable on the first day of each month."
 NOTES = b"The deposit is 2,900 euros and is returned within 30 days."
-
-
-@pytest.fixture
-def azure_settings(azurite: AzuriteBlob, cosmos_emulator: CosmosEmulator) -> Settings:
-    return Settings(
-        storage="azure",
-        cosmos_endpoint=cosmos_emulator.endpoint,
-        cosmos_key=cosmos_emulator.key,
-        cosmos_database=f"orc-{uuid.uuid4().hex[:12]}",
-        cosmos_emulator=True,
-        blob_connection_string=azurite.connection_string,
-        blob_container=f"orc-{uuid.uuid4().hex[:12]}",
-    )
 
 
 async def test_uploads_replacements_deletions_and_replays_on_cosmos_and_blob_storage(azure_settings: Settings) -> None:

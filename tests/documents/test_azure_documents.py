@@ -6,8 +6,6 @@ instance on the same stores answers the same search.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from orc.composition import build_runtime
@@ -16,25 +14,10 @@ from orc.principal import Principal
 from orc.session_files import Upload
 from orc.settings import Settings
 from tests.documents.pdf_factory import make_pdf
-from tests.emulators import AzuriteBlob, CosmosEmulator
 
 pytestmark = pytest.mark.emulator
 
 ALICE = Principal(organization="acme", user="alice")
-
-
-@pytest.fixture
-def azure_settings(azurite: AzuriteBlob, cosmos_emulator: CosmosEmulator) -> Settings:
-    """Production settings pointing at the emulators; a fresh database and container per test."""
-    return Settings(
-        storage="azure",
-        cosmos_endpoint=cosmos_emulator.endpoint,
-        cosmos_key=cosmos_emulator.key,
-        cosmos_database=f"orc-{uuid.uuid4().hex[:12]}",
-        cosmos_emulator=True,
-        blob_connection_string=azurite.connection_string,
-        blob_container=f"orc-{uuid.uuid4().hex[:12]}",
-    )
 
 
 async def test_documents_are_processed_listed_and_searched_on_cosmos_and_blob_storage(
