@@ -222,6 +222,8 @@ def _emulators(workdir: Path) -> Iterator[tuple[Any, Any]]:
             EMULATOR_BIN,
             AzuriteBlob,
             CosmosEmulator,
+            azurite_command,
+            cosmos_command,
             run_emulator,
         )
     except ImportError as exc:
@@ -230,20 +232,10 @@ def _emulators(workdir: Path) -> Iterator[tuple[Any, Any]]:
     if missing:
         raise EmulatorsUnavailable(f"not installed: {', '.join(missing)} in {EMULATOR_BIN} (run `make emulators`)")
 
-    def azurite_command(port: int) -> list[str]:
-        return [
-            str(EMULATOR_BIN / "azurite-blob"),
-            *("--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(workdir / "azurite")),
-            *("--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"),
-        ]
-
-    def cosmos_command(port: int) -> list[str]:
-        return [str(EMULATOR_BIN / "cosmosdb-server"), "-p", str(port), "--host", "127.0.0.1"]
-
     outcomes = (pytest.skip.Exception, pytest.fail.Exception)  # how run_emulator reports "did not start"
     try:
         with (
-            run_emulator("azurite-blob", azurite_command, tls=False, log_dir=workdir) as blob_port,
+            run_emulator("azurite-blob", azurite_command(workdir / "azurite"), tls=False, log_dir=workdir) as blob_port,
             run_emulator("cosmosdb-server", cosmos_command, tls=True, log_dir=workdir) as cosmos_port,
         ):
             yield (

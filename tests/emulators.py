@@ -151,27 +151,29 @@ def run_emulator(name: str, command: Callable[[int], list[str]], *, tls: bool, l
     _unavailable(f"{name} did not start after {START_ATTEMPTS} attempts: {failure}")
 
 
-@pytest.fixture(scope="session")
-def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzuriteBlob]:
-    """Azurite's blob service on a free loopback port, for the whole session."""
-    workdir = tmp_path_factory.mktemp("azurite")
+def azurite_command(location: Path) -> Callable[[int], list[str]]:
+    """The command line of Azurite's blob service on a given loopback port, keeping its data in ``location``."""
 
     def command(port: int) -> list[str]:
         return [
             str(EMULATOR_BIN / "azurite-blob"),
-            "--blobHost",
-            "127.0.0.1",
-            "--blobPort",
-            str(port),
-            "--location",
-            str(workdir / "data"),
-            "--skipApiVersionCheck",
-            "--loose",
-            "--silent",
-            "--disableTelemetry",
+            *("--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(location)),
+            *("--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"),
         ]
 
-    with run_emulator("azurite-blob", command, tls=False, log_dir=workdir) as port:
+    return command
+
+
+def cosmos_command(port: int) -> list[str]:
+    """The command line of cosmosdb-server on a given loopback port."""
+    return [str(EMULATOR_BIN / "cosmosdb-server"), "-p", str(port), "--host", "127.0.0.1"]
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzuriteBlob]:
+    """Azurite's blob service on a free loopback port, for the whole session."""
+    workdir = tmp_path_factory.mktemp("azurite")
+    with run_emulator("azurite-blob", azurite_command(workdir / "data"), tls=False, log_dir=workdir) as port:
         yield AzuriteBlob(
             blob_endpoint=f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}",
             account_name=AZURITE_ACCOUNT,
@@ -183,11 +185,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzuriteBlob]:
 def cosmos_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CosmosEmulator]:
     """cosmosdb-server (HTTPS, in memory) on a free loopback port, for the whole session."""
     workdir = tmp_path_factory.mktemp("cosmosdb-server")
-
-    def command(port: int) -> list[str]:
-        return [str(EMULATOR_BIN / "cosmosdb-server"), "-p", str(port), "--host", "127.0.0.1"]
-
-    with run_emulator("cosmosdb-server", command, tls=True, log_dir=workdir) as port:
+    with run_emulator("cosmosdb-server", cosmos_command, tls=True, log_dir=workdir) as port:
         yield CosmosEmulator(endpoint=f"https://127.0.0.1:{port}", key=COSMOS_EMULATOR_KEY)
 
 
