@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, status
@@ -160,7 +160,7 @@ async def upload_files(session_id: str, request: Request, context: Context, prin
         return await context.upload(principal, session_id, uploads, if_match=if_match)
 
     parts = _request_parts("POST", session_id, None, if_match, uploads)
-    return await _idempotent(request, principal, context, parts, status.HTTP_201_CREATED, run)
+    return await idempotent(request, principal, context.idempotency, parts, status.HTTP_201_CREATED, run)
 
 
 @router.put(
@@ -182,7 +182,7 @@ async def replace_file(
         return await context.replace(principal, session_id, file_id, uploads[0], if_match=if_match)
 
     parts = _request_parts("PUT", session_id, file_id, if_match, uploads)
-    return await _idempotent(request, principal, context, parts, status.HTTP_200_OK, run)
+    return await idempotent(request, principal, context.idempotency, parts, status.HTTP_200_OK, run)
 
 
 @router.delete(
@@ -199,7 +199,7 @@ async def delete_file(session_id: str, file_id: str, request: Request, context: 
         return await context.remove(principal, session_id, file_id, if_match=if_match)
 
     parts = _request_parts("DELETE", session_id, file_id, if_match, [])
-    return await _idempotent(request, principal, context, parts, status.HTTP_200_OK, run)
+    return await idempotent(request, principal, context.idempotency, parts, status.HTTP_200_OK, run)
 
 
 def _if_match(request: Request) -> int | None:
@@ -224,14 +224,3 @@ def _request_parts(
         "if_match": if_match,
         "files": [[upload.filename, upload.sha256, upload.content_type] for upload in uploads],
     }
-
-
-async def _idempotent(
-    request: Request,
-    principal: Principal,
-    context: ContextFiles,
-    parts: dict[str, Any],
-    status_code: int,
-    run: Callable[[], Awaitable[Mutation]],
-) -> Response:
-    return await idempotent(request, principal, context.idempotency, parts, status_code, run)
