@@ -28,8 +28,8 @@ from orc.documents.records import ContextRef
 from orc.documents.spans import source_ref
 from orc.documents.uploads import Upload
 from orc.models.messages import approx_tokens
+from orc.models.prompting import format_sources, load_prompt
 from orc.principal import LOCAL_PRINCIPAL
-from orc.prompting import format_sources, load_prompt
 from orc.turns import TurnRequest
 
 TARGET_RATIO = 0.10

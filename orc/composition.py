@@ -20,7 +20,6 @@ from mcp.shared.memory import create_connected_server_and_client_session
 
 from mcp_server.scope import in_process_session
 from mcp_server.server import McpServices, build_mcp_server
-from orc.checkpoints import CollectionCheckpointSaver
 from orc.conversations import ConversationRepository
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
@@ -44,10 +43,11 @@ from orc.models.factory import build_chat_model, model_label
 from orc.orchestrator import Orchestrator, TurnLimits
 from orc.session_files import SessionFiles
 from orc.settings import Settings
-from orc.sqlite_checkpoints import open_embedded_checkpointer
+from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.localfs import LocalBlobStore
 from orc.storage.ports import BlobStore, CollectionProvider, DocumentCollection
 from orc.storage.sqlite import SqliteCollectionProvider
+from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
 
 
 @dataclass(frozen=True, slots=True)

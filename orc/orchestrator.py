@@ -15,7 +15,6 @@ from typing import Any, cast
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
-from orc.checkpoints import NEW_TURN
 from orc.clock import utc_now
 from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
 from orc.conversations import (
@@ -38,6 +37,7 @@ from orc.models.metering import ModelMeter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.session_files import SessionFiles
+from orc.storage.checkpoints import NEW_TURN
 from orc.storage.ports import StoredItem
 from orc.turns import Event, TurnMetadata, TurnRequest, TurnResult
 

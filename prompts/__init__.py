@@ -1,1 +1,1 @@
-"""Prompt files shipped with orc (installed as the ``orc.prompts`` package). See ``orc.prompting``."""
+"""Prompt files shipped with orc (installed as the ``orc.prompts`` package). See ``orc.models.prompting``."""

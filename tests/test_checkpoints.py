@@ -15,11 +15,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
-from orc.checkpoints import NEW_TURN, CollectionCheckpointSaver
-from orc.sqlite_checkpoints import open_embedded_checkpointer
+from orc.storage.checkpoints import NEW_TURN, CollectionCheckpointSaver
 from orc.storage.memory import MemoryCollectionProvider
 from orc.storage.ports import CollectionProvider
 from orc.storage.sqlite import SqliteCollectionProvider
+from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
 from tests.storage.conftest import emulator_cosmos_provider
 
 

@@ -11,7 +11,7 @@ import pytest
 from orc.contracts import SourceSpan
 from orc.graph.context_block import render_context_block
 from orc.graph.state import fresh_turn_input
-from orc.prompting import format_sources, load_prompt, prompt_names
+from orc.models.prompting import format_sources, load_prompt, prompt_names
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 

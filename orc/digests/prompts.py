@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from orc.prompting import load_prompt
+from orc.models.prompting import load_prompt
 
 COMMON = "context_preprocess_common.system"
 PER_FILE = "context_preprocess_per_file.system"

@@ -30,9 +30,9 @@ from orc.errors import (
     ServiceUnavailable,
 )
 from orc.models.metering import message_usage
+from orc.models.prompting import format_sources, load_prompt
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
-from orc.prompting import format_sources, load_prompt
 from orc.storage.ports import BlobInfo, BlobStore, ItemNotFound
 from orc.text import rank_tokenized, tokenize
 

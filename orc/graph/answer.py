@@ -10,14 +10,14 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, S
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from orc.citations import extract_citations, unique_sources
 from orc.contracts import Citation, SourceSpan
+from orc.graph.citations import extract_citations, unique_sources
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.progress import emit, progress
 from orc.graph.state import TurnState
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
-from orc.prompting import format_sources, load_prompt
+from orc.models.prompting import format_sources, load_prompt
 
 MAX_ANSWER_SOURCES = 12
 

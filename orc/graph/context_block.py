@@ -13,7 +13,7 @@ from typing import Any
 
 from orc.documents.availability import Availability
 from orc.graph.state import TurnState
-from orc.prompting import load_prompt
+from orc.models.prompting import load_prompt
 
 MAX_LISTED_DOCUMENTS = 40
 """Documents named in the prompt; the rest are counted, and documents.list lists them all."""

@@ -12,7 +12,7 @@ from orc.graph.context import TurnContext
 from orc.graph.progress import progress
 from orc.graph.state import TurnState
 from orc.graph.tool_router import AfterPlanner, after_planner
-from orc.prompting import format_history, load_prompt
+from orc.models.prompting import format_history, load_prompt
 
 
 async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterPlanner]:

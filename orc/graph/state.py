@@ -12,7 +12,7 @@ class TurnState(TypedDict, total=False):
     (``pending_tool_calls``, ``planning_messages``), which tool_router and answer both write. Which node runs
     next is not state: the node that decides says so with ``Command(goto=...)``.
 
-    A new turn reads no checkpoint (:data:`orc.checkpoints.NEW_TURN`), so it starts with empty channels and
+    A new turn reads no checkpoint (:data:`orc.storage.checkpoints.NEW_TURN`), so it starts with empty channels and
     nothing leaks from the previous turn; the graph's input is only the turn's own fields, and
     :func:`fresh_turn_input` holds the values of the fields no node wrote. History comes from the conversation
     store.

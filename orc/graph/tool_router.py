@@ -21,7 +21,7 @@ from orc.graph.context import TurnContext
 from orc.graph.context_block import listing, render_context_block
 from orc.graph.progress import progress
 from orc.graph.state import TurnState
-from orc.prompting import load_prompt
+from orc.models.prompting import load_prompt
 
 DOCUMENT_CHAT = "document_chat"
 SESSION_MUTATIONS = frozenset({"session.attach_document", "session.remove_document"})

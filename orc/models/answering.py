@@ -1,6 +1,6 @@
 """Extractive answering: pick the source sentences that best match a question and cite each one.
 
-The sources come from the ``<sources>`` block that :func:`orc.prompting.format_sources` renders into the
+The sources come from the ``<sources>`` block that :func:`orc.models.prompting.format_sources` renders into the
 answer and document_chat prompts. A sentence qualifies only when
 
 - it covers enough of the question's *specific* words (content words weighted by how rare they are among the

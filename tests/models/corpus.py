@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 
 from orc.contracts import SourceSpan
-from orc.prompting import format_sources, load_prompt
+from orc.models.prompting import format_sources, load_prompt
 
 DATA = Path(__file__).parent / "data"
 CITATION = re.compile(r"\[([^\[\]]+::S\d+)\]")

@@ -7,7 +7,7 @@ from langchain_core.messages import AIMessageChunk, HumanMessage, SystemMessage
 from orc.contracts import SourceSpan
 from orc.models.answering import NOT_FOUND, find_sources
 from orc.models.offline import OFFLINE_MODEL_NAME, UNSUPPORTED_REPLY, OfflineExtractiveModel
-from orc.prompting import format_sources, load_prompt
+from orc.models.prompting import format_sources, load_prompt
 from tests.models.corpus import answer_prompt, cited_refs, spans
 
 

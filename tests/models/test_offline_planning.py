@@ -9,7 +9,7 @@ from langchain_core.tools import StructuredTool
 
 from orc.models.offline import OfflineExtractiveModel
 from orc.models.planning import query_parameter
-from orc.prompting import load_prompt
+from orc.models.prompting import load_prompt
 
 
 def mcp_like_tool(name: str, schema: dict[str, Any]) -> StructuredTool:

@@ -6,8 +6,8 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from orc.models.offline import OfflineExtractiveModel
+from orc.models.prompting import format_history, load_prompt
 from orc.models.rewriting import split_context
-from orc.prompting import format_history, load_prompt
 
 
 async def rewrite(follow_up: str, *turns: tuple[str, str]) -> str:

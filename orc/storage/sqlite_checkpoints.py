@@ -11,11 +11,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from orc.checkpoints import NEW_TURN
+from orc.storage.checkpoints import NEW_TURN
 
 
 class EmbeddedCheckpointSaver(AsyncSqliteSaver):
-    """``AsyncSqliteSaver`` that, like :class:`orc.checkpoints.CollectionCheckpointSaver`, reads nothing for a
+    """``AsyncSqliteSaver`` that, like :class:`orc.storage.checkpoints.CollectionCheckpointSaver`, reads nothing for a
     new turn: it starts from a complete fresh input, and history comes from the conversation store."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

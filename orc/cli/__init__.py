@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from orc import event_loop
-from orc.cli_documents import Target, add_documents, list_documents, put_context
+from orc.cli.documents import Target, add_documents, list_documents, put_context
 from orc.composition import build_orchestrator
 from orc.documents.records import ContextRef
 from orc.errors import OrcError
