@@ -34,8 +34,7 @@ from asgi_lifespan import LifespanManager
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from starlette.types import ASGIApp
 
-from orc.composition import Stores, build_orchestrator
-from orc.orchestrator import Orchestrator
+from orc.composition import Services, Stores, build_runtime
 from orc.principal import LOCAL_PRINCIPAL
 from orc.session_files import Upload
 from orc.settings import Settings
@@ -120,20 +119,21 @@ def temporary_home() -> Iterator[Path]:
 
 
 @asynccontextmanager
-async def open_orchestrator(kind: StorageKind, model: FunctionChatModel, home: Path) -> AsyncIterator[Orchestrator]:
-    """An orchestrator on ``kind`` storage with ``model``, closed on exit."""
-    async with build_orchestrator(bench_settings(home), model=model, stores=stores_for(kind)) as orchestrator:
-        yield orchestrator
+async def open_services(kind: StorageKind, model: FunctionChatModel, home: Path) -> AsyncIterator[Services]:
+    """A built process on ``kind`` storage with ``model``, closed on exit."""
+    async with build_runtime(bench_settings(home), model=model, stores=stores_for(kind)) as services:
+        yield services
 
 
-async def attach_samples(orchestrator: Orchestrator, conversation_id: str, names: Sequence[str] = SAMPLE_NAMES) -> None:
+async def attach_samples(services: Services, conversation_id: str, names: Sequence[str] = SAMPLE_NAMES) -> None:
     """Upload sample documents to a conversation and wait until their digests are made (not timed).
 
     An upload starts digests in the background; waiting keeps that work out of the turns timed next.
     """
-    await orchestrator.files.add(LOCAL_PRINCIPAL, conversation_id, [Upload(name, SAMPLE_DOCS[name]) for name in names])
-    context = orchestrator.context
-    if context is not None and not await context.digests.wait_idle(LOCAL_PRINCIPAL, conversation_id, REQUEST_TIMEOUT):
+    await services.session_files.add(
+        LOCAL_PRINCIPAL, conversation_id, [Upload(name, SAMPLE_DOCS[name]) for name in names]
+    )
+    if not await services.context_files.digests.wait_idle(LOCAL_PRINCIPAL, conversation_id, REQUEST_TIMEOUT):
         raise RuntimeError(f"the digests of {conversation_id} did not settle in {REQUEST_TIMEOUT:.0f} s")
 
 

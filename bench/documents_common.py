@@ -23,7 +23,7 @@ from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult, Cl
 
 from bench.common import BenchResult, format_checks, format_table, machine_info
 from mcp_server.scope import current_principal
-from orc.composition import Runtime, build_runtime
+from orc.composition import Services, build_runtime
 from orc.documents.library import DocumentLibrary
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.settings import Settings
@@ -56,21 +56,20 @@ def paragraph(rng: random.Random, words: Sequence[str], chars: int) -> str:
 
 
 @asynccontextmanager
-async def embedded_runtime(**overrides: Any) -> AsyncIterator[Runtime]:
+async def embedded_runtime(**overrides: Any) -> AsyncIterator[Services]:
     """The default embedded process (SQLite file + local folder + offline model) in a temporary ORC_HOME."""
     with tempfile.TemporaryDirectory(prefix="orc-bench-docs-") as home:
         async with build_runtime(Settings(home=Path(home), **overrides)) as runtime:
             yield runtime
 
 
-def library_of(runtime: Runtime) -> DocumentLibrary:
+def library_of(runtime: Services) -> DocumentLibrary:
     """The runtime's document library."""
-    assert runtime.orchestrator.documents is not None
-    return runtime.orchestrator.documents
+    return runtime.documents
 
 
 @asynccontextmanager
-async def mcp_session(runtime: Runtime, principal: Principal = LOCAL_PRINCIPAL) -> AsyncIterator[ClientSession]:
+async def mcp_session(runtime: Services, principal: Principal = LOCAL_PRINCIPAL) -> AsyncIterator[ClientSession]:
     """An in-memory MCP client session on the runtime's server, acting for ``principal``."""
     token = current_principal.set(principal)
     try:

@@ -22,7 +22,7 @@ from bench.common import (
     Check,
     attach_samples,
     cite_first_source,
-    open_orchestrator,
+    open_services,
     temporary_home,
 )
 from orc.testing import FunctionChatModel
@@ -77,9 +77,10 @@ async def _scenario(latency: float) -> list[dict[str, Any]]:
     model = _recording_model(latency, starts)
     rows: list[dict[str, Any]] = []
     with temporary_home() as home:
-        async with open_orchestrator("embedded", model, home) as orchestrator:
+        async with open_services("embedded", model, home) as services:
+            orchestrator = services.orchestrator
             conversation = "bench-model-calls"
-            await attach_samples(orchestrator, conversation)
+            await attach_samples(services, conversation)
             for step in SCENARIO:
                 before = model.calls
                 del starts[:]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import SAMPLE_DOCS, SAMPLE_NAMES, BenchResult, Check, bench_settings, scripted_model, temporary_home
-from orc.composition import Stores, azure_stores, build_orchestrator
+from orc.composition import Stores, azure_stores, build_runtime
 from orc.principal import LOCAL_PRINCIPAL
 from orc.session_files import Upload
 from orc.settings import Settings
@@ -101,18 +101,19 @@ async def _scenario(
 ) -> list[dict[str, Any]]:
     """Warm ``document_chat`` turns with 1 and 3 documents on ``stores``; one row per document count."""
     rows: list[dict[str, Any]] = []
-    async with build_orchestrator(settings, model=scripted_model(), stores=stores) as orchestrator:
+    async with build_runtime(settings, model=scripted_model(), stores=stores) as services:
+        orchestrator = services.orchestrator
         for count in DOCUMENT_COUNTS:
             names = SAMPLE_NAMES[:count]
             conversation = f"bench-rt-{count}"
-            mutation = await orchestrator.files.add(
+            mutation = await services.session_files.add(
                 LOCAL_PRINCIPAL,
                 conversation,
                 [Upload(name, SAMPLE_DOCS[name]) for name in names],
                 wait_seconds=UPLOAD_WAIT_SECONDS,
             )
             statuses = sorted({change.status for change in mutation.files})
-            digests_idle = await _background_idle(orchestrator, conversation)
+            digests_idle = await _background_idle(services, conversation)
             warmup: list[str | None] = []
             for question in QUESTIONS:  # a first turn (cache miss), then one cache hit
                 answer = await orchestrator.ask(
@@ -137,13 +138,13 @@ async def _scenario(
     return rows
 
 
-async def _background_idle(orchestrator: Any, conversation: str) -> bool | None:
+async def _background_idle(services: Any, conversation: str) -> bool | None:
     """Wait (bounded) for the background digests that later commits start after an upload; ``None`` if absent.
 
     So that only the turn's own calls are counted (as ``tests/test_storage_round_trips.py`` does); looked up by
     name because the commits measured so far may not have them.
     """
-    context = getattr(orchestrator, "context", None)
+    context = getattr(services, "context_files", None)
     wait_idle = getattr(getattr(context, "digests", None), "wait_idle", None)
     if wait_idle is None:
         return None

@@ -44,7 +44,7 @@ from bench.common import (
     attach_samples,
     bench_settings,
     loopback_client,
-    open_orchestrator,
+    open_services,
     post_turn,
     process_tree_cpu_seconds,
     profile_summary,
@@ -152,8 +152,9 @@ def _http_turn(client: httpx.AsyncClient) -> TurnFn:
 async def measure_inproc(storage: StorageKind, iterations: int) -> dict[str, Any]:
     """``orchestrator.ask`` repeated on one warm conversation."""
     with temporary_home() as home:
-        async with open_orchestrator(storage, scripted_model(), home) as orchestrator:
-            await attach_samples(orchestrator, CONVERSATION)
+        async with open_services(storage, scripted_model(), home) as services:
+            orchestrator = services.orchestrator
+            await attach_samples(services, CONVERSATION)
             timing = await _time_turns(_inproc_turn(orchestrator), iterations)
     return _row("inproc", storage, timing)
 
@@ -224,8 +225,9 @@ async def profile_inproc(iterations: int, top: int = 25) -> dict[str, Any]:
     session calls that earlier versions made per turn.
     """
     with temporary_home() as home:
-        async with open_orchestrator("embedded", scripted_model(), home) as orchestrator:
-            await attach_samples(orchestrator, CONVERSATION)
+        async with open_services("embedded", scripted_model(), home) as services:
+            orchestrator = services.orchestrator
+            await attach_samples(services, CONVERSATION)
             turn = _inproc_turn(orchestrator)
             for _ in range(WARMUP_TURNS):
                 await turn()
@@ -269,12 +271,14 @@ async def breakdown(iterations: int) -> dict[str, Any]:
     with temporary_home() as home, temporary_home() as memory_home, temporary_home() as service_home:
         async with (
             build_runtime(bench_settings(home), model=model) as runtime,
-            open_orchestrator("memory", scripted_model(), memory_home) as memory_orchestrator,
+            open_services("memory", scripted_model(), memory_home) as memory_services,
             contextlib.AsyncExitStack() as stack,
         ):
-            services = await build_document_services(bench_settings(service_home), stack, model=scripted_model())
-            await services.files.add(LOCAL_PRINCIPAL, CONVERSATION, [Upload(n, SAMPLE_DOCS[n]) for n in SAMPLE_NAMES])
-            service = services.mcp.document_chat
+            documents = await build_document_services(bench_settings(service_home), stack, model=scripted_model())
+            await documents.session_files.add(
+                LOCAL_PRINCIPAL, CONVERSATION, [Upload(n, SAMPLE_DOCS[n]) for n in SAMPLE_NAMES]
+            )
+            service = documents.mcp.document_chat
             first = await service.answer(LOCAL_PRINCIPAL, CONVERSATION, QUESTION, SAMPLE_NAMES)
             service_files = first.files
 
@@ -284,8 +288,9 @@ async def breakdown(iterations: int) -> dict[str, Any]:
                     raise RuntimeError("the direct document_chat call missed its cache")
 
             orchestrator = runtime.orchestrator
-            await attach_samples(orchestrator, CONVERSATION)
-            await attach_samples(memory_orchestrator, CONVERSATION)
+            memory_orchestrator = memory_services.orchestrator
+            await attach_samples(runtime, CONVERSATION)
+            await attach_samples(memory_services, CONVERSATION)
             turn = _inproc_turn(orchestrator)
             memory_turn = _inproc_turn(memory_orchestrator)
             no_tools_request = TurnRequest(question=QUESTION, conversation_id="bench-no-tools")
@@ -299,7 +304,7 @@ async def breakdown(iterations: int) -> dict[str, Any]:
                 await turn()
                 await memory_turn()
                 await no_tools_turn()
-            history = await orchestrator.conversations.turns(LOCAL_PRINCIPAL, CONVERSATION)
+            history = await runtime.conversations.turns(LOCAL_PRINCIPAL, CONVERSATION)
             refs = [ref.model_dump() for ref in history[-1].assistant.uploaded_file_refs]
             connection = in_memory_mcp(runtime.mcp_server)
             stack.push_async_callback(connection.aclose)

@@ -1,7 +1,7 @@
 """orc: a document-chat agent orchestrator.
 
-    async with build_orchestrator() as orchestrator:
-        result = await orchestrator.ask(TurnRequest(question="What is the notice period?"))
+    async with build_runtime() as services:
+        result = await services.orchestrator.ask(TurnRequest(question="What is the notice period?"))
 
 The public names are imported lazily, so ``import orc.errors`` (or the CLI's ``--help``) does not pull in
 LangGraph, MCP and every storage backend.
@@ -18,6 +18,7 @@ _EXPORTS = {
     "Orchestrator": "orc.orchestrator",
     "OrcError": "orc.errors",
     "Principal": "orc.principal",
+    "Services": "orc.composition",
     "Settings": "orc.settings",
     "TurnRequest": "orc.turns",
     "TurnResult": "orc.turns",
@@ -29,6 +30,7 @@ __all__ = [
     "OrcError",
     "Orchestrator",
     "Principal",
+    "Services",
     "Settings",
     "TurnRequest",
     "TurnResult",
@@ -38,7 +40,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from orc.composition import build_orchestrator, build_runtime
+    from orc.composition import Services, build_orchestrator, build_runtime
     from orc.errors import OrcError
     from orc.orchestrator import Orchestrator
     from orc.principal import Principal

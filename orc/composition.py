@@ -1,7 +1,8 @@
-"""The one composition root: settings in, a ready orchestrator (stores, model, MCP server, graph) out.
+"""The one composition root: settings in, the process's :class:`Services` (stores, model, MCP server, graph) out.
 
-Nothing here runs at import time; everything is built inside :func:`build_orchestrator` and closed when its
-context exits.
+Nothing here runs at import time; everything is built inside :func:`build_runtime` and closed when its context
+exits. Entry points (HTTP, CLI, MCP transports, ``function_app.py``) take :class:`Services` and use the service
+they need; none reaches through the orchestrator, which answers turns and manages conversations only.
 """
 
 from __future__ import annotations
@@ -60,13 +61,15 @@ class Stores:
 
 @dataclass(frozen=True, slots=True)
 class DocumentServices:
-    """What the MCP server's tools run on."""
+    """The document side of a process: what the MCP server's tools run on, and the server itself."""
 
     mcp: McpServices
     server: FastMCP
-    files: SessionFiles
-    library: DocumentLibrary
-    context: ContextFiles
+    session_files: SessionFiles
+    documents: DocumentLibrary
+    context_files: ContextFiles
+    idempotency: IdempotencyKeys
+    conversations: ConversationRepository
     stores: Stores
     model: BaseChatModel
     model_label: str
@@ -175,14 +178,20 @@ async def build_document_services(
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
     )
-    library, context = await _document_library(settings, stack, stores, catalog, digests_by)
+    idempotency = IdempotencyKeys(
+        await stores.collections.collection("idempotency"), ttl=timedelta(seconds=settings.idempotency_ttl_seconds)
+    )
+    conversations = ConversationRepository(await stores.collections.collection("conversations"))
+    library, context = await _document_library(settings, stack, stores, catalog, digests_by, idempotency, conversations)
     services = McpServices(document_chat=document_chat, max_question_chars=settings.max_question_chars, library=library)
     return DocumentServices(
         mcp=services,
         server=build_mcp_server(services),
-        files=library.session_files,
-        library=library,
-        context=context,
+        session_files=library.session_files,
+        documents=library,
+        context_files=context,
+        idempotency=idempotency,
+        conversations=conversations,
         stores=stores,
         model=chat_model,
         model_label=label,
@@ -190,7 +199,13 @@ async def build_document_services(
 
 
 async def _document_library(
-    settings: Settings, stack: AsyncExitStack, stores: Stores, catalog: DocumentCollection, digest_model: BaseChatModel
+    settings: Settings,
+    stack: AsyncExitStack,
+    stores: Stores,
+    catalog: DocumentCollection,
+    digest_model: BaseChatModel,
+    idempotency: IdempotencyKeys,
+    conversations: ConversationRepository,
 ) -> tuple[DocumentLibrary, ContextFiles]:
     """Contexts, session and context documents, the processing pipeline, the search index cache and digests."""
     texts = TextStore(await stores.collections.collection("document_text"))
@@ -211,15 +226,7 @@ async def _document_library(
     # Registered after the processor, so digests stop (and leave their work "stale") before it and the stores do.
     stack.push_async_callback(session_digests.aclose)
     stack.push_async_callback(summaries.aclose)
-    context = ContextFiles(
-        files,
-        session_digests,
-        digest_store,
-        idempotency=IdempotencyKeys(
-            await stores.collections.collection("idempotency"),
-            ttl=timedelta(seconds=settings.idempotency_ttl_seconds),
-        ),
-    )
+    context = ContextFiles(files, session_digests, digest_store)
     library = DocumentLibrary(
         catalog=catalog,
         directory=directory,
@@ -230,7 +237,7 @@ async def _document_library(
         texts=texts,
         indexes=indexes,
         processor=processor,
-        conversations=ConversationRepository(await stores.collections.collection("conversations")),
+        conversations=conversations,
         summaries=summaries,
         history_turns=settings.history_turns,
     )
@@ -259,13 +266,31 @@ async def _checkpointer(settings: Settings, stores: Stores, stack: AsyncExitStac
 
 
 @dataclass(frozen=True, slots=True)
-class Runtime:
-    """A built process: the orchestrator and the MCP server it talks to (the HTTP app also serves it)."""
+class Services:
+    """A built process: every service its entry points use, each built once by :func:`build_runtime`.
 
-    orchestrator: Orchestrator
-    mcp_server: FastMCP
-    stores: Stores
+    Nothing here is optional: a process built from settings has all of them. The HTTP app gets this object
+    through its dependencies, the CLI and ``mcp_server`` take it directly.
+    """
+
     settings: Settings
+    stores: Stores
+    orchestrator: Orchestrator
+    """Turns (ask, stream) and conversations (list, get, delete)."""
+    model_label: str
+    """The turn model's label, as answers' metadata name it (``offline-extractive``, ``azure:gpt-4o``...)."""
+    conversations: ConversationRepository
+    """Conversation history (read-only use outside the orchestrator, e.g. a session's title)."""
+    session_files: SessionFiles
+    """The files attached to each conversation."""
+    documents: DocumentLibrary
+    """Contexts, context documents and the document tools' operations."""
+    context_files: ContextFiles
+    """The ``/api/sessions/{id}/context…`` service: a session's files with their digests."""
+    idempotency: IdempotencyKeys
+    """``Idempotency-Key`` records of mutating requests."""
+    mcp_server: FastMCP
+    """The MCP server the orchestrator talks to in memory (the HTTP app also serves it at ``/api/mcp``)."""
 
 
 @asynccontextmanager
@@ -276,8 +301,8 @@ async def build_runtime(
     stores: Stores | None = None,
     mcp_extensions: Sequence[Callable[[FastMCP], None]] = (),
     digest_model: BaseChatModel | None = None,
-) -> AsyncIterator[Runtime]:
-    """Build everything ``settings`` (default: the environment) describes; close it all on exit.
+) -> AsyncIterator[Services]:
+    """Build every service ``settings`` (default: the environment) describes; close it all on exit.
 
     ``model`` replaces the configured model for turns (tests pass a scripted one); ``digest_model`` the model
     that makes context digests; ``stores`` the configured storage; each of ``mcp_extensions`` registers extra
@@ -288,7 +313,6 @@ async def build_runtime(
         services = await build_document_services(settings, stack, model=model, stores=stores, digest_model=digest_model)
         for extend in mcp_extensions:
             extend(services.server)
-        conversations = services.library.conversations
         checkpointer = await _checkpointer(settings, services.stores, stack)
         tools = await services.server.list_tools()
         connection = in_memory_mcp(services.server)
@@ -297,10 +321,9 @@ async def build_runtime(
             graph=build_graph(checkpointer),
             model=services.model,
             model_label=services.model_label,
-            conversations=conversations,
-            files=services.files,
-            documents=services.library,
-            context=services.context,
+            conversations=services.conversations,
+            files=services.session_files,
+            documents=services.documents,
             mcp=connection,
             offers_planning_tools=any(tool.name != "document_chat" for tool in tools),
             limits=TurnLimits(
@@ -312,7 +335,18 @@ async def build_runtime(
             ),
             delete_checkpoints=checkpointer.adelete_thread,
         )
-        yield Runtime(orchestrator=orchestrator, mcp_server=services.server, stores=services.stores, settings=settings)
+        yield Services(
+            settings=settings,
+            stores=services.stores,
+            orchestrator=orchestrator,
+            model_label=services.model_label,
+            conversations=services.conversations,
+            session_files=services.session_files,
+            documents=services.documents,
+            context_files=services.context_files,
+            idempotency=services.idempotency,
+            mcp_server=services.server,
+        )
 
 
 @asynccontextmanager
@@ -327,5 +361,5 @@ async def build_orchestrator(
     """The orchestrator for ``settings`` (default: the environment), closed with everything it uses on exit."""
     async with build_runtime(
         settings, model=model, stores=stores, mcp_extensions=mcp_extensions, digest_model=digest_model
-    ) as runtime:
-        yield runtime.orchestrator
+    ) as services:
+        yield services.orchestrator

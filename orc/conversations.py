@@ -96,6 +96,13 @@ class ConversationSummary(BaseModel):
     updated_at: str
 
 
+class Conversation(BaseModel):
+    """A conversation with its whole history, oldest turn first."""
+
+    summary: ConversationSummary
+    turns: list[Turn]
+
+
 def _turn_prefix(conversation_id: str) -> str:
     return f"t:{conversation_id}:"
 

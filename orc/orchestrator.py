@@ -7,7 +7,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -19,14 +19,13 @@ from orc.clock import utc_now
 from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
 from orc.conversations import (
     AssistantMessage,
+    Conversation,
     ConversationRepository,
     ConversationSummary,
     FocusContext,
     Snapshot,
-    Turn,
     UserMessage,
 )
-from orc.digests.context import ContextFiles
 from orc.documents.library import DocumentLibrary
 from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.graph import TurnContext
@@ -77,25 +76,22 @@ class Orchestrator:
         model_label: str,
         conversations: ConversationRepository,
         files: SessionFiles,
+        documents: DocumentLibrary,
         mcp: McpConnection,
         offers_planning_tools: bool,
         limits: TurnLimits,
-        delete_checkpoints: Callable[[str], Any] | None = None,
-        documents: DocumentLibrary | None = None,
-        context: ContextFiles | None = None,
+        delete_checkpoints: Callable[[str], Awaitable[None]],
     ) -> None:
         self._graph = graph
         self._model = model
-        self.model_label = model_label
-        self.conversations = conversations
-        self.files = files
-        self.documents = documents
-        """Contexts and documents (the context routes, focus validation and the prompt's document listing)."""
-        self.context = context
-        """The sessions' context files with their digests (the ``/api/sessions/{id}/context…`` routes)."""
+        self._model_label = model_label
+        self._conversations = conversations
+        self._files = files
+        # Focus validation and the prompt's list of available documents use the same availability as the tools.
+        self._documents = documents
         self._mcp = mcp
         self._offers_planning_tools = offers_planning_tools
-        self.limits = limits
+        self._limits = limits
         self._delete_checkpoints = delete_checkpoints
         # One turn at a time per conversation, so each turn sees the previous one; other conversations never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -107,19 +103,19 @@ class Orchestrator:
         question = request.question.strip()
         if not question:
             raise InvalidInput("the question is empty", code="empty_question")
-        if len(question) > self.limits.max_question_chars:
+        if len(question) > self._limits.max_question_chars:
             raise PayloadTooLarge(
-                f"the question is longer than {self.limits.max_question_chars} characters",
+                f"the question is longer than {self._limits.max_question_chars} characters",
                 code="question_too_long",
             )
         conversation_id = request.conversation_id or str(uuid.uuid4())
         validate_identifier(conversation_id, what="conversation")
-        if len(request.blob_names) > self.limits.max_blob_names:
-            raise InvalidInput(f"at most {self.limits.max_blob_names} blob_names per turn", code="too_many_blob_names")
+        if len(request.blob_names) > self._limits.max_blob_names:
+            raise InvalidInput(f"at most {self._limits.max_blob_names} blob_names per turn", code="too_many_blob_names")
         blob_names = normalize_blob_names(request.blob_names)
-        await self.files.require_names(principal, conversation_id, blob_names)
-        if request.context is not None and self.documents is not None:
-            await self.documents.check_focus(principal, request.context)
+        await self._files.require_names(principal, conversation_id, blob_names)
+        if request.context is not None:
+            await self._documents.check_focus(principal, request.context)
         return PreparedTurn(principal, conversation_id, question, blob_names, request.context)
 
     async def ask(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> TurnResult:
@@ -205,18 +201,18 @@ class Orchestrator:
             self._mcp,
             principal=turn.principal,
             scope=tool_scope(turn),
-            call_timeout_seconds=self.limits.tool_timeout_seconds,
+            call_timeout_seconds=self._limits.tool_timeout_seconds,
         )
         context = TurnContext(
             principal=turn.principal,
             conversation_id=turn.conversation_id,
             model=self._model,
-            conversations=self.conversations,
+            conversations=self._conversations,
             toolbox=toolbox,
-            max_tool_rounds=self.limits.max_tool_rounds,
-            history_turns=self.limits.history_turns,
+            max_tool_rounds=self._limits.max_tool_rounds,
+            history_turns=self._limits.history_turns,
             offers_planning_tools=self._offers_planning_tools,
-            documents=self.documents,
+            documents=self._documents,
             meter=meter,
             finished=finished,
             stream_tokens=stream,
@@ -267,7 +263,7 @@ class Orchestrator:
         metadata = TurnMetadata(
             tool=state["last_mcp_tool_used"],
             cache=state["cache"],
-            model=self.model_label,
+            model=self._model_label,
             model_calls=meter.calls + state["tool_model_calls"],
             usage=usage,
             tool_calls=[ToolCallRecord.model_validate(r) for r in state["tool_records"]],
@@ -277,7 +273,7 @@ class Orchestrator:
         )
         now = utc_now()
         header = state["conversation_header"]
-        await self.conversations.append_turn(
+        await self._conversations.append_turn(
             turn.principal,
             turn.conversation_id,
             UserMessage(content=turn.question, blob_names=turn.blob_names, created_at=now),
@@ -288,7 +284,7 @@ class Orchestrator:
                 uploaded_file_refs=files,
                 last_mcp_tool_used=metadata.tool,
                 focus_context=turn.focus_context,
-                model=self.model_label,
+                model=self._model_label,
                 usage=usage,
                 created_at=utc_now(),
             ),
@@ -306,25 +302,25 @@ class Orchestrator:
 
     async def list_sessions(self, principal: Principal = LOCAL_PRINCIPAL) -> list[ConversationSummary]:
         """The principal's conversations, most recent first."""
-        return await self.conversations.list(principal)
+        return await self._conversations.list(principal)
 
-    async def get_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> list[Turn]:
-        """The full history of a conversation; :class:`NotFound` for unknown or other principals' ids."""
+    async def get_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> Conversation:
+        """A conversation with its full history; :class:`NotFound` for unknown or other principals' ids."""
         validate_identifier(conversation_id, what="conversation")
-        if await self.conversations.get(principal, conversation_id) is None:
+        summary = await self._conversations.get(principal, conversation_id)
+        if summary is None:
             raise NotFound("no such session", code="session_not_found")
-        return await self.conversations.turns(principal, conversation_id)
+        return Conversation(summary=summary, turns=await self._conversations.turns(principal, conversation_id))
 
     async def delete_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> None:
         """Delete a conversation, its files and its checkpoints."""
         validate_identifier(conversation_id, what="conversation")
-        had_files = bool(await self.files.files(principal, conversation_id))
-        deleted = await self.conversations.delete(principal, conversation_id)
+        had_files = bool(await self._files.files(principal, conversation_id))
+        deleted = await self._conversations.delete(principal, conversation_id)
         if not deleted and not had_files:
             raise NotFound("no such session", code="session_not_found")
-        await self.files.remove_all(principal, conversation_id)
-        if self._delete_checkpoints is not None:
-            await self._delete_checkpoints(f"{principal.partition_key}/{conversation_id}")
+        await self._files.remove_all(principal, conversation_id)
+        await self._delete_checkpoints(f"{principal.partition_key}/{conversation_id}")
 
 
 def _log_store_failure(task: asyncio.Task[TurnResult]) -> None:

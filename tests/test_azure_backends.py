@@ -100,7 +100,7 @@ async def test_one_cosmos_client_and_one_blob_client_serve_every_turn(azure_sett
         blobs = runtime.stores.blobs
         assert isinstance(collections, CosmosCollectionProvider)
         principal = Principal(organization="default", user="default")
-        await orchestrator.files.add(principal, "one-client", [Upload("a.txt", b"Alpha is the first letter.")])
+        await runtime.session_files.add(principal, "one-client", [Upload("a.txt", b"Alpha is the first letter.")])
         clients = set()
         for i in range(5):
             await orchestrator.ask(

@@ -13,6 +13,7 @@ def test_all_names_the_public_api_and_each_resolves() -> None:
         "Orchestrator",
         "OrcError",
         "Principal",
+        "Services",
         "Settings",
         "TurnRequest",
         "TurnResult",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orc.composition import build_orchestrator
+from orc.composition import build_runtime
 from orc.principal import LOCAL_PRINCIPAL
 from orc.session_files import Upload
 from orc.settings import Settings
@@ -17,16 +17,18 @@ DOCS = [Upload(f"doc{i}.txt", f"Document {i} says the fee is {i}00 euros.".encod
 async def test_a_warm_document_chat_turn_makes_at_most_six_storage_round_trips() -> None:
     stores, counter = counting_stores()
     settings = Settings(storage="azure")  # collection-backed checkpoints, as on Cosmos DB
-    async with build_orchestrator(settings, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
-        await orc.files.add(LOCAL_PRINCIPAL, "conv", DOCS)
-        assert orc.context is not None
+    async with build_runtime(settings, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", DOCS)
+        assert orc.context_files is not None
         # The digests are made in the background; let them finish so that only the turn's calls are counted.
-        assert await orc.context.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
+        assert await orc.context_files.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
         names = [doc.filename for doc in DOCS]
-        await orc.ask(TurnRequest(question="What is the fee?", conversation_id="conv", blob_names=names))
+        await orc.orchestrator.ask(TurnRequest(question="What is the fee?", conversation_id="conv", blob_names=names))
         counter.reset()
 
-        result = await orc.ask(TurnRequest(question="And the fee again?", conversation_id="conv", blob_names=names))
+        result = await orc.orchestrator.ask(
+            TurnRequest(question="And the fee again?", conversation_id="conv", blob_names=names)
+        )
 
     assert result.metadata.cache == "hit"
     assert len(counter.calls) <= 6, counter.calls

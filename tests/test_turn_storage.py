@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orc.composition import build_orchestrator
+from orc.composition import build_runtime
 from orc.conversations import ConversationRepository
 from orc.errors import ServiceUnavailable
 from orc.principal import LOCAL_PRINCIPAL
@@ -26,16 +26,16 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
     streamed: bool,
 ) -> None:
     stores, counter = counting_stores()
-    async with build_orchestrator(AZURE_WIRING, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
-        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
+    async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
         counter.fail("checkpoints.upsert", StorageUnavailable("storage is unreachable"))
 
         if streamed:
-            events = [event async for event in orc.stream(ASK)]
+            events = [event async for event in orc.orchestrator.stream(ASK)]
             answer = events[-1]["answer"]
             assert events[-1]["type"] == "final" and events[-1]["citations"]
         else:
-            answer = (await orc.ask(ASK)).answer
+            answer = (await orc.orchestrator.ask(ASK)).answer
         turns = await orc.conversations.turns(LOCAL_PRINCIPAL, "conv")
 
     assert "checkpoints.upsert" in counter.calls
@@ -44,12 +44,12 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
 
 async def test_a_turn_that_cannot_be_stored_fails_and_stores_nothing_although_its_checkpoint_was_written() -> None:
     stores, counter = counting_stores()
-    async with build_orchestrator(AZURE_WIRING, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
-        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
+    async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
         counter.fail("conversations.create", StorageUnavailable("storage is unreachable"))
 
         with pytest.raises(ServiceUnavailable):
-            await orc.ask(ASK)
+            await orc.orchestrator.ask(ASK)
         conversations = ConversationRepository(await stores.collections.collection("conversations"))
         assert await conversations.turns(LOCAL_PRINCIPAL, "conv") == []
     assert "checkpoints.upsert" in counter.calls

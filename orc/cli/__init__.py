@@ -17,12 +17,12 @@ from typing import TextIO
 
 from orc import event_loop
 from orc.cli.documents import Target, add_documents, list_documents, put_context
-from orc.composition import build_orchestrator
+from orc.composition import build_runtime
 from orc.documents.records import ContextRef
 from orc.errors import OrcError
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
+from orc.session_files import SessionFiles, Upload
 from orc.settings import Settings
 from orc.turns import Event, TurnRequest
 
@@ -87,14 +87,12 @@ async def _ask(orchestrator: Orchestrator, console: Console, request: TurnReques
     return ok
 
 
-async def _upload(
-    orchestrator: Orchestrator, conversation_id: str, paths: Sequence[Path], console: Console
-) -> list[str]:
+async def _upload(files: SessionFiles, conversation_id: str, paths: Sequence[Path], console: Console) -> list[str]:
     uploads = []
     for path in paths:
         data = await asyncio.to_thread(path.read_bytes)
         uploads.append(Upload(filename=path.name, data=data))
-    mutation = await orchestrator.files.add(LOCAL_PRINCIPAL, conversation_id, uploads)
+    mutation = await files.add(LOCAL_PRINCIPAL, conversation_id, uploads)
     for change in mutation.files:
         print(f"  attached {change.filename} ({change.diff})", file=console.err)
     return [upload.filename for upload in uploads]
@@ -105,13 +103,13 @@ async def run_demo(settings: Settings, console: Console) -> int:
     samples = resources.files("orc").joinpath("samples")
     paths = sorted(Path(str(entry)) for entry in samples.iterdir() if entry.is_file())
     print(f"orc demo — data in {settings.home.resolve()}", file=console.err)
-    async with build_orchestrator(settings) as orchestrator:
-        names = await _upload(orchestrator, DEMO_CONVERSATION, paths, console)
+    async with build_runtime(settings) as services:
+        names = await _upload(services.session_files, DEMO_CONVERSATION, paths, console)
         ok = True
         for question in DEMO_QUESTIONS:
             print(f"\n> {question}", file=console.out, flush=True)
             request = TurnRequest(question=question, conversation_id=DEMO_CONVERSATION, blob_names=names)
-            ok = await _ask(orchestrator, console, request) and ok
+            ok = await _ask(services.orchestrator, console, request) and ok
     return 0 if ok else 1
 
 
@@ -119,14 +117,15 @@ async def run_ask(
     settings: Settings, console: Console, question: str, files: Sequence[Path], conversation: str | None
 ) -> int:
     """Attach ``files`` (if any) and ask ``question``; without files, the conversation's files are used."""
-    async with build_orchestrator(settings) as orchestrator:
+    async with build_runtime(settings) as services:
         conversation_id = conversation or str(uuid.uuid4())
         if files:
-            names = await _upload(orchestrator, conversation_id, files, console)
+            names = await _upload(services.session_files, conversation_id, files, console)
         else:
-            names = [record.filename for record in await orchestrator.files.files(LOCAL_PRINCIPAL, conversation_id)]
+            attached = await services.session_files.files(LOCAL_PRINCIPAL, conversation_id)
+            names = [record.filename for record in attached]
         ok = await _ask(
-            orchestrator,
+            services.orchestrator,
             console,
             TurnRequest(question=question, conversation_id=conversation_id, blob_names=names),
         )
@@ -181,19 +180,17 @@ def _add_document_commands(commands: argparse._SubParsersAction[argparse.Argumen
 async def run_docs(settings: Settings, args: argparse.Namespace) -> int:
     """``orc docs add|list``."""
     target = Target.parse(args.context, args.session)
-    async with build_orchestrator(settings) as orchestrator:
-        assert orchestrator.documents is not None
+    async with build_runtime(settings) as services:
         if args.action == "add":
-            return await add_documents(orchestrator.documents, target, args.paths, sys.stderr)
-        return await list_documents(orchestrator.documents, target, sys.stdout)
+            return await add_documents(services.documents, target, args.paths, sys.stderr)
+        return await list_documents(services.documents, target, sys.stdout)
 
 
 async def run_contexts(settings: Settings, args: argparse.Namespace) -> int:
     """``orc contexts put``."""
-    async with build_orchestrator(settings) as orchestrator:
-        assert orchestrator.documents is not None
+    async with build_runtime(settings) as services:
         ref = ContextRef.parse(args.type, args.id)
-        print(await put_context(orchestrator.documents, ref, args.name, args.parent))
+        print(await put_context(services.documents, ref, args.name, args.parent))
     return 0
 
 

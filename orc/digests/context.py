@@ -18,7 +18,6 @@ from orc.digests.sessions import SessionDigests, aggregate_inputs, session_key
 from orc.digests.store import DigestStore
 from orc.documents.uploads import Upload
 from orc.errors import CallerError, NotFound, NotReady
-from orc.idempotency import IdempotencyKeys
 from orc.names import validate_identifier
 from orc.principal import Principal
 from orc.session_files import ContextFile, ContextSet, Mutation, SessionFiles, spec_digest_status
@@ -48,13 +47,10 @@ class ContextFiles:
         digests: SessionDigests,
         store: DigestStore,
         *,
-        idempotency: IdempotencyKeys | None = None,
         stale_after: timedelta = STALE_AFTER,
     ) -> None:
         self.files = files
         self.digests = digests
-        self.idempotency = idempotency
-        """The ``Idempotency-Key`` records of the mutations (``None``: keys are not honoured)."""
         self._store = store
         self._stale_after = stale_after
 

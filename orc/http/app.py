@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_server.http import build_mcp_http_app
 from orc import __version__
-from orc.composition import Stores, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.errors import OrcError
 from orc.http import problems, routes_context, routes_contexts, routes_orc, routes_sessions
 from orc.http.auth import Authenticator, authenticator_for
@@ -95,15 +95,16 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with build_runtime(settings, model=model, stores=stores, digest_model=digest_model) as runtime:
-            app.state.orchestrator = runtime.orchestrator
-            mcp_app, mcp_lifespan = build_mcp_http_app(runtime.mcp_server, allowed_hosts=settings.mcp_allowed_hosts)
+        async with build_runtime(settings, model=model, stores=stores, digest_model=digest_model) as services:
+            mcp_app, mcp_lifespan = build_mcp_http_app(services.mcp_server, allowed_hosts=settings.mcp_allowed_hosts)
             async with mcp_lifespan():
+                app.state.services = services
                 mcp.target = mcp_app
                 try:
                     yield
                 finally:
                     mcp.target = None
+                    app.state.services = None
 
     api = FastAPI(
         title="orc",
@@ -124,12 +125,12 @@ def create_app(
     @api.get("/api/health", tags=["health"], summary="Liveness and configured backends")
     async def health(request: Request) -> dict[str, Any]:
         """Liveness, version and which backends this process is configured with (never their addresses)."""
-        orchestrator = getattr(request.app.state, "orchestrator", None)
+        services: Services | None = getattr(request.app.state, "services", None)
         return {
-            "status": "ok" if orchestrator is not None else "starting",
+            "status": "ok" if services is not None else "starting",
             "version": __version__,
             "storage": settings.storage,
-            "model": orchestrator.model_label if orchestrator is not None else None,
+            "model": services.model_label if services is not None else None,
             "auth": settings.auth,
             "mcp": MCP_PATH,
         }

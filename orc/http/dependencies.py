@@ -1,4 +1,4 @@
-"""Request-scoped dependencies: the orchestrator built in the lifespan, and the authenticated principal.
+"""Request-scoped dependencies: the process's services built in the lifespan, and the authenticated principal.
 
 They are coroutines although they never wait: FastAPI runs a plain ``def`` dependency in its thread pool, a
 thread hop per dependency per request, which under 100 concurrent turns cost more than the turns' own work.
@@ -6,17 +6,58 @@ thread hop per dependency per request, which under 100 concurrent turns cost mor
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Annotated
 
+from fastapi import Depends, Request
+
+from orc.composition import Services
+from orc.digests.context import ContextFiles
+from orc.documents.library import DocumentLibrary
+from orc.errors import ServiceUnavailable
+from orc.idempotency import IdempotencyKeys
 from orc.orchestrator import Orchestrator
 from orc.principal import Principal
 
 
-async def orchestrator(request: Request) -> Orchestrator:
-    """The process's orchestrator (built once in the app lifespan)."""
-    return request.app.state.orchestrator
+async def services(request: Request) -> Services:
+    """The process's services (built once in the app lifespan)."""
+    built: Services | None = getattr(request.app.state, "services", None)
+    if built is None:
+        # Only reachable while the lifespan starts or after it ended (an embedding that skipped it).
+        raise ServiceUnavailable("the service is starting; retry", code="starting", retry_after=1)
+    return built
 
 
 async def principal(request: Request) -> Principal:
     """The caller, from the configured authenticator."""
     return request.app.state.authenticator.authenticate(request.headers)
+
+
+AppServices = Annotated[Services, Depends(services)]
+Caller = Annotated[Principal, Depends(principal)]
+
+
+async def orchestrator(built: AppServices) -> Orchestrator:
+    """Turns and conversations."""
+    return built.orchestrator
+
+
+async def documents(built: AppServices) -> DocumentLibrary:
+    """Contexts and their documents."""
+    return built.documents
+
+
+async def context_files(built: AppServices) -> ContextFiles:
+    """A session's context files with their digests."""
+    return built.context_files
+
+
+async def idempotency(built: AppServices) -> IdempotencyKeys:
+    """``Idempotency-Key`` records of mutating requests."""
+    return built.idempotency
+
+
+Orc = Annotated[Orchestrator, Depends(orchestrator)]
+Library = Annotated[DocumentLibrary, Depends(documents)]
+Context = Annotated[ContextFiles, Depends(context_files)]
+Keys = Annotated[IdempotencyKeys, Depends(idempotency)]

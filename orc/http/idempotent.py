@@ -32,11 +32,11 @@ def replay(stored: StoredResponse) -> Response:
 
 
 async def claim(
-    request: Request, principal: Principal, keys: IdempotencyKeys | None, parts: Any
+    request: Request, principal: Principal, keys: IdempotencyKeys, parts: Any
 ) -> Claim | StoredResponse | None:
     """Claim the request's key: ``None`` without a key, the stored response on a replay, else the claim."""
     key = request.headers.get(HEADER)
-    if key is None or keys is None:
+    if key is None:
         return None
     return await keys.begin(principal, key, fingerprint(parts))
 
@@ -44,7 +44,7 @@ async def claim(
 async def idempotent(
     request: Request,
     principal: Principal,
-    keys: IdempotencyKeys | None,
+    keys: IdempotencyKeys,
     parts: Any,
     status_code: int,
     run: Callable[[], Awaitable[BaseModel]],
@@ -53,7 +53,7 @@ async def idempotent(
     claimed = await claim(request, principal, keys, parts)
     if isinstance(claimed, StoredResponse):
         return replay(claimed)
-    if claimed is None or keys is None:
+    if claimed is None:
         # pydantic writes the JSON itself: no dict of the result, no second pass through the json module.
         result = await run()
         return Response(result.model_dump_json(), status_code=status_code, media_type="application/json")

@@ -11,25 +11,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, status
+from fastapi import APIRouter, Request, status
 from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from orc.digests.context import ContextFiles
 from orc.documents.uploads import Upload
-from orc.errors import InvalidInput, ServiceUnavailable
-from orc.http import dependencies
+from orc.errors import InvalidInput
+from orc.http.dependencies import Caller, Context, Keys
 from orc.http.idempotent import idempotent
 from orc.http.uploads import read_uploads
-from orc.orchestrator import Orchestrator
-from orc.principal import Principal
 from orc.session_files import ContextFile, ContextSet, Mutation
 
 router = APIRouter()
 
-Caller = Annotated[Principal, Depends(dependencies.principal)]
 _IF_MATCH = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
 _MULTIPART = {
     "requestBody": {
@@ -51,16 +47,6 @@ _MUTATION_HEADERS = {
         {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"}},
     ]
 }
-
-
-async def context_files(orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)]) -> ContextFiles:
-    """The context-files service of the process."""
-    if orchestrator.context is None:
-        raise ServiceUnavailable("context files are not configured in this process")
-    return orchestrator.context
-
-
-Context = Annotated[ContextFiles, Depends(context_files)]
 
 
 class DigestJson(BaseModel):
@@ -150,7 +136,7 @@ async def get_file_digest(session_id: str, file_id: str, context: Context, princ
     summary="Upload files to a session",
     openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
 )
-async def upload_files(session_id: str, request: Request, context: Context, principal: Caller) -> Response:
+async def upload_files(session_id: str, request: Request, context: Context, principal: Caller, keys: Keys) -> Response:
     """Multipart upload, field ``files`` (one or more); each file's blob name is its uploaded filename. A file
     with a known name replaces that file (``changed``, or ``unchanged`` when its content is the same)."""
     uploads = await read_uploads(request, context.max_upload_bytes)
@@ -160,7 +146,7 @@ async def upload_files(session_id: str, request: Request, context: Context, prin
         return await context.upload(principal, session_id, uploads, if_match=if_match)
 
     parts = _request_parts("POST", session_id, None, if_match, uploads)
-    return await idempotent(request, principal, context.idempotency, parts, status.HTTP_201_CREATED, run)
+    return await idempotent(request, principal, keys, parts, status.HTTP_201_CREATED, run)
 
 
 @router.put(
@@ -170,7 +156,7 @@ async def upload_files(session_id: str, request: Request, context: Context, prin
     openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
 )
 async def replace_file(
-    session_id: str, file_id: str, request: Request, context: Context, principal: Caller
+    session_id: str, file_id: str, request: Request, context: Context, principal: Caller, keys: Keys
 ) -> Response:
     """Multipart, field ``files`` with exactly one file: the new content. The file keeps its id and filename."""
     uploads = await read_uploads(request, context.max_upload_bytes)
@@ -182,7 +168,7 @@ async def replace_file(
         return await context.replace(principal, session_id, file_id, uploads[0], if_match=if_match)
 
     parts = _request_parts("PUT", session_id, file_id, if_match, uploads)
-    return await idempotent(request, principal, context.idempotency, parts, status.HTTP_200_OK, run)
+    return await idempotent(request, principal, keys, parts, status.HTTP_200_OK, run)
 
 
 @router.delete(
@@ -191,7 +177,9 @@ async def replace_file(
     summary="Remove a session file",
     openapi_extra=_MUTATION_HEADERS,
 )
-async def delete_file(session_id: str, file_id: str, request: Request, context: Context, principal: Caller) -> Response:
+async def delete_file(
+    session_id: str, file_id: str, request: Request, context: Context, principal: Caller, keys: Keys
+) -> Response:
     """Remove one file; the aggregate is rebuilt from the remaining digests."""
     if_match = _if_match(request)
 
@@ -199,7 +187,7 @@ async def delete_file(session_id: str, file_id: str, request: Request, context: 
         return await context.remove(principal, session_id, file_id, if_match=if_match)
 
     parts = _request_parts("DELETE", session_id, file_id, if_match, [])
-    return await idempotent(request, principal, context.idempotency, parts, status.HTTP_200_OK, run)
+    return await idempotent(request, principal, keys, parts, status.HTTP_200_OK, run)
 
 
 def _if_match(request: Request) -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Depends, Request, Response, status
+from fastapi import APIRouter, Body, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse
 
@@ -17,25 +17,11 @@ from orc.documents.availability import context_document
 from orc.documents.context_documents import UploadedDocument
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef, DocumentInfo
-from orc.errors import ServiceUnavailable
-from orc.http import dependencies
+from orc.http.dependencies import Caller, Library
 from orc.http.uploads import read_uploads
-from orc.orchestrator import Orchestrator
 from orc.principal import Principal
 
 router = APIRouter()
-
-Caller = Annotated[Principal, Depends(dependencies.principal)]
-
-
-async def library(orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)]) -> DocumentLibrary:
-    """The document library of the process."""
-    if orchestrator.documents is None:
-        raise ServiceUnavailable("documents are not configured in this process")
-    return orchestrator.documents
-
-
-Library = Annotated[DocumentLibrary, Depends(library)]
 
 
 class ContextBody(BaseModel):

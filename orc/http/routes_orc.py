@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
-from orc.http import dependencies
+from orc.http.dependencies import Caller, Keys, Orc
 from orc.http.idempotent import claim, idempotent, recorded_stream, replay
 from orc.http.streaming import MEDIA_TYPES, encode, negotiate
 from orc.idempotency import StoredResponse
-from orc.orchestrator import Orchestrator
-from orc.principal import Principal
 from orc.turns import TurnRequest, TurnResult
 
 router = APIRouter()
@@ -27,8 +23,9 @@ router = APIRouter()
 async def ask(
     body: TurnRequest,
     request: Request,
-    orchestrator: Annotated[Orchestrator, Depends(dependencies.orchestrator)],
-    principal: Annotated[Principal, Depends(dependencies.principal)],
+    orchestrator: Orc,
+    principal: Caller,
+    keys: Keys,
 ) -> Response | TurnResult:
     """Answer one question. ``Accept: application/x-ndjson`` or ``text/event-stream`` streams the events.
 
@@ -36,7 +33,6 @@ async def ask(
     (as JSON, with ``Idempotent-Replayed: true``), a different body 422, and a retry while it runs 409.
     """
     turn = await orchestrator.prepare(body, principal)
-    keys = orchestrator.context.idempotency if orchestrator.context is not None else None
     parts = {"route": "orc", "body": body.model_dump(mode="json")}
     fmt = negotiate(request.headers.get("accept", ""))
     if fmt is None:
@@ -45,7 +41,7 @@ async def ask(
     if isinstance(claimed, StoredResponse):
         return replay(claimed)
     events = orchestrator.stream_prepared(turn)
-    if claimed is not None and keys is not None:
+    if claimed is not None:
         events = recorded_stream(events, keys, claimed, TurnResult.model_validate)
     return StreamingResponse(
         encode(events, fmt),

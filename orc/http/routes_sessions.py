@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, status
+from fastapi import APIRouter, status
 from pydantic import BaseModel
 from starlette.responses import Response
 
 from orc.conversations import ConversationSummary
-from orc.http import dependencies
-from orc.orchestrator import Orchestrator
-from orc.principal import Principal
+from orc.http.dependencies import Caller, Orc
 
 router = APIRouter()
-
-Orc = Annotated[Orchestrator, Depends(dependencies.orchestrator)]
-Caller = Annotated[Principal, Depends(dependencies.principal)]
 
 
 class SessionList(BaseModel):
@@ -42,13 +37,12 @@ async def list_sessions(orchestrator: Orc, principal: Caller) -> SessionList:
 @router.get("/sessions/{session_id}", response_model=SessionHistory, summary="Get a conversation")
 async def get_session(session_id: str, orchestrator: Orc, principal: Caller) -> SessionHistory:
     """Every message with its citations, tool calls and file references."""
-    turns = await orchestrator.get_session(session_id, principal)
-    summary = await orchestrator.conversations.get(principal, session_id)
+    conversation = await orchestrator.get_session(session_id, principal)
     messages: list[dict[str, Any]] = []
-    for turn in turns:
+    for turn in conversation.turns:
         messages.append(turn.user.model_dump(mode="json"))
         messages.append(turn.assistant.model_dump(mode="json"))
-    return SessionHistory(conversation_id=session_id, title=summary.title if summary else "", messages=messages)
+    return SessionHistory(conversation_id=session_id, title=conversation.summary.title, messages=messages)
 
 
 @router.delete("/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete a conversation")

@@ -33,7 +33,7 @@ async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_whe
     stores = memory()
     model = digest_model()
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
-        context = context_of(runtime.orchestrator.context)
+        context = context_of(runtime.context_files)
         await context.upload(ME, "s", [LEASE, NOTES])
         assert await context.digests.wait_idle(ME, "s", 30)
         catalog = await stores.collections.collection("catalog")
@@ -63,14 +63,14 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
     stores = memory()
     gated = GatedDigestModel()
     async with build_runtime(Settings(), stores=stores, digest_model=gated) as runtime:
-        context = context_of(runtime.orchestrator.context)
+        context = context_of(runtime.context_files)
         await context.upload(ME, "s", [LEASE])
         await gated.reached.wait()
         during = await context.manifest(ME, "s")
 
     model = digest_model()
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
-        context = context_of(runtime.orchestrator.context)
+        context = context_of(runtime.context_files)
         after_restart = await context.files.manifest(ME, "s")
         await context.manifest(ME, "s")  # reading it schedules the stale work
         assert await context.digests.wait_idle(ME, "s", 30)
@@ -85,7 +85,7 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
 async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.orchestrator.context)
+        context = context_of(runtime.context_files)
         first = await context.upload(ME, "one", [LEASE])
         second = await context.upload(ME, "two", [LEASE])
         for session in ("one", "two"):
@@ -110,8 +110,8 @@ async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() 
 async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_returns_it_when_ready() -> None:
     gated = GatedDigestModel()
     async with build_runtime(Settings(), stores=memory(), digest_model=gated) as runtime:
-        library = runtime.orchestrator.documents
-        context = context_of(runtime.orchestrator.context)
+        library = runtime.documents
+        context = context_of(runtime.context_files)
         assert library is not None
         mutation = await context.upload(ME, "s", [LEASE])
         file_id = mutation.files[0].file_id
@@ -131,7 +131,7 @@ async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_ret
 
 async def test_another_users_session_and_digests_are_not_found() -> None:
     async with build_runtime(Settings(), stores=memory(), digest_model=digest_model()) as runtime:
-        context = context_of(runtime.orchestrator.context)
+        context = context_of(runtime.context_files)
         await context.upload(ME, "s", [LEASE])
         other = Principal(organization="default", user="mallory")
 
@@ -144,7 +144,7 @@ async def test_another_users_session_and_digests_are_not_found() -> None:
 async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.orchestrator.context)
+        context = context_of(runtime.context_files)
         created = await context.upload(ME, "s", [LEASE])
         assert await context.digests.wait_idle(ME, "s", 30)
         await context.replace(
@@ -162,7 +162,7 @@ async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
 async def test_deleting_a_session_deletes_its_aggregate_and_the_digests_only_it_used() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.orchestrator.context)
+        context = context_of(runtime.context_files)
         await context.upload(ME, "s", [LEASE, NOTES])
         await context.upload(ME, "keep", [NOTES])
         for session in ("s", "keep"):

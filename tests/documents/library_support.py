@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from orc.composition import Runtime, Stores, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef
 from orc.principal import Principal
@@ -33,16 +33,15 @@ def memory_stores() -> Stores:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtime]:
+async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Services]:
     """The whole process (orchestrator, MCP server, library) on memory stores and the offline model."""
     async with build_runtime(settings or Settings(), stores=memory_stores()) as runtime:
         yield runtime
 
 
-def library_of(runtime: Runtime) -> DocumentLibrary:
+def library_of(runtime: Services) -> DocumentLibrary:
     """The runtime's document library."""
-    assert runtime.orchestrator.documents is not None
-    return runtime.orchestrator.documents
+    return runtime.documents
 
 
 async def build_tree(library: DocumentLibrary, principal: Principal = ACME) -> None:

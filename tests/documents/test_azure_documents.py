@@ -26,7 +26,7 @@ async def test_documents_are_processed_listed_and_searched_on_cosmos_and_blob_st
     legal = ContextRef("folder", "legal")
     pdf = make_pdf([["Page one is an introduction."], ["Page two: the deposit is 900 euros."]])
     async with build_runtime(azure_settings) as first:
-        library = first.orchestrator.documents
+        library = first.documents
         assert library is not None
         await library.directory.put(ALICE, legal, "Legal", None)
         uploaded = await library.context_documents.add(
@@ -47,7 +47,7 @@ async def test_documents_are_processed_listed_and_searched_on_cosmos_and_blob_st
     assert (found.results[0].ref, found.results[0].page) == ("lease.pdf::S2", 2)
 
     async with build_runtime(azure_settings) as second:  # another instance: an empty index cache
-        library = second.orchestrator.documents
+        library = second.documents
         assert library is not None
         scope = await library.resolve_scope(ALICE, session_id="az-conv", context_type="folder", context_id="legal")
         again = await library.search(ALICE, scope, "boat pier")

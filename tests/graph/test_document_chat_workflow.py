@@ -11,8 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from mcp.server.fastmcp import FastMCP
 
-from orc.composition import build_orchestrator
-from orc.orchestrator import Orchestrator
+from orc.composition import Services, build_runtime
 from orc.principal import LOCAL_PRINCIPAL
 from orc.session_files import Upload
 from orc.settings import Settings
@@ -44,14 +43,14 @@ def model() -> FunctionChatModel:
 
 
 @pytest.fixture
-async def orchestrator(model: FunctionChatModel) -> AsyncIterator[Orchestrator]:
-    async with build_orchestrator(Settings(), model=model) as orc:
-        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload(name, data) for name, data in DOCS.items()])
+async def orchestrator(model: FunctionChatModel) -> AsyncIterator[Services]:
+    async with build_runtime(Settings(), model=model) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload(name, data) for name, data in DOCS.items()])
         yield orc
 
 
-async def ask(orc: Orchestrator, *names: str, question: str = "What does it say?") -> TurnResult:
-    return await orc.ask(TurnRequest(question=question, conversation_id="conv", blob_names=list(names)))
+async def ask(orc: Services, *names: str, question: str = "What does it say?") -> TurnResult:
+    return await orc.orchestrator.ask(TurnRequest(question=question, conversation_id="conv", blob_names=list(names)))
 
 
 def sent_arguments(result: TurnResult) -> dict[str, Any]:
@@ -60,12 +59,12 @@ def sent_arguments(result: TurnResult) -> dict[str, Any]:
     return call.arguments
 
 
-async def stored_refs(orc: Orchestrator) -> list[dict[str, str]]:
+async def stored_refs(orc: Services) -> list[dict[str, str]]:
     turns = await orc.conversations.turns(LOCAL_PRINCIPAL, "conv")
     return [ref.model_dump() for ref in turns[-1].assistant.uploaded_file_refs]
 
 
-async def test_first_upload_sends_only_document_names_and_stores_the_returned_files(orchestrator: Orchestrator) -> None:
+async def test_first_upload_sends_only_document_names_and_stores_the_returned_files(orchestrator: Services) -> None:
     result = await ask(orchestrator, "doc1.pdf.txt")
 
     args = sent_arguments(result)
@@ -77,7 +76,7 @@ async def test_first_upload_sends_only_document_names_and_stores_the_returned_fi
     assert result.citations and result.citations[0].document == "doc1.pdf.txt"
 
 
-async def test_the_same_documents_send_cached_file_info_and_reuse_the_file_ids(orchestrator: Orchestrator) -> None:
+async def test_the_same_documents_send_cached_file_info_and_reuse_the_file_ids(orchestrator: Services) -> None:
     first = await ask(orchestrator, "doc1.pdf.txt")
     second = await ask(orchestrator, "doc1.pdf.txt")
 
@@ -87,7 +86,7 @@ async def test_the_same_documents_send_cached_file_info_and_reuse_the_file_ids(o
     assert await stored_refs(orchestrator) == [f.model_dump() for f in second.files]
 
 
-async def test_the_cache_match_ignores_order_but_not_case(orchestrator: Orchestrator) -> None:
+async def test_the_cache_match_ignores_order_but_not_case(orchestrator: Services) -> None:
     both = await ask(orchestrator, "doc1.pdf.txt", "doc2.pdf.txt")
     reordered = await ask(orchestrator, "doc2.pdf.txt", "doc1.pdf.txt")
     other_case = await ask(orchestrator, "Doc1.pdf.txt", "doc2.pdf.txt")
@@ -98,7 +97,7 @@ async def test_the_cache_match_ignores_order_but_not_case(orchestrator: Orchestr
     assert other_case.metadata.cache == "miss"
 
 
-async def test_different_documents_omit_cached_file_info_and_overwrite_the_refs(orchestrator: Orchestrator) -> None:
+async def test_different_documents_omit_cached_file_info_and_overwrite_the_refs(orchestrator: Services) -> None:
     await ask(orchestrator, "doc1.pdf.txt")
     second = await ask(orchestrator, "doc2.pdf.txt")
 
@@ -108,7 +107,7 @@ async def test_different_documents_omit_cached_file_info_and_overwrite_the_refs(
     assert [ref["blob_name"] for ref in await stored_refs(orchestrator)] == ["doc2.pdf.txt"]
 
 
-async def test_a_superset_of_the_cached_documents_is_not_partially_reused(orchestrator: Orchestrator) -> None:
+async def test_a_superset_of_the_cached_documents_is_not_partially_reused(orchestrator: Services) -> None:
     await ask(orchestrator, "doc1.pdf.txt")
     second = await ask(orchestrator, "doc1.pdf.txt", "doc2.pdf.txt")
 
@@ -118,8 +117,8 @@ async def test_a_superset_of_the_cached_documents_is_not_partially_reused(orches
 
 async def test_expired_file_ids_fall_back_to_fresh_processing_with_new_ids(model: FunctionChatModel) -> None:
     # A nanosecond TTL expires every processed file before the next turn: the cache looks valid but is not.
-    async with build_orchestrator(Settings(file_cache_ttl_seconds=1e-9), model=model) as orc:
-        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+    async with build_runtime(Settings(file_cache_ttl_seconds=1e-9), model=model) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
         first = await ask(orc, "doc1.pdf.txt")
         second = await ask(orc, "doc1.pdf.txt")
 
@@ -130,7 +129,7 @@ async def test_expired_file_ids_fall_back_to_fresh_processing_with_new_ids(model
 
 
 async def test_with_attached_documents_no_planning_call_is_made(
-    orchestrator: Orchestrator, model: FunctionChatModel
+    orchestrator: Services, model: FunctionChatModel
 ) -> None:
     result = await ask(orchestrator, "doc1.pdf.txt")
 
@@ -153,8 +152,8 @@ def call_echo(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMes
 
 async def test_without_attached_documents_document_chat_is_never_offered() -> None:
     model = FunctionChatModel(call_echo)
-    async with build_orchestrator(Settings(), model=model, mcp_extensions=[add_echo_tool]) as orc:
-        result = await orc.ask(TurnRequest(question="Say hi", conversation_id="conv"))
+    async with build_runtime(Settings(), model=model, mcp_extensions=[add_echo_tool]) as orc:
+        result = await orc.orchestrator.ask(TurnRequest(question="Say hi", conversation_id="conv"))
 
     offered = {name for request in model.requests for name in request.tool_names}
     assert "documents__echo" in offered and "documents__search" in offered
@@ -165,12 +164,12 @@ async def test_without_attached_documents_document_chat_is_never_offered() -> No
 
 async def test_history_seeds_the_next_turn_after_a_restart(model: FunctionChatModel) -> None:
     settings = Settings()
-    async with build_orchestrator(settings, model=model) as orc:
-        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+    async with build_runtime(settings, model=model) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
         first = await ask(orc, "doc1.pdf.txt")
 
     restarted_model = FunctionChatModel(cite_first_source)
-    async with build_orchestrator(settings, model=restarted_model) as orc:
+    async with build_runtime(settings, model=restarted_model) as orc:
         follow_up = await ask(orc, "doc1.pdf.txt", question="and the rent?")
 
     # The refs came from stored history: they are sent, but the new process has no processed copy of them.
@@ -181,7 +180,7 @@ async def test_history_seeds_the_next_turn_after_a_restart(model: FunctionChatMo
 
 
 async def test_ten_concurrent_turns_on_one_conversation_are_each_stored_once_in_order(
-    orchestrator: Orchestrator,
+    orchestrator: Services,
 ) -> None:
     questions = [f"question number {i}" for i in range(10)]
     await asyncio.gather(*(ask(orchestrator, "doc1.pdf.txt", question=q) for q in questions))
@@ -201,11 +200,11 @@ def failing_answer(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> 
 
 
 async def test_a_failed_turn_stores_nothing_and_streams_a_clean_error() -> None:
-    async with build_orchestrator(Settings(), model=FunctionChatModel(failing_answer)) as orc:
-        await orc.files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+    async with build_runtime(Settings(), model=FunctionChatModel(failing_answer)) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
         events = [
             e
-            async for e in orc.stream(
+            async for e in orc.orchestrator.stream(
                 TurnRequest(question="What?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
             )
         ]
@@ -217,13 +216,13 @@ async def test_a_failed_turn_stores_nothing_and_streams_a_clean_error() -> None:
 
 
 async def test_ask_requests_the_answer_whole_and_a_stream_gets_it_token_by_token(
-    orchestrator: Orchestrator, model: FunctionChatModel
+    orchestrator: Services, model: FunctionChatModel
 ) -> None:
     asked = await ask(orchestrator, "doc1.pdf.txt")
     whole = model.requests[-1]
 
     request = TurnRequest(question="What does it say?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
-    events = [event async for event in orchestrator.stream(request)]
+    events = [event async for event in orchestrator.orchestrator.stream(request)]
 
     assert not whole.streamed and model.requests[-1].streamed
     tokens = "".join(event["text"] for event in events if event["type"] == "token")
@@ -233,12 +232,12 @@ async def test_ask_requests_the_answer_whole_and_a_stream_gets_it_token_by_token
 
 
 async def test_a_turn_reports_every_model_request_it_made_and_their_tokens(
-    orchestrator: Orchestrator, model: FunctionChatModel
+    orchestrator: Services, model: FunctionChatModel
 ) -> None:
     first = await ask(orchestrator, "doc1.pdf.txt")
     before = model.calls
     request = TurnRequest(question="And the rent?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
-    final = [event async for event in orchestrator.stream(request) if event["type"] == "final"][-1]
+    final = [event async for event in orchestrator.orchestrator.stream(request) if event["type"] == "final"][-1]
 
     # document_chat's own request, then the answer; a follow-up rewrites the question first.
     assert first.metadata.model_calls == 2 and final["metadata"]["model_calls"] == model.calls - before == 3
@@ -247,10 +246,10 @@ async def test_a_turn_reports_every_model_request_it_made_and_their_tokens(
 
 async def test_a_planned_tool_round_costs_no_second_planning_request() -> None:
     model = FunctionChatModel(call_echo)
-    async with build_orchestrator(Settings(), model=model, mcp_extensions=[add_echo_tool]) as orc:
-        first = await orc.ask(TurnRequest(question="Say hi", conversation_id="conv"))
+    async with build_runtime(Settings(), model=model, mcp_extensions=[add_echo_tool]) as orc:
+        first = await orc.orchestrator.ask(TurnRequest(question="Say hi", conversation_id="conv"))
         calls_after_first = model.calls
-        follow_up = await orc.ask(TurnRequest(question="And again?", conversation_id="conv"))
+        follow_up = await orc.orchestrator.ask(TurnRequest(question="And again?", conversation_id="conv"))
 
     # plan, then the answer (offered the tools again, it has what it needs); a follow-up rewrites first.
     assert first.metadata.model_calls == calls_after_first == 2
@@ -272,8 +271,8 @@ def always_echo(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIM
 async def test_an_answer_that_keeps_asking_for_tools_is_bounded_by_the_tool_rounds() -> None:
     model = FunctionChatModel(always_echo)
     settings = Settings(max_tool_rounds=2)
-    async with build_orchestrator(settings, model=model, mcp_extensions=[add_echo_tool]) as orc:
-        result = await orc.ask(TurnRequest(question="Say hi", conversation_id="conv"))
+    async with build_runtime(settings, model=model, mcp_extensions=[add_echo_tool]) as orc:
+        result = await orc.orchestrator.ask(TurnRequest(question="Say hi", conversation_id="conv"))
 
     # plan (round 1), the answer asks for round 2, then the last answer is offered no tools and answers.
     assert [call.name for call in result.metadata.tool_calls] == ["documents.echo", "documents.echo"]
@@ -283,8 +282,10 @@ async def test_an_answer_that_keeps_asking_for_tools_is_bounded_by_the_tool_roun
 
 async def test_a_streamed_turn_whose_answer_asks_for_more_tools_streams_the_final_answer() -> None:
     model = FunctionChatModel(always_echo)
-    async with build_orchestrator(Settings(max_tool_rounds=2), model=model, mcp_extensions=[add_echo_tool]) as orc:
-        events = [event async for event in orc.stream(TurnRequest(question="Say hi", conversation_id="conv"))]
+    async with build_runtime(Settings(max_tool_rounds=2), model=model, mcp_extensions=[add_echo_tool]) as orc:
+        events = [
+            event async for event in orc.orchestrator.stream(TurnRequest(question="Say hi", conversation_id="conv"))
+        ]
 
     final = events[-1]
     tokens = "".join(event["text"] for event in events if event["type"] == "token")

@@ -127,7 +127,7 @@ async def test_an_unknown_or_foreign_focus_context_is_refused_before_the_turn() 
             await ask(runtime.orchestrator, "Anything?", ("folder", "nope"))
         with pytest.raises(NotFound) as foreign:
             await ask(runtime.orchestrator, "Anything?", ("organization", "globex"))
-        turns = await runtime.orchestrator.conversations.turns(ACME, SESSION)
+        turns = await runtime.conversations.turns(ACME, SESSION)
 
     assert unknown.value.code == foreign.value.code == "context_not_found"
     assert turns == []

@@ -10,7 +10,7 @@ import pytest
 from mcp import ClientSession, types
 
 from mcp_server.tools import split_tool_error
-from orc.composition import Runtime, Stores, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.documents import library as library_module
 from orc.documents.records import ContextRef
 from orc.session_files import Upload
@@ -35,7 +35,7 @@ FOCUS_U11 = {"session_id": SESSION, "context_type": "usecase", "context_id": "u1
 
 
 @pytest.fixture
-async def runtime() -> AsyncIterator[Runtime]:
+async def runtime() -> AsyncIterator[Services]:
     async with open_runtime() as built:
         await build_tree(library_of(built))
         yield built
@@ -62,12 +62,12 @@ async def document_id(session: ClientSession, filename: str, scope: dict[str, An
     return next(doc["document_id"] for doc in listed["documents"] if doc["filename"] == filename)
 
 
-async def test_every_tool_is_listed_with_its_dotted_name(runtime: Runtime) -> None:
+async def test_every_tool_is_listed_with_its_dotted_name(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
 
 
-async def test_documents_list_returns_each_document_with_its_origin_and_status(runtime: Runtime) -> None:
+async def test_documents_list_returns_each_document_with_its_origin_and_status(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         listed = await call(session, "documents.list", FOCUS_U11)
 
@@ -86,7 +86,7 @@ async def test_documents_list_returns_each_document_with_its_origin_and_status(r
         assert listed["focus_context"] == {"type": "usecase", "id": "u11"}
 
 
-async def test_search_returns_ranked_spans_with_source_refs_locators_and_contexts(runtime: Runtime) -> None:
+async def test_search_returns_ranked_spans_with_source_refs_locators_and_contexts(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         found = await call(session, "documents.search", {"query": "code word of u11", **FOCUS_U11})
 
@@ -99,7 +99,7 @@ async def test_search_returns_ranked_spans_with_source_refs_locators_and_context
         assert found["searched_documents"] == 4
 
 
-async def test_search_can_target_documents_by_id(runtime: Runtime) -> None:
+async def test_search_can_target_documents_by_id(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         target = await document_id(session, "f1.txt")
         found = await call(session, "documents.search", {"query": "code word", "document_ids": [target], **FOCUS_U11})
@@ -107,7 +107,7 @@ async def test_search_can_target_documents_by_id(runtime: Runtime) -> None:
         assert {hit["filename"] for hit in found["results"]} == {"f1.txt"}
 
 
-async def test_get_content_pages_the_text_with_next_offset_and_total(runtime: Runtime) -> None:
+async def test_get_content_pages_the_text_with_next_offset_and_total(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         target = await document_id(session, "u11.txt")
         first = await call(session, "documents.get_content", {"document_id": target, "limit": 20, **FOCUS_U11})
@@ -131,7 +131,7 @@ async def test_get_content_pages_the_text_with_next_offset_and_total(runtime: Ru
     ],
 )
 async def test_get_content_refuses_negative_or_huge_offsets_and_limits(
-    runtime: Runtime, arguments: dict[str, int], code: str
+    runtime: Services, arguments: dict[str, int], code: str
 ) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         target = await document_id(session, "u11.txt")
@@ -140,7 +140,7 @@ async def test_get_content_refuses_negative_or_huge_offsets_and_limits(
         assert error_code(result) == code
 
 
-async def test_get_summary_says_there_is_no_summary_until_analyze_makes_one(runtime: Runtime) -> None:
+async def test_get_summary_says_there_is_no_summary_until_analyze_makes_one(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         target = await document_id(session, "u11.txt")
         before = await session.call_tool("documents.get_summary", {"document_id": target, **FOCUS_U11})
@@ -154,7 +154,7 @@ async def test_get_summary_says_there_is_no_summary_until_analyze_makes_one(runt
         assert after["facts"] and all(fact["sources"] == ["u11.txt::S1"] for fact in after["facts"])
 
 
-async def test_documents_outside_the_scope_are_not_found(runtime: Runtime) -> None:
+async def test_documents_outside_the_scope_are_not_found(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         outside = await document_id(session, "u21.txt", {"context_type": "organization", "context_id": "acme"})
 
@@ -178,7 +178,7 @@ async def test_documents_outside_the_scope_are_not_found(runtime: Runtime) -> No
     ],
 )
 async def test_scope_arguments_are_validated_against_the_caller(
-    runtime: Runtime, scope: dict[str, Any], code: str
+    runtime: Services, scope: dict[str, Any], code: str
 ) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         result = await session.call_tool("documents.list", scope)
@@ -186,7 +186,7 @@ async def test_scope_arguments_are_validated_against_the_caller(
         assert error_code(result) == code
 
 
-async def test_session_tools_attach_list_and_remove_and_attached_text_is_searchable(runtime: Runtime) -> None:
+async def test_session_tools_attach_list_and_remove_and_attached_text_is_searchable(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         attached = await call(
             session,
@@ -231,14 +231,14 @@ async def test_session_tools_attach_list_and_remove_and_attached_text_is_searcha
         ({"filename": "x.txt", "content": "not base64!", "encoding": "base64"}, "invalid_input"),
     ],
 )
-async def test_session_attach_refuses_bad_documents(runtime: Runtime, arguments: dict[str, str], code: str) -> None:
+async def test_session_attach_refuses_bad_documents(runtime: Services, arguments: dict[str, str], code: str) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         result = await session.call_tool("session.attach_document", {"session_id": SESSION, **arguments})
 
         assert error_code(result) == code
 
 
-async def test_an_unknown_session_is_not_found_for_the_session_tools(runtime: Runtime) -> None:
+async def test_an_unknown_session_is_not_found_for_the_session_tools(runtime: Services) -> None:
     async with connect(runtime.mcp_server, ACME) as session:
         listed = await session.call_tool("session.list_documents", {"session_id": "never-used"})
         removed = await session.call_tool("session.remove_document", {"session_id": SESSION, "document_id": "doc-x"})

@@ -23,7 +23,7 @@ QUESTION = {"question": "What is the rent?", "document_names": ["lease.txt"], "s
 @pytest.fixture
 async def runtime_with_alices_document() -> AsyncIterator[object]:
     async with build_runtime(Settings()) as runtime:
-        await runtime.orchestrator.files.add(ALICE, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
+        await runtime.session_files.add(ALICE, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
         yield runtime
 
 
