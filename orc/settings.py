@@ -70,7 +70,14 @@ class Settings(BaseSettings):
     max_blob_names: int = 20
     max_tool_rounds: int = 4
     file_cache_ttl_seconds: float = Field(default=3600.0, gt=0)
-    history_turns: int = 10
+    history_turns: int = Field(default=10, ge=0, le=10, description="Turns of history a turn reads (at most 10).")
+    history_tokens: int = Field(
+        default=16_000,
+        ge=0,
+        description="Token budget of the recent history in the answer prompt (older messages are shortened, then "
+        "the oldest turns dropped).",
+    )
+    sources_tokens: int = Field(default=12_000, ge=1, description="Token budget of the sources in the answer prompt.")
     tool_timeout_seconds: float = 120.0
     idempotency_ttl_seconds: float = Field(default=86400.0, gt=0, description="How long Idempotency-Keys are kept.")
 
