@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EMULATORS := tools/emulators
 
-.PHONY: demo test lint typecheck unit bench serve emulators clean
+.PHONY: demo test lint typecheck unit bench serve emulators system-tools clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) emulators
+# System tools the tests use: pdftoppm renders exported PDFs (Debian's poppler-utils).
+system-tools:
+	@command -v pdftoppm >/dev/null || (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null)
+
+unit: $(STAMP) emulators system-tools
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit

@@ -22,10 +22,13 @@ from orc.conversations import (
     Conversation,
     ConversationRepository,
     ConversationSummary,
+    Feedback,
     FocusContext,
     Snapshot,
     UserMessage,
 )
+from orc.conversations.export import ExportFormat, export, filename
+from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
 from orc.documents.library import DocumentLibrary
 from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.graph import TurnContext
@@ -305,12 +308,66 @@ class Orchestrator:
         return await self._conversations.list(principal)
 
     async def get_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> Conversation:
-        """A conversation with its full history; :class:`NotFound` for unknown or other principals' ids."""
+        """A conversation with its full history and the feedback on its answers; :class:`NotFound` for unknown or
+        other principals' ids."""
         validate_identifier(conversation_id, what="conversation")
         summary = await self._conversations.get(principal, conversation_id)
         if summary is None:
             raise NotFound("no such session", code="session_not_found")
-        return Conversation(summary=summary, turns=await self._conversations.turns(principal, conversation_id))
+        turns, feedback = await asyncio.gather(
+            self._conversations.turns(principal, conversation_id),
+            self._conversations.feedback(principal, conversation_id),
+        )
+        if feedback:
+            turns = [
+                turn.model_copy(
+                    update={
+                        "assistant": turn.assistant.model_copy(update={"feedback": feedback[turn.assistant.message_id]})
+                    }
+                )
+                if turn.assistant.message_id in feedback
+                else turn
+                for turn in turns
+            ]
+        return Conversation(summary=summary, turns=turns)
+
+    async def rename_session(
+        self, conversation_id: str, title: str, principal: Principal = LOCAL_PRINCIPAL
+    ) -> ConversationSummary:
+        """Give a conversation the title the user chose (never replaced by a generated one)."""
+        validate_identifier(conversation_id, what="conversation")
+        cleaned = clean_title(title)
+        if not cleaned:
+            raise InvalidInput("the title is empty", code="empty_title")
+        if len(cleaned) > MAX_USER_TITLE_CHARS:
+            raise PayloadTooLarge(f"the title is longer than {MAX_USER_TITLE_CHARS} characters", code="title_too_long")
+        summary = await self._conversations.rename(principal, conversation_id, cleaned)
+        if summary is None:
+            raise NotFound("no such session", code="session_not_found")
+        return summary
+
+    async def give_feedback(
+        self, conversation_id: str, message_id: str, feedback: Feedback, principal: Principal = LOCAL_PRINCIPAL
+    ) -> Feedback:
+        """Rate an answer (``up``/``down``, optional comment); a second rating of the same answer replaces the
+        first. :class:`NotFound` when the conversation has no such answer."""
+        validate_identifier(conversation_id, what="conversation")
+        stored = await self._conversations.set_feedback(principal, conversation_id, message_id, feedback)
+        if stored is None:
+            raise NotFound("no such answer in this session", code="message_not_found")
+        return stored
+
+    async def export_session(
+        self, conversation_id: str, fmt: ExportFormat, principal: Principal = LOCAL_PRINCIPAL
+    ) -> tuple[bytes, str]:
+        """The whole conversation as ``fmt`` (markdown, pdf or json) and a file name for it."""
+        conversation = await self.get_session(conversation_id, principal)
+        feedback = {
+            turn.assistant.message_id: turn.assistant.feedback for turn in conversation.turns if turn.assistant.feedback
+        }
+        # Laying out a long conversation as a PDF takes tens of milliseconds: not on the event loop.
+        data = await asyncio.to_thread(export, conversation, feedback, fmt)
+        return data, filename(conversation, fmt)
 
     async def delete_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> None:
         """Delete a conversation, its files and its checkpoints."""

@@ -23,6 +23,9 @@ TURNS_AND_SESSIONS = {
     "list_sessions",
     "get_session",
     "delete_session",
+    "rename_session",
+    "give_feedback",
+    "export_session",
 }
 
 

@@ -1,4 +1,4 @@
-"""The ``orc`` command: ``demo``, ``ask``, ``docs``, ``contexts``, ``serve`` and ``mcp``.
+"""The ``orc`` command: ``demo``, ``ask``, ``docs``, ``contexts``, ``sessions``, ``serve`` and ``mcp``.
 
 It acts as the embedded local principal.
 """
@@ -155,7 +155,49 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--organization", default="default")
     mcp.add_argument("--user", default="default")
     _add_document_commands(commands)
+    _add_session_commands(commands)
     return parser
+
+
+def _add_session_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sessions = commands.add_parser("sessions", help="list, show, delete or export conversations")
+    actions = sessions.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="your conversations, most recent first")
+    for name, help_text in (("show", "print a conversation"), ("delete", "delete a conversation and its files")):
+        actions.add_parser(name, help=help_text).add_argument("id", metavar="ID")
+    export = actions.add_parser("export", help="export a conversation with its citations as footnotes")
+    export.add_argument("id", metavar="ID")
+    export.add_argument("--format", choices=["markdown", "pdf", "json"], default="markdown")
+    export.add_argument("--output", "-o", type=Path, metavar="PATH", help="write here (default: stdout; pdf: ID.pdf)")
+
+
+async def run_sessions(settings: Settings, args: argparse.Namespace, console: Console) -> int:
+    """``orc sessions list|show|delete|export``."""
+    async with build_runtime(settings) as services:
+        orchestrator = services.orchestrator
+        if args.action == "list":
+            for summary in await orchestrator.list_sessions(LOCAL_PRINCIPAL):
+                print(
+                    f"{summary.conversation_id}\t{summary.updated_at}\t{summary.message_count}\t{summary.title}",
+                    file=console.out,
+                )
+            return 0
+        if args.action == "delete":
+            await orchestrator.delete_session(args.id, LOCAL_PRINCIPAL)
+            print(f"deleted {args.id}", file=console.err)
+            return 0
+        if args.action == "show":
+            data, _ = await orchestrator.export_session(args.id, "markdown", LOCAL_PRINCIPAL)
+            console.out.write(data.decode("utf-8"))
+            return 0
+        data, name = await orchestrator.export_session(args.id, args.format, LOCAL_PRINCIPAL)
+    output: Path | None = args.output or (Path(name) if args.format == "pdf" else None)
+    if output is None:
+        console.out.write(data.decode("utf-8"))
+    else:
+        await asyncio.to_thread(output.write_bytes, data)
+        print(f"wrote {output} ({len(data)} bytes)", file=console.err)
+    return 0
 
 
 def _add_document_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -228,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return event_loop.run(run_docs(settings, args))
         if args.command == "contexts":
             return event_loop.run(run_contexts(settings, args))
+        if args.command == "sessions":
+            return event_loop.run(run_sessions(settings, args, console))
         from orc.http import create_app
         from orc.http.serving import APP_FACTORY, serve
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, status
-from pydantic import BaseModel
+from fastapi import APIRouter, Query, Request, status
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from orc.conversations import ConversationSummary
-from orc.http.dependencies import Caller, Orc
+from orc.conversations import ConversationSummary, Feedback
+from orc.conversations.export import MEDIA_TYPES, ExportFormat
+from orc.http.dependencies import Caller, Keys, Orc
+from orc.http.idempotent import idempotent
+
+IDEMPOTENCY_HEADER = {
+    "parameters": [{"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}}]
+}
 
 router = APIRouter()
 
@@ -50,3 +56,99 @@ async def delete_session(session_id: str, orchestrator: Orc, principal: Caller) 
     """Delete the conversation, its files and its checkpoints."""
     await orchestrator.delete_session(session_id, principal)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+class RenameBody(BaseModel):
+    """A conversation's new title."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(description="The title to show (1-200 characters).", max_length=4000)
+
+
+class FeedbackBody(BaseModel):
+    """A rating of one answer; a second rating of the same answer replaces the first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rating: Literal["up", "down"]
+    comment: str | None = Field(default=None, max_length=2000)
+
+
+class FeedbackRecord(BaseModel):
+    """The feedback as stored."""
+
+    conversation_id: str
+    message_id: str
+    rating: Literal["up", "down"]
+    comment: str | None
+    created_at: str
+
+
+@router.patch(
+    "/sessions/{session_id}",
+    response_model=ConversationSummary,
+    summary="Rename a conversation",
+    openapi_extra=IDEMPOTENCY_HEADER,
+)
+async def rename_session(
+    session_id: str, body: RenameBody, request: Request, orchestrator: Orc, principal: Caller, keys: Keys
+) -> Response:
+    """Set the title the conversation is listed with; a generated title never replaces it afterwards."""
+    parts = {"route": "rename", "session": session_id, "body": body.model_dump()}
+    return await idempotent(
+        request, principal, keys, parts, 200, lambda: orchestrator.rename_session(session_id, body.title, principal)
+    )
+
+
+@router.post(
+    "/sessions/{session_id}/messages/{message_id}/feedback",
+    response_model=FeedbackRecord,
+    summary="Rate an answer",
+    openapi_extra=IDEMPOTENCY_HEADER,
+)
+async def give_feedback(
+    session_id: str,
+    message_id: str,
+    body: FeedbackBody,
+    request: Request,
+    orchestrator: Orc,
+    principal: Caller,
+    keys: Keys,
+) -> Response:
+    """``up`` or ``down`` with an optional comment, one per answer: rating it again replaces the earlier rating.
+    The feedback shows in the conversation's history and exports."""
+
+    async def run() -> FeedbackRecord:
+        feedback = Feedback(rating=body.rating, comment=body.comment)
+        stored = await orchestrator.give_feedback(session_id, message_id, feedback, principal)
+        return FeedbackRecord(conversation_id=session_id, message_id=message_id, **stored.model_dump())
+
+    parts = {"route": "feedback", "session": session_id, "message": message_id, "body": body.model_dump()}
+    return await idempotent(request, principal, keys, parts, 200, run)
+
+
+@router.get(
+    "/sessions/{session_id}/export",
+    summary="Export a conversation",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {media: {} for media in MEDIA_TYPES.values()},
+            "description": "The conversation with its citations as footnotes quoting the spans.",
+        }
+    },
+)
+async def export_session(
+    session_id: str,
+    orchestrator: Orc,
+    principal: Caller,
+    format: Annotated[ExportFormat, Query(description="markdown, pdf or json")] = "markdown",
+) -> Response:
+    """The whole conversation as Markdown, PDF or JSON, as a download."""
+    data, name = await orchestrator.export_session(session_id, format, principal)
+    return Response(
+        data,
+        media_type=MEDIA_TYPES[format],
+        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"},
+    )

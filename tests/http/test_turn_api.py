@@ -106,7 +106,7 @@ async def test_history_is_listed_read_and_deleted(client: httpx.AsyncClient) -> 
 
     sessions = (await client.get("/api/sessions")).json()["sessions"]
     assert [(s["conversation_id"], s["message_count"]) for s in sessions] == [("conv-5", 2)]
-    assert sessions[0]["title"] == "What is the monthly rent?"
+    assert sessions[0]["title"] == "Monthly rent"  # titled from the first question
 
     history = (await client.get("/api/sessions/conv-5")).json()
     user, assistant = history["messages"]

@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from orc.clock import utc_now
-from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
+from orc.conversations.models import AssistantMessage, ConversationSummary, Feedback, Turn, UserMessage, turn_of
+from orc.conversations.titles import title_from_question
 from orc.principal import Principal
 from orc.storage.ports import (
     DocumentCollection,
@@ -33,74 +32,11 @@ from orc.storage.ports import (
 
 log = logging.getLogger(__name__)
 
-TITLE_CHARS = 80
 HEADER_SEQ = 10**12
 """The header's sort key: greater than any turn number, so it comes first in a newest-first query."""
 _MAX_WRITE_ATTEMPTS = 50
 PARSED_TURNS = 2048
 """How many parsed turns a repository keeps: the recent history of a few hundred busy conversations."""
-
-
-class FocusContext(BaseModel):
-    """The context a turn focuses on (DESIGN §2)."""
-
-    type: Literal["organization", "folder", "usecase"]
-    id: str
-
-
-class UserMessage(BaseModel):
-    """What the user asked in a turn."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: Literal["user"] = "user"
-    content: str
-    blob_names: list[str] = Field(default_factory=list)
-    created_at: str
-
-
-class AssistantMessage(BaseModel):
-    """What orc answered, with everything the next turn is seeded from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: Literal["assistant"] = "assistant"
-    content: str
-    citations: list[Citation] = Field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
-    uploaded_file_refs: list[FileRef] = Field(default_factory=list)
-    last_mcp_tool_used: str | None = None
-    focus_context: FocusContext | None = None
-    model: str | None = None
-    usage: Usage = Field(default_factory=Usage)
-    created_at: str
-
-
-class Turn(BaseModel):
-    """One stored exchange. Frozen: a parsed turn is shared by every read of the same stored version."""
-
-    model_config = ConfigDict(frozen=True)
-
-    seq: int
-    user: UserMessage
-    assistant: AssistantMessage
-
-
-class ConversationSummary(BaseModel):
-    """A conversation as listed: title, message count and times."""
-
-    conversation_id: str
-    title: str
-    message_count: int
-    created_at: str
-    updated_at: str
-
-
-class Conversation(BaseModel):
-    """A conversation with its whole history, oldest turn first."""
-
-    summary: ConversationSummary
-    turns: list[Turn]
 
 
 def _turn_prefix(conversation_id: str) -> str:
@@ -119,6 +55,15 @@ class Snapshot:
     turns: list[Turn]
 
 
+def _feedback_prefix(conversation_id: str) -> str:
+    # Not under the turns' prefix: the newest-first history query must meet only the header and turns.
+    return f"f:{conversation_id}:"
+
+
+def _feedback_id(conversation_id: str, seq: int) -> str:
+    return f"{_feedback_prefix(conversation_id)}{seq:08d}"
+
+
 def _turn_id(conversation_id: str, seq: int) -> str:
     # Zero-padded so ids sort in turn order as strings too.
     return f"{_turn_prefix(conversation_id)}{seq:08d}"
@@ -127,8 +72,9 @@ def _turn_id(conversation_id: str, seq: int) -> str:
 class ConversationRepository:
     """Stores and reads conversations of a principal. Partition = the principal's partition key.
 
-    A stored turn never changes (it is created once and only ever deleted), so each version, named by its id
-    and ETag, is parsed once: every turn reads the conversation's recent history, and validating those turns
+    A stored turn never changes (it is created once and only ever deleted; feedback on its answer is an item of
+    its own), so each version, named by its id and ETag, is parsed once: every turn reads the conversation's
+    recent history, and validating those turns
     again was the largest pydantic cost of a turn. The turn a write stores is kept as it was built.
     """
 
@@ -219,7 +165,8 @@ class ConversationRepository:
                 body: dict[str, Any] = {
                     "kind": "conversation",
                     "conversation_id": conversation_id,
-                    "title": " ".join(question.split())[:TITLE_CHARS],
+                    "title": title_from_question(question),
+                    "title_source": "question",
                     "seq": HEADER_SEQ,
                     "turn_count": seq,
                     "created_at": now,
@@ -263,9 +210,64 @@ class ConversationRepository:
         )
         return [_summary(item.body) for item in items]
 
-    async def delete(self, principal: Principal, conversation_id: str) -> bool:
-        """Delete the conversation and all its turns; ``False`` when there was none."""
+    async def rename(self, principal: Principal, conversation_id: str, title: str) -> ConversationSummary | None:
+        """Set the conversation's title (a user's title is never replaced by a generated one); ``None`` if absent."""
+        return await self._set_title(principal, conversation_id, title, source="user")
+
+    async def set_generated_title(self, principal: Principal, conversation_id: str, title: str) -> bool:
+        """Replace the title made from the first question by a generated one, unless the user renamed it since."""
+        return await self._set_title(principal, conversation_id, title, source="generated") is not None
+
+    async def _set_title(
+        self, principal: Principal, conversation_id: str, title: str, *, source: str
+    ) -> ConversationSummary | None:
         pk = principal.partition_key
+        item_id = _header_id(conversation_id)
+        for _ in range(_MAX_WRITE_ATTEMPTS):
+            current = await self._items.get(pk, item_id)
+            if current is None:
+                return None
+            if source == "generated" and current.body.get("title_source") == "user":
+                return None
+            body = {**current.body, "title": title, "title_source": source}
+            try:
+                stored = await self._items.replace(pk, item_id, body, if_match=current.etag)
+            except (ETagMismatch, ItemNotFound):
+                continue
+            return _summary(stored.body)
+        raise StorageUnavailable("the conversation is too busy to rename; retry")
+
+    async def set_feedback(
+        self, principal: Principal, conversation_id: str, message_id: str, feedback: Feedback
+    ) -> Feedback | None:
+        """Record ``feedback`` on an answer, replacing the principal's earlier rating of it; ``None`` when the
+        conversation has no such answer."""
+        where = turn_of(message_id)
+        if where is None or where[1] != "assistant":
+            return None
+        pk = principal.partition_key
+        if await self._items.get(pk, _turn_id(conversation_id, where[0])) is None:
+            return None
+        stored = feedback.model_copy(update={"created_at": utc_now()})
+        body = {"kind": "feedback", "conversation_id": conversation_id, "message_id": message_id}
+        await self._items.upsert(pk, _feedback_id(conversation_id, where[0]), {**body, **stored.model_dump()})
+        return stored
+
+    async def feedback(self, principal: Principal, conversation_id: str) -> dict[str, Feedback]:
+        """Message id → the feedback given on that answer."""
+        items = await self._items.query(principal.partition_key, id_prefix=_feedback_prefix(conversation_id))
+        return {
+            str(item.body["message_id"]): Feedback.model_validate(
+                {key: item.body.get(key) for key in ("rating", "comment", "created_at")}
+            )
+            for item in items
+        }
+
+    async def delete(self, principal: Principal, conversation_id: str) -> bool:
+        """Delete the conversation, all its turns and their feedback; ``False`` when there was none."""
+        pk = principal.partition_key
+        for item in await self._items.query(pk, id_prefix=_feedback_prefix(conversation_id)):
+            await self._items.delete(pk, item.id)
         items = await self._items.query(pk, id_prefix=_turn_prefix(conversation_id))
         # Turns first, header last: a half-finished delete still lists the conversation, so it can be retried.
         for item in sorted(items, key=lambda item: item.body.get("kind") == "conversation"):

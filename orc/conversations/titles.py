@@ -1,0 +1,40 @@
+"""Conversation titles: a short title made from the first question, at once and without a model call.
+
+A configured language model may later replace it with a generated one, off the turn's critical path
+(:meth:`orc.conversations.ConversationRepository.set_generated_title`); a title the user chose is never replaced.
+"""
+
+from __future__ import annotations
+
+import re
+
+TITLE_CHARS = 60
+MAX_USER_TITLE_CHARS = 200
+
+# Only "what is …"-style openings are dropped: they leave a noun phrase ("Battery life of the X2"). Dropping
+# other question words leaves broken grammar ("Clause 4 say"), so those questions keep their words.
+_LEADING = re.compile(
+    r"^(?:please\s+|tell me\s+)*(?:(?:what|who)\s+(?:is|are|was|were)\s+(?:the\s+)?)?",
+    re.IGNORECASE,
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+
+
+def title_from_question(question: str) -> str:
+    """``"How much notice is needed to end the lease?"`` → ``"Notice is needed to end the lease"``.
+
+    Question words go, the first letter is capitalised and the title is cut on a word boundary; a question that
+    would leave nothing keeps its own words.
+    """
+    words = " ".join(_CONTROL.sub(" ", question).split())
+    core = _LEADING.sub("", words).rstrip(" ?!.") or words.rstrip(" ?!.") or words
+    if len(core) > TITLE_CHARS:
+        cut = core[:TITLE_CHARS]
+        space = cut.rfind(" ")
+        core = (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip(" ,;:") + "…"
+    return core[:1].upper() + core[1:]
+
+
+def clean_title(title: str) -> str:
+    """A user's title, with control and invisible characters removed and spaces collapsed; may be empty."""
+    return " ".join(_CONTROL.sub(" ", title).split())

@@ -1,0 +1,96 @@
+"""Exports: citation markers become footnotes quoting the spans; the PDF renders and its text reads back."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+
+from orc.contracts import Citation
+from orc.conversations import AssistantMessage, Conversation, ConversationSummary, Feedback, Turn, UserMessage
+from orc.conversations.export import filename, footnote, to_markdown, to_pdf
+from orc.conversations.titles import title_from_question
+
+NOTICE = Citation(ref="lease.txt::S2", document="lease.txt", span_id="S2", page=3, quote="60 days' written notice.")
+RENT = Citation(ref="lease.txt::S1", document="lease.txt", span_id="S1", quote="The rent is 1,450 euros.")
+
+
+def conversation(turns: int = 2) -> Conversation:
+    return Conversation(
+        summary=ConversationSummary(
+            conversation_id="c", title="Lease – “questions”", message_count=2 * turns, created_at="t0", updated_at="t1"
+        ),
+        turns=[
+            Turn(
+                seq=seq,
+                user=UserMessage(content=f"Question {seq}: notice? Ünïcödé ✓", created_at=f"u{seq}"),
+                assistant=AssistantMessage(
+                    content="Notice is 60 days [lease.txt::S2]. Rent is 1,450 euros [lease.txt::S1] [lease.txt::S2].",
+                    citations=[NOTICE, RENT],
+                    created_at=f"a{seq}",
+                ),
+            )
+            for seq in range(1, turns + 1)
+        ],
+    )
+
+
+def test_markers_become_numbered_footnotes_one_per_span() -> None:
+    result = footnote("A [lease.txt::S2]. B [lease.txt::S1] [lease.txt::S2]. C [other.txt::S9].", [NOTICE, RENT], 4)
+
+    assert result.text == "A [^4]. B [^5] [^4]. C [other.txt::S9]."
+    assert result.notes == [(4, NOTICE), (5, RENT)]
+
+
+def test_markdown_numbers_footnotes_across_the_conversation_and_shows_feedback() -> None:
+    text = to_markdown(conversation(), {"msg-2-assistant": Feedback(rating="down", comment="too short")})
+
+    assert "[^3]" in text and "[^4]" in text
+    assert "[^1]: lease.txt, S2, page 3: “60 days' written notice.”" in text
+    assert "*Feedback: not helpful: too short*" in text
+    assert "> Question 1: notice? Ünïcödé ✓" in text
+
+
+def test_the_pdf_renders_with_pdftoppm_and_its_text_reads_back(tmp_path: Path) -> None:
+    pdftoppm = shutil.which("pdftoppm")
+    if pdftoppm is None:
+        if os.environ.get("CI"):
+            pytest.fail("pdftoppm (poppler-utils) is missing; make test installs it")
+        pytest.skip("pdftoppm (poppler-utils) is not installed")
+    data = to_pdf(conversation(12), {})
+    (tmp_path / "export.pdf").write_bytes(data)
+
+    subprocess.run([pdftoppm, "-png", "-r", "40", str(tmp_path / "export.pdf"), str(tmp_path / "page")], check=True)
+
+    pages = sorted(tmp_path.glob("page*.png"))
+    reader = PdfReader(io.BytesIO(data))
+    assert len(pages) == len(reader.pages) >= 2
+    assert all(page.stat().st_size > 1000 for page in pages)
+    text = " ".join(page.extract_text() for page in reader.pages)
+    assert "Question 12" in text and "Sources" in text and "60 days' written notice." in text
+
+
+def test_export_file_names_come_from_the_title_and_never_carry_path_characters() -> None:
+    named = conversation()
+    hostile = named.model_copy(update={"summary": named.summary.model_copy(update={"title": '../../etc/"x"'})})
+
+    assert filename(named, "pdf") == "lease-questions.pdf"
+    assert filename(hostile, "markdown") == "etc-x.md"
+
+
+@pytest.mark.parametrize(
+    ("question", "title"),
+    [
+        ("What is the notice period of the lease?", "Notice period of the lease"),
+        ("Who won the 1998 football world cup?", "Who won the 1998 football world cup"),
+        ("what does clause 4 say", "What does clause 4 say"),
+        ("x" * 100, "X" + "x" * 59 + "…"),
+    ],
+)
+def test_a_conversation_is_titled_from_its_first_question_without_a_model(question: str, title: str) -> None:
+    assert title_from_question(question) == title
