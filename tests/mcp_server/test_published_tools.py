@@ -9,9 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from orc.tool_contract import (
+    DOCUMENT_CHAT,
+    DOCUMENT_TOOLS,
+    NEVER_PLANNED,
+    SCOPE_ARGUMENTS,
+    SESSION_ATTACH_DOCUMENT,
+    SESSION_REMOVE_DOCUMENT,
+    TOOL_NAMES,
+    model_tool_name,
+)
 from tests.documents.library_support import open_runtime
 
 PINNED = Path(__file__).with_name("published_tools.json")
@@ -31,6 +42,35 @@ def render(tools: list[dict[str, Any]]) -> str:
 
 async def test_published_tools_match_the_pinned_schemas() -> None:
     assert render(await published_tools()) == PINNED.read_text(encoding="utf-8")
+
+
+def pinned_tools() -> dict[str, dict[str, Any]]:
+    return {tool["name"]: tool for tool in json.loads(PINNED.read_text(encoding="utf-8"))}
+
+
+def test_the_tool_contract_names_every_published_tool() -> None:
+    assert set(pinned_tools()) == TOOL_NAMES
+
+
+def test_every_scoped_tool_publishes_the_contracts_scope_arguments_as_optional() -> None:
+    for name, tool in pinned_tools().items():
+        if name.startswith("documents."):
+            schema = tool["inputSchema"]
+            assert set(SCOPE_ARGUMENTS) <= set(schema["properties"]), name
+            assert set(SCOPE_ARGUMENTS).isdisjoint(schema.get("required", [])), name
+
+
+def test_a_model_may_plan_every_published_document_tool_but_never_document_chat_or_a_session_change() -> None:
+    plannable = {name for name in pinned_tools() if name not in NEVER_PLANNED}
+    assert plannable == DOCUMENT_TOOLS
+    assert {DOCUMENT_CHAT, SESSION_ATTACH_DOCUMENT, SESSION_REMOVE_DOCUMENT} <= NEVER_PLANNED
+
+
+def test_model_facing_names_are_openai_safe_and_distinct() -> None:
+    offered = {model_tool_name(name) for name in TOOL_NAMES}
+    assert len(offered) == len(TOOL_NAMES)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) for name in offered)
+    assert model_tool_name("documents.list") == "documents__list"
 
 
 if __name__ == "__main__":
