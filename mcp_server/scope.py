@@ -18,8 +18,8 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from orc.mcp_client import PRINCIPAL_META_KEY
 from orc.principal import Principal
+from orc.tool_contract import PRINCIPAL_META_KEY
 
 current_principal: ContextVar[Principal | None] = ContextVar("orc_mcp_principal", default=None)
 """The principal of a stdio session (or of an in-memory session opened for one principal)."""

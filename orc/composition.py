@@ -20,7 +20,8 @@ from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from mcp_server.scope import in_process_session
-from mcp_server.server import McpServices, build_mcp_server
+from mcp_server.server import build_mcp_server
+from mcp_server.services import McpServices
 from orc.conversations import ConversationRepository
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
@@ -49,6 +50,7 @@ from orc.storage.localfs import LocalBlobStore
 from orc.storage.ports import BlobStore, CollectionProvider, DocumentCollection
 from orc.storage.sqlite import SqliteCollectionProvider
 from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
+from orc.tool_contract import DOCUMENT_CHAT
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +327,7 @@ async def build_runtime(
             files=services.session_files,
             documents=services.documents,
             mcp=connection,
-            offers_planning_tools=any(tool.name != "document_chat" for tool in tools),
+            offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
             limits=TurnLimits(
                 max_question_chars=settings.max_question_chars,
                 max_blob_names=settings.max_blob_names,

@@ -32,19 +32,9 @@ from mcp.types import (
 
 from orc.errors import ServiceUnavailable
 from orc.principal import Principal
+from orc.tool_contract import PRINCIPAL_META_KEY, SCOPE_ARGUMENTS, model_tool_name
 
 SessionFactory = Callable[[], AbstractAsyncContextManager[ClientSession]]
-
-# Scope arguments are set by the executor from the authenticated turn, never chosen by the model.
-SCOPE_ARGUMENTS = frozenset({"session_id", "context_type", "context_id", "include_historical"})
-
-PRINCIPAL_META_KEY = "orc_principal"
-"""``_meta`` key carrying the turn's principal; only the in-process server transport trusts it."""
-
-
-def model_tool_name(mcp_name: str) -> str:
-    """OpenAI-style function names reject dots: ``documents.list`` is offered as ``documents__list``."""
-    return mcp_name.replace(".", "__")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +128,7 @@ class McpToolbox:
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Call ``name`` with the model's (or the executor's) arguments plus this turn's scope."""
+        # Scope arguments come from the authenticated turn, never from the model.
         args = {key: value for key, value in arguments.items() if key not in SCOPE_ARGUMENTS}
         args.update(self._scope)
         started = time.perf_counter()

@@ -1,4 +1,6 @@
-"""MCP tool families. Each module has ``register(server, services)``; :mod:`mcp_server.server` calls them.
+"""MCP tool families. Each module has a ``register(server, ...)`` that :mod:`mcp_server.server` calls; tools that
+act for the caller are registered through :mod:`mcp_server.tools.scoped`. Tool names come from
+:mod:`orc.tool_contract`.
 
 Errors follow one rule for every tool: a mistake the caller or model can fix, or a dependency that may
 recover, becomes a :class:`ToolError` whose message starts with the stable ``code`` of the orc error

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
@@ -10,13 +10,10 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from mcp_server.scope import resolve_principal
+from mcp_server.services import DocumentChatServices
 from mcp_server.tools import tool_errors
 from orc.contracts import DocumentChatResult, FileRef
-
-if TYPE_CHECKING:
-    from mcp_server.server import McpServices
-
-NAME = "document_chat"
+from orc.tool_contract import DOCUMENT_CHAT
 
 DESCRIPTION = """Answer a question from documents the user attached to this conversation.
 
@@ -26,7 +23,7 @@ can skip reprocessing; otherwise omit it. The result has the answer with [docume
 `files` to keep for the next turn, and the evidence spans in metadata.sources."""
 
 
-def register(server: FastMCP, services: McpServices) -> None:
+def register(server: FastMCP, services: DocumentChatServices) -> None:
     """Add ``document_chat`` to ``server``, answering with ``services.document_chat``."""
 
     async def document_chat(
@@ -49,7 +46,7 @@ def register(server: FastMCP, services: McpServices) -> None:
                 f"invalid_input: at most {services.max_document_names} documents can be used in one "
                 "question; ask about fewer documents"
             )
-        with tool_errors(NAME, failure="document processing failed"):
+        with tool_errors(DOCUMENT_CHAT, failure="document processing failed"):
             result = await services.document_chat.answer(
                 principal, session_id, question, document_names, cached_file_info
             )
@@ -63,7 +60,7 @@ def register(server: FastMCP, services: McpServices) -> None:
 
     server.add_tool(
         document_chat,
-        name=NAME,
+        name=DOCUMENT_CHAT,
         title="Chat with attached documents",
         description=DESCRIPTION,
         annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=False, openWorldHint=False),

@@ -8,15 +8,15 @@ access rules are enforced here: ``get_summary`` and ``get_content`` refuse docum
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_server.tools import structured_result, tool_errors
 from mcp_server.tools.rendering import render_analyze, render_content, render_list, render_search, render_summary
-from mcp_server.tools.scope_args import ContextId, ContextType, IncludeHistorical, SessionId, document_scope
+from mcp_server.tools.scoped import add_scoped_tool
+from orc.documents.availability import DocumentScope
 from orc.documents.library import (
     DEFAULT_LIST_LIMIT,
     DEFAULT_PAGE_CHARS,
@@ -28,25 +28,21 @@ from orc.documents.library import (
 )
 from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, SearchResults
 from orc.documents.summaries import DocumentSummary
-
-if TYPE_CHECKING:
-    from mcp_server.server import McpServices
-
-LIST = "documents.list"
-ANALYZE = "documents.analyze"
-GET_CONTENT = "documents.get_content"
-GET_SUMMARY = "documents.get_summary"
-SEARCH = "documents.search"
+from orc.principal import Principal
+from orc.tool_contract import (
+    DOCUMENTS_ANALYZE,
+    DOCUMENTS_GET_CONTENT,
+    DOCUMENTS_GET_SUMMARY,
+    DOCUMENTS_LIST,
+    DOCUMENTS_SEARCH,
+)
 
 DocumentId = Annotated[str, Field(description="The document_id from documents.list.")]
 _READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 
 
-def register(server: FastMCP, services: McpServices) -> None:
-    """Add the five ``documents.*`` tools to ``server``, over ``services.library``."""
-    library = services.library
-    if library is None:
-        raise ValueError("the documents tools need services.library")
+def register(server: FastMCP, library: DocumentLibrary) -> None:
+    """Add the five ``documents.*`` tools to ``server``, over ``library``."""
     _register_list(server, library)
     _register_analyze(server, library)
     _register_content(server, library)
@@ -56,11 +52,8 @@ def register(server: FastMCP, services: McpServices) -> None:
 
 def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
     async def documents_list(
-        ctx: Context[Any, Any, Any],
-        session_id: SessionId = None,
-        context_type: ContextType = None,
-        context_id: ContextId = None,
-        include_historical: IncludeHistorical = False,
+        principal: Principal,
+        scope: DocumentScope,
         offset: Annotated[int, Field(description="Skip this many documents.", json_schema_extra={"minimum": 0})] = 0,
         limit: Annotated[
             int,
@@ -69,22 +62,14 @@ def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
                 json_schema_extra={"minimum": 1, "maximum": MAX_LIST_LIMIT},
             ),
         ] = DEFAULT_LIST_LIMIT,
-    ) -> Annotated[CallToolResult, DocumentList]:
-        with tool_errors(LIST, failure="listing the documents failed"):
-            principal, scope = await document_scope(
-                ctx,
-                library,
-                session_id=session_id,
-                context_type=context_type,
-                context_id=context_id,
-                include_historical=include_historical,
-            )
-            result = await library.list_documents(principal, scope, offset=offset, limit=limit)
-        return structured_result(result, render_list(result))
+    ) -> DocumentList:
+        return await library.list_documents(principal, scope, offset=offset, limit=limit)
 
-    server.add_tool(
+    add_scoped_tool(
+        server,
+        library,
         documents_list,
-        name=LIST,
+        name=DOCUMENTS_LIST,
         title="List available documents",
         description=(
             "List the documents available here: the session's attached documents, then those of the focus context "
@@ -92,34 +77,20 @@ def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
             "(uploading, processing, ready, failed), whether a summary exists, size and token estimate. Start here."
         ),
         annotations=_READ_ONLY,
-        structured_output=True,
+        failure="listing the documents failed",
+        render=render_list,
     )
 
 
 def _register_analyze(server: FastMCP, library: DocumentLibrary) -> None:
-    async def documents_analyze(
-        document_id: DocumentId,
-        ctx: Context[Any, Any, Any],
-        session_id: SessionId = None,
-        context_type: ContextType = None,
-        context_id: ContextId = None,
-        include_historical: IncludeHistorical = False,
-    ) -> Annotated[CallToolResult, AnalyzeResult]:
-        with tool_errors(ANALYZE, failure="analyzing the document failed"):
-            principal, scope = await document_scope(
-                ctx,
-                library,
-                session_id=session_id,
-                context_type=context_type,
-                context_id=context_id,
-                include_historical=include_historical,
-            )
-            result = await library.analyze(principal, scope, document_id)
-        return structured_result(result, render_analyze(result))
+    async def documents_analyze(principal: Principal, document_id: DocumentId, scope: DocumentScope) -> AnalyzeResult:
+        return await library.analyze(principal, scope, document_id)
 
-    server.add_tool(
+    add_scoped_tool(
+        server,
+        library,
         documents_analyze,
-        name=ANALYZE,
+        name=DOCUMENTS_ANALYZE,
         title="Analyze a document",
         description=(
             "Start or follow the processing of a document and report its status; use it for a document that is "
@@ -128,14 +99,15 @@ def _register_analyze(server: FastMCP, library: DocumentLibrary) -> None:
             "(it never invents one)."
         ),
         annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=True, openWorldHint=False),
-        structured_output=True,
+        failure="analyzing the document failed",
+        render=render_analyze,
     )
 
 
 def _register_content(server: FastMCP, library: DocumentLibrary) -> None:
     async def documents_get_content(
+        principal: Principal,
         document_id: DocumentId,
-        ctx: Context[Any, Any, Any],
         offset: Annotated[
             int, Field(description="First character to return (0, then next_offset).", json_schema_extra={"minimum": 0})
         ] = 0,
@@ -146,26 +118,16 @@ def _register_content(server: FastMCP, library: DocumentLibrary) -> None:
                 json_schema_extra={"minimum": 1, "maximum": MAX_PAGE_CHARS},
             ),
         ] = DEFAULT_PAGE_CHARS,
-        session_id: SessionId = None,
-        context_type: ContextType = None,
-        context_id: ContextId = None,
-        include_historical: IncludeHistorical = False,
-    ) -> Annotated[CallToolResult, ContentPage]:
-        with tool_errors(GET_CONTENT, failure="reading the document failed"):
-            principal, scope = await document_scope(
-                ctx,
-                library,
-                session_id=session_id,
-                context_type=context_type,
-                context_id=context_id,
-                include_historical=include_historical,
-            )
-            page = await library.content(principal, scope, document_id, offset=offset, limit=limit)
-        return structured_result(page, render_content(page))
+        *,
+        scope: DocumentScope,
+    ) -> ContentPage:
+        return await library.content(principal, scope, document_id, offset=offset, limit=limit)
 
-    server.add_tool(
+    add_scoped_tool(
+        server,
+        library,
         documents_get_content,
-        name=GET_CONTENT,
+        name=DOCUMENTS_GET_CONTENT,
         title="Read a document's text",
         description=(
             "Return the extracted text of a ready document, one page at a time (offset, limit → next_offset, "
@@ -173,34 +135,22 @@ def _register_content(server: FastMCP, library: DocumentLibrary) -> None:
             "documents.search. Refused with not_ready until the document is ready."
         ),
         annotations=_READ_ONLY,
-        structured_output=True,
+        failure="reading the document failed",
+        render=render_content,
     )
 
 
 def _register_summary(server: FastMCP, library: DocumentLibrary) -> None:
     async def documents_get_summary(
-        document_id: DocumentId,
-        ctx: Context[Any, Any, Any],
-        session_id: SessionId = None,
-        context_type: ContextType = None,
-        context_id: ContextId = None,
-        include_historical: IncludeHistorical = False,
-    ) -> Annotated[CallToolResult, DocumentSummary]:
-        with tool_errors(GET_SUMMARY, failure="reading the summary failed"):
-            principal, scope = await document_scope(
-                ctx,
-                library,
-                session_id=session_id,
-                context_type=context_type,
-                context_id=context_id,
-                include_historical=include_historical,
-            )
-            summary = await library.summary(principal, scope, document_id)
-        return structured_result(summary, render_summary(summary))
+        principal: Principal, document_id: DocumentId, scope: DocumentScope
+    ) -> DocumentSummary:
+        return await library.summary(principal, scope, document_id)
 
-    server.add_tool(
+    add_scoped_tool(
+        server,
+        library,
         documents_get_summary,
-        name=GET_SUMMARY,
+        name=DOCUMENTS_GET_SUMMARY,
         title="Get a document's summary",
         description=(
             "Return the per-file summary (digest) of a document, each fact with its SourceRefs. Refused with "
@@ -208,14 +158,15 @@ def _register_summary(server: FastMCP, library: DocumentLibrary) -> None:
             "yet (documents.analyze makes one) or it could not be made."
         ),
         annotations=_READ_ONLY,
-        structured_output=True,
+        failure="reading the summary failed",
+        render=render_summary,
     )
 
 
 def _register_search(server: FastMCP, library: DocumentLibrary) -> None:
     async def documents_search(
+        principal: Principal,
         query: Annotated[str, Field(description="What to look for, in the documents' own words if possible.")],
-        ctx: Context[Any, Any, Any],
         limit: Annotated[
             int,
             Field(
@@ -227,26 +178,16 @@ def _register_search(server: FastMCP, library: DocumentLibrary) -> None:
             list[str] | None,
             Field(description="Search only these documents (ids from documents.list); default: all available."),
         ] = None,
-        session_id: SessionId = None,
-        context_type: ContextType = None,
-        context_id: ContextId = None,
-        include_historical: IncludeHistorical = False,
-    ) -> Annotated[CallToolResult, SearchResults]:
-        with tool_errors(SEARCH, failure="searching the documents failed"):
-            principal, scope = await document_scope(
-                ctx,
-                library,
-                session_id=session_id,
-                context_type=context_type,
-                context_id=context_id,
-                include_historical=include_historical,
-            )
-            result = await library.search(principal, scope, query, limit=limit, document_ids=document_ids)
-        return structured_result(result, render_search(result))
+        *,
+        scope: DocumentScope,
+    ) -> SearchResults:
+        return await library.search(principal, scope, query, limit=limit, document_ids=document_ids)
 
-    server.add_tool(
+    add_scoped_tool(
+        server,
+        library,
         documents_search,
-        name=SEARCH,
+        name=DOCUMENTS_SEARCH,
         title="Search the documents",
         description=(
             "Find the passages (spans) of the available documents that best match a query, ranked, each with its "
@@ -254,5 +195,6 @@ def _register_search(server: FastMCP, library: DocumentLibrary) -> None:
             "their ref. Documents that are not ready yet are listed apart."
         ),
         annotations=_READ_ONLY,
-        structured_output=True,
+        failure="searching the documents failed",
+        render=render_search,
     )

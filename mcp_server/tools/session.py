@@ -9,30 +9,22 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from mcp_server.scope import resolve_principal
-from mcp_server.tools import structured_result, tool_errors
 from mcp_server.tools.rendering import document_line
+from mcp_server.tools.scoped import add_principal_tool
 from orc.documents.availability import DocumentScope
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import DocumentInfo
 from orc.errors import InvalidInput, PayloadTooLarge
 from orc.names import validate_identifier
+from orc.principal import Principal
 from orc.session_files import FileChange, Upload
-
-if TYPE_CHECKING:
-    from mcp_server.server import McpServices
-
-ATTACH = "session.attach_document"
-LIST = "session.list_documents"
-REMOVE = "session.remove_document"
-MUTATING = frozenset({ATTACH, REMOVE})
-"""Tools that change a session: offered to MCP clients, never to the model planning a turn."""
+from orc.tool_contract import SESSION_ATTACH_DOCUMENT, SESSION_LIST_DOCUMENTS, SESSION_REMOVE_DOCUMENT
 
 SessionId = Annotated[str, Field(description="The conversation (session) id.")]
 
@@ -54,20 +46,14 @@ class SessionChange(BaseModel):
     document: DocumentInfo | None = Field(default=None, description="The attached document as listed now.")
 
 
-def register(server: FastMCP, services: McpServices) -> None:
-    """Add the three ``session.*`` tools to ``server``, over ``services.library``."""
-    library = services.library
-    if library is None:
-        raise ValueError("the session tools need services.library")
+def register(server: FastMCP, library: DocumentLibrary) -> None:
+    """Add the three ``session.*`` tools to ``server``, over ``library``."""
     _register_attach(server, library)
     _register_list(server, library)
     _register_remove(server, library)
 
 
-async def _session_documents(
-    library: DocumentLibrary, ctx: Context[Any, Any, Any], session_id: str
-) -> SessionDocuments:
-    principal = resolve_principal(ctx)
+async def _session_documents(library: DocumentLibrary, principal: Principal, session_id: str) -> SessionDocuments:
     manifest = await library.session_files.manifest(principal, session_id)
     availability = await library.available(principal, DocumentScope(session_id=session_id))
     return SessionDocuments(
@@ -92,33 +78,27 @@ def _decode(content: str, encoding: str, max_bytes: int) -> bytes:
 
 def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
     async def session_attach_document(
+        principal: Principal,
         session_id: SessionId,
         filename: Annotated[str, Field(description="The document's file name (its type comes from the extension).")],
         content: Annotated[str, Field(description="The document: plain text, or base64 with encoding='base64'.")],
-        ctx: Context[Any, Any, Any],
         encoding: Annotated[Literal["text", "base64"], Field(description="How content is encoded.")] = "text",
         content_type: Annotated[str | None, Field(description="The media type, when the name does not say.")] = None,
-    ) -> Annotated[CallToolResult, SessionChange]:
-        with tool_errors(ATTACH, failure="attaching the document failed"):
-            principal = resolve_principal(ctx)
-            validate_identifier(session_id, what="session")
-            data = _decode(content, encoding, library.session_files.max_upload_bytes)
-            mutation = await library.session_files.add(principal, session_id, [Upload(filename, data, content_type)])
-            (change,) = mutation.files
-            listed = await library.available(principal, DocumentScope(session_id=session_id))
-            found = listed.find(change.file_id)
-            result = SessionChange(
-                session_id=session_id,
-                revision=mutation.revision,
-                change=change,
-                document=found.info if found else None,
-            )
-        text = f"{change.filename}: {change.diff}, status {change.status} (session revision {mutation.revision})"
-        return structured_result(result, text)
+    ) -> SessionChange:
+        validate_identifier(session_id, what="session")
+        data = _decode(content, encoding, library.session_files.max_upload_bytes)
+        mutation = await library.session_files.add(principal, session_id, [Upload(filename, data, content_type)])
+        (change,) = mutation.files
+        listed = await library.available(principal, DocumentScope(session_id=session_id))
+        found = listed.find(change.file_id)
+        return SessionChange(
+            session_id=session_id, revision=mutation.revision, change=change, document=found.info if found else None
+        )
 
-    server.add_tool(
+    add_principal_tool(
+        server,
         session_attach_document,
-        name=ATTACH,
+        name=SESSION_ATTACH_DOCUMENT,
         title="Attach a document to the session",
         description=(
             "Attach a document to the conversation (same name again replaces it). It is processed right away; "
@@ -127,50 +107,55 @@ def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
         annotations=ToolAnnotations(
             readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
         ),
-        structured_output=True,
+        failure="attaching the document failed",
+        render=lambda result: (
+            f"{result.change.filename}: {result.change.diff}, status {result.change.status} "
+            f"(session revision {result.revision})"
+        ),
     )
 
 
 def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
-    async def session_list_documents(
-        session_id: SessionId, ctx: Context[Any, Any, Any]
-    ) -> Annotated[CallToolResult, SessionDocuments]:
-        with tool_errors(LIST, failure="listing the session's documents failed"):
-            result = await _session_documents(library, ctx, session_id)
-        lines = [f"session {session_id}, revision {result.revision}: {len(result.documents)} document(s)"]
-        lines.extend(document_line(document) for document in result.documents)
-        return structured_result(result, "\n".join(lines))
+    async def session_list_documents(principal: Principal, session_id: SessionId) -> SessionDocuments:
+        return await _session_documents(library, principal, session_id)
 
-    server.add_tool(
+    add_principal_tool(
+        server,
         session_list_documents,
-        name=LIST,
+        name=SESSION_LIST_DOCUMENTS,
         title="List the session's documents",
         description="List the documents attached to the conversation with their status (uploading, processing, "
         "ready, failed).",
         annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
-        structured_output=True,
+        failure="listing the session's documents failed",
+        render=_render_session_documents,
     )
+
+
+def _render_session_documents(result: SessionDocuments) -> str:
+    lines = [f"session {result.session_id}, revision {result.revision}: {len(result.documents)} document(s)"]
+    lines.extend(document_line(document) for document in result.documents)
+    return "\n".join(lines)
 
 
 def _register_remove(server: FastMCP, library: DocumentLibrary) -> None:
     async def session_remove_document(
+        principal: Principal,
         session_id: SessionId,
         document_id: Annotated[str, Field(description="The document_id to remove.")],
-        ctx: Context[Any, Any, Any],
-    ) -> Annotated[CallToolResult, SessionChange]:
-        with tool_errors(REMOVE, failure="removing the document failed"):
-            principal = resolve_principal(ctx)
-            mutation = await library.session_files.remove(principal, session_id, document_id)
-            result = SessionChange(session_id=session_id, revision=mutation.revision, change=mutation.files[0])
-        return structured_result(result, f"removed {result.change.filename} (session revision {result.revision})")
+    ) -> SessionChange:
+        mutation = await library.session_files.remove(principal, session_id, document_id)
+        return SessionChange(session_id=session_id, revision=mutation.revision, change=mutation.files[0])
 
-    server.add_tool(
+    add_principal_tool(
+        server,
         session_remove_document,
-        name=REMOVE,
+        name=SESSION_REMOVE_DOCUMENT,
         title="Remove a document from the session",
         description="Remove one attached document from the conversation (its text and file are deleted).",
         annotations=ToolAnnotations(
             readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
         ),
-        structured_output=True,
+        failure="removing the document failed",
+        render=lambda result: f"removed {result.change.filename} (session revision {result.revision})",
     )

@@ -12,7 +12,7 @@ from orc.contracts import DocumentChatResult, SourceSpan, ToolCallRecord, Usage
 from orc.graph.context import TurnContext
 from orc.graph.progress import progress
 from orc.graph.state import TurnState
-from orc.graph.tool_router import DOCUMENT_CHAT
+from orc.tool_contract import DOCUMENT_CHAT
 
 # A tool result larger than this is cut before it reaches the model; the tools page their own output.
 MAX_TOOL_TEXT_CHARS = 20_000

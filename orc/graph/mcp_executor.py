@@ -10,8 +10,8 @@ from langgraph.runtime import Runtime
 from orc.graph.context import TurnContext
 from orc.graph.progress import emit, progress
 from orc.graph.state import TurnState
-from orc.graph.tool_router import DOCUMENT_CHAT
 from orc.mcp_client import ToolOutcome
+from orc.tool_contract import DOCUMENT_CHAT
 
 
 def document_chat_arguments(state: TurnState) -> dict[str, Any]:

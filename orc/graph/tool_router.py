@@ -22,23 +22,7 @@ from orc.graph.context_block import listing, render_context_block
 from orc.graph.progress import progress
 from orc.graph.state import TurnState
 from orc.models.prompting import load_prompt
-
-DOCUMENT_CHAT = "document_chat"
-SESSION_MUTATIONS = frozenset({"session.attach_document", "session.remove_document"})
-"""Tools that change the user's session: for MCP clients and the UI, never for a model planning a turn (a
-document's text must not be able to make the model delete or add documents)."""
-DOCUMENT_TOOLS = frozenset(
-    {
-        "documents.list",
-        "documents.analyze",
-        "documents.get_content",
-        "documents.get_summary",
-        "documents.search",
-        "session.list_documents",
-    }
-)
-"""orc's own document tools: with no document available, none of them can help, so no planning call is made."""
-
+from orc.tool_contract import DOCUMENT_TOOLS, NEVER_PLANNED
 
 AfterPlanner = Literal["tool_router", "mcp_executor"]
 AfterRouter = Literal["mcp_executor", "answer"]
@@ -95,7 +79,7 @@ async def planning_tools(ctx: TurnContext) -> list[BaseTool]:
     that changes the session."""
     if not ctx.offers_planning_tools:
         return []
-    return await ctx.toolbox.model_tools(exclude={DOCUMENT_CHAT, *SESSION_MUTATIONS})
+    return await ctx.toolbox.model_tools(exclude=NEVER_PLANNED)
 
 
 async def answer_tools(state: TurnState, ctx: TurnContext) -> list[BaseTool]:

@@ -17,10 +17,11 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 
 from orc.models.messages import tool_name
+from orc.tool_contract import DOCUMENT_CHAT
 
 __all__ = ["FORBIDDEN_TOOLS", "plan_tool_calls", "query_parameter", "wants_document_list"]
 
-FORBIDDEN_TOOLS = frozenset({"document_chat"})
+FORBIDDEN_TOOLS = frozenset({DOCUMENT_CHAT})
 
 _LIST_INTENT = re.compile(
     r"\b(list|show|enumerate)\b.*\b(documents?|files?|docs)\b"

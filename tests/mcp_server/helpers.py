@@ -11,7 +11,8 @@ from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from mcp_server.scope import current_principal
-from mcp_server.server import McpServices, build_mcp_server
+from mcp_server.server import build_document_chat_server
+from mcp_server.services import DocumentChatServices
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
 from orc.names import BlobPaths
@@ -46,8 +47,8 @@ def build_served(blobs: BlobStore | None = None, *, max_question_chars: int = 50
         max_document_bytes=1_000_000,
         max_question_chars=max_question_chars,
     )
-    services = McpServices(document_chat=service, max_question_chars=max_question_chars, max_document_names=3)
-    return Served(server=build_mcp_server(services), blobs=counting, model=model)
+    services = DocumentChatServices(document_chat=service, max_question_chars=max_question_chars, max_document_names=3)
+    return Served(server=build_document_chat_server(services), blobs=counting, model=model)
 
 
 async def upload(blobs: BlobStore, name: str, data: bytes, principal: Principal = ALICE) -> None:

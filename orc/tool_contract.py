@@ -1,0 +1,73 @@
+"""The one tool contract between the turn graph and orc's MCP server: tool names, which of them a model may plan,
+the scope arguments the orchestrator injects, the principal ``_meta`` key and the names offered to models.
+
+Both sides import this module (the graph's router and executor, :mod:`orc.mcp_client`, :mod:`mcp_server`), so a
+tool cannot be renamed, or a scope argument added, on one side only. It is a leaf: it imports nothing from orc.
+"""
+
+from __future__ import annotations
+
+DOCUMENT_CHAT = "document_chat"
+"""A grounded answer over the session's attached documents; the graph calls it itself, a model never plans it."""
+
+DOCUMENTS_LIST = "documents.list"
+DOCUMENTS_ANALYZE = "documents.analyze"
+DOCUMENTS_GET_CONTENT = "documents.get_content"
+DOCUMENTS_GET_SUMMARY = "documents.get_summary"
+DOCUMENTS_SEARCH = "documents.search"
+
+SESSION_ATTACH_DOCUMENT = "session.attach_document"
+SESSION_LIST_DOCUMENTS = "session.list_documents"
+SESSION_REMOVE_DOCUMENT = "session.remove_document"
+
+TOOL_NAMES = frozenset(
+    {
+        DOCUMENT_CHAT,
+        DOCUMENTS_LIST,
+        DOCUMENTS_ANALYZE,
+        DOCUMENTS_GET_CONTENT,
+        DOCUMENTS_GET_SUMMARY,
+        DOCUMENTS_SEARCH,
+        SESSION_ATTACH_DOCUMENT,
+        SESSION_LIST_DOCUMENTS,
+        SESSION_REMOVE_DOCUMENT,
+    }
+)
+"""Every tool orc's MCP server publishes."""
+
+SESSION_MUTATIONS = frozenset({SESSION_ATTACH_DOCUMENT, SESSION_REMOVE_DOCUMENT})
+"""Tools that change the user's session: for MCP clients and the UI, never for a model planning a turn (a
+document's text must not be able to make the model delete or add documents)."""
+
+NEVER_PLANNED = frozenset({DOCUMENT_CHAT, *SESSION_MUTATIONS})
+"""Tools a model is never offered; every other tool the server publishes (extensions too) it may plan."""
+
+DOCUMENT_TOOLS = frozenset(
+    {
+        DOCUMENTS_LIST,
+        DOCUMENTS_ANALYZE,
+        DOCUMENTS_GET_CONTENT,
+        DOCUMENTS_GET_SUMMARY,
+        DOCUMENTS_SEARCH,
+        SESSION_LIST_DOCUMENTS,
+    }
+)
+"""orc's own plannable document tools: with no document available, none of them can help, so no planning call
+is made."""
+
+SESSION_ID = "session_id"
+CONTEXT_TYPE = "context_type"
+CONTEXT_ID = "context_id"
+INCLUDE_HISTORICAL = "include_historical"
+SCOPE_ARGUMENTS = (SESSION_ID, CONTEXT_TYPE, CONTEXT_ID, INCLUDE_HISTORICAL)
+"""The arguments of every scoped (``documents.*``) tool that say which documents a call may see, in their
+published order. The orchestrator sets them from the authenticated turn and hides them from the model; an
+external MCP client passes them; the server validates them against the principal either way."""
+
+PRINCIPAL_META_KEY = "orc_principal"
+"""``_meta`` key carrying the turn's principal; only the in-process server transport trusts it."""
+
+
+def model_tool_name(mcp_name: str) -> str:
+    """OpenAI-style function names reject dots: ``documents.list`` is offered as ``documents__list``."""
+    return mcp_name.replace(".", "__")
