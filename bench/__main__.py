@@ -2,10 +2,11 @@
 
 Examples::
 
-    python -m bench                                   # everything, default iteration counts (< 2 min on 2 cores)
+    python -m bench                                   # all but peer, default iteration counts (< 2 min on 2 cores)
     python -m bench --only turn_overhead --iterations 500
     python -m bench --only concurrency --turns 50 --latency 0.2 --variant process
     python -m bench --only storage_round_trips --no-emulators
+    python -m bench --only peer                       # orc side by side with the idiomatic LangGraph build
     python -m bench --quick                           # small counts, a smoke run
 """
 
@@ -21,13 +22,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import concurrency, model_calls, storage_round_trips, turn_overhead
+from bench import concurrency, model_calls, peer, storage_round_trips, turn_overhead
 from bench.common import BenchResult, format_checks, format_table, host_speed_ms, machine_info
 from bench.server import ENV_LOOP
 from orc import event_loop
 from orc.testing import forbid_model_requests
 
-BENCHMARKS = ("turn_overhead", "model_calls", "concurrency", "storage_round_trips")
+DEFAULT_BENCHMARKS = ("turn_overhead", "model_calls", "concurrency", "storage_round_trips")
+# The side-by-side comparison takes about 2.5 minutes of its own: it runs when asked for (--only peer).
+BENCHMARKS = (*DEFAULT_BENCHMARKS, "peer")
 PROFILE_COLUMNS = ["function", "calls_per_turn", "self_ms_per_turn", "cum_ms_per_turn"]
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -76,6 +79,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     group = parser.add_argument_group("storage_round_trips")
     group.add_argument("--round-trip-repeats", type=int, default=10, help="recorded warm turns per row (10)")
     group.add_argument("--no-emulators", action="store_true", help="memory stores only (skip Cosmos/Azurite)")
+    group = parser.add_argument_group("peer")
+    group.add_argument(
+        "--peer-rounds",
+        type=int,
+        nargs=2,
+        default=(10, 4),
+        metavar=("FAST", "SLOW"),
+        help="interleaved rounds at 0 ms and at --peer-latency per model call (10 4)",
+    )
+    group.add_argument("--peer-latency", type=float, default=0.5, help="seconds per model call of the slow half (0.5)")
+    group.add_argument(
+        "--peer-turns", type=int, default=100, help="concurrent turns of each build's burst, at --peer-latency (100)"
+    )
+    group.add_argument(
+        "--peer-conversation-turns", type=int, default=50, help="turns of the input-token conversation (50)"
+    )
     parser.add_argument(
         "--loop",
         choices=("uvloop", "asyncio"),
@@ -92,6 +111,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.breakdown_iterations, args.profile_iterations = 5, 5
         args.turns, args.single_runs, args.bursts = 10, 2, 1
         args.round_trip_repeats = 3
+        args.peer_rounds, args.peer_turns, args.peer_conversation_turns = (2, 1), 10, 20
     return args
 
 
@@ -119,7 +139,29 @@ def _jobs(args: argparse.Namespace) -> dict[str, Callable[[], Awaitable[BenchRes
         "storage_round_trips": lambda: storage_round_trips.run(
             repeats=args.round_trip_repeats, emulators=not args.no_emulators
         ),
+        "peer": lambda: peer.run(
+            latencies=(0.0, args.peer_latency),
+            rounds=tuple(args.peer_rounds),
+            turns=args.peer_turns,
+            conversation_turns=args.peer_conversation_turns,
+            limit_s=min(args.timeout, 120.0),
+        ),
     }
+
+
+def peer_report(result: BenchResult) -> str:
+    """The side-by-side tables: latencies, ratios and bursts; then model calls and input tokens per turn."""
+    columns = ["model_ms", "measure", *peer.BUILDS, peer.FLOOR, "orc/per-call", "orc/session"]
+    lines = [format_table(result.rows, columns)]
+    lines.append(
+        "(ms are medians of the interleaved rounds; 'burst / one turn' is a burst's wall time over the median"
+        " single first turn of the same build (the burst runs at the larger model latency only); ratios are orc over"
+        " each peer variant)"
+    )
+    lines.append(f"\none conversation, input tokens per turn ({result.details['token_estimate']}):")
+    columns = ["turn", "orc_input_tokens", "peer_input_tokens", "orc/peer", "orc_model_calls", "peer_model_calls"]
+    lines.append(format_table(result.details["token_rows"], columns))
+    return "\n".join(lines)
 
 
 def report(result: BenchResult) -> str:
@@ -164,6 +206,8 @@ def report(result: BenchResult) -> str:
             lines.append(f"emulator variant skipped: {skipped}")
         if result.details.get("anomalies"):
             lines.append(f"anomalies: {result.details['anomalies']}")
+    elif result.name == "peer":
+        lines.append(peer_report(result))
     else:
         columns = ["storage", "variant", "turns", "one_turn_ms", "total_ms", "ratio", "burst_ratios", "ok", "errors"]
         cpu = ["server_cpu_ms_per_turn", "client_cpu_ms_per_turn", "cpu_bound_ms", "ratio_beyond_cpu", "turn_p50_ms"]
@@ -194,7 +238,7 @@ def report(result: BenchResult) -> str:
 
 async def _run_all(args: argparse.Namespace) -> dict[str, Any]:
     jobs = _jobs(args)
-    selected = args.only or list(BENCHMARKS)
+    selected = args.only or list(DEFAULT_BENCHMARKS)
     output: dict[str, Any] = {"machine": machine_info(), "arguments": vars(args) | {"output": str(args.output)}}
     output["benchmarks"] = {}
     for name in selected:
