@@ -49,7 +49,7 @@ from bench.common import (
     Check,
     attach_samples,
     loopback_client,
-    open_orchestrator,
+    open_services,
     temporary_home,
     upload_http,
 )
@@ -240,10 +240,11 @@ async def _conversation(mcp_url: str, turns: int, folder: Path) -> dict[str, lis
     per_turn: dict[str, list[dict[str, int]]] = {ORC: [], "peer": []}
     with temporary_home() as home:
         async with (
-            open_orchestrator("embedded", metered_model(orc_meter), home) as orchestrator,
+            open_services("embedded", metered_model(orc_meter), home) as services,
             peer_agent(metered_model(peer_meter), mcp_url, "session", folder / "conversation.sqlite") as agent,
         ):
-            await attach_samples(orchestrator, "tokens")
+            orchestrator = services.orchestrator
+            await attach_samples(services, "tokens")
             config: RunnableConfig = {"configurable": {"thread_id": "tokens"}}
             for turn in range(turns):
                 question = QUESTIONS[turn % len(QUESTIONS)]
