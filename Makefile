@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EMULATORS := tools/emulators
 
-.PHONY: demo test lint typecheck unit bench serve emulators system-tools clean
+.PHONY: demo test lint typecheck unit bench serve emulators system-tools clean requirements
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# requirements.txt for the Functions remote build: pyproject.toml's dependencies pinned with pip-compile
+# (tests/test_packaging.py fails when they change and this was not run again).
+requirements: $(STAMP)
+	CUSTOM_COMPILE_COMMAND="make requirements" $(BIN)/pip-compile --quiet --strip-extras --no-emit-index-url \
+		--no-emit-find-links --no-emit-trusted-host --output-file requirements.txt pyproject.toml
 
 serve: $(STAMP)
 	$(BIN)/orc serve

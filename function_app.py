@@ -1,10 +1,9 @@
-"""Azure Functions entry: the same ASGI app as ``orc serve``, exposed to the Functions host. No logic here.
+"""Azure Functions entry: the same ASGI app as ``orc serve``, relayed by one streaming HTTP function. No logic here.
 
 Settings come from the Function App's application settings (``ORC_*``); see README "Deploying to Azure".
 """
 
-import azure.functions as func
-
 from orc.http import create_app
+from orc.http.functions_relay import RelayFunctionApp
 
-app = func.AsgiFunctionApp(app=create_app(), http_auth_level=func.AuthLevel.ANONYMOUS)
+app = RelayFunctionApp(create_app())

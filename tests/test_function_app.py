@@ -1,7 +1,9 @@
-"""function_app.py in-process: real azure.functions.HttpRequest objects give the same answers as the ASGI app."""
+"""function_app.py in process, driven as the Functions HTTP-streams extension drives it: the worker's Starlette
+request in, the function's streaming response out, read chunk by chunk."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 from collections.abc import AsyncIterator, Iterator
@@ -9,12 +11,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import azure.functions as func
-import httpx
 import pytest
 import pytest_asyncio
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+from pydantic import PrivateAttr
+
+from orc.http import create_app
+from orc.http.functions_relay import RelayFunctionApp
+from orc.settings import Settings
+from orc.testing import ScriptedChatModel
+from tests.functions_requests import lines, multipart, read, worker_request
 
 ROOT = Path(__file__).resolve().parents[1]
+LEASE = b"The monthly rent is 1,450 euros.\n\nNotice is 60 days."
+JSON = {"content-type": "application/json"}
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -32,78 +44,146 @@ def function_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Module
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
 async def shut_down_after_the_module(function_module: ModuleType) -> AsyncIterator[None]:
-    """Shut the app down on the loop that started it. Otherwise AsgiFunctionApp.__del__ does it with
-    asyncio.run() whenever the object is collected, which fails inside a later test's running loop."""
+    """End the app's lifespan on the loop that started it."""
     yield
-    app = function_module.app
-    if app.startup_task_done:
-        await app.middleware.notify_shutdown()
-        app.startup_task_done = False
+    await function_module.app.relay.shutdown()
 
 
 @pytest.fixture(scope="module")
-def handler(function_module: ModuleType) -> Any:
-    """The one catch-all function AsgiFunctionApp registers (get_functions may only be called once per app)."""
-    functions = function_module.app.get_functions()
-    assert len(functions) == 1
+def functions(function_module: ModuleType) -> list[Any]:
+    """The app's functions (get_functions indexes them once per app, as the worker does)."""
+    found: list[Any] = function_module.app.get_functions()
+    return found
+
+
+@pytest.fixture(scope="module")
+def handler(functions: list[Any]) -> Any:
+    """The user function the worker invokes with the extension's request."""
     return functions[0].get_user_function()
 
 
-def request(method: str, path: str, *, body: bytes = b"", headers: dict[str, str] | None = None) -> func.HttpRequest:
-    return func.HttpRequest(method, f"http://localhost{path}", headers=headers or {}, body=body)
+async def call(handler: Any, method: str, path: str, **kwargs: Any) -> Any:
+    return await read(await handler(worker_request(method, f"http://localhost:7071{path}", **kwargs)))
 
 
-def multipart(name: str, data: bytes) -> tuple[bytes, dict[str, str]]:
-    built = httpx.Request("POST", "http://localhost/", files=[("files", (name, data, "text/plain"))])
-    return built.read(), {"content-type": built.headers["content-type"]}
-
-
-async def test_the_function_app_registers_one_http_function_under_the_api_prefix(function_module: ModuleType) -> None:
+async def test_one_catch_all_function_takes_every_method_under_the_api_prefix(functions: list[Any]) -> None:
     host = json.loads((ROOT / "host.json").read_text())
     assert host["extensions"]["http"]["routePrefix"] == "api"
-    assert isinstance(function_module.app, func.AsgiFunctionApp)
+    assert len(functions) == 1
+    trigger = json.loads(functions[0].get_function_json())["bindings"][0]
+    assert trigger["type"] == "httpTrigger" and trigger["route"] == "{*path}"
+    assert {"GET", "POST", "PUT", "DELETE", "PATCH"} <= set(trigger["methods"])
 
 
 async def test_health_answers_through_the_functions_entry(handler: Any) -> None:
-    response = await handler(request("GET", "/api/health"), None)
+    answer = await call(handler, "GET", "/api/health")
 
-    assert response.status_code == 200
-    assert json.loads(response.get_body())["storage"] == "embedded"
+    assert answer.status == 200
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["storage"] == "embedded"
 
 
-async def test_a_document_turn_through_the_functions_entry_cites_the_document(handler: Any) -> None:
-    body, headers = multipart("lease.txt", b"The monthly rent is 1,450 euros.\n\nNotice is 60 days.")
-    uploaded = await handler(request("POST", "/api/sessions/fn-conv/context/files", body=body, headers=headers), None)
-    assert uploaded.status_code == 201, uploaded.get_body()
+async def test_a_multipart_upload_and_a_document_turn_through_the_entry_cite_the_document(handler: Any) -> None:
+    body, headers = multipart("lease.txt", LEASE)
+    uploaded = await call(handler, "POST", "/api/sessions/fn-conv/context/files", body=body, headers=headers)
+    assert uploaded.status == 201, uploaded.body
 
     turn = {"question": "What is the monthly rent?", "conversation_id": "fn-conv", "blob_names": ["lease.txt"]}
-    response = await handler(
-        request("POST", "/api/orc", body=json.dumps(turn).encode(), headers={"content-type": "application/json"}), None
-    )
+    answer = await call(handler, "POST", "/api/orc", body=json.dumps(turn).encode(), headers=JSON)
 
-    assert response.status_code == 200, response.get_body()
-    answer = json.loads(response.get_body())
-    assert "1,450" in answer["answer"]
-    assert answer["citations"][0]["document"] == "lease.txt"
-    assert answer["metadata"]["tool"] == "document_chat"
+    assert answer.status == 200, answer.body
+    assert "1,450" in answer.json()["answer"]
+    assert answer.json()["citations"][0]["document"] == "lease.txt"
 
 
 async def test_bad_input_is_the_same_problem_json_as_over_asgi(handler: Any) -> None:
     turn = {"question": "x", "conversation_id": "fn-conv", "blob_names": ["../etc/passwd"]}
-    response = await handler(
-        request("POST", "/api/orc", body=json.dumps(turn).encode(), headers={"content-type": "application/json"}), None
-    )
+    answer = await call(handler, "POST", "/api/orc", body=json.dumps(turn).encode(), headers=JSON)
 
-    assert response.status_code == 400
-    assert response.mimetype == "application/problem+json"
-    assert json.loads(response.get_body())["code"] == "invalid_name"
+    assert answer.status == 400
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["code"] == "invalid_name"
 
 
-async def test_streaming_requests_get_the_whole_ndjson_stream_buffered(handler: Any) -> None:
-    turn = {"question": "What is the notice period?", "conversation_id": "fn-conv", "blob_names": ["lease.txt"]}
-    headers = {"content-type": "application/json", "accept": "application/x-ndjson"}
-    response = await handler(request("POST", "/api/orc", body=json.dumps(turn).encode(), headers=headers), None)
+async def test_an_unknown_route_is_a_404_problem(handler: Any) -> None:
+    answer = await call(handler, "GET", "/api/no-such-route")
 
-    events = [json.loads(line) for line in response.get_body().decode().splitlines() if line]
-    assert events[-1]["type"] == "final"
-    assert "60 days" in events[-1]["answer"]
+    assert answer.status == 404
+    assert answer.headers["content-type"] == "application/problem+json"
+
+
+async def test_a_body_over_the_limit_is_refused_as_it_streams_in_without_a_content_length(handler: Any) -> None:
+    too_big = b"x" * (Settings().max_request_bytes + 1)
+    answer = await call(handler, "POST", "/api/orc", body=too_big, headers=JSON)
+
+    assert answer.status == 413
+    assert answer.json()["code"] == "payload_too_large"
+
+
+async def test_the_context_stream_keeps_its_status_and_headers(handler: Any) -> None:
+    answer = await call(handler, "GET", "/api/sessions/fn-conv/context/stream")
+
+    assert answer.status == 200
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    assert answer.headers["cache-control"] == "no-cache"
+    assert answer.headers["x-accel-buffering"] == "no"
+    assert answer.body.decode().rstrip().split("\n\n")[-1].startswith("event: done")
+
+
+async def test_mcp_answers_json_rpc_through_the_entry(handler: Any) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {**JSON, "accept": "application/json, text/event-stream", "host": "localhost:7071"}
+    answer = await call(handler, "POST", "/api/mcp", body=json.dumps(initialize).encode(), headers=headers)
+
+    assert answer.status == 200, answer.body
+    assert answer.json()["result"]["serverInfo"]["name"]
+
+
+class GatedModel(ScriptedChatModel):
+    """Streams each scripted reply only once the test opens the gate, so a turn cannot end before it does."""
+
+    _gate: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+
+    def open(self) -> None:
+        """Let the model answer."""
+        self._gate.set()
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        await self._gate.wait()
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            yield chunk
+
+
+async def test_the_first_ndjson_event_arrives_before_the_turn_ends(tmp_path: Path) -> None:
+    model = GatedModel(["Hello from the gated model."])
+    functions = RelayFunctionApp(create_app(Settings(home=tmp_path), model=model))
+    handler = functions.get_functions()[0].get_user_function()
+    turn = {"question": "Say hello.", "conversation_id": "gated"}
+    headers = {**JSON, "accept": "application/x-ndjson"}
+    try:
+        request = worker_request("POST", "http://localhost/api/orc", body=json.dumps(turn).encode(), headers=headers)
+        response = await handler(request)
+        assert response.headers["content-type"].startswith("application/x-ndjson")
+        events = lines(response.body_iterator)
+
+        first = json.loads(await anext(events))
+        assert first["type"] == "progress"
+        assert not model._gate.is_set()  # the model has not answered: the turn is still running
+
+        model.open()
+        rest = [json.loads(line) async for line in events]
+        assert rest[-1]["type"] == "final"
+        assert "gated model" in rest[-1]["answer"]
+    finally:
+        await functions.relay.shutdown()

@@ -1,0 +1,260 @@
+// orc on Azure: a Function App on Flex Consumption, Cosmos DB serverless, a Storage account (documents blob
+// container and queues), an Azure OpenAI deployment and Application Insights. orc reaches every data plane
+// with one user-assigned managed identity holding exactly the roles README "Identity and roles" lists; keys
+// are switched off on Cosmos DB, Storage and Azure OpenAI. The Functions host's own storage (its leases and
+// the deployment package) uses the app's system-assigned identity, so orc's identity stays minimal.
+targetScope = 'resourceGroup'
+
+@description('azd environment name, used to name the resources.')
+param environmentName string
+param location string = resourceGroup().location
+@description('Azure OpenAI model deployed for orc (ORC_MODEL=azure:<deployment>).')
+param openAiModel string = 'gpt-4o-mini'
+param openAiModelVersion string = '2024-07-18'
+param openAiCapacity int = 30
+param openAiApiVersion string = '2024-10-21'
+@allowed(['easyauth', 'api-key'])
+@description('easyauth needs App Service authentication configured on the app; api-key needs orcApiKeys.')
+param orcAuth string = 'easyauth'
+@secure()
+@description('ORC_API_KEYS (JSON) when orcAuth is api-key.')
+param orcApiKeys string = ''
+
+var token = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
+var tags = { 'azd-env-name': environmentName }
+var appName = 'func-orc-${token}'
+var documentsContainer = 'orc'
+var deploymentContainer = 'deployments'
+var queueNames = ['orc-documents', 'orc-digests']
+var cosmosDatabase = 'orc'
+var cosmosContainers = ['conversations', 'catalog', 'digests', 'idempotency', 'document_text', 'checkpoints']
+
+// Built-in role definitions (their ids are the same in every tenant).
+var storageBlobDataContributor = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
+var storageQueueDataContributor = '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+var cognitiveServicesOpenAiUser = '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd'
+var cosmosBuiltInDataContributor = '00000000-0000-0000-0000-000000000002'
+// For the Functions host (system-assigned identity), not for orc.
+var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+
+resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: 'id-orc-${token}'
+  location: location
+  tags: tags
+}
+
+resource logs 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
+  name: 'log-orc-${token}'
+  location: location
+  tags: tags
+  properties: { sku: { name: 'PerGB2018' }, retentionInDays: 30 }
+}
+
+resource insights 'Microsoft.Insights/components@2020-02-02' = {
+  name: 'appi-orc-${token}'
+  location: location
+  tags: tags
+  kind: 'web'
+  properties: { Application_Type: 'web', WorkspaceResourceId: logs.id }
+}
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+  name: 'storc${token}'
+  location: location
+  tags: tags
+  kind: 'StorageV2'
+  sku: { name: 'Standard_LRS' }
+  properties: {
+    allowSharedKeyAccess: false
+    allowBlobPublicAccess: false
+    minimumTlsVersion: 'TLS1_2'
+    supportsHttpsTrafficOnly: true
+  }
+}
+
+resource blobs 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
+
+resource documents 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobs
+  name: documentsContainer
+}
+
+resource deployments 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobs
+  name: deploymentContainer
+}
+
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
+
+resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
+  for queue in queueNames: {
+    parent: queueService
+    name: queue
+  }
+]
+
+resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
+  name: 'cosmos-orc-${token}'
+  location: location
+  tags: tags
+  kind: 'GlobalDocumentDB'
+  properties: {
+    databaseAccountOfferType: 'Standard'
+    capabilities: [{ name: 'EnableServerless' }]
+    locations: [{ locationName: location, failoverPriority: 0 }]
+    consistencyPolicy: { defaultConsistencyLevel: 'Session' }
+    disableLocalAuth: true
+  }
+}
+
+// Creating databases and containers is a control-plane action the data role does not allow: made here.
+resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-11-15' = {
+  parent: cosmos
+  name: cosmosDatabase
+  properties: { resource: { id: cosmosDatabase } }
+}
+
+resource containers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-11-15' = [
+  for container in cosmosContainers: {
+    parent: database
+    name: container
+    properties: { resource: { id: container, partitionKey: { paths: ['/pk'], kind: 'Hash' } } }
+  }
+]
+
+resource openAi 'Microsoft.CognitiveServices/accounts@2024-10-01' = {
+  name: 'oai-orc-${token}'
+  location: location
+  tags: tags
+  kind: 'OpenAI'
+  sku: { name: 'S0' }
+  properties: { customSubDomainName: 'oai-orc-${token}', disableLocalAuth: true, publicNetworkAccess: 'Enabled' }
+}
+
+resource model 'Microsoft.CognitiveServices/accounts/deployments@2024-10-01' = {
+  parent: openAi
+  name: openAiModel
+  sku: { name: 'GlobalStandard', capacity: openAiCapacity }
+  properties: { model: { format: 'OpenAI', name: openAiModel, version: openAiModelVersion } }
+}
+
+// -- orc's identity: exactly the data-plane roles it needs --------------------------------------------------
+
+resource cosmosData 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2024-11-15' = {
+  parent: cosmos
+  name: guid(cosmos.id, identity.id, cosmosBuiltInDataContributor)
+  properties: {
+    roleDefinitionId: '${cosmos.id}/sqlRoleDefinitions/${cosmosBuiltInDataContributor}'
+    principalId: identity.properties.principalId
+    scope: cosmos.id
+  }
+}
+
+resource blobData 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: storage
+  name: guid(storage.id, identity.id, storageBlobDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataContributor)
+    principalId: identity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource queueData 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: storage
+  name: guid(storage.id, identity.id, storageQueueDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageQueueDataContributor)
+    principalId: identity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource openAiUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: openAi
+  name: guid(openAi.id, identity.id, cognitiveServicesOpenAiUser)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', cognitiveServicesOpenAiUser)
+    principalId: identity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// -- the Function App -------------------------------------------------------------------------------------
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: 'plan-orc-${token}'
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: { tier: 'FlexConsumption', name: 'FC1' }
+  properties: { reserved: true }
+}
+
+resource app 'Microsoft.Web/sites@2024-04-01' = {
+  name: appName
+  location: location
+  tags: union(tags, { 'azd-service-name': 'api' })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'SystemAssigned, UserAssigned'
+    userAssignedIdentities: { '${identity.id}': {} }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${storage.properties.primaryEndpoints.blob}${deploymentContainer}'
+          authentication: { type: 'SystemAssignedIdentity' }
+        }
+      }
+      scaleAndConcurrency: { maximumInstanceCount: 100, instanceMemoryMB: 2048 }
+      runtime: { name: 'python', version: '3.11' }
+    }
+    siteConfig: {
+      appSettings: [
+        // The Functions host: its storage through the system-assigned identity, HTTP streams, telemetry.
+        { name: 'AzureWebJobsStorage__accountName', value: storage.name }
+        { name: 'PYTHON_ENABLE_INIT_INDEXING', value: '1' }
+        { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: insights.properties.ConnectionString }
+        // DefaultAzureCredential picks orc's user-assigned identity by its client id.
+        { name: 'AZURE_CLIENT_ID', value: identity.properties.clientId }
+        { name: 'ORC_STORAGE', value: 'azure' }
+        { name: 'ORC_COSMOS_ENDPOINT', value: cosmos.properties.documentEndpoint }
+        { name: 'ORC_COSMOS_DATABASE', value: cosmosDatabase }
+        { name: 'ORC_BLOB_ACCOUNT_URL', value: storage.properties.primaryEndpoints.blob }
+        { name: 'ORC_BLOB_CONTAINER', value: documentsContainer }
+        { name: 'ORC_MODEL', value: 'azure:${model.name}' }
+        { name: 'AZURE_OPENAI_ENDPOINT', value: openAi.properties.endpoint }
+        { name: 'OPENAI_API_VERSION', value: openAiApiVersion }
+        { name: 'ORC_AUTH', value: orcAuth }
+        { name: 'ORC_API_KEYS', value: orcApiKeys }
+        { name: 'ORC_MCP_ALLOWED_HOSTS', value: '${appName}.azurewebsites.net' }
+      ]
+    }
+  }
+  dependsOn: [documents, deployments, queues, containers]
+}
+
+resource hostStorage 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: storage
+  name: guid(storage.id, app.id, storageBlobDataOwner)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataOwner)
+    principalId: app.identity.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+output AZURE_FUNCTION_APP_NAME string = app.name
+output ORC_URL string = 'https://${app.properties.defaultHostName}/api'
+output ORC_IDENTITY_CLIENT_ID string = identity.properties.clientId
