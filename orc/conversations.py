@@ -21,15 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orc.clock import utc_now
 from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound, StorageUnavailable
 from orc.principal import Principal
-from orc.storage.ports import (
-    DocumentCollection,
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    StorageUnavailable,
-    StoredItem,
-)
+from orc.storage.ports import DocumentCollection, StoredItem
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from orc.storage.ports import (
-    BlobInfo,
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    JsonScalar,
-    StoredItem,
-)
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound
+from orc.storage.ports import BlobInfo, JsonScalar, StoredItem
 
 __all__ = [
     "MemoryBlobStore",

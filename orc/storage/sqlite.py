@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound, StorageUnavailable
 from orc.storage.memory import (
     check_collection_name,
     check_item_id,
@@ -33,14 +34,7 @@ from orc.storage.memory import (
     new_etag,
     to_json_object,
 )
-from orc.storage.ports import (
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    JsonScalar,
-    StorageUnavailable,
-    StoredItem,
-)
+from orc.storage.ports import JsonScalar, StoredItem
 
 __all__ = ["MIGRATIONS", "SqliteCollection", "SqliteCollectionProvider"]
 

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from orc.storage.ports import BlobInfo, BlobStore, ETagMismatch, ItemAlreadyExists, ItemNotFound
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound
+from orc.storage.ports import BlobInfo, BlobStore
 
 NAME = "org-1/user-1/conv-1/report.pdf"
 

@@ -7,14 +7,8 @@ from collections.abc import Awaitable
 
 import pytest
 
-from orc.storage.ports import (
-    CollectionProvider,
-    DocumentCollection,
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    StoredItem,
-)
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound
+from orc.storage.ports import CollectionProvider, DocumentCollection, StoredItem
 from tests.storage.conftest import unique_name
 
 PK = "org-1/user-1"
