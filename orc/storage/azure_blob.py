@@ -42,7 +42,7 @@ from orc.errors import (
     StorageError,
     StorageUnavailable,
 )
-from orc.storage.memory import check_blob_name, check_metadata, check_put_conditions
+from orc.storage._common import check_blob_name, check_metadata, check_put_conditions
 from orc.storage.ports import BlobInfo
 
 __all__ = ["AzureBlobStore"]

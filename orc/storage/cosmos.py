@@ -41,7 +41,7 @@ from orc.errors import (
     StorageError,
     StorageUnavailable,
 )
-from orc.storage.memory import (
+from orc.storage._common import (
     break_ties_by_id,
     check_collection_name,
     check_item_id,
