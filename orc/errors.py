@@ -1,11 +1,48 @@
-"""orc's exception tree, split by who must react.
+"""orc's exception tree — every error the product raises on purpose — split by who must react.
 
 - :class:`CallerError` — the caller sent something wrong; carries an HTTP status and a stable ``code``.
 - :class:`ServiceUnavailable` — a dependency (storage, model, MCP) failed; the caller may retry later.
 - :class:`ConfigurationError` — the deployment is misconfigured; the operator must act.
 - :class:`ModelBehaviourError` — the model produced something unusable (after any retries).
+- :class:`InternalError` — an outcome orc's own code must handle (a storage port's conditional write lost, a
+  test double ran out of script). One that reaches a client is a bug and is reported like any unexpected
+  failure: ``internal_error`` with a generic message, never the class's own ``code`` or message.
+
+::
+
+    OrcError
+    ├── CallerError                      400 bad_request
+    │   ├── InvalidInput                 400 invalid_input
+    │   │   ├── InvalidName              400 invalid_name
+    │   │   ├── UnknownContextType       400 unknown_context_type
+    │   │   └── ExtractionError          422 extraction_failed
+    │   ├── InvalidParent                422 invalid_parent
+    │   ├── PayloadTooLarge              413 payload_too_large
+    │   ├── UnsupportedMediaType         415 unsupported_media_type
+    │   ├── NotFound                     404 not_found
+    │   │   └── NoSummary                404 no_summary
+    │   ├── Unauthenticated              401 unauthenticated
+    │   ├── Conflict                     409 conflict
+    │   │   └── IdempotencyKeyInFlight   409 idempotency_key_in_flight
+    │   ├── PreconditionFailed           412 precondition_failed
+    │   ├── NotReady                     409 not_ready
+    │   ├── DigestFailed                 409 digest_failed
+    │   └── IdempotencyKeyReused         422 idempotency_key_reused
+    ├── ServiceUnavailable               503 service_unavailable
+    │   └── StorageUnavailable           503 storage_unavailable
+    ├── ConfigurationError               500 configuration_error
+    │   └── LifespanFailed               500 startup_failed
+    ├── ModelBehaviourError              502 model_error
+    ├── ModelRequestsForbidden           500 model_requests_forbidden
+    └── InternalError                    500 internal_error
+        ├── StorageError                 500 storage_error
+        │   ├── ItemNotFound             500 item_not_found
+        │   ├── ItemAlreadyExists        500 item_already_exists
+        │   └── ETagMismatch             500 etag_mismatch
+        └── ScriptExhausted              500 script_exhausted (also an AssertionError)
 
 Messages are written for the person who must react and never contain storage URLs, secrets or stack traces.
+``tests/test_errors.py`` checks that every exception class defined in ``orc`` or ``mcp_server`` is defined here.
 """
 
 from __future__ import annotations
@@ -26,11 +63,7 @@ class OrcError(Exception):
             self.code = code  # type: ignore[misc]
 
 
-class ConfigurationError(OrcError):
-    """A required setting is missing or inconsistent."""
-
-    code = "configuration_error"
-    status = 500
+# -- the caller must react ----------------------------------------------------------------------------------------
 
 
 class CallerError(OrcError):
@@ -51,6 +84,26 @@ class InvalidName(InvalidInput):
     """A blob or file name that could escape its folder or is not a plain file name."""
 
     code = "invalid_name"
+
+
+class UnknownContextType(InvalidInput):
+    """A context type that is not organization, folder or usecase."""
+
+    code = "unknown_context_type"
+
+
+class ExtractionError(InvalidInput):
+    """The file has a supported type but no usable text: corrupt, encrypted, not text, or empty."""
+
+    code = "extraction_failed"
+    status = 422
+
+
+class InvalidParent(CallerError):
+    """The parent named for a context has the wrong type or would make a cycle."""
+
+    code = "invalid_parent"
+    status = 422
 
 
 class PayloadTooLarge(CallerError):
@@ -74,6 +127,12 @@ class NotFound(CallerError):
     status = 404
 
 
+class NoSummary(NotFound):
+    """The document is ready but has no summary (digest) yet."""
+
+    code = "no_summary"
+
+
 class Unauthenticated(CallerError):
     """No or wrong credentials."""
 
@@ -86,6 +145,12 @@ class Conflict(CallerError):
 
     code = "conflict"
     status = 409
+
+
+class IdempotencyKeyInFlight(Conflict):
+    """A request with this ``Idempotency-Key`` is still being processed."""
+
+    code = "idempotency_key_in_flight"
 
 
 class PreconditionFailed(CallerError):
@@ -102,6 +167,23 @@ class NotReady(CallerError):
     status = 409
 
 
+class DigestFailed(CallerError):
+    """The digest could not be made (the reason says why); a change to the file or a retry may fix it."""
+
+    code = "digest_failed"
+    status = 409
+
+
+class IdempotencyKeyReused(CallerError):
+    """The ``Idempotency-Key`` was used before with a different request."""
+
+    code = "idempotency_key_reused"
+    status = 422
+
+
+# -- a dependency failed: retry later --------------------------------------------------------------------------------
+
+
 class ServiceUnavailable(OrcError):
     """A dependency failed or is overloaded; retrying later may succeed."""
 
@@ -113,6 +195,32 @@ class ServiceUnavailable(OrcError):
         self.retry_after = retry_after
 
 
+class StorageUnavailable(ServiceUnavailable):
+    """The storage backend is unreachable, throttling beyond the retry budget, or failing; retry later."""
+
+    code = "storage_unavailable"
+
+
+# -- the operator must react --------------------------------------------------------------------------------------
+
+
+class ConfigurationError(OrcError):
+    """A required setting is missing or inconsistent."""
+
+    code = "configuration_error"
+    status = 500
+
+
+class LifespanFailed(ConfigurationError):
+    """The app's start-up failed behind the Azure Functions relay; the message is the app's own (it names the
+    setting at fault and never a secret)."""
+
+    code = "startup_failed"
+
+
+# -- the model misbehaved -----------------------------------------------------------------------------------------
+
+
 class ModelBehaviourError(OrcError):
     """The model's output could not be used, even after a retry."""
 
@@ -120,8 +228,58 @@ class ModelBehaviourError(OrcError):
     status = 502
 
 
+# -- the developer must react -------------------------------------------------------------------------------------
+
+
 class ModelRequestsForbidden(OrcError):
     """A real model request was attempted while they are forbidden (tests)."""
 
     code = "model_requests_forbidden"
     status = 500
+
+
+class InternalError(OrcError):
+    """An outcome orc's own code must handle; one that reaches a client is a bug.
+
+    Clients never see the class's ``code`` or message: HTTP answers ``internal_error`` with a generic detail, an
+    MCP tool answers ``internal_error``, and a turn's stream ends with the generic ``internal_error`` event.
+    """
+
+    code = "internal_error"
+    status = 500
+
+
+class StorageError(InternalError):
+    """Base of the storage port errors (:mod:`orc.storage.ports`); the code calling the port handles them.
+
+    Messages never include account URLs or keys.
+    """
+
+    code = "storage_error"
+
+
+class ItemNotFound(StorageError):
+    """The item or blob does not exist."""
+
+    code = "item_not_found"
+
+
+class ItemAlreadyExists(StorageError):
+    """``create`` found an item with the same id in the partition (or a blob with ``if_none_match``)."""
+
+    code = "item_already_exists"
+
+
+class ETagMismatch(StorageError):
+    """An ``if_match`` ETag no longer matches the stored version."""
+
+    code = "etag_mismatch"
+
+
+class ScriptExhausted(InternalError, AssertionError):
+    """A scripted model double (:mod:`orc.testing.scripted`) was asked for more responses than its script holds.
+
+    Also an :class:`AssertionError`, so pytest reports it as a failed expectation of the test.
+    """
+
+    code = "script_exhausted"

@@ -26,9 +26,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from orc.errors import Conflict, InvalidInput, OrcError
+from orc.errors import (
+    ETagMismatch,
+    IdempotencyKeyInFlight,
+    IdempotencyKeyReused,
+    InvalidInput,
+    ItemAlreadyExists,
+    StorageUnavailable,
+)
 from orc.principal import Principal
-from orc.storage.ports import DocumentCollection, ETagMismatch, ItemAlreadyExists, StorageUnavailable
+from orc.storage.ports import DocumentCollection
 
 logger = logging.getLogger(__name__)
 
@@ -38,19 +45,6 @@ SWEEP_LIMIT = 10
 _KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _PREFIX = "ik:"
 _MAX_ATTEMPTS = 10
-
-
-class IdempotencyKeyReused(OrcError):
-    """The key was used before with a different request."""
-
-    code = "idempotency_key_reused"
-    status = 422
-
-
-class IdempotencyKeyInFlight(Conflict):
-    """A request with this key is still being processed."""
-
-    code = "idempotency_key_in_flight"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from orc.conversations import (
 from orc.conversations.export import ExportFormat, export, filename
 from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
 from orc.documents.library import DocumentLibrary
-from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
+from orc.errors import InternalError, InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
 from orc.graph.state import TurnState, fresh_turn_input
@@ -142,6 +142,8 @@ class Orchestrator:
         """Run one turn, yielding its events; failures end the stream with an ``error`` event."""
         try:
             prepared = await self.prepare(request, principal)
+        except InternalError:
+            raise
         except OrcError as exc:
             yield error_event(exc)
             return
@@ -153,13 +155,12 @@ class Orchestrator:
         try:
             async for event in self.run(turn):
                 yield event
+        except InternalError as exc:
+            yield turn_failed(exc)
         except OrcError as exc:
             yield error_event(exc)
         except Exception as exc:
-            # The client gets a stable code; the details stay in the server log (type only at INFO and above).
-            log.warning("turn failed: %s", type(exc).__name__)
-            log.debug("turn failure details", exc_info=True)
-            yield error_event(OrcError("the turn failed; nothing was stored. Retry, or contact the operator."))
+            yield turn_failed(exc)
 
     async def run(self, turn: PreparedTurn) -> AsyncIterator[Event]:
         """Run a prepared turn: progress, tool and token events, then citations and ``final``.
@@ -400,3 +401,11 @@ def error_event(exc: OrcError) -> Event:
     if isinstance(exc, ServiceUnavailable):
         event["retry_after"] = exc.retry_after if exc.retry_after is not None else 1
     return event
+
+
+def turn_failed(exc: Exception) -> Event:
+    """The ``error`` event of a failure no client can act on (an :class:`~orc.errors.InternalError` is one)."""
+    # The client gets a stable code; the details stay in the server log (type only at INFO and above).
+    log.warning("turn failed: %s", type(exc).__name__)
+    log.debug("turn failure details", exc_info=exc)
+    return error_event(OrcError("the turn failed; nothing was stored. Retry, or contact the operator."))

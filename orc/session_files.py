@@ -26,7 +26,15 @@ from orc.documents.processing import DocumentLocation, DocumentProcessor, Proces
 from orc.documents.records import ProcessingFields
 from orc.documents.text_store import TextStore
 from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads
-from orc.errors import InvalidInput, NotFound, PreconditionFailed
+from orc.errors import (
+    ETagMismatch,
+    InvalidInput,
+    ItemAlreadyExists,
+    ItemNotFound,
+    NotFound,
+    PreconditionFailed,
+    StorageUnavailable,
+)
 from orc.names import BlobPaths, validate_identifier
 from orc.principal import Principal
 from orc.session_sets import (
@@ -37,15 +45,7 @@ from orc.session_sets import (
     SessionHeader,
     SpecDigestStatus,
 )
-from orc.storage.ports import (
-    BlobStore,
-    DocumentCollection,
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    StorageUnavailable,
-    StoredItem,
-)
+from orc.storage.ports import BlobStore, DocumentCollection, StoredItem
 
 Diff = Literal["new", "changed", "unchanged", "deleted"]
 _MAX_WRITE_ATTEMPTS = 50

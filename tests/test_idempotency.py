@@ -6,15 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orc.errors import InvalidInput
-from orc.idempotency import (
-    Claim,
-    IdempotencyKeyInFlight,
-    IdempotencyKeyReused,
-    IdempotencyKeys,
-    StoredResponse,
-    fingerprint,
-)
+from orc.errors import IdempotencyKeyInFlight, IdempotencyKeyReused, InvalidInput
+from orc.idempotency import Claim, IdempotencyKeys, StoredResponse, fingerprint
 from orc.principal import Principal
 from orc.storage.memory import MemoryCollectionProvider
 

@@ -34,3 +34,14 @@ def test_importing_orc_loads_no_graph_mcp_or_storage_sdk() -> None:
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
     assert loaded == ""
+
+
+def test_importing_the_shipped_test_doubles_loads_neither_pytest_nor_the_conformance_suites() -> None:
+    code = (
+        "import sys, orc.testing, orc.storage; "
+        "loaded = [m for m in ('pytest', 'pytest_asyncio', 'orc.testing.conformance') if m in sys.modules]; "
+        "print(','.join(loaded))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+    assert loaded == ""

@@ -6,11 +6,10 @@ import pytest
 
 from orc.composition import build_runtime
 from orc.conversations import ConversationRepository
-from orc.errors import ServiceUnavailable
+from orc.errors import ServiceUnavailable, StorageUnavailable
 from orc.principal import LOCAL_PRINCIPAL
 from orc.session_files import Upload
 from orc.settings import Settings
-from orc.storage.ports import StorageUnavailable
 from orc.testing import FunctionChatModel
 from orc.turns import TurnRequest
 from tests.graph.test_document_chat_workflow import cite_first_source

@@ -19,7 +19,7 @@ from orc import event_loop
 from orc.cli.documents import Target, add_documents, list_documents, put_context
 from orc.composition import build_runtime
 from orc.documents.records import ContextRef
-from orc.errors import OrcError
+from orc.errors import InternalError, OrcError
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
 from orc.session_files import SessionFiles, Upload
@@ -279,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = create_app(settings) if args.workers == 1 else APP_FACTORY
         serve(app, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level.lower())
         return 0
+    except InternalError:
+        raise
     except OrcError as exc:
         print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
         if exc.code == "context_not_found":

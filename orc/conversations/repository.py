@@ -20,15 +20,9 @@ from typing import Any
 from orc.clock import utc_now
 from orc.conversations.models import AssistantMessage, ConversationSummary, Feedback, Turn, UserMessage, turn_of
 from orc.conversations.titles import title_from_question
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound, StorageUnavailable
 from orc.principal import Principal
-from orc.storage.ports import (
-    DocumentCollection,
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    StorageUnavailable,
-    StoredItem,
-)
+from orc.storage.ports import DocumentCollection, StoredItem
 
 log = logging.getLogger(__name__)
 

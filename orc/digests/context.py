@@ -17,7 +17,7 @@ from orc.digests.schema import Digest
 from orc.digests.sessions import SessionDigests, aggregate_inputs, session_key
 from orc.digests.store import DigestStore
 from orc.documents.uploads import Upload
-from orc.errors import CallerError, NotFound, NotReady
+from orc.errors import DigestFailed, NotFound, NotReady
 from orc.names import validate_identifier
 from orc.principal import Principal
 from orc.session_files import ContextFile, ContextSet, Mutation, SessionFiles, spec_digest_status
@@ -29,13 +29,6 @@ WATCH_POLL_SECONDS = 2.0
 """How often a status stream re-reads storage without a local wake-up (changes made by other instances)."""
 WATCH_KEEPALIVE_SECONDS = 15.0
 WATCH_MAX_SECONDS = 300.0
-
-
-class DigestFailed(CallerError):
-    """The digest could not be made (the reason says why); a change to the file or a retry may fix it."""
-
-    code = "digest_failed"
-    status = 409
 
 
 class ContextFiles:

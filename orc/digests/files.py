@@ -24,7 +24,8 @@ from orc.digests.store import DigestStore, StoredDigest, file_digest_key, file_d
 from orc.documents.processing import DocumentLocation
 from orc.documents.records import DigestStatus
 from orc.documents.text_store import TextStore
-from orc.storage.ports import DocumentCollection, ETagMismatch, ItemNotFound
+from orc.errors import ETagMismatch, ItemNotFound
+from orc.storage.ports import DocumentCollection
 
 logger = logging.getLogger(__name__)
 

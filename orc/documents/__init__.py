@@ -6,9 +6,10 @@ library behind the document tools live in the submodules (``contexts``, ``availa
 """
 
 from orc.documents.document_chat import DocumentChatService
-from orc.documents.extraction import ExtractedDocument, ExtractionError, detect_media_type, extract
+from orc.documents.extraction import ExtractedDocument, detect_media_type, extract
 from orc.documents.file_cache import ProcessedFile, ProcessedFileCache
 from orc.documents.spans import CHUNKING_VERSION, Span, make_spans, source_ref
+from orc.errors import ExtractionError  # defined in the one error tree; re-exported beside extract()
 
 __all__ = [
     "CHUNKING_VERSION",

@@ -12,20 +12,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from orc.clock import utc_now
 from orc.conversations import Turn
 from orc.documents.records import ContextNode, ContextRef, ContextType
-from orc.errors import CallerError, InvalidInput, NotFound
+from orc.errors import (
+    ETagMismatch,
+    InvalidInput,
+    InvalidParent,
+    ItemAlreadyExists,
+    NotFound,
+    StorageUnavailable,
+)
 from orc.principal import Principal
-from orc.storage.ports import DocumentCollection, ETagMismatch, ItemAlreadyExists, StorageUnavailable
+from orc.storage.ports import DocumentCollection
 
 MAX_NAME_CHARS = 200
 _MAX_WRITE_ATTEMPTS = 20
 _NODE_PREFIX = "ctx:"
-
-
-class InvalidParent(CallerError):
-    """The parent named for a context has the wrong type or would make a cycle."""
-
-    code = "invalid_parent"
-    status = 422
 
 
 def organization_partition(organization: str) -> str:

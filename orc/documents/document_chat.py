@@ -23,6 +23,7 @@ from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.spans import Span, make_spans, source_ref
 from orc.errors import (
     InvalidInput,
+    ItemNotFound,
     ModelBehaviourError,
     NotFound,
     OrcError,
@@ -33,7 +34,7 @@ from orc.models.metering import message_usage
 from orc.models.prompting import format_sources, load_prompt
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
-from orc.storage.ports import BlobInfo, BlobStore, ItemNotFound
+from orc.storage.ports import BlobInfo, BlobStore
 from orc.text import rank_tokenized, tokenize
 
 logger = logging.getLogger(__name__)

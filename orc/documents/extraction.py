@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from orc.errors import InvalidInput, UnsupportedMediaType
+from orc.errors import ExtractionError, UnsupportedMediaType
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -56,13 +56,6 @@ _CONTENT_TYPES = {
     "text/json": JSON,
 }
 SUPPORTED_MEDIA_TYPES = frozenset(_CONTENT_TYPES.values())
-
-
-class ExtractionError(InvalidInput):
-    """The file has a supported type but no usable text: corrupt, encrypted, not text, or empty."""
-
-    code = "extraction_failed"
-    status = 422
 
 
 @dataclass(frozen=True, slots=True)

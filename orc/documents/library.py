@@ -34,11 +34,11 @@ from orc.documents.search import IndexCache, SpanIndex, bm25, build_index
 from orc.documents.spans import CHUNKING_VERSION, source_ref
 from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
 from orc.documents.text_store import TextStore
-from orc.errors import InvalidInput, NotFound, NotReady, PayloadTooLarge
+from orc.errors import ETagMismatch, InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal
 from orc.session_files import SessionFiles
-from orc.storage.ports import DocumentCollection, ETagMismatch
+from orc.storage.ports import DocumentCollection
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +56,6 @@ HISTORICAL_WEIGHT = 0.85
 ANALYZE_WAIT_SECONDS = 3.0
 STALE_PROCESSING = timedelta(minutes=5)
 """A document ``processing`` this long without a job in this process is presumed orphaned (its process died)."""
-
-
-class NoSummary(NotFound):
-    """The document is ready but has no summary (digest) yet."""
-
-    code = "no_summary"
 
 
 class DocumentLibrary:

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orc.clock import utc_now
-from orc.documents.extraction import ExtractionError, extract
+from orc.documents.extraction import extract
 from orc.documents.records import estimate_tokens
 from orc.documents.search import IndexCache, SpanIndex, build_index
 from orc.documents.text_store import DocumentText, TextStore, process_extracted
-from orc.errors import OrcError, UnsupportedMediaType
-from orc.storage.ports import BlobStore, DocumentCollection, ETagMismatch, ItemNotFound
+from orc.errors import ETagMismatch, ExtractionError, ItemNotFound, OrcError, UnsupportedMediaType
+from orc.storage.ports import BlobStore, DocumentCollection
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from orc.errors import InvalidInput
+from orc.errors import UnknownContextType
 from orc.names import validate_identifier
 
 ContextType = Literal["organization", "folder", "usecase"]
@@ -25,12 +25,6 @@ Origin = Literal["session", "focus", "historical"]
 context the conversation used before (historical)."""
 
 CONTEXT_TYPES: tuple[ContextType, ...] = get_args(ContextType)
-
-
-class UnknownContextType(InvalidInput):
-    """A context type that is not organization, folder or usecase."""
-
-    code = "unknown_context_type"
 
 
 def check_context_type(value: str) -> ContextType:

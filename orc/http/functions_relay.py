@@ -29,14 +29,11 @@ from starlette.responses import Response as StarletteResponse
 from starlette.responses import StreamingResponse as StarletteStreamingResponse
 from starlette.types import ASGIApp, Message, Scope
 
+from orc.errors import LifespanFailed
 from orc.http import problems
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 """Every method any route of the app answers (405s included) is relayed."""
-
-
-class LifespanFailed(RuntimeError):
-    """The app's lifespan startup failed; the message is the app's own."""
 
 
 class Lifespan:

@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
-from orc.errors import OrcError, ServiceUnavailable
+from orc.errors import InternalError, OrcError, ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +55,22 @@ def retry_after_seconds(exc: ServiceUnavailable) -> int:
 
 def problem_for(exc: OrcError) -> JSONResponse:
     """The response for one of orc's own errors."""
+    if isinstance(exc, InternalError):
+        return unexpected(exc)
     headers = None
     if isinstance(exc, ServiceUnavailable):
         headers = {"Retry-After": str(retry_after_seconds(exc))}
     if exc.status >= 500 and not isinstance(exc, ServiceUnavailable):
         return problem(exc.status, exc.code, "the request failed on the server; it was not stored")
     return problem(exc.status, exc.code, exc.message, headers=headers)
+
+
+def unexpected(exc: Exception) -> JSONResponse:
+    """The response for a failure no client can act on (an :class:`~orc.errors.InternalError` is one): nothing
+    about it leaves the server but a stable code; its type is logged, its details only at DEBUG."""
+    log.warning("request failed: %s", type(exc).__name__)
+    log.debug("request failure details", exc_info=exc)
+    return problem(500, "internal_error", "the request failed on the server; it was not stored")
 
 
 def install(app: FastAPI) -> None:
@@ -87,6 +97,4 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.warning("request failed: %s", type(exc).__name__)
-        log.debug("request failure details", exc_info=exc)
-        return problem(500, "internal_error", "the request failed on the server; it was not stored")
+        return unexpected(exc)

@@ -6,10 +6,15 @@ SDKs, so they are imported from their modules only by deployments that use them:
 
     from orc.storage.cosmos import CosmosCollectionProvider
     from orc.storage.azure_blob import AzureBlobStore
+
+The port errors (:class:`StorageError`, :class:`ItemNotFound`, :class:`ItemAlreadyExists`, :class:`ETagMismatch`,
+:class:`StorageUnavailable`) are defined in :mod:`orc.errors` with every other error and re-exported here, so a
+backend's author finds them beside the ports they implement.
 """
 
 from __future__ import annotations
 
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound, StorageError, StorageUnavailable
 from orc.storage.localfs import LocalBlobStore
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.storage.ports import (
@@ -18,12 +23,7 @@ from orc.storage.ports import (
     BlobStore,
     CollectionProvider,
     DocumentCollection,
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
     JsonScalar,
-    StorageError,
-    StorageUnavailable,
     StoredItem,
 )
 from orc.storage.sqlite import SqliteCollectionProvider

@@ -34,16 +34,16 @@ from azure.core.exceptions import (
 from azure.storage.blob import BlobProperties, ContentSettings
 from azure.storage.blob.aio import ContainerClient, ExponentialRetry
 
-from orc.errors import ConfigurationError
-from orc.storage.memory import check_blob_name, check_metadata, check_put_conditions
-from orc.storage.ports import (
-    BlobInfo,
+from orc.errors import (
+    ConfigurationError,
     ETagMismatch,
     ItemAlreadyExists,
     ItemNotFound,
     StorageError,
     StorageUnavailable,
 )
+from orc.storage._common import check_blob_name, check_metadata, check_put_conditions
+from orc.storage.ports import BlobInfo
 
 __all__ = ["AzureBlobStore"]
 

@@ -25,7 +25,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from orc.storage.ports import DocumentCollection, ItemAlreadyExists, StoredItem
+from orc.errors import ItemAlreadyExists
+from orc.storage.ports import DocumentCollection, StoredItem
 
 _CHECKPOINT = "checkpoint"
 _WRITE = "write"

@@ -33,8 +33,15 @@ from azure.cosmos import PartitionKey
 from azure.cosmos.aio import ContainerProxy, CosmosClient, DatabaseProxy
 from azure.cosmos.exceptions import CosmosHttpResponseError
 
-from orc.errors import ConfigurationError
-from orc.storage.memory import (
+from orc.errors import (
+    ConfigurationError,
+    ETagMismatch,
+    ItemAlreadyExists,
+    ItemNotFound,
+    StorageError,
+    StorageUnavailable,
+)
+from orc.storage._common import (
     break_ties_by_id,
     check_collection_name,
     check_item_id,
@@ -44,15 +51,7 @@ from orc.storage.memory import (
     sort_key,
     to_json_object,
 )
-from orc.storage.ports import (
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    JsonScalar,
-    StorageError,
-    StorageUnavailable,
-    StoredItem,
-)
+from orc.storage.ports import JsonScalar, StoredItem
 
 __all__ = ["CosmosCollection", "CosmosCollectionProvider", "parse_cosmos_connection_string"]
 

@@ -37,8 +37,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from orc.storage.memory import check_blob_name, check_metadata, check_put_conditions, new_etag
-from orc.storage.ports import BlobInfo, ETagMismatch, ItemAlreadyExists, ItemNotFound, StorageUnavailable
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound, StorageUnavailable
+from orc.storage._common import check_blob_name, check_metadata, check_put_conditions, new_etag
+from orc.storage.ports import BlobInfo
 
 __all__ = ["LocalBlobStore"]
 

@@ -1,7 +1,9 @@
-"""The two storage ports every backend implements, and the errors they raise.
+"""The two storage ports every backend implements.
 
 Repositories (conversations, catalog, digests, idempotency records) are built once on these ports, so a new
-backend is two small adapters, proven by the shared conformance suite in ``tests/storage``.
+backend is two small adapters, proven by the conformance suites shipped in :mod:`orc.testing.conformance`.
+The errors the contracts name (:class:`~orc.errors.ItemNotFound`, :class:`~orc.errors.ItemAlreadyExists`,
+:class:`~orc.errors.ETagMismatch`, :class:`~orc.errors.StorageUnavailable`) live in :mod:`orc.errors`.
 """
 
 from __future__ import annotations
@@ -11,31 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from orc.errors import ServiceUnavailable
-
 JsonScalar = str | int | float | bool | None
-
-
-class StorageError(Exception):
-    """Base of the storage port errors. Messages never include account URLs or keys."""
-
-
-class ItemNotFound(StorageError):
-    """The item or blob does not exist."""
-
-
-class ItemAlreadyExists(StorageError):
-    """``create`` found an item with the same id in the partition (or a blob with ``if_none_match``)."""
-
-
-class ETagMismatch(StorageError):
-    """An ``if_match`` ETag no longer matches the stored version."""
-
-
-class StorageUnavailable(ServiceUnavailable):
-    """The backend is unreachable, throttling beyond the retry budget, or failing; retry later."""
-
-    code = "storage_unavailable"
 
 
 @dataclass(frozen=True, slots=True)

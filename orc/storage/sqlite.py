@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from orc.storage.memory import (
+from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound, StorageUnavailable
+from orc.storage._common import (
     check_collection_name,
     check_item_id,
     check_partition_key,
@@ -33,14 +34,7 @@ from orc.storage.memory import (
     new_etag,
     to_json_object,
 )
-from orc.storage.ports import (
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    JsonScalar,
-    StorageUnavailable,
-    StoredItem,
-)
+from orc.storage.ports import JsonScalar, StoredItem
 
 __all__ = ["MIGRATIONS", "SqliteCollection", "SqliteCollectionProvider"]
 
@@ -67,7 +61,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 _BUSY_TIMEOUT_SECONDS = 5.0
 
-# Cosmos DB's cross-type order (see orc.storage.memory.json_rank), computed from SQLite's json_type().
+# Cosmos DB's cross-type order (see orc.storage._common.json_rank), computed from SQLite's json_type().
 _RANK_SQL = (
     "CASE json_type(body, {path}) WHEN 'null' THEN 1 WHEN 'true' THEN 2 WHEN 'false' THEN 2 "
     "WHEN 'integer' THEN 3 WHEN 'real' THEN 3 WHEN 'text' THEN 4 ELSE 5 END"

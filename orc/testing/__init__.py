@@ -8,17 +8,15 @@
   process-wide; ``orc.testing.pytest_plugin`` has a ``no_model_requests`` fixture;
 - :class:`ObservedProvider` / :class:`ObservedBlobStore` wrap any store so every call can be counted, timed
   or made to fail.
+
+:class:`ScriptExhausted` is defined in :mod:`orc.errors` (the one error tree) and re-exported here, beside the
+doubles that raise it. The storage conformance suites live in :mod:`orc.testing.conformance`, which needs pytest
+and is therefore not imported here.
 """
 
+from orc.errors import ScriptExhausted
 from orc.models.guard import allow_model_requests, forbid_model_requests, model_requests_allowed
-from orc.testing.scripted import (
-    FunctionChatModel,
-    ModelRequest,
-    ResponseFunction,
-    ScriptedChatModel,
-    ScriptExhausted,
-    ScriptStep,
-)
+from orc.testing.scripted import FunctionChatModel, ModelRequest, ResponseFunction, ScriptedChatModel, ScriptStep
 from orc.testing.storage import ObservedBlobStore, ObservedCollection, ObservedProvider, Observer
 
 __all__ = [

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
+from orc.errors import ScriptExhausted
 from orc.models.messages import (
     Reply,
     ToolSchemaChatModel,
@@ -33,7 +34,6 @@ __all__ = [
     "FunctionChatModel",
     "ModelRequest",
     "ResponseFunction",
-    "ScriptExhausted",
     "ScriptStep",
     "ScriptedChatModel",
 ]
@@ -44,10 +44,6 @@ exception to raise (to test how callers handle a failing model)."""
 
 ResponseFunction: TypeAlias = Callable[[list[BaseMessage], list[dict[str, Any]]], AIMessage | str]
 """``(messages, tools offered in OpenAI format) -> reply`` for :class:`FunctionChatModel`."""
-
-
-class ScriptExhausted(AssertionError):
-    """The model was asked for more responses than its script holds."""
 
 
 class ModelRequest(NamedTuple):

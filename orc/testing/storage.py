@@ -2,16 +2,23 @@
 
 Each wrapped call runs inside ``observe("<collection>.<operation>")`` (``"blobs.<operation>"`` for the blob
 store), a context manager supplied by the caller: it may record the call, time it, or raise to inject a fault
-before the call reaches the inner store.
+before the call reaches the inner store. :func:`unique_name` names a fresh collection or container.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from orc.storage.ports import BlobInfo, BlobStore, CollectionProvider, DocumentCollection, JsonScalar, StoredItem
+
+
+def unique_name(prefix: str = "t") -> str:
+    """A fresh collection or container name (lower-case, valid for every backend)."""
+    return f"{prefix}{uuid.uuid4().hex[:24]}"
+
 
 Observer = Callable[[str], AbstractContextManager[object]]
 """Called with the call's name; the call runs inside the context manager it returns."""

@@ -10,9 +10,8 @@ from langchain_core.messages import BaseMessage
 
 from orc.contracts import FileRef
 from orc.documents.document_chat import DocumentChatService
-from orc.documents.extraction import ExtractionError
 from orc.documents.file_cache import ProcessedFileCache
-from orc.errors import InvalidInput, InvalidName, NotFound, PayloadTooLarge, ServiceUnavailable
+from orc.errors import ExtractionError, InvalidInput, InvalidName, NotFound, PayloadTooLarge, ServiceUnavailable
 from orc.names import BlobPaths
 from orc.principal import Principal
 from orc.testing import FunctionChatModel

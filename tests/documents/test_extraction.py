@@ -9,19 +9,8 @@ import docx
 import pytest
 from pypdf import PdfWriter
 
-from orc.documents.extraction import (
-    CSV,
-    DOCX,
-    HTML,
-    JSON,
-    MARKDOWN,
-    PDF,
-    TEXT,
-    ExtractionError,
-    detect_media_type,
-    extract,
-)
-from orc.errors import InvalidInput, UnsupportedMediaType
+from orc.documents.extraction import CSV, DOCX, HTML, JSON, MARKDOWN, PDF, TEXT, detect_media_type, extract
+from orc.errors import ExtractionError, InvalidInput, UnsupportedMediaType
 from tests.documents.pdf_factory import make_pdf
 
 

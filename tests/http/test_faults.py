@@ -10,9 +10,9 @@ import pytest
 
 from orc.composition import Stores
 from orc.conversations import ConversationRepository, Turn
+from orc.errors import ETagMismatch, ItemAlreadyExists, StorageUnavailable
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
-from orc.storage.ports import ETagMismatch, ItemAlreadyExists, StorageUnavailable
 from tests.http.conftest import open_client, upload
 from tests.support import CallCounter, counting_stores
 

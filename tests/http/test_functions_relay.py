@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from orc.http.functions_relay import AsgiRelay, LifespanFailed
+from orc.errors import LifespanFailed
+from orc.http.functions_relay import AsgiRelay
 from tests.functions_requests import read, worker_request
 
 

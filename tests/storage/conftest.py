@@ -1,4 +1,5 @@
-"""Backends for the storage conformance suites: every test runs once per backend, on fresh storage.
+"""Backends for the storage conformance suites (:mod:`orc.testing.conformance`): every test runs once per
+backend, on fresh storage.
 
 Collections: memory, SQLite (a file in the test's tmp folder), Cosmos DB (cosmosdb-server emulator).
 Blobs: memory, a local folder, Azure Blob Storage (Azurite). Emulator-backed params carry the ``emulator``
@@ -7,7 +8,6 @@ mark (``-m "not emulator"`` runs the embedded backends only).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from orc.storage.localfs import LocalBlobStore
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.storage.ports import BlobStore, CollectionProvider, DocumentCollection
 from orc.storage.sqlite import SqliteCollectionProvider
+from orc.testing.storage import unique_name
 from tests.emulators import AzuriteBlob, CosmosEmulator
 
 COLLECTION_BACKENDS = [
@@ -32,11 +33,6 @@ BLOB_BACKENDS = [
     pytest.param("local", id="local"),
     pytest.param("azure-blob", id="azure-blob", marks=pytest.mark.emulator),
 ]
-
-
-def unique_name(prefix: str = "t") -> str:
-    """A fresh collection or container name (lower-case, valid for every backend)."""
-    return f"{prefix}{uuid.uuid4().hex[:24]}"
 
 
 def emulator_cosmos_provider(emulator: CosmosEmulator, **options: Any) -> CosmosCollectionProvider:

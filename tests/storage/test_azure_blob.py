@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from azure.storage.blob.aio import ContainerClient
 
-from orc.errors import ConfigurationError
+from orc.errors import ConfigurationError, StorageUnavailable
 from orc.storage.azure_blob import AzureBlobStore
-from orc.storage.ports import StorageUnavailable
 from tests.emulators import AZURITE_KEY, AzuriteBlob, free_port
 from tests.storage.conftest import azurite_blob_store, unique_name
 

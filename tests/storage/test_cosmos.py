@@ -19,9 +19,8 @@ from azure.core.credentials import AccessToken
 from azure.cosmos import PartitionKey
 from azure.cosmos.aio import CosmosClient
 
-from orc.errors import ConfigurationError
+from orc.errors import ConfigurationError, StorageUnavailable
 from orc.storage.cosmos import CosmosCollectionProvider, parse_cosmos_connection_string
-from orc.storage.ports import StorageUnavailable
 from tests.emulators import COSMOS_EMULATOR_KEY, CosmosEmulator, free_port
 from tests.storage.conftest import emulator_cosmos_provider, unique_name
 

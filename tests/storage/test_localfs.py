@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from orc.errors import ETagMismatch, ItemAlreadyExists
 from orc.storage.localfs import LocalBlobStore
-from orc.storage.ports import ETagMismatch, ItemAlreadyExists
 
 
 @pytest.fixture

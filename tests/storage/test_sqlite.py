@@ -6,7 +6,8 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from orc.storage.ports import DocumentCollection, ItemAlreadyExists, StoredItem
+from orc.errors import ItemAlreadyExists
+from orc.storage.ports import DocumentCollection, StoredItem
 from orc.storage.sqlite import MIGRATIONS, SqliteCollectionProvider
 
 PK = "org/user"
