@@ -66,12 +66,14 @@ class Match:
     """How many of the query's distinct terms occur in the passage."""
 
 
-def score(query_terms: Sequence[str], groups: Sequence[Postings], weights: Sequence[float] | None = None) -> list[Match]:
+def score(
+    query_terms: Sequence[str], groups: Sequence[Postings], weights: Sequence[float] | None = None
+) -> list[Match]:
     """Every passage of ``groups`` that shares a term with the query, scored, in no particular order; each
     group's scores are multiplied by its weight (1 when ``weights`` is ``None``)."""
     return [
-        Match(group=group, passage=passage, score=value, matched=matched)
-        for value, group, passage, matched in _scored(query_terms, groups, weights)
+        Match(group=group, passage=passage, score=-negated, matched=matched)
+        for negated, group, passage, matched in _scored(query_terms, groups, weights)
     ]
 
 
@@ -81,15 +83,18 @@ def best(
     """The ``limit`` best passages of :func:`score`, best first; ties go to the earlier group, then passage."""
     if limit <= 0:
         return []
-    # Plain tuples until the few winners are known: a common term can match most of 10,000 passages.
-    top = heapq.nsmallest(limit, _scored(query_terms, groups, weights), key=lambda item: (-item[0], item[1], item[2]))
-    return [Match(group=group, passage=passage, score=value, matched=matched) for value, group, passage, matched in top]
+    # Plain tuples that sort best first until the few winners are known: a common term can match most of
+    # 10,000 passages, and a key function per candidate cost as much as the scoring.
+    top = heapq.nsmallest(limit, _scored(query_terms, groups, weights))
+    return [
+        Match(group=group, passage=passage, score=-negated, matched=matched) for negated, group, passage, matched in top
+    ]
 
 
 def _scored(
     query_terms: Sequence[str], groups: Sequence[Postings], weights: Sequence[float] | None
 ) -> Iterator[tuple[float, int, int, int]]:
-    """(score, group, passage, matched terms) of every passage that shares a term with the query."""
+    """(-score, group, passage, matched terms) of every passage that shares a term with the query."""
     if weights is not None and len(weights) != len(groups):
         raise ValueError("one weight per group")
     terms = list(dict.fromkeys(query_terms))
@@ -102,14 +107,23 @@ def _scored(
         found = sum(len(group.terms.get(term, ())) for group in groups)
         if found:
             idf[term] = math.log((passage_count - found + 0.5) / (found + 0.5) + 1.0)
+    # score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average)), with the constants hoisted.
+    constant = K1 * (1.0 - B)
+    per_length = K1 * B / average
     for position, group in enumerate(groups):
+        weight = -(K1 + 1.0) * (1.0 if weights is None else weights[position])
+        lengths = group.lengths
         scores: dict[int, float] = {}
         matched: dict[int, int] = {}
         for term, term_idf in idf.items():
+            factor = term_idf * weight
             for passage, frequency in group.terms.get(term, ()):
-                norm = K1 * (1.0 - B + B * group.lengths[passage] / average)
-                scores[passage] = scores.get(passage, 0.0) + term_idf * frequency * (K1 + 1.0) / (frequency + norm)
-                matched[passage] = matched.get(passage, 0) + 1
-        weight = 1.0 if weights is None else weights[position]
+                value = factor * frequency / (frequency + constant + per_length * lengths[passage])
+                if passage in scores:
+                    scores[passage] += value
+                    matched[passage] += 1
+                else:
+                    scores[passage] = value
+                    matched[passage] = 1
         for passage, value in scores.items():
-            yield value * weight, position, passage, matched[passage]
+            yield value, position, passage, matched[passage]
