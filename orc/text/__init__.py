@@ -5,7 +5,7 @@ document_chat, citations and the offline model alike.
 """
 
 from orc.text.bm25 import Match, Postings, best, index_passages, score
-from orc.text.ranking import Ranked, rank, rank_tokenized
+from orc.text.ranking import Ranked, rank, rank_indexed, rank_tokenized
 from orc.text.sentences import split_sentences
 from orc.text.tokens import STOPWORDS, stem, tokenize
 
@@ -17,6 +17,7 @@ __all__ = [
     "best",
     "index_passages",
     "rank",
+    "rank_indexed",
     "rank_tokenized",
     "score",
     "split_sentences",

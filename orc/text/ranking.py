@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from orc.text.bm25 import index_passages, score
+from orc.text.bm25 import Postings, index_passages, score
 from orc.text.tokens import tokenize
 
 
@@ -31,15 +31,23 @@ def rank(query: str, passages: Sequence[str], *, limit: int | None = None) -> li
 def rank_tokenized(
     query_terms: Sequence[str], corpus: Sequence[Sequence[str]], *, limit: int | None = None
 ) -> list[Ranked]:
-    """:func:`rank` over passages already split by :func:`tokenize`, for callers that keep the tokens with the
-    passages (tokenizing was most of the cost of ranking a few documents' spans on every question)."""
+    """:func:`rank` over passages already split by :func:`tokenize`."""
+    return rank_indexed(query_terms, [index_passages(corpus)], limit=limit) if corpus else []
+
+
+def rank_indexed(query_terms: Sequence[str], groups: Sequence[Postings], *, limit: int | None = None) -> list[Ranked]:
+    """:func:`rank` over passages indexed in groups (e.g. one per document, made once and kept with it);
+    a :class:`Ranked`'s ``index`` counts the passages of all the groups, in order."""
     distinct = len(set(query_terms))
-    if not distinct or not corpus:
+    if not distinct:
         return []
+    offsets = [0]
+    for group in groups:
+        offsets.append(offsets[-1] + group.size)
     ranked = []
-    for match in score(query_terms, [index_passages(corpus)]):
+    for match in score(query_terms, groups):
         overlap = match.matched / distinct
         # BM25's idf is small in tiny corpora (a term in every passage scores ~0); the overlap keeps order sane.
-        ranked.append(Ranked(index=match.passage, score=match.score + overlap, overlap=overlap))
+        ranked.append(Ranked(index=offsets[match.group] + match.passage, score=match.score + overlap, overlap=overlap))
     ranked.sort(key=lambda item: (-item.score, item.index))
     return ranked[:limit] if limit is not None else ranked

@@ -80,7 +80,9 @@ def test_words_tokenized_in_several_threads_at_once_get_the_stems_one_thread_giv
     # A stemmer shared between threads raised IndexError (a document then failed to process) ...
     errors = [(word, got) for word, got in outcomes if isinstance(got, str)]
     # ... and, worse, silently returned another word's stem.
-    wrong = [(word, got, expected[word]) for word, got in outcomes if not isinstance(got, str) and got != expected[word]]
+    wrong = [
+        (word, got, expected[word]) for word, got in outcomes if not isinstance(got, str) and got != expected[word]
+    ]
     assert (len(errors), len(wrong), errors[:3], wrong[:3]) == (0, 0, [], [])
     # Nor did the process remember a wrong stem for later documents and queries.
     remembered = [word for batch in batches for word in batch if tokenize(word, keep_stopwords=True) != expected[word]]
