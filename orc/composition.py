@@ -37,6 +37,7 @@ from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.library import DocumentLibrary
 from orc.documents.processing import DocumentProcessor
 from orc.documents.search import IndexCache
+from orc.documents.session_texts import SessionTexts
 from orc.documents.text_store import TextStore
 from orc.graph import build_graph
 from orc.idempotency import IdempotencyKeys
@@ -173,18 +174,22 @@ async def build_document_services(
         settings, chat_model, chat_model_given=model is not None, digest_model=digest_model, resources=stack
     )
     catalog = await stores.collections.collection("catalog")
+    idempotency = IdempotencyKeys(
+        await stores.collections.collection("idempotency"), ttl=timedelta(seconds=settings.idempotency_ttl_seconds)
+    )
+    conversations = ConversationRepository(await stores.collections.collection("conversations"))
+    library, context = await _document_library(settings, stack, stores, catalog, digests_by, idempotency, conversations)
     document_chat = DocumentChatService(
         stores.blobs,
         ProcessedFileCache(settings.file_cache_ttl_seconds),
         chat_model,
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
+        # What the document processor stored is read, not extracted again, and file ids hold across instances.
+        texts=SessionTexts(
+            library.session_files, TextStore(await stores.collections.collection("document_text")), library.indexes
+        ),
     )
-    idempotency = IdempotencyKeys(
-        await stores.collections.collection("idempotency"), ttl=timedelta(seconds=settings.idempotency_ttl_seconds)
-    )
-    conversations = ConversationRepository(await stores.collections.collection("conversations"))
-    library, context = await _document_library(settings, stack, stores, catalog, digests_by, idempotency, conversations)
     services = McpServices(document_chat=document_chat, max_question_chars=settings.max_question_chars, library=library)
     return DocumentServices(
         mcp=services,

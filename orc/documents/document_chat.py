@@ -1,9 +1,11 @@
 """The document_chat service: answer a question over named session documents with one model call.
 
 document-chat-workflow "MCP Contract": ``{question, document_names, cached_file_info?}`` →
-``{answer, files: [{file_id, blob_name}], metadata}``. A ``file_id`` in ``cached_file_info`` that the cache
-still holds for the same scope, blob and ETag skips download and extraction; any other id (unknown, expired,
-stale, another user's) silently falls back to fresh processing and a new id.
+``{answer, files: [{file_id, blob_name}], metadata}``. A ``file_id`` in ``cached_file_info`` issued (by this
+instance or another sharing the stores) for the same scope, blob and ETag, and not expired, is honoured: the
+file is reused without a download; any other id (unknown, expired, stale, another user's) silently falls back
+to fresh processing and a new id. Processing means reading the text, spans and index the document processor
+already made (:mod:`orc.documents.session_texts`); only a blob it never processed is downloaded and extracted.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan
 from orc.documents.extraction import extract
 from orc.documents.file_cache import ProcessedFileCache
-from orc.documents.spans import Span, make_spans, source_ref
+from orc.documents.search import SpanIndex, build_index
+from orc.documents.session_texts import NOTHING_PROCESSED, ProcessedTexts
+from orc.documents.spans import Span, source_ref
+from orc.documents.text_store import process_extracted
 from orc.errors import (
     InvalidInput,
     ItemNotFound,
@@ -35,7 +40,7 @@ from orc.models.prompting import format_sources, load_prompt
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
 from orc.storage.ports import BlobInfo, BlobStore
-from orc.text import rank_tokenized, tokenize
+from orc.text import rank_indexed, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -44,16 +49,25 @@ logger = logging.getLogger(__name__)
 class _LoadedFile:
     blob_name: str
     file_id: str
-    spans: tuple[Span, ...]
-    tokens: tuple[tuple[str, ...], ...]
+    index: SpanIndex
     reused: bool
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        return self.index.text.spans
+
+
+def _extract_and_index(data: bytes, name: str, content_type: str) -> SpanIndex:
+    """The processor's own steps (extract → spans → index), for a blob it never processed."""
+    return build_index(process_extracted(extract(data, name, content_type)))
 
 
 class DocumentChatService:
     """Answers questions over a conversation's attached documents, reusing processed files by ``file_id``.
 
     Every storage path is built by :meth:`orc.names.BlobPaths.session_blob` from the principal and the
-    conversation, so a caller can only ever read its own conversation's documents.
+    conversation, so a caller can only ever read its own conversation's documents. ``texts`` finds what the
+    document processor already made of them (by default nothing: every document is extracted here).
     """
 
     def __init__(
@@ -64,6 +78,7 @@ class DocumentChatService:
         *,
         model_label: str,
         max_document_bytes: int,
+        texts: ProcessedTexts = NOTHING_PROCESSED,
         max_sources: int = 8,
         max_question_chars: int = 4000,
         max_documents: int = 20,
@@ -73,6 +88,7 @@ class DocumentChatService:
             raise ValueError("limits must be positive")
         self._blobs = blobs
         self._cache = cache
+        self._texts = texts
         self._model = model
         self._model_label = model_label
         self._max_document_bytes = max_document_bytes
@@ -178,18 +194,24 @@ class DocumentChatService:
             reused = self._reuse(cached_ids.get(name), name, info, scope)
             if reused is not None:
                 loaded[name] = reused
-        # A warm turn reuses every file: no task is started for it.
+        # A warm turn reuses every file: no storage call and no task is made for it.
         missing = [name for name in names if name not in loaded]
         if missing:
-            try:
-                async with asyncio.TaskGroup() as group:
-                    tasks = {
-                        name: group.create_task(self._load(paths[name], infos[name], scope, name)) for name in missing
-                    }
-            except BaseExceptionGroup as failures:
-                # Callers and the MCP tool map single, typed errors; a group of them would hide the code.
-                raise _most_relevant(failures) from None
-            loaded.update((name, task.result()) for name, task in tasks.items())
+            indexes = await self._texts.indexes(principal, conversation_id, {name: infos[name] for name in missing})
+            unprocessed = [name for name in missing if name not in indexes]
+            if unprocessed:
+                try:
+                    async with asyncio.TaskGroup() as group:
+                        tasks = {
+                            name: group.create_task(self._extract(paths[name], infos[name], name))
+                            for name in unprocessed
+                        }
+                except BaseExceptionGroup as failures:
+                    # Callers and the MCP tool map single, typed errors; a group of them would hide the code.
+                    raise _most_relevant(failures) from None
+                indexes.update((name, task.result()) for name, task in tasks.items())
+            for name in missing:
+                loaded[name] = self._keep(cached_ids.get(name), name, infos[name], scope, indexes[name])
         return [loaded[name] for name in names]
 
     async def _current_infos(
@@ -212,15 +234,24 @@ class DocumentChatService:
         return {name: listed[path] for name, path in paths.items() if path in listed}
 
     def _reuse(self, cached_id: str | None, name: str, info: BlobInfo, scope: str) -> _LoadedFile | None:
-        """The cached processed file ``cached_id`` names, if it is still this scope's current version of ``name``."""
+        """The file ``cached_id`` names, if this process holds it and it is this scope's current ``name``."""
         if cached_id is None:
             return None
         entry = self._cache.get(cached_id, name, info.etag, scope=scope)
         if entry is None:
             return None
-        return _LoadedFile(blob_name=name, file_id=entry.file_id, spans=entry.spans, tokens=entry.tokens, reused=True)
+        return _LoadedFile(blob_name=name, file_id=entry.file_id, index=entry.index, reused=True)
 
-    async def _load(self, path: str, info: BlobInfo, scope: str, name: str) -> _LoadedFile:
+    def _keep(self, cached_id: str | None, name: str, info: BlobInfo, scope: str, index: SpanIndex) -> _LoadedFile:
+        """Cache a file just read or extracted: under ``cached_id`` when it is still good (it came from another
+        instance, or this one forgot it), else under a new id."""
+        honoured = cached_id is not None and self._cache.honours(cached_id, name, info.etag, scope=scope)
+        entry = self._cache.put(
+            scope=scope, blob_name=name, etag=info.etag, index=index, file_id=cached_id if honoured else None
+        )
+        return _LoadedFile(blob_name=name, file_id=entry.file_id, index=entry.index, reused=honoured)
+
+    async def _extract(self, path: str, info: BlobInfo, name: str) -> SpanIndex:
         if info.size > self._max_document_bytes:
             raise _too_large(name, self._max_document_bytes)
         try:
@@ -230,18 +261,13 @@ class DocumentChatService:
             raise _not_found(name) from None
         if len(data) > self._max_document_bytes:
             raise _too_large(name, self._max_document_bytes)
-        document = await asyncio.to_thread(extract, data, name, info.content_type)
-        spans = make_spans(document)
-        entry = self._cache.put(
-            scope=scope, blob_name=name, etag=info.etag, spans=spans, media_type=document.media_type
-        )
-        return _LoadedFile(blob_name=name, file_id=entry.file_id, spans=entry.spans, tokens=entry.tokens, reused=False)
+        return await asyncio.to_thread(_extract_and_index, data, name, info.content_type)
 
     def _select_sources(self, question: str, files: list[_LoadedFile]) -> list[SourceSpan]:
         """The best-matching spans across all files; the first spans of each file when nothing matches."""
         candidates = [(file.blob_name, span) for file in files for span in file.spans]
-        corpus = [tokens for file in files for tokens in file.tokens]
-        ranked = rank_tokenized(tokenize(question), corpus, limit=self._max_sources)
+        groups = [file.index.postings for file in files]
+        ranked = rank_indexed(tokenize(question), groups, limit=self._max_sources)
         if ranked:
             chosen = [candidates[item.index] for item in ranked]
         else:

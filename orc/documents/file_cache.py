@@ -3,43 +3,55 @@
 A ``file_id`` is a handle the model round-trips through ``cached_file_info``; it is not the catalog's
 ``document_id``. It is only honoured for the scope (principal + conversation) and blob it was issued for and
 while the blob is unchanged, so a leaked or replayed id can never read another user's document or stale text.
-The cache is per process; a miss only costs a fresh download and extraction.
+
+The id carries its own proof: its expiry and a checksum of (scope, blob name, ETag, expiry), so any instance that
+shares the stores can honour an id another instance issued (:meth:`ProcessedFileCache.honours`) without a shared
+table of ids. It is a checksum, not a credential: the caller's own scope is what guards the documents, and a
+forged id can only ever name the caller's own, current blob. The processed files themselves are cached per
+process; a miss costs a read of the stored text (or an extraction, for a blob that was never processed).
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from orc.documents.search import SpanIndex
 from orc.documents.spans import Span
-from orc.text import tokenize
+
+_PREFIX = "file-"
 
 
 @dataclass(frozen=True, slots=True)
 class ProcessedFile:
-    """One processed document: its spans and the blob version they were made from."""
+    """One processed document: its spans' search index and the blob version they were made from."""
 
     file_id: str
     scope: str
     """The session blob prefix (``{organization}/{user}/{conversation}/``) the id was issued under."""
     blob_name: str
     etag: str
-    spans: tuple[Span, ...]
-    tokens: tuple[tuple[str, ...], ...]
-    """Each span's :func:`orc.text.tokenize` tokens, made once so every later question only ranks them."""
-    media_type: str
+    index: SpanIndex
+    """The text, spans and their BM25 postings, made once so every later question only ranks them."""
     created_at: float
     expires_at: float
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        """The document's spans."""
+        return self.index.text.spans
 
 
 class ProcessedFileCache:
     """An in-process, LRU-bounded map of ``file_id`` to :class:`ProcessedFile` with a time to live.
 
-    ``clock`` is injectable so tests expire entries without sleeping. Safe to share between threads.
+    ``clock`` (wall-clock seconds, as ids are checked on other instances) is injectable so tests expire entries
+    without sleeping. Safe to share between threads.
 
     Entries are ordered by last use (LRU), not by expiry, so expiries are kept apart in put order, which is
     expiry order (one TTL, a monotonic clock): a put drops what has expired from the front of that queue instead
@@ -50,7 +62,7 @@ class ProcessedFileCache:
         self,
         ttl_seconds: float,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
         max_entries: int = 1000,
     ) -> None:
         if ttl_seconds <= 0:
@@ -69,24 +81,33 @@ class ProcessedFileCache:
         with self._lock:
             return len(self._entries)
 
-    def put(self, *, scope: str, blob_name: str, etag: str, spans: Sequence[Span], media_type: str) -> ProcessedFile:
-        """Store a processed document under a new random ``file_id``; the stored entry."""
+    def put(
+        self, *, scope: str, blob_name: str, etag: str, index: SpanIndex, file_id: str | None = None
+    ) -> ProcessedFile:
+        """Store a processed document under ``file_id`` (an id :meth:`honours` accepts for it, e.g. one another
+        instance issued) or a new one; the stored entry."""
         now = self._clock()
+        expires_at = now + self._ttl
+        if file_id is None or not self.honours(file_id, blob_name, etag, scope=scope):
+            file_id = _issue(scope, blob_name, etag, expires_at)
+        else:
+            # An adopted id keeps its issuer's expiry. It may then expire before entries put earlier: the expiry
+            # queue drops it a little late, and get() checks every entry's own expiry anyway.
+            expires_at = min(expires_at, _expiry(file_id))
         entry = ProcessedFile(
-            file_id=f"file-{secrets.token_hex(12)}",
+            file_id=file_id,
             scope=scope,
             blob_name=blob_name,
             etag=etag,
-            spans=tuple(spans),
-            tokens=tuple(tuple(tokenize(span.text)) for span in spans),
-            media_type=media_type,
+            index=index,
             created_at=now,
-            expires_at=now + self._ttl,
+            expires_at=expires_at,
         )
         key = (scope, entry.file_id)
         with self._lock:
             self._drop_expired(now)
             self._entries[key] = entry
+            self._entries.move_to_end(key)
             self._expiries.append((entry.expires_at, key))
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
@@ -95,6 +116,20 @@ class ProcessedFileCache:
                 # rebuilding from the live entries keeps it bounded (amortized over max_entries puts).
                 self._expiries = deque(sorted((e.expires_at, k) for k, e in self._entries.items()))
         return entry
+
+    def honours(self, file_id: str, blob_name: str, etag: str, *, scope: str) -> bool:
+        """Whether ``file_id`` was issued (by any instance) for this scope, blob and ETag, and has not expired."""
+        parts = file_id[len(_PREFIX) :].split(".") if file_id.startswith(_PREFIX) else []
+        if len(parts) != 3:
+            return False
+        nonce, expiry, _ = parts
+        try:
+            expires_at = int(expiry, 16) / 1000
+        except ValueError:
+            return False
+        return expires_at > self._clock() and secrets.compare_digest(
+            file_id, _handle(nonce, expiry, scope, blob_name, etag)
+        )
 
     def get(self, file_id: str, blob_name: str, etag: str, *, scope: str) -> ProcessedFile | None:
         """The entry for ``file_id`` if it is known in ``scope``, unexpired, for ``blob_name`` and ``etag``.
@@ -123,3 +158,18 @@ class ProcessedFileCache:
             _, key = self._expiries.popleft()
             # File ids are random and never reused, so a key still present is the entry this expiry is for.
             self._entries.pop(key, None)
+
+
+def _issue(scope: str, blob_name: str, etag: str, expires_at: float) -> str:
+    # The nonce makes every issue a new id; the expiry is in milliseconds, rounded down, so no instance honours
+    # an id past the expiry its issuer gave it.
+    return _handle(secrets.token_hex(6), format(int(expires_at * 1000), "x"), scope, blob_name, etag)
+
+
+def _expiry(file_id: str) -> float:
+    return int(file_id.split(".")[1], 16) / 1000
+
+
+def _handle(nonce: str, expiry: str, scope: str, blob_name: str, etag: str) -> str:
+    checksum = hashlib.sha256("\x1f".join((nonce, expiry, scope, blob_name, etag)).encode()).hexdigest()[:24]
+    return f"{_PREFIX}{nonce}.{expiry}.{checksum}"

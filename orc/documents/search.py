@@ -4,23 +4,19 @@ Each document's index depends only on its text, so it is cached per process by (
 ``chunking_version``) and rebuilt from the stored text when missing: the persisted spans are the truth, the
 index is a derived cache that works the same over every storage backend. A query scores the union of the
 available documents' spans with corpus statistics (document frequencies, average length) summed over that
-union, so a span ranks the same wherever its document sits in the tree.
+union, so a span ranks the same wherever its document sits in the tree. Tokens and BM25 are
+:mod:`orc.text`'s, the same every other ranking in orc uses.
 """
 
 from __future__ import annotations
 
-import heapq
-import math
 import threading
-from collections import Counter, OrderedDict
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orc.documents.text_store import DocumentText
-from orc.text import tokenize
-
-K1 = 1.5
-B = 0.75
+from orc.text import Postings, best, index_passages, tokenize
 
 IndexKey = tuple[str, str]
 """(``extracted_text_hash``, ``chunking_version``)."""
@@ -31,15 +27,12 @@ class SpanIndex:
     """The inverted index of one document's spans."""
 
     text: DocumentText
-    postings: Mapping[str, tuple[tuple[int, int], ...]]
-    """term → ((span index, term frequency), ...)."""
-    lengths: tuple[int, ...]
-    total_length: int
+    postings: Postings
 
     @property
     def span_count(self) -> int:
         """How many spans the document has."""
-        return len(self.lengths)
+        return self.postings.size
 
 
 def index_key(text: DocumentText) -> IndexKey:
@@ -49,19 +42,7 @@ def index_key(text: DocumentText) -> IndexKey:
 
 def build_index(text: DocumentText) -> SpanIndex:
     """Tokenize every span (CPU-bound: run it in a thread for big documents)."""
-    postings: dict[str, list[tuple[int, int]]] = {}
-    lengths: list[int] = []
-    for position, span in enumerate(text.spans):
-        counts = Counter(tokenize(span.text))
-        lengths.append(sum(counts.values()))
-        for term, frequency in counts.items():
-            postings.setdefault(term, []).append((position, frequency))
-    return SpanIndex(
-        text=text,
-        postings={term: tuple(entries) for term, entries in postings.items()},
-        lengths=tuple(lengths),
-        total_length=sum(lengths),
-    )
+    return SpanIndex(text=text, postings=index_passages(tokenize(span.text) for span in text.spans))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,23 +56,8 @@ class Hit:
 
 def bm25(query: str, indexes: Sequence[SpanIndex], weights: Sequence[float], limit: int) -> list[Hit]:
     """The ``limit`` best spans of ``indexes`` for ``query``; each document's scores are scaled by its weight."""
-    terms = list(dict.fromkeys(tokenize(query)))
-    span_total = sum(index.span_count for index in indexes)
-    if not terms or span_total == 0 or limit <= 0:
-        return []
-    average = max(sum(index.total_length for index in indexes) / span_total, 1.0)
-    frequencies = {term: sum(len(index.postings.get(term, ())) for index in indexes) for term in terms}
-    idf = {term: math.log((span_total - df + 0.5) / (df + 0.5) + 1.0) for term, df in frequencies.items() if df > 0}
-    candidates: list[tuple[float, int, int]] = []
-    for position, (index, weight) in enumerate(zip(indexes, weights, strict=True)):
-        scores: dict[int, float] = {}
-        for term, term_idf in idf.items():
-            for span, frequency in index.postings.get(term, ()):
-                norm = K1 * (1.0 - B + B * index.lengths[span] / average)
-                scores[span] = scores.get(span, 0.0) + term_idf * frequency * (K1 + 1.0) / (frequency + norm)
-        candidates.extend((score * weight, position, span) for span, score in scores.items())
-    best = heapq.nsmallest(limit, candidates, key=lambda item: (-item[0], item[1], item[2]))
-    return [Hit(document=position, span=span, score=round(score, 4)) for score, position, span in best]
+    found = best(tokenize(query), [index.postings for index in indexes], weights, limit=limit)
+    return [Hit(document=match.group, span=match.passage, score=round(match.score, 4)) for match in found]
 
 
 class IndexCache:

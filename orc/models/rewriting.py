@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from orc.text import tokenize
-from orc.text.ranking import STOPWORDS
+from orc.text.tokens import STOPWORDS
 
 __all__ = ["find_history", "parse_history", "rewrite_follow_up", "split_context"]
 

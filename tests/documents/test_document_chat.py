@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import re
+from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
 
+from orc.composition import Stores, build_document_services
 from orc.contracts import FileRef
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.uploads import Upload
 from orc.errors import ExtractionError, InvalidInput, InvalidName, NotFound, PayloadTooLarge, ServiceUnavailable
 from orc.names import BlobPaths
 from orc.principal import Principal
+from orc.settings import Settings
+from orc.storage.memory import MemoryCollectionProvider
 from orc.testing import FunctionChatModel
 from tests.documents.doubles import CountingBlobStore, FakeClock, citing_model
 from tests.documents.pdf_factory import make_pdf
@@ -279,3 +284,38 @@ async def test_a_failing_model_is_service_unavailable_without_its_message() -> N
 
     assert raised.value.code == "model_unavailable"
     assert "secret" not in raised.value.message
+
+
+async def test_a_file_id_issued_on_one_instance_is_reused_on_another_sharing_the_stores_without_a_download() -> None:
+    blobs = CountingBlobStore()
+    stores = Stores(collections=MemoryCollectionProvider(), blobs=blobs)
+    async with AsyncExitStack() as stack:
+        one = await build_document_services(Settings(), stack, model=citing_model(), stores=stores)
+        other = await build_document_services(Settings(), stack, model=citing_model(), stores=stores)
+        uploaded = await one.session_files.add(ALICE, CONVERSATION, [Upload("lease.pdf", LEASE)])
+        assert [file.status for file in uploaded.files] == ["ready"]
+
+        first = await one.mcp.document_chat.answer(ALICE, CONVERSATION, "What is the rent?", ["lease.pdf"], None)
+        second = await other.mcp.document_chat.answer(
+            ALICE, CONVERSATION, "Are pets allowed?", ["lease.pdf"], first.files
+        )
+
+    assert first.metadata.cache == "miss"
+    assert (second.metadata.cache, second.files) == ("hit", first.files)
+    assert "1200 EUR" in second.metadata.sources[0].text
+    # The processor downloaded the upload once; both instances read the text it stored.
+    assert blobs.gets[BlobPaths.session_blob("acme", "alice", CONVERSATION, "lease.pdf")] == 1
+
+
+async def test_a_blob_changed_behind_the_processors_back_is_extracted_afresh() -> None:
+    blobs = CountingBlobStore()
+    stores = Stores(collections=MemoryCollectionProvider(), blobs=blobs)
+    async with AsyncExitStack() as stack:
+        services = await build_document_services(Settings(), stack, model=citing_model(), stores=stores)
+        await services.session_files.add(ALICE, CONVERSATION, [Upload("handbook.txt", HANDBOOK)])
+        path = BlobPaths.session_blob("acme", "alice", CONVERSATION, "handbook.txt")
+        await blobs.put(path, b"Vacation: 30 days per year from now on.")
+
+        result = await services.mcp.document_chat.answer(ALICE, CONVERSATION, "vacation?", ["handbook.txt"], None)
+
+    assert "30 days" in result.metadata.sources[0].text

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from orc.documents.extraction import ExtractedDocument
 from orc.documents.file_cache import ProcessedFileCache
-from orc.documents.spans import Span
+from orc.documents.search import build_index
+from orc.documents.text_store import process_extracted
 from orc.text import tokenize
 from tests.documents.doubles import FakeClock
 
 SCOPE = "acme/alice/conv-1/"
-SPANS = [Span(span_id="S1", page=None, start=0, end=5, text="Hello")]
+INDEX = build_index(process_extracted(ExtractedDocument(pages=["Hello"], media_type="text/plain")))
 
 
 def _cache(clock: FakeClock, *, max_entries: int = 10) -> ProcessedFileCache:
@@ -16,7 +18,7 @@ def _cache(clock: FakeClock, *, max_entries: int = 10) -> ProcessedFileCache:
 
 
 def _put(cache: ProcessedFileCache, blob_name: str = "doc.pdf", etag: str = "v1", scope: str = SCOPE) -> str:
-    return cache.put(scope=scope, blob_name=blob_name, etag=etag, spans=SPANS, media_type="text/plain").file_id
+    return cache.put(scope=scope, blob_name=blob_name, etag=etag, index=INDEX).file_id
 
 
 def test_a_fresh_entry_is_returned_for_its_blob_and_etag() -> None:
@@ -28,9 +30,9 @@ def test_a_fresh_entry_is_returned_for_its_blob_and_etag() -> None:
 
     assert file_id.startswith("file-")
     assert entry is not None
-    assert entry.spans == tuple(SPANS)
-    # Tokenized once, when processed: each question only ranks them.
-    assert entry.tokens == (tuple(tokenize("Hello")),)
+    assert entry.spans == INDEX.text.spans
+    # Tokenized and indexed once, when processed: each question only ranks them.
+    assert list(entry.index.postings.terms) == tokenize("Hello")
     assert entry.expires_at == clock.now + 60.0
 
 
@@ -139,3 +141,38 @@ def test_expiry_stays_right_after_many_entries_left_by_eviction_and_discard() ->
 
     assert len(cache) == 1
     assert cache.get(latest, "latest.txt", "v1", scope=SCOPE) is not None
+
+
+def test_another_instance_honours_an_id_for_the_same_scope_blob_and_etag_until_it_expires() -> None:
+    clock = FakeClock()
+    file_id = _put(_cache(clock))
+    elsewhere = _cache(clock)
+
+    assert elsewhere.get(file_id, "doc.pdf", "v1", scope=SCOPE) is None  # it holds no copy of the file ...
+    assert elsewhere.honours(file_id, "doc.pdf", "v1", scope=SCOPE)  # ... but knows the id is good
+    assert not elsewhere.honours(file_id, "doc.pdf", "v2", scope=SCOPE)
+    assert not elsewhere.honours(file_id, "other.pdf", "v1", scope=SCOPE)
+    assert not elsewhere.honours(file_id, "doc.pdf", "v1", scope="acme/bob/conv-1/")
+    clock.advance(60)
+    assert not elsewhere.honours(file_id, "doc.pdf", "v1", scope=SCOPE)
+
+
+def test_an_honoured_id_is_kept_with_its_issuers_expiry_and_a_made_up_one_is_replaced() -> None:
+    clock = FakeClock()
+    file_id = _put(_cache(clock))
+    clock.advance(20)
+    elsewhere = _cache(clock)
+
+    adopted = elsewhere.put(scope=SCOPE, blob_name="doc.pdf", etag="v1", index=INDEX, file_id=file_id)
+    made_up = elsewhere.put(scope=SCOPE, blob_name="doc.pdf", etag="v1", index=INDEX, file_id="file-1.ffffffffff.00")
+
+    assert adopted.file_id == file_id and adopted.expires_at <= clock.now + 40
+    assert elsewhere.get(file_id, "doc.pdf", "v1", scope=SCOPE) is adopted
+    assert made_up.file_id != "file-1.ffffffffff.00"
+
+
+def test_ids_that_are_not_ours_are_never_honoured() -> None:
+    cache = _cache(FakeClock())
+
+    for file_id in ("file-nope", "file-a.b.c", "file-a.zz.c", "nope", "file-" + "." * 5):
+        assert not cache.honours(file_id, "doc.pdf", "v1", scope=SCOPE)

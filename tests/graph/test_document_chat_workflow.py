@@ -172,9 +172,9 @@ async def test_history_seeds_the_next_turn_after_a_restart(model: FunctionChatMo
     async with build_runtime(settings, model=restarted_model) as orc:
         follow_up = await ask(orc, "doc1.pdf.txt", question="and the rent?")
 
-    # The refs came from stored history: they are sent, but the new process has no processed copy of them.
+    # The refs came from stored history: they are sent, and the new process honours them (same stores).
     assert sent_arguments(follow_up)["cached_file_info"] == [f.model_dump() for f in first.files]
-    assert follow_up.metadata.cache == "miss"
+    assert follow_up.metadata.cache == "hit"
     assert sent_arguments(follow_up)["question"] == "standalone: and the rent?"
     assert follow_up.metadata.model_calls == 3  # rewrite + document_chat + answer
 

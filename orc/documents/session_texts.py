@@ -1,0 +1,105 @@
+"""A conversation's documents as the document processor left them: stored text, spans and search index.
+
+document_chat reads these instead of downloading and extracting the blobs again. A version is used only when its
+record is ``ready``, was chunked by the current chunker and describes the content the blob holds now (the blob's
+``sha256`` metadata, written with it); anything else is for the caller to extract itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from orc.documents.search import IndexCache, SpanIndex, build_index
+from orc.documents.spans import CHUNKING_VERSION
+from orc.documents.text_store import TextStore
+from orc.principal import Principal
+from orc.storage.ports import BlobInfo
+
+
+class FileRecord(Protocol):
+    """What is read of a session document's catalog record."""
+
+    @property
+    def file_id(self) -> str: ...
+    @property
+    def filename(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def content_hash(self) -> str: ...
+    @property
+    def extracted_text_hash(self) -> str | None: ...
+    @property
+    def chunking_version(self) -> str | None: ...
+
+
+class FileRecords(Protocol):
+    """The session files service, as far as reading a conversation's records goes."""
+
+    async def files(self, principal: Principal, conversation_id: str) -> Sequence[FileRecord]:
+        """The conversation's file records."""
+        ...
+
+
+class ProcessedTexts(Protocol):
+    """Where document_chat finds documents that were already processed."""
+
+    async def indexes(
+        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
+    ) -> dict[str, SpanIndex]:
+        """The processed text (as a search index) of each named blob that has one for its current content."""
+        ...
+
+
+class NothingProcessed:
+    """No stored texts: every document is extracted by its caller (a document_chat without the document store)."""
+
+    async def indexes(
+        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
+    ) -> dict[str, SpanIndex]:
+        """Always empty."""
+        return {}
+
+
+NOTHING_PROCESSED = NothingProcessed()
+
+
+class SessionTexts:
+    """:class:`ProcessedTexts` from the session records, the text store and the process's search index cache."""
+
+    def __init__(self, records: FileRecords, texts: TextStore, indexes: IndexCache) -> None:
+        self._records = records
+        self._texts = texts
+        self._indexes = indexes
+
+    async def indexes(
+        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
+    ) -> dict[str, SpanIndex]:
+        """One catalog query for the conversation, then one text load per document not in the index cache."""
+        usable: dict[str, FileRecord] = {}
+        for record in await self._records.files(principal, conversation_id):
+            info = blobs.get(record.filename)
+            if (
+                info is not None
+                and record.status == "ready"
+                and record.chunking_version == CHUNKING_VERSION
+                and record.extracted_text_hash is not None
+                and info.metadata.get("sha256") == record.content_hash
+            ):
+                usable[record.filename] = record
+        found = await asyncio.gather(*(self._index(principal, record) for record in usable.values()))
+        return {name: index for name, index in zip(usable, found, strict=True) if index is not None}
+
+    async def _index(self, principal: Principal, record: FileRecord) -> SpanIndex | None:
+        assert record.extracted_text_hash is not None and record.chunking_version is not None
+        cached = self._indexes.get((record.extracted_text_hash, record.chunking_version))
+        if cached is not None:
+            return cached
+        text = await self._texts.load(principal.partition_key, record.file_id, record.content_hash)
+        if text is None or text.extracted_text_hash != record.extracted_text_hash:
+            return None
+        index = await asyncio.to_thread(build_index, text)
+        self._indexes.put(index)
+        return index

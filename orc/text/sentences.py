@@ -1,0 +1,55 @@
+"""Sentences: prose split into sentences, list items and title lines (for citations and the offline model)."""
+
+from __future__ import annotations
+
+import re
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n{2,}|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+_HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s")
+_TERMINAL = (".", "!", "?", ":", ";", ",")
+_MAX_TITLE_CHARS = 60
+
+
+def _is_heading(lines: list[str], index: int) -> bool:
+    """A markdown heading, or a short title line: after a blank line, before text, without closing punctuation.
+
+    Wrapped prose (PDF lines) is not mistaken for titles: its lines rarely follow a blank line and are long.
+    """
+    line = lines[index].strip()
+    if _HEADING_MARK.match(lines[index]):
+        return True
+    after_blank = index == 0 or not lines[index - 1].strip()
+    before_text = index + 1 < len(lines) and bool(lines[index + 1].strip())
+    return (
+        after_blank
+        and before_text
+        and 0 < len(line) <= _MAX_TITLE_CHARS
+        and not line.endswith(_TERMINAL)
+        and line[:1].isupper()
+    )
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences and list items; a heading or title line is a piece of its own (without ``#``).
+
+    Keeping titles apart stops them being glued to the first sentence below them, without losing any text.
+    """
+    lines = text.splitlines()
+    sentences: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        block = "\n".join(current)
+        sentences.extend(" ".join(piece.split()) for piece in _SENTENCE_END.split(block) if piece and piece.strip())
+        current.clear()
+
+    for index, line in enumerate(lines):
+        heading = bool(line.strip()) and _is_heading(lines, index)
+        if heading or not line.strip():
+            flush()
+            if heading:
+                sentences.append(" ".join(_HEADING_MARK.sub("", line, count=1).split()))
+            continue
+        current.append(line)
+    flush()
+    return sentences

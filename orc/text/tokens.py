@@ -1,0 +1,50 @@
+"""Tokens: the lower-cased, stemmed content words of a text — the one tokenizer every ranking in orc uses.
+
+Documents are tokenized in worker threads (several uploads are processed at once) while questions are tokenized
+on the event loop, so stemming must be thread-safe: a Snowball stemmer keeps its working state in the object
+between calls, and one shared across threads raised ``IndexError`` or returned another word's stem. Each thread
+gets a stemmer of its own; the stems are cached once for the whole process.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+import Stemmer
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+# Function words carry no topic; dropping them keeps a question's content words in charge of the score.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having
+    he her here hers herself him himself his how i if in into is it its itself just me more most my myself no
+    nor not now of off on once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too under until up very
+    was we were what when where which while who whom why will with would you your yours yourself yourselves
+    tell please document documents file files say says said according give show find""".split()
+)
+
+_per_thread = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    stemmer: Stemmer.Stemmer | None = getattr(_per_thread, "stemmer", None)
+    if stemmer is None:
+        # PyStemmer's own cache would be one more per thread: the process-wide cache below serves them all.
+        stemmer = _per_thread.stemmer = Stemmer.Stemmer("english", 0)
+    return stemmer
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The English Snowball stem of a lower-cased word (cached; safe to call from any thread)."""
+    return str(_stemmer().stemWord(word))
+
+
+def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Lower-cased, stemmed content words of ``text``."""
+    words = (match.group(0).lower().replace("’", "'") for match in _WORD.finditer(text))
+    return [stem(word) for word in words if keep_stopwords or word not in STOPWORDS]
