@@ -35,9 +35,9 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from starlette.types import ASGIApp
 
 from orc.composition import Stores, build_orchestrator
+from orc.documents.uploads import Upload
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.testing import FunctionChatModel

@@ -35,13 +35,13 @@ from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.library import DocumentLibrary
 from orc.documents.processing import DocumentProcessor
 from orc.documents.search import IndexCache
+from orc.documents.sessions import SessionFiles
 from orc.documents.text_store import TextStore
 from orc.graph import build_graph
 from orc.idempotency import IdempotencyKeys
 from orc.mcp_client import McpConnection
 from orc.models.factory import build_chat_model, model_label
 from orc.orchestrator import Orchestrator, TurnLimits
-from orc.session_files import SessionFiles
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.localfs import LocalBlobStore

@@ -28,6 +28,7 @@ from orc.conversations import (
 )
 from orc.digests.context import ContextFiles
 from orc.documents.library import DocumentLibrary
+from orc.documents.sessions import SessionFiles
 from orc.errors import InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
@@ -36,7 +37,6 @@ from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.metering import ModelMeter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
-from orc.session_files import SessionFiles
 from orc.storage.checkpoints import NEW_TURN
 from orc.storage.ports import StoredItem
 from orc.turns import Event, TurnMetadata, TurnRequest, TurnResult

@@ -21,9 +21,10 @@ from mcp_server.tools.rendering import document_line
 from orc.documents.availability import DocumentScope
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import DocumentInfo
+from orc.documents.sessions import FileChange
+from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, PayloadTooLarge
 from orc.names import validate_identifier
-from orc.session_files import FileChange, Upload
 
 if TYPE_CHECKING:
     from mcp_server.server import McpServices

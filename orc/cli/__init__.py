@@ -19,10 +19,10 @@ from orc import event_loop
 from orc.cli.documents import Target, add_documents, list_documents, put_context
 from orc.composition import build_orchestrator
 from orc.documents.records import ContextRef
+from orc.documents.uploads import Upload
 from orc.errors import OrcError
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.turns import Event, TurnRequest
 

@@ -31,13 +31,13 @@ from orc.documents.results import (
     SpanLocator,
 )
 from orc.documents.search import IndexCache, SpanIndex, bm25, build_index
+from orc.documents.sessions import SessionFiles
 from orc.documents.spans import CHUNKING_VERSION, source_ref
 from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
 from orc.documents.text_store import TextStore
 from orc.errors import InvalidInput, NotFound, NotReady, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal
-from orc.session_files import SessionFiles
 from orc.storage.ports import DocumentCollection, ETagMismatch
 
 logger = logging.getLogger(__name__)

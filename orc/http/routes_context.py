@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from orc.digests.context import ContextFiles
+from orc.documents.sessions import ContextFile, ContextSet, Mutation
 from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, ServiceUnavailable
 from orc.http import dependencies
@@ -25,7 +26,6 @@ from orc.http.idempotent import idempotent
 from orc.http.uploads import read_uploads
 from orc.orchestrator import Orchestrator
 from orc.principal import Principal
-from orc.session_files import ContextFile, ContextSet, Mutation
 
 router = APIRouter()
 

@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from mcp.server.fastmcp import FastMCP
 
 from orc.composition import build_orchestrator
+from orc.documents.uploads import Upload
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
 from orc.turns import TurnRequest, TurnResult
