@@ -34,6 +34,8 @@ from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.library import DocumentLibrary
 from orc.documents.processing import DocumentProcessor
+from orc.documents.reprocessing import Reprocessor
+from orc.documents.scopes import DocumentScopes
 from orc.documents.search import IndexCache
 from orc.documents.sessions import SessionFiles
 from orc.documents.text_store import TextStore
@@ -221,18 +223,19 @@ async def _document_library(
         ),
     )
     library = DocumentLibrary(
-        catalog=catalog,
-        directory=directory,
-        context_documents=ContextDocuments(
-            catalog, stores.blobs, directory, processor, texts, max_upload_bytes=settings.max_upload_bytes
+        scopes=DocumentScopes(
+            directory=directory,
+            context_documents=ContextDocuments(
+                catalog, stores.blobs, directory, processor, texts, max_upload_bytes=settings.max_upload_bytes
+            ),
+            session_files=files,
+            conversations=ConversationRepository(await stores.collections.collection("conversations")),
+            history_turns=settings.history_turns,
         ),
-        session_files=files,
         texts=texts,
         indexes=indexes,
-        processor=processor,
-        conversations=ConversationRepository(await stores.collections.collection("conversations")),
+        reprocessor=Reprocessor(catalog, processor),
         summaries=summaries,
-        history_turns=settings.history_turns,
     )
     return library, context
 
