@@ -35,8 +35,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from starlette.types import ASGIApp
 
 from orc.composition import Services, Stores, build_runtime
+from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.testing import FunctionChatModel

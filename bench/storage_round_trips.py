@@ -33,8 +33,8 @@ from typing import Any
 
 from bench.common import SAMPLE_DOCS, SAMPLE_NAMES, BenchResult, Check, bench_settings, scripted_model, temporary_home
 from orc.composition import Stores, azure_stores, build_runtime
+from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.storage.ports import BlobStore, CollectionProvider

@@ -58,11 +58,11 @@ from bench.common import (
     upload_http,
 )
 from orc.composition import build_document_services, build_runtime, in_memory_mcp
+from orc.documents.uploads import Upload
 from orc.http import create_app
 from orc.mcp_client import McpToolbox, ToolOutcome
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.turns import TurnRequest
 
 CONVERSATION = "bench-overhead"

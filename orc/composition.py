@@ -36,15 +36,17 @@ from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.library import DocumentLibrary
 from orc.documents.processing import DocumentProcessor
+from orc.documents.reprocessing import Reprocessor
+from orc.documents.scopes import DocumentScopes
 from orc.documents.search import IndexCache
 from orc.documents.session_texts import SessionTexts
+from orc.documents.sessions import SessionFiles
 from orc.documents.text_store import TextStore
 from orc.graph import build_graph
 from orc.idempotency import IdempotencyKeys
 from orc.mcp_client import McpConnection
 from orc.models.factory import build_chat_model, model_label
 from orc.orchestrator import Orchestrator, TurnLimits
-from orc.session_files import SessionFiles
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.localfs import LocalBlobStore
@@ -235,18 +237,19 @@ async def _document_library(
     stack.push_async_callback(summaries.aclose)
     context = ContextFiles(files, session_digests, digest_store)
     library = DocumentLibrary(
-        catalog=catalog,
-        directory=directory,
-        context_documents=ContextDocuments(
-            catalog, stores.blobs, directory, processor, texts, max_upload_bytes=settings.max_upload_bytes
+        scopes=DocumentScopes(
+            directory=directory,
+            context_documents=ContextDocuments(
+                catalog, stores.blobs, directory, processor, texts, max_upload_bytes=settings.max_upload_bytes
+            ),
+            session_files=files,
+            conversations=conversations,
+            history_turns=settings.history_turns,
         ),
-        session_files=files,
         texts=texts,
         indexes=indexes,
-        processor=processor,
-        conversations=conversations,
+        reprocessor=Reprocessor(catalog, processor),
         summaries=summaries,
-        history_turns=settings.history_turns,
     )
     return library, context
 

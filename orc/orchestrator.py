@@ -30,6 +30,7 @@ from orc.conversations import (
 from orc.conversations.export import ExportFormat, export, filename
 from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
 from orc.documents.library import DocumentLibrary
+from orc.documents.sessions import SessionFiles
 from orc.errors import InternalError, InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
@@ -38,7 +39,6 @@ from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.metering import ModelMeter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
-from orc.session_files import SessionFiles
 from orc.storage.checkpoints import NEW_TURN
 from orc.storage.ports import StoredItem
 from orc.turns import Event, TurnMetadata, TurnRequest, TurnResult

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from orc.composition import build_runtime
+from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
 from orc.turns import TurnRequest

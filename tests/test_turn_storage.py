@@ -6,9 +6,9 @@ import pytest
 
 from orc.composition import build_runtime
 from orc.conversations import ConversationRepository
+from orc.documents.uploads import Upload
 from orc.errors import ServiceUnavailable, StorageUnavailable
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
 from orc.turns import TurnRequest

@@ -20,10 +20,11 @@ from mcp_server.tools.scoped import add_principal_tool
 from orc.documents.availability import DocumentScope
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import DocumentInfo
+from orc.documents.sessions import FileChange
+from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal
-from orc.session_files import FileChange, Upload
 from orc.tool_contract import SESSION_ATTACH_DOCUMENT, SESSION_LIST_DOCUMENTS, SESSION_REMOVE_DOCUMENT
 
 SessionId = Annotated[str, Field(description="The conversation (session) id.")]

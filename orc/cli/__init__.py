@@ -19,10 +19,11 @@ from orc import event_loop
 from orc.cli.documents import Target, add_documents, list_documents, put_context
 from orc.composition import build_runtime
 from orc.documents.records import ContextRef
+from orc.documents.sessions import SessionFiles
+from orc.documents.uploads import Upload
 from orc.errors import InternalError, OrcError
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import SessionFiles, Upload
 from orc.settings import Settings
 from orc.turns import Event, TurnRequest
 

@@ -16,12 +16,11 @@ from datetime import UTC, datetime, timedelta
 from orc.digests.schema import Digest
 from orc.digests.sessions import SessionDigests, aggregate_inputs, session_key
 from orc.digests.store import DigestStore
+from orc.documents.sessions import ContextFile, ContextSet, Mutation, SessionFiles, SpecDigestStatus, spec_digest_status
 from orc.documents.uploads import Upload
 from orc.errors import DigestFailed, NotFound, NotReady
 from orc.names import validate_identifier
 from orc.principal import Principal
-from orc.session_files import ContextFile, ContextSet, Mutation, SessionFiles, spec_digest_status
-from orc.session_sets import SpecDigestStatus
 
 STALE_AFTER = timedelta(minutes=10)
 """A digest ``parsing`` this long with no worker in this process is presumed abandoned (its process died)."""

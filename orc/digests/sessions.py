@@ -33,10 +33,9 @@ from orc.digests.runner import DigestRunner, DigestStats
 from orc.digests.schema import BATCH_FILENAME, BATCH_FORMAT, SCHEMA_VERSION, Digest, digest_hash, source_refs
 from orc.digests.signals import SessionSignals
 from orc.digests.store import DigestStore
+from orc.documents.sessions import AggregateState, ContextFile, SessionFiles, SessionHeader, session_location
 from orc.errors import NotFound, OrcError
 from orc.principal import Principal
-from orc.session_files import ContextFile, SessionFiles, session_location
-from orc.session_sets import AggregateState, SessionHeader
 
 logger = logging.getLogger(__name__)
 

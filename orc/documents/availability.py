@@ -12,22 +12,21 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from orc.documents.context_documents import context_location
 from orc.documents.contexts import ContextDirectory, derive_contexts
 from orc.documents.processing import DocumentLocation
 from orc.documents.records import ContextDocument, ContextRef, DocumentContextType, DocumentInfo, Origin
+from orc.documents.sessions.locations import session_location
+from orc.documents.sessions.models import ContextFile
 from orc.principal import Principal
-
-if TYPE_CHECKING:
-    from orc.session_files import SessionFile
 
 
 class SessionDocuments(Protocol):
     """What availability needs from the session files: the records of one conversation."""
 
-    async def files(self, principal: Principal, conversation_id: str) -> list[SessionFile]: ...
+    async def files(self, principal: Principal, conversation_id: str) -> list[ContextFile]: ...
 
 
 class ContextDocumentReader(Protocol):
@@ -88,10 +87,8 @@ class Availability:
         return self._by_id.get(document_id)
 
 
-def session_document(principal: Principal, session_id: str, record: SessionFile) -> AvailableDocument:
+def session_document(principal: Principal, session_id: str, record: ContextFile) -> AvailableDocument:
     """A session file as an available document."""
-    from orc.session_files import session_location  # session_files builds on this package
-
     return AvailableDocument(
         info=_info(record, record.file_id, "session", session_id, "session"),
         content_hash=record.content_hash,
@@ -135,7 +132,7 @@ def _locate_stored(organization: str, body: dict[str, Any]) -> DocumentLocation:
 
 
 def _info(
-    record: ContextDocument | SessionFile,
+    record: ContextDocument | ContextFile,
     document_id: str,
     context_type: DocumentContextType,
     context_id: str,

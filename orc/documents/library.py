@@ -1,25 +1,23 @@
-"""The document library: scopes, listing, analysis, content, summaries and search over available documents.
+"""The document library: listing, analysis, content, summaries and search over what a scope makes available.
 
-Every operation starts from :func:`orc.documents.availability.available_documents`: a document that the scope
+Every operation starts from the scope's availability (:mod:`orc.documents.scopes`): a document that the scope
 does not make available does not exist for the caller (``not_found``, never "forbidden"). The tool access rules
 of chat-tools-evolution are enforced here, not only suggested by the prompt: content and summaries of documents
 that are not ready are refused with ``not_ready``, and long documents are served a page at a time with a hint.
+When to process a document again is the reprocessor's decision (:mod:`orc.documents.reprocessing`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 
-from orc.clock import utc_now
 from orc.conversations import ConversationRepository, FocusContext
-from orc.documents.availability import Availability, AvailableDocument, DocumentScope, available_documents
+from orc.documents.availability import Availability, AvailableDocument, DocumentScope
 from orc.documents.context_documents import ContextDocuments
-from orc.documents.contexts import ContextDirectory, historical_from_turns
-from orc.documents.processing import DocumentProcessor, ProcessingJob, ProcessingResult
+from orc.documents.contexts import ContextDirectory
 from orc.documents.records import ContextRef, DocumentInfo
+from orc.documents.reprocessing import Reprocessor, usable
 from orc.documents.results import (
     AnalyzeResult,
     ContentPage,
@@ -30,17 +28,15 @@ from orc.documents.results import (
     SearchResults,
     SpanLocator,
 )
+from orc.documents.scopes import DocumentScopes
 from orc.documents.search import IndexCache, SpanIndex, bm25, build_index
-from orc.documents.spans import CHUNKING_VERSION, source_ref
+from orc.documents.sessions import SessionFiles
+from orc.documents.spans import source_ref
 from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
 from orc.documents.text_store import TextStore
-from orc.errors import ETagMismatch, InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
+from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal
-from orc.session_files import SessionFiles
-from orc.storage.ports import DocumentCollection
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_LIST_LIMIT = 200
 MAX_LIST_LIMIT = 1000
@@ -54,53 +50,65 @@ MAX_QUERY_CHARS = 2_000
 HISTORICAL_WEIGHT = 0.85
 """Search scores of historical documents are scaled down: the focus context comes first at equal relevance."""
 ANALYZE_WAIT_SECONDS = 3.0
-STALE_PROCESSING = timedelta(minutes=5)
-"""A document ``processing`` this long without a job in this process is presumed orphaned (its process died)."""
 
 
 class DocumentLibrary:
-    """The services behind the ``documents.*`` tools and the context routes."""
+    """The ``documents.*`` tool operations: list, analyze, get_content, get_summary and search over what a scope
+    makes available.
+
+    Scopes come from :class:`~orc.documents.scopes.DocumentScopes`, the text from the text store (through the
+    process's index cache), summaries from a :class:`SummaryProvider`, and documents whose text cannot be read
+    are handed to the :class:`~orc.documents.reprocessing.Reprocessor`.
+    """
 
     def __init__(
         self,
         *,
-        catalog: DocumentCollection,
-        directory: ContextDirectory,
-        context_documents: ContextDocuments,
-        session_files: SessionFiles,
+        scopes: DocumentScopes,
         texts: TextStore,
         indexes: IndexCache,
-        processor: DocumentProcessor,
-        conversations: ConversationRepository,
+        reprocessor: Reprocessor,
         summaries: SummaryProvider | None = None,
-        history_turns: int = 10,
     ) -> None:
-        self._catalog = catalog
-        self.directory = directory
-        self.context_documents = context_documents
-        self.session_files = session_files
+        self.scopes = scopes
         self._texts = texts
         self._indexes = indexes
-        self._processor = processor
-        self.conversations = conversations
-        """The conversation store the library reads historical contexts from (shared with the orchestrator)."""
+        self._reprocessor = reprocessor
         self._summaries: SummaryProvider = summaries or NoSummaries()
-        self._history_turns = history_turns
 
     @property
     def indexes(self) -> IndexCache:
         """The per-process cache of search indexes (derived data: clearing it only costs rebuilds)."""
         return self._indexes
 
+    # The scope's collaborators, for the callers (routes, CLI, MCP session tools) that still reach them through
+    # the library; new code takes them from the composition root instead.
+
+    @property
+    def directory(self) -> ContextDirectory:
+        """The context tree."""
+        return self.scopes.directory
+
+    @property
+    def context_documents(self) -> ContextDocuments:
+        """The documents attached to contexts."""
+        return self.scopes.context_documents
+
+    @property
+    def session_files(self) -> SessionFiles:
+        """The documents attached to sessions."""
+        return self.scopes.session_files
+
+    @property
+    def conversations(self) -> ConversationRepository:
+        """The conversation store historical contexts are read from (shared with the orchestrator)."""
+        return self.scopes.conversations
+
     # -- scope and availability ------------------------------------------------------------------------------
 
     async def check_focus(self, principal: Principal, focus: FocusContext | None) -> ContextRef | None:
         """The focus as a :class:`ContextRef` once it is known to exist in the caller's organization."""
-        if focus is None:
-            return None
-        ref = ContextRef.parse(focus.type, focus.id)
-        await self.directory.get(principal, ref)
-        return ref
+        return await self.scopes.check_focus(principal, focus)
 
     async def resolve_scope(
         self,
@@ -111,38 +119,18 @@ class DocumentLibrary:
         context_id: str | None = None,
         include_historical: bool = False,
     ) -> DocumentScope:
-        """Validate scope arguments against ``principal`` and derive the historical contexts from stored history.
-
-        Raises :class:`~orc.errors.InvalidInput` for incomplete or malformed arguments and :class:`NotFound`
-        (``context_not_found``) for a context the caller's organization does not have.
-        """
-        if session_id is not None:
-            validate_identifier(session_id, what="session")
-        if (context_type is None) != (context_id is None):
-            raise InvalidInput("give both context_type and context_id for a focus context, or neither")
-        focus = None
-        if context_type is not None and context_id is not None:
-            focus = ContextRef.parse(context_type, context_id)
-            await self.directory.get(principal, focus)
-        if include_historical and session_id is None:
-            raise InvalidInput("include_historical needs the session_id whose history names the contexts")
-        historical: tuple[ContextRef, ...] = ()
-        if include_historical and session_id is not None:
-            turns = await self.conversations.recent_turns(principal, session_id, self._history_turns)
-            historical = tuple(historical_from_turns(turns, focus))
-        return DocumentScope(
-            session_id=session_id, focus=focus, historical=historical, include_historical=include_historical
+        """The validated scope of the tool arguments (see :meth:`DocumentScopes.resolve`)."""
+        return await self.scopes.resolve(
+            principal,
+            session_id=session_id,
+            context_type=context_type,
+            context_id=context_id,
+            include_historical=include_historical,
         )
 
     async def available(self, principal: Principal, scope: DocumentScope) -> Availability:
         """The documents ``scope`` makes available (see :mod:`orc.documents.availability`)."""
-        return await available_documents(
-            principal,
-            scope,
-            directory=self.directory,
-            context_documents=self.context_documents,
-            session_files=self.session_files,
-        )
+        return await self.scopes.available(principal, scope)
 
     async def _document(self, principal: Principal, scope: DocumentScope, document_id: str) -> AvailableDocument:
         validate_identifier(document_id, what="document")
@@ -181,12 +169,8 @@ class DocumentLibrary:
         """``documents.analyze``: (re)start processing when it is needed, wait a little, report the status."""
         document = await self._document(principal, scope, document_id)
         info = document.info
-        if not self._usable(document):
-            job = self._processor.running(document.location)
-            if job is None and (info.status == "failed" or self._orphaned(document)):
-                job = await self._restart(document)
-            if job is not None:
-                await self._processor.wait([job], ANALYZE_WAIT_SECONDS)
+        if not usable(document):
+            await self._reprocessor.follow(document, ANALYZE_WAIT_SECONDS)
             info = (await self._document(principal, scope, document_id)).info
         if info.status != "ready":
             return AnalyzeResult(
@@ -229,7 +213,7 @@ class DocumentLibrary:
         """``documents.get_summary``: the digest; ``not_ready`` before the document and its digest are ready,
         ``no_summary`` when no digest was asked for or it could not be made."""
         document = await self._document(principal, scope, document_id)
-        if not self._usable(document):
+        if not usable(document):
             raise NotReady(_not_ready_message(document.info))
         summary = await self._summaries.summary(principal, document)
         if summary is None and document.info.digest_status in ("parsing", "stale"):
@@ -257,7 +241,7 @@ class DocumentLibrary:
         _check_range("offset", offset, 0, None)
         _check_range("limit", limit, 1, MAX_PAGE_CHARS)
         document = await self._document(principal, scope, document_id)
-        index = await self._index(document) if self._usable(document) else None
+        index = await self._index(document) if usable(document) else None
         if index is None:
             raise NotReady(_not_ready_message(document.info))
         text = index.text
@@ -325,14 +309,13 @@ class DocumentLibrary:
                 documents.append(found)
         searchable: list[tuple[AvailableDocument, SpanIndex]] = []
         pending: list[PendingDocument] = []
-        indexes = await asyncio.gather(*(self._index(doc) if self._usable(doc) else _none() for doc in documents))
+        indexes = await asyncio.gather(*(self._index(doc) if usable(doc) else _none() for doc in documents))
         for document, index in zip(documents, indexes, strict=True):
             if index is not None:
                 searchable.append((document, index))
                 continue
-            if self._orphaned(document) or self._usable(document):
-                # Stranded or stored before this process could read it: put it back in the pipeline.
-                await self._restart(document)
+            # Stranded, or stored before this process could read it: back into the pipeline.
+            await self._reprocessor.recover(document)
             pending.append(
                 PendingDocument(
                     document_id=document.info.document_id,
@@ -352,30 +335,7 @@ class DocumentLibrary:
             message=_search_message(len(results), len(searchable), pending),
         )
 
-    # -- processing helpers -------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _usable(document: AvailableDocument) -> bool:
-        """Ready, with text extracted by the current chunker (an older chunking means reprocessing)."""
-        return (
-            document.info.status == "ready"
-            and document.extracted_text_hash is not None
-            and document.chunking_version == CHUNKING_VERSION
-        )
-
-    def _orphaned(self, document: AvailableDocument) -> bool:
-        info = document.info
-        if info.status == "ready":
-            return not self._usable(document)
-        if info.status not in ("uploading", "processing") or self._processor.running(document.location):
-            return False
-        try:
-            updated = datetime.fromisoformat(info.updated_at)
-        except ValueError:
-            return True
-        if updated.tzinfo is None:
-            updated = updated.replace(tzinfo=UTC)
-        return datetime.now(UTC) - updated > STALE_PROCESSING
+    # -- text ------------------------------------------------------------------------------------------------
 
     async def _index(self, document: AvailableDocument) -> SpanIndex | None:
         """The document's search index: from the process cache, else rebuilt from the stored text."""
@@ -390,24 +350,6 @@ class DocumentLibrary:
         index = await asyncio.to_thread(build_index, text)
         self._indexes.put(index)
         return index
-
-    async def _restart(self, document: AvailableDocument) -> asyncio.Task[ProcessingResult] | None:
-        """Mark the document ``processing`` again and submit it; ``None`` when the record changed meanwhile."""
-        running = self._processor.running(document.location)
-        if running is not None:
-            return running
-        location = document.location
-        item = await self._catalog.get(location.partition_key, location.item_id)
-        if item is None or item.body.get("content_hash") != document.content_hash:
-            return None
-        body = {**item.body, "status": "processing", "status_reason": None, "updated_at": utc_now()}
-        try:
-            await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
-        except ETagMismatch:
-            return self._processor.running(location)
-        logger.info("reprocessing document %s", location.document_id)
-        content_type = None if document.content_type == "application/octet-stream" else document.content_type
-        return self._processor.submit(ProcessingJob(location, document.content_hash, content_type))
 
 
 async def _none() -> None:

@@ -1,7 +1,7 @@
 """The catalog's document and context records, and the listing item every tool and route returns.
 
 A document is either a *session* document (attached to one conversation, stored in the principal's partition by
-:mod:`orc.session_files`) or a *context* document (attached to an organization, folder or usecase, stored in the
+:mod:`orc.documents.sessions`) or a *context* document (attached to an organization, folder or usecase, stored in the
 organization's shared partition by :mod:`orc.documents.context_documents`). Both carry the same processing
 fields, written by :mod:`orc.documents.processing`.
 """

@@ -17,12 +17,12 @@ from fastapi import APIRouter, Request, status
 from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from orc.documents.sessions import ContextFile, ContextSet, Mutation
 from orc.documents.uploads import Upload
 from orc.errors import InvalidInput
 from orc.http.dependencies import Caller, Context, Keys
 from orc.http.idempotent import idempotent
 from orc.http.uploads import read_uploads
-from orc.session_files import ContextFile, ContextSet, Mutation
 
 router = APIRouter()
 

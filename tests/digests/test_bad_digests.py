@@ -9,8 +9,8 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from orc.composition import Stores, build_runtime
+from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from tests.digests.support import digest_model, offline_answer, task_a_files, task_of

@@ -8,9 +8,9 @@ import pytest
 from orc.composition import Stores, build_runtime
 from orc.digests.context import ContextFiles
 from orc.documents.availability import DocumentScope
+from orc.documents.uploads import Upload
 from orc.errors import NotFound, NotReady
 from orc.principal import LOCAL_PRINCIPAL, Principal
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from tests.digests.support import GatedDigestModel, digest_model, task_a_files, task_b_calls

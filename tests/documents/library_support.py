@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 from orc.composition import Services, Stores, build_runtime
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef
+from orc.documents.uploads import Upload
 from orc.principal import Principal
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 

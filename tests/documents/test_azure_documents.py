@@ -10,8 +10,8 @@ import pytest
 
 from orc.composition import build_runtime
 from orc.documents.records import ContextRef
+from orc.documents.uploads import Upload
 from orc.principal import Principal
-from orc.session_files import Upload
 from orc.settings import Settings
 from tests.documents.pdf_factory import make_pdf
 

@@ -10,7 +10,7 @@ from orc.documents.contexts import organization_partition
 from orc.documents.records import ContextRef
 from orc.documents.spans import CHUNKING_VERSION
 from orc.documents.text_store import TextStore, spans_hash, text_hash
-from orc.session_files import Upload
+from orc.documents.uploads import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore

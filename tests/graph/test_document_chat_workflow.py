@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from mcp.server.fastmcp import FastMCP
 
 from orc.composition import Services, build_runtime
+from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
 from orc.turns import TurnRequest, TurnResult

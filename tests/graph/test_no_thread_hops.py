@@ -13,8 +13,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from orc.composition import Stores, build_runtime
+from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.testing import FunctionChatModel

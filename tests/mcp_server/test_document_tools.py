@@ -13,7 +13,7 @@ from mcp_server.tools import split_tool_error
 from orc.composition import Services, Stores, build_runtime
 from orc.documents import library as library_module
 from orc.documents.records import ContextRef
-from orc.session_files import Upload
+from orc.documents.uploads import Upload
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore

@@ -18,8 +18,8 @@ import pytest
 
 from orc.composition import build_runtime
 from orc.documents.records import ContextRef
+from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
-from orc.session_files import Upload
 from orc.settings import Settings
 from tests.documents.library_support import library_of
 

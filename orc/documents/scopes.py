@@ -1,0 +1,93 @@
+"""Scopes: who asks about which documents, checked against the caller's organization and its stored history.
+
+The document tools and the routes take scope arguments (a session, a focus context, whether to include the
+historical contexts); :class:`DocumentScopes` validates them into a :class:`DocumentScope` and answers which
+documents the scope makes available (:func:`orc.documents.availability.available_documents`).
+"""
+
+from __future__ import annotations
+
+from orc.conversations import ConversationRepository, FocusContext
+from orc.documents.availability import Availability, DocumentScope, available_documents
+from orc.documents.context_documents import ContextDocuments
+from orc.documents.contexts import ContextDirectory, historical_from_turns
+from orc.documents.records import ContextRef
+from orc.documents.sessions import SessionFiles
+from orc.errors import InvalidInput
+from orc.names import validate_identifier
+from orc.principal import Principal
+
+DEFAULT_HISTORY_TURNS = 10
+
+
+class DocumentScopes:
+    """Resolves scope arguments and lists what a scope makes available."""
+
+    def __init__(
+        self,
+        *,
+        directory: ContextDirectory,
+        context_documents: ContextDocuments,
+        session_files: SessionFiles,
+        conversations: ConversationRepository,
+        history_turns: int = DEFAULT_HISTORY_TURNS,
+    ) -> None:
+        self.directory = directory
+        """The context tree the focus and historical contexts are looked up in."""
+        self.context_documents = context_documents
+        """The documents attached to contexts."""
+        self.session_files = session_files
+        """The documents attached to sessions."""
+        self.conversations = conversations
+        """The conversation store the historical contexts are read from (shared with the orchestrator)."""
+        self._history_turns = history_turns
+
+    async def check_focus(self, principal: Principal, focus: FocusContext | None) -> ContextRef | None:
+        """The focus as a :class:`ContextRef` once it is known to exist in the caller's organization."""
+        if focus is None:
+            return None
+        ref = ContextRef.parse(focus.type, focus.id)
+        await self.directory.get(principal, ref)
+        return ref
+
+    async def resolve(
+        self,
+        principal: Principal,
+        *,
+        session_id: str | None = None,
+        context_type: str | None = None,
+        context_id: str | None = None,
+        include_historical: bool = False,
+    ) -> DocumentScope:
+        """Validate scope arguments against ``principal`` and derive the historical contexts from stored history.
+
+        Raises :class:`~orc.errors.InvalidInput` for incomplete or malformed arguments and
+        :class:`~orc.errors.NotFound` (``context_not_found``) for a context the caller's organization does not have.
+        """
+        if session_id is not None:
+            validate_identifier(session_id, what="session")
+        if (context_type is None) != (context_id is None):
+            raise InvalidInput("give both context_type and context_id for a focus context, or neither")
+        focus = None
+        if context_type is not None and context_id is not None:
+            focus = ContextRef.parse(context_type, context_id)
+            await self.directory.get(principal, focus)
+        if include_historical and session_id is None:
+            raise InvalidInput("include_historical needs the session_id whose history names the contexts")
+        historical: tuple[ContextRef, ...] = ()
+        if include_historical and session_id is not None:
+            turns = await self.conversations.recent_turns(principal, session_id, self._history_turns)
+            historical = tuple(historical_from_turns(turns, focus))
+        return DocumentScope(
+            session_id=session_id, focus=focus, historical=historical, include_historical=include_historical
+        )
+
+    async def available(self, principal: Principal, scope: DocumentScope) -> Availability:
+        """The documents ``scope`` makes available (see :mod:`orc.documents.availability`)."""
+        return await available_documents(
+            principal,
+            scope,
+            directory=self.directory,
+            context_documents=self.context_documents,
+            session_files=self.session_files,
+        )

@@ -1,0 +1,82 @@
+"""The document services built directly on in-memory stores, without the runtime (no model, no MCP, no graph)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from orc.conversations import ConversationRepository
+from orc.documents.context_documents import ContextDocuments
+from orc.documents.contexts import ContextDirectory
+from orc.documents.library import DocumentLibrary
+from orc.documents.processing import DocumentProcessor
+from orc.documents.reprocessing import Reprocessor
+from orc.documents.scopes import DocumentScopes
+from orc.documents.search import IndexCache
+from orc.documents.sessions import SessionFiles
+from orc.documents.text_store import TextStore
+from orc.storage.memory import MemoryBlobStore, MemoryCollection
+
+MAX_UPLOAD_BYTES = 1024 * 1024
+
+
+@dataclass
+class MemoryDocuments:
+    """The stores and services of the document layer, each one reachable by a test."""
+
+    catalog: MemoryCollection
+    blobs: MemoryBlobStore
+    texts: TextStore
+    indexes: IndexCache
+    processor: DocumentProcessor
+    directory: ContextDirectory
+    context_documents: ContextDocuments
+    session_files: SessionFiles
+    conversations: ConversationRepository
+
+    def scopes(self) -> DocumentScopes:
+        """Scope resolution over these services."""
+        return DocumentScopes(
+            directory=self.directory,
+            context_documents=self.context_documents,
+            session_files=self.session_files,
+            conversations=self.conversations,
+        )
+
+    def reprocessor(self) -> Reprocessor:
+        """The reprocessing policy over this catalog and pipeline."""
+        return Reprocessor(self.catalog, self.processor)
+
+    def library(self) -> DocumentLibrary:
+        """The tool operations over these services (no summaries)."""
+        return DocumentLibrary(
+            scopes=self.scopes(), texts=self.texts, indexes=self.indexes, reprocessor=self.reprocessor()
+        )
+
+
+@asynccontextmanager
+async def memory_documents() -> AsyncIterator[MemoryDocuments]:
+    """Fresh in-memory document services; background processing stops on exit."""
+    catalog, blobs = MemoryCollection("catalog"), MemoryBlobStore()
+    texts, indexes = TextStore(MemoryCollection("document_text")), IndexCache()
+    processor = DocumentProcessor(catalog, blobs, texts, indexes, max_document_bytes=MAX_UPLOAD_BYTES)
+    directory = ContextDirectory(catalog)
+    try:
+        yield MemoryDocuments(
+            catalog=catalog,
+            blobs=blobs,
+            texts=texts,
+            indexes=indexes,
+            processor=processor,
+            directory=directory,
+            context_documents=ContextDocuments(
+                catalog, blobs, directory, processor, texts, max_upload_bytes=MAX_UPLOAD_BYTES
+            ),
+            session_files=SessionFiles(
+                catalog, blobs, max_upload_bytes=MAX_UPLOAD_BYTES, processor=processor, texts=texts
+            ),
+            conversations=ConversationRepository(MemoryCollection("conversations")),
+        )
+    finally:
+        await processor.aclose()
