@@ -159,7 +159,11 @@ def every_field_set() -> TurnState:
         uploaded_file_refs=[FileRef(file_id="f-1", blob_name="lease.txt")],
         last_mcp_tool_used="documents.search",
         historical_contexts=[FocusContext(type="folder", id="f9")],
-        available_documents=[ListedDocument("lease.txt", "session", "conv", "ready", "session")],
+        available_documents=[
+            ListedDocument(
+                filename="lease.txt", context_type="session", context_id="conv", status="ready", origin="session"
+            )
+        ],
         pending_tool_calls=[call],
         planning_messages=[
             SystemMessage("plan"),
@@ -169,7 +173,14 @@ def every_field_set() -> TurnState:
         ],
         tool_results=[
             ToolResult(
-                "c1", "documents.search", "documents__search", {"query": "rent"}, {"results": []}, "", False, 1.5
+                id="c1",
+                name="documents.search",
+                model_name="documents__search",
+                arguments={"query": "rent"},
+                structured={"results": []},
+                text="",
+                is_error=False,
+                duration_ms=1.5,
             )
         ],
         tool_records=[ToolCallRecord(name="documents.search", arguments={"query": "rent"}, duration_ms=1.5)],

@@ -41,14 +41,20 @@ def test_the_manifest_names_every_prompt_file() -> None:
     assert {f"{name}.txt" for name in manifest} == files
 
 
+def listed(filename: str, type_: str, id_: str, status: str, origin: str, is_focus: bool = False) -> ListedDocument:
+    return ListedDocument(
+        filename=filename, context_type=type_, context_id=id_, status=status, origin=origin, is_focus=is_focus
+    )
+
+
 def test_the_context_block_states_focus_history_documents_by_context_and_the_priority_rule() -> None:
     state = fresh_turn_input("q", [], FocusContext(type="usecase", id="u1"))
     state["historical_contexts"] = [FocusContext(type="folder", id="f9"), FocusContext(type="usecase", id="u7")]
     state["available_documents"] = [
-        ListedDocument("s.txt", "session", "c", "ready", "session"),
-        ListedDocument("u.pdf", "usecase", "u1", "processing", "focus", is_focus=True),
-        ListedDocument("o.md", "organization", "acme", "ready", "focus"),
-        ListedDocument("h.txt", "usecase", "u7", "ready", "historical"),
+        listed("s.txt", "session", "c", "ready", "session"),
+        listed("u.pdf", "usecase", "u1", "processing", "focus", is_focus=True),
+        listed("o.md", "organization", "acme", "ready", "focus"),
+        listed("h.txt", "usecase", "u7", "ready", "historical"),
     ]
 
     block = render_context_block(state)

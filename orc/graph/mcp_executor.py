@@ -32,7 +32,10 @@ def document_chat_arguments(state: TurnState) -> dict[str, Any]:
 def planned_calls(state: TurnState) -> list[PlannedCall]:
     """The calls to run this round: the forced document_chat, or what the planning call asked for."""
     if state.get("blob_names"):
-        return [PlannedCall(DOCUMENT_CHAT, DOCUMENT_CHAT, DOCUMENT_CHAT, document_chat_arguments(state))]
+        forced = PlannedCall(
+            id=DOCUMENT_CHAT, name=DOCUMENT_CHAT, model_name=DOCUMENT_CHAT, args=document_chat_arguments(state)
+        )
+        return [forced]
     return list(state.get("pending_tool_calls") or [])
 
 

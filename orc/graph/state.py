@@ -1,25 +1,31 @@
 """The state of one turn as it moves through the graph (checkpointed per conversation thread).
 
 The state holds models, never their dicts: the contract models (:mod:`orc.contracts`), the focus context and the
-conversation header as read, and the graph's own records below (frozen dataclasses: they are built from data that
-is already typed, so nothing is validated twice). The checkpointers deserialize only the types listed in
-:data:`CHECKPOINTED_TYPES` (registered by :func:`orc.graph.builder.build_graph`).
+conversation header as read, and the graph's own records below (frozen models). Nothing is validated twice: a
+model handed from node to node stays the same object, and pydantic does not validate an instance of a field's own
+model again. The checkpointers deserialize only the types listed in :data:`CHECKPOINTED_TYPES` (registered by
+:func:`orc.graph.builder.build_graph`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict
 
 from orc.contracts import CacheOutcome, Citation, FileRef, SourceSpan, ToolCallRecord, Usage
 from orc.conversations import FocusContext
 from orc.storage.ports import StoredItem
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedCall:
+class _Record(BaseModel):
+    # Pydantic rather than dataclasses: LangGraph's checkpoint serializer reaches a pydantic model at its second
+    # check but a dataclass only after a runtime protocol check that costs more than building the model.
+    model_config = ConfigDict(frozen=True)
+
+
+class PlannedCall(_Record):
     """A tool call the executor will make: asked for by the model, or the forced ``document_chat``."""
 
     id: str
@@ -30,8 +36,7 @@ class PlannedCall:
     args: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(_Record):
     """What one tool call returned over MCP, before context_builder turns it into context."""
 
     id: str
@@ -45,8 +50,7 @@ class ToolResult:
     duration_ms: float
 
 
-@dataclass(frozen=True, slots=True)
-class ToolAnswer:
+class ToolAnswer(_Record):
     """What a tool concluded, for the answer prompt (its evidence is in the turn's sources)."""
 
     tool: str
@@ -54,8 +58,7 @@ class ToolAnswer:
     error: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class SourceContext:
+class SourceContext(_Record):
     """The context a source outside the session came from."""
 
     origin: str
@@ -64,8 +67,7 @@ class SourceContext:
     id: str
 
 
-@dataclass(frozen=True, slots=True)
-class ListedDocument:
+class ListedDocument(_Record):
     """A document available to the turn, as the prompt's context block lists it."""
 
     filename: str
