@@ -16,7 +16,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from orc.clock import utc_now
-from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
 from orc.conversations import (
     AssistantMessage,
     Conversation,
@@ -40,8 +39,7 @@ from orc.models.metering import ModelMeter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.storage.checkpoints import NEW_TURN
-from orc.storage.ports import StoredItem
-from orc.turns import Event, TurnMetadata, TurnRequest, TurnResult
+from orc.turns import ErrorEvent, Event, TurnMetadata, TurnRequest, TurnResult, citation_event, final_event
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +169,8 @@ class Orchestrator:
             async for item in self._run_locked(turn, key, stream=True):
                 if isinstance(item, TurnResult):
                     for citation in item.citations:
-                        yield {"type": "citation", **citation.model_dump()}
-                    yield {"type": "final", **item.model_dump(mode="json"), "usage": item.metadata.usage.model_dump()}
+                        yield citation_event(citation)
+                    yield final_event(item)
                 else:
                     yield item
 
@@ -192,8 +190,7 @@ class Orchestrator:
         meter = ModelMeter()
         stored: asyncio.Task[TurnResult] | None = None
 
-        focus = turn.focus_context.model_dump() if turn.focus_context else None
-        fresh = fresh_turn_input(turn.question, turn.blob_names, focus)
+        fresh = fresh_turn_input(turn.question, turn.blob_names, turn.focus_context)
 
         def finished(final: TurnState) -> None:
             # The answer node is done: store the turn now, while LangGraph writes the run's last checkpoint.
@@ -229,7 +226,7 @@ class Orchestrator:
                     # Only the turn's input: a new turn reads no checkpoint (NEW_TURN, honoured by both savers
                     # and tested), so every other field starts empty, and writing 20 defaults into the
                     # channels was a step's worth of work.
-                    {"question": turn.question, "blob_names": turn.blob_names, "focus_context": focus},
+                    {"question": turn.question, "blob_names": turn.blob_names, "focus_context": turn.focus_context},
                     config,
                     context=context,
                     # Streaming "custom" events makes LangGraph run every node as a task of its own beside a
@@ -261,22 +258,23 @@ class Orchestrator:
 
     async def _store(self, turn: PreparedTurn, state: TurnState, meter: ModelMeter) -> TurnResult:
         """Append the finished turn to its conversation, whole, and return its result."""
-        citations = [Citation.model_validate(c) for c in state["citations"]]
-        files = [FileRef.model_validate(ref) for ref in state["uploaded_file_refs"]]
-        usage = meter.usage + Usage.model_validate(state["tool_usage"] or {})
+        citations = state["citations"]
+        files = state["uploaded_file_refs"]
+        usage = meter.usage + state["tool_usage"]
+        # The state holds models already: TurnMetadata and the messages take them as they are (pydantic does not
+        # validate an instance of the field's own model again).
         metadata = TurnMetadata(
             tool=state["last_mcp_tool_used"],
             cache=state["cache"],
             model=self._model_label,
             model_calls=meter.calls + state["tool_model_calls"],
             usage=usage,
-            tool_calls=[ToolCallRecord.model_validate(r) for r in state["tool_records"]],
+            tool_calls=state["tool_records"],
             elapsed_ms=0.0,
             focus_context=turn.focus_context,
-            historical_contexts=[FocusContext.model_validate(c) for c in state.get("historical_contexts") or []],
+            historical_contexts=state["historical_contexts"],
         )
         now = utc_now()
-        header = state["conversation_header"]
         await self._conversations.append_turn(
             turn.principal,
             turn.conversation_id,
@@ -292,7 +290,7 @@ class Orchestrator:
                 usage=usage,
                 created_at=utc_now(),
             ),
-            seen=Snapshot(header=StoredItem(**header) if header else None, turns=[]),
+            seen=Snapshot(header=state["conversation_header"], turns=[]),
         )
         return TurnResult(
             conversation_id=turn.conversation_id,
@@ -395,9 +393,9 @@ def tool_scope(turn: PreparedTurn) -> dict[str, Any]:
     return scope
 
 
-def error_event(exc: OrcError) -> Event:
+def error_event(exc: OrcError) -> ErrorEvent:
     """The ``error`` stream event for a failure: a stable code, a message safe to show, and when to retry."""
-    event: Event = {"type": "error", "code": exc.code, "message": exc.message, "status": exc.status}
+    event = ErrorEvent(type="error", code=exc.code, message=exc.message, status=exc.status)
     if isinstance(exc, ServiceUnavailable):
         event["retry_after"] = exc.retry_after if exc.retry_after is not None else 1
     return event

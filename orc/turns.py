@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,112 @@ class TurnResult(BaseModel):
     metadata: TurnMetadata
 
 
+# Stream events (DESIGN §5). TypedDicts: an event is the plain dict the HTTP layer serializes, so building one
+# costs nothing beyond the dict, and mypy narrows the union on ``event["type"]``.
+
+
+class ProgressEvent(TypedDict):
+    """Which step the turn is in, what it does, and roughly how far the turn is."""
+
+    type: Literal["progress"]
+    step: str
+    message: str
+    percent: int
+
+
+class ToolEvent(TypedDict):
+    """A tool call starting (``running``) or finished (``ok``/``error``, with its duration)."""
+
+    type: Literal["tool"]
+    name: str
+    status: Literal["running", "ok", "error"]
+    duration_ms: float
+
+
+class TokenEvent(TypedDict):
+    """A piece of the answer, as the model streams it."""
+
+    type: Literal["token"]
+    text: str
+
+
+class CitationEvent(TypedDict):
+    """One citation of the answer (the fields of :class:`orc.contracts.Citation`)."""
+
+    type: Literal["citation"]
+    ref: str
+    document: str
+    span_id: str
+    page: int | None
+    quote: str
+
+
+class ContextRequest(TypedDict):
+    """One piece of context a paused turn asks for."""
+
+    slot: str
+    kind: str
+    description: str
+    suggestions: list[str]
+
+
+class ContextRequiredEvent(TypedDict):
+    """The turn paused for context the caller must supply (handoff, DESIGN §2)."""
+
+    type: Literal["context_required"]
+    request_id: str
+    required: list[ContextRequest]
+
+
+class FinalEvent(TypedDict):
+    """The turn's result (:class:`TurnResult` as JSON) and its usage, the stream's last event."""
+
+    type: Literal["final"]
+    conversation_id: str
+    answer: str
+    citations: list[dict[str, Any]]
+    files: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    usage: dict[str, Any]
+
+
+class ErrorEvent(TypedDict):
+    """A failed turn, the stream's last event: a stable code, a message safe to show, and when to retry."""
+
+    type: Literal["error"]
+    code: str
+    message: str
+    status: int
+    retry_after: NotRequired[float]
+
+
+Event = ProgressEvent | ToolEvent | TokenEvent | CitationEvent | ContextRequiredEvent | FinalEvent | ErrorEvent
+"""A stream event: a JSON object discriminated by its ``type``."""
+
 EventType = Literal["progress", "tool", "token", "citation", "context_required", "final", "error"]
-Event = dict[str, Any]
-"""A stream event: a JSON object with a ``type`` (DESIGN §5)."""
+
+
+def citation_event(citation: Citation) -> CitationEvent:
+    """The ``citation`` event of one citation."""
+    return CitationEvent(
+        type="citation",
+        ref=citation.ref,
+        document=citation.document,
+        span_id=citation.span_id,
+        page=citation.page,
+        quote=citation.quote,
+    )
+
+
+def final_event(result: TurnResult) -> FinalEvent:
+    """The ``final`` event of a turn's result."""
+    body = result.model_dump(mode="json")
+    return FinalEvent(
+        type="final",
+        conversation_id=body["conversation_id"],
+        answer=body["answer"],
+        citations=body["citations"],
+        files=body["files"],
+        metadata=body["metadata"],
+        usage=body["metadata"]["usage"],
+    )

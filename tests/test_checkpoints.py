@@ -1,5 +1,5 @@
 """Checkpoint savers (the collection port's, and the embedded SQLite one): a turn paused with interrupt() resumes
-on another instance; a new turn reads no checkpoint."""
+on another instance; a new turn reads no checkpoint; the turn's typed state comes back whole, its types registered."""
 
 from __future__ import annotations
 
@@ -7,17 +7,31 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pytest
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
+from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
+from orc.contracts import Citation, FileRef, SourceSpan, ToolCallRecord, Usage
+from orc.conversations import FocusContext
+from orc.graph import build_graph
+from orc.graph.state import (
+    ListedDocument,
+    PlannedCall,
+    SourceContext,
+    ToolAnswer,
+    ToolResult,
+    TurnState,
+    fresh_turn_input,
+)
 from orc.storage.checkpoints import NEW_TURN, CollectionCheckpointSaver
 from orc.storage.memory import MemoryCollectionProvider
-from orc.storage.ports import CollectionProvider
+from orc.storage.ports import CollectionProvider, StoredItem
 from orc.storage.sqlite import SqliteCollectionProvider
 from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
 from tests.storage.conftest import emulator_cosmos_provider
@@ -132,3 +146,88 @@ async def test_a_new_turn_reads_no_checkpoint_but_a_resume_reads_the_latest(save
     assert await saver.aget_tuple({"configurable": {**thread, NEW_TURN: True}}) is None
     latest = await saver.aget_tuple({"configurable": thread})
     assert latest is not None and latest.checkpoint["channel_values"]["question"] == "What is the fee?"
+
+
+def every_field_set() -> TurnState:
+    """A turn's state in the middle of a tool round, every field holding what the nodes write."""
+    span = SourceSpan(ref="lease.txt::S1", document="lease.txt", span_id="S1", page=2, text="Rent is 900 euros.")
+    call = PlannedCall(id="c1", name="documents.search", model_name="documents__search", args={"query": "rent"})
+    state = fresh_turn_input("What is the rent?", ["lease.txt"], FocusContext(type="usecase", id="u1"))
+    state.update(
+        conversation_header=StoredItem(id="conv", partition_key="org/user", body={"seq": 3}, etag='"e1"'),
+        standalone_question="What is the monthly rent?",
+        uploaded_file_refs=[FileRef(file_id="f-1", blob_name="lease.txt")],
+        last_mcp_tool_used="documents.search",
+        historical_contexts=[FocusContext(type="folder", id="f9")],
+        available_documents=[
+            ListedDocument(
+                filename="lease.txt", context_type="session", context_id="conv", status="ready", origin="session"
+            )
+        ],
+        pending_tool_calls=[call],
+        planning_messages=[
+            SystemMessage("plan"),
+            HumanMessage("What is the monthly rent?"),
+            AIMessage("", tool_calls=[{"id": "c1", "name": "documents__search", "args": {"query": "rent"}}]),
+            ToolMessage("1 passage", tool_call_id="c1", name="documents__search"),
+        ],
+        tool_results=[
+            ToolResult(
+                id="c1",
+                name="documents.search",
+                model_name="documents__search",
+                arguments={"query": "rent"},
+                structured={"results": []},
+                text="",
+                is_error=False,
+                duration_ms=1.5,
+            )
+        ],
+        tool_records=[ToolCallRecord(name="documents.search", arguments={"query": "rent"}, duration_ms=1.5)],
+        context_docs=[ToolAnswer(tool="documents.search", text="1 passage")],
+        sources=[span],
+        source_contexts={"lease.txt::S1": SourceContext(origin="historical", type="folder", id="f9")},
+        rounds=1,
+        cache="hit",
+        tool_model_calls=1,
+        tool_usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15),
+        answer="The rent is 900 euros [lease.txt::S1].",
+        citations=[Citation(ref=span.ref, document=span.document, span_id="S1", page=2, quote=span.text)],
+    )
+    return state
+
+
+async def write_and_read(saver: BaseCheckpointSaver[str], values: TurnState) -> tuple[dict[str, Any], list[SerdeEvent]]:
+    """Write ``values`` as a checkpoint's channels and read them back, with the serializer's allowlist events."""
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = dict(values)
+    config = {"configurable": {"thread_id": f"org/user/{uuid.uuid4().hex}", "checkpoint_ns": ""}}
+    events: list[SerdeEvent] = []
+    unregister = register_serde_event_listener(events.append)
+    try:
+        written = await saver.aput(config, checkpoint, {}, {})
+        read = await saver.aget_tuple(written)
+    finally:
+        unregister()
+    assert read is not None
+    return read.checkpoint["channel_values"], events
+
+
+async def test_a_turn_state_with_every_typed_field_round_trips_with_its_types_registered(savers: Savers) -> None:
+    state = every_field_set()
+    saver = build_graph(await savers()).checkpointer
+    assert isinstance(saver, BaseCheckpointSaver)
+
+    values, events = await write_and_read(saver, state)
+
+    assert set(state) == set(TurnState.__annotations__)
+    assert all(value not in (None, [], {}, "", 0) for value in state.values())
+    assert values == state
+    assert events == []  # no "Deserializing unregistered type", nothing blocked
+
+
+async def test_a_saver_reads_back_no_class_that_no_graph_registered(savers: Savers) -> None:
+    values, events = await write_and_read(await savers(), {"uploaded_file_refs": [FileRef(file_id="f", blob_name="b")]})
+
+    assert not any(isinstance(ref, FileRef) for ref in values["uploaded_file_refs"])
+    assert [(event["kind"], event["name"]) for event in events] == [("msgpack_blocked", "FileRef")]

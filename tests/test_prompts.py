@@ -9,8 +9,9 @@ from importlib import resources
 import pytest
 
 from orc.contracts import SourceSpan
+from orc.conversations import FocusContext
 from orc.graph.context_block import render_context_block
-from orc.graph.state import fresh_turn_input
+from orc.graph.state import ListedDocument, fresh_turn_input
 from orc.models.prompting import format_sources, load_prompt, prompt_names
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
@@ -40,18 +41,21 @@ def test_the_manifest_names_every_prompt_file() -> None:
     assert {f"{name}.txt" for name in manifest} == files
 
 
+def listed(filename: str, type_: str, id_: str, status: str, origin: str, is_focus: bool = False) -> ListedDocument:
+    return ListedDocument(
+        filename=filename, context_type=type_, context_id=id_, status=status, origin=origin, is_focus=is_focus
+    )
+
+
 def test_the_context_block_states_focus_history_documents_by_context_and_the_priority_rule() -> None:
-    state = fresh_turn_input("q", [], {"type": "usecase", "id": "u1"})
-    state["historical_contexts"] = [{"type": "folder", "id": "f9"}, {"type": "usecase", "id": "u7"}]
+    state = fresh_turn_input("q", [], FocusContext(type="usecase", id="u1"))
+    state["historical_contexts"] = [FocusContext(type="folder", id="f9"), FocusContext(type="usecase", id="u7")]
     state["available_documents"] = [
-        {"filename": "s.txt", "context_type": "session", "context_id": "c", "status": "ready", "origin": "session"},
-        {"filename": "u.pdf", "context_type": "usecase", "context_id": "u1", "status": "processing",
-         "origin": "focus", "is_focus": True},
-        {"filename": "o.md", "context_type": "organization", "context_id": "acme", "status": "ready",
-         "origin": "focus"},
-        {"filename": "h.txt", "context_type": "usecase", "context_id": "u7", "status": "ready",
-         "origin": "historical"},
-    ]  # fmt: skip
+        listed("s.txt", "session", "c", "ready", "session"),
+        listed("u.pdf", "usecase", "u1", "processing", "focus", is_focus=True),
+        listed("o.md", "organization", "acme", "ready", "focus"),
+        listed("h.txt", "usecase", "u7", "ready", "historical"),
+    ]
 
     block = render_context_block(state)
 

@@ -47,21 +47,20 @@ class Console:
 
     def event(self, event: Event) -> None:
         """Render one stream event as it happens."""
-        kind = event["type"]
-        if kind == "progress":
+        if event["type"] == "progress":
             # Once the answer streams, a progress line would land in the middle of it on a terminal.
             if not self._answering:
                 print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
-        elif kind == "tool" and event["status"] != "running":
+        elif event["type"] == "tool" and event["status"] != "running":
             print(
                 f"  [tool] {event['name']} {event['status']} in {event['duration_ms']:.0f} ms",
                 file=self.err,
                 flush=True,
             )
-        elif kind == "token":
+        elif event["type"] == "token":
             self._answering = True
             print(event["text"], end="", file=self.out, flush=True)
-        elif kind == "final":
+        elif event["type"] == "final":
             self._answering = False
             print(file=self.out)
             for index, citation in enumerate(event["citations"], start=1):
@@ -76,7 +75,7 @@ class Console:
                 f" cache: {metadata['cache'] or 'n/a'}; conversation {event['conversation_id']})",
                 file=self.err,
             )
-        elif kind == "error":
+        elif event["type"] == "error":
             print(f"\nerror ({event['code']}): {event['message']}", file=self.err)
 
 

@@ -10,14 +10,15 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, S
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from orc.contracts import Citation, SourceSpan
+from orc.contracts import Citation
 from orc.graph.citations import extract_citations, unique_sources
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.progress import emit, progress
-from orc.graph.state import TurnState
+from orc.graph.state import SourceContext, TurnState
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
 from orc.models.prompting import format_sources, load_prompt
+from orc.turns import TokenEvent
 
 MAX_ANSWER_SOURCES = 12
 
@@ -26,8 +27,8 @@ def tool_answers(state: TurnState) -> str:
     """What the tools concluded (sources are listed separately)."""
     parts = []
     for doc in state.get("context_docs") or []:
-        status = ' status="error"' if doc.get("error") else ""
-        parts.append(f"<tool_answer tool={quoteattr(doc['tool'])}{status}>\n{escape(doc['text'])}\n</tool_answer>")
+        status = ' status="error"' if doc.error else ""
+        parts.append(f"<tool_answer tool={quoteattr(doc.tool)}{status}>\n{escape(doc.text)}\n</tool_answer>")
     return "\n".join(parts)
 
 
@@ -36,17 +37,17 @@ def context_block(state: TurnState) -> str:
     return "\n\n".join(part for part in (render_context_block(state), tool_answers(state)) if part)
 
 
-def context_labels(source_contexts: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+def context_labels(source_contexts: Mapping[str, SourceContext]) -> dict[str, str]:
     """SourceRef → ``folder legal (historical context)`` for sources that came from a context."""
     labels = {}
     for ref, where in source_contexts.items():
-        if where.get("type") and where.get("type") != "session":
-            suffix = " (historical context)" if where.get("origin") == "historical" else ""
-            labels[ref] = f"{where['type']} {where['id']}{suffix}"
+        if where.type and where.type != "session":
+            suffix = " (historical context)" if where.origin == "historical" else ""
+            labels[ref] = f"{where.type} {where.id}{suffix}"
     return labels
 
 
-def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: Mapping[str, Mapping[str, str]]) -> str:
+def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: Mapping[str, SourceContext]) -> str:
     """A sentence naming the historical contexts the answer cites, unless the answer already names them.
 
     The spec requires the answer to say when it used a non-focus context; a model may forget, so it is checked.
@@ -54,11 +55,11 @@ def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: 
     unnamed: list[str] = []
     for citation in citations:
         where = source_contexts.get(citation.ref)
-        if not where or where.get("origin") != "historical":
+        if not where or where.origin != "historical":
             continue
-        label = f"{where['type']} {where['id']}"
+        label = f"{where.type} {where.id}"
         # "Explicitly" means naming the context as a historical one; quoting a text that mentions it is not that.
-        said = "historical" in answer.lower() and where["id"] in answer
+        said = "historical" in answer.lower() and where.id in answer
         if not said and label not in unnamed:
             unnamed.append(label)
     if not unnamed:
@@ -74,9 +75,7 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     """
     ctx = runtime.context
     progress("answer", "Writing the answer", 80)
-    sources = unique_sources(
-        (SourceSpan.model_validate(source) for source in state.get("sources") or []), MAX_ANSWER_SOURCES
-    )
+    sources = unique_sources(state.get("sources") or [], MAX_ANSWER_SOURCES)
     origins = state.get("source_contexts") or {}
     system = load_prompt("answer.system").render(
         sources=format_sources(sources, context_labels(origins)), context_block=context_block(state)
@@ -99,7 +98,7 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
             # Text streams at once; text a model writes before asking for tools streams as well.
             if piece:
                 pieces.append(piece)
-                emit({"type": "token", "text": piece})
+                emit(TokenEvent(type="token", text=piece))
             if chunk.usage_metadata:
                 metered.append(chunk)
         ctx.meter.record(*metered)
@@ -118,13 +117,10 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     citations = extract_citations(text, sources)
     note = non_focus_note(text, citations, origins)
     if note:
-        emit({"type": "token", "text": note})
+        emit(TokenEvent(type="token", text=note))
         text += note
     progress("answer", "Done", 100)
-    update: TurnState = {
-        "answer": text,
-        "citations": [citation.model_dump() for citation in citations],
-    }
+    update: TurnState = {"answer": text, "citations": citations}
     if ctx.finished is not None:
         ctx.finished({**state, **update})
     return Command(update=update, goto=after_answer([]))

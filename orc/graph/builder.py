@@ -11,7 +11,7 @@ from orc.graph.context import TurnContext
 from orc.graph.context_builder import context_builder
 from orc.graph.mcp_executor import mcp_executor
 from orc.graph.query_planner import query_planner
-from orc.graph.state import TurnState
+from orc.graph.state import CHECKPOINTED_TYPES, TurnState
 from orc.graph.tool_router import tool_router
 
 TurnGraph = CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]
@@ -29,6 +29,10 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGra
     The three nodes with a choice route with ``Command(goto=...)``; ``destinations`` declares their targets, for
     validation and the drawing.
     """
+    if checkpointer is not None:
+        # The savers deserialize only LangGraph's own safe types unless told more: register the state's models, so
+        # a resumed turn gets them back whole (and LangGraph logs no "unregistered type").
+        checkpointer = checkpointer.with_allowlist([(cls.__module__, cls.__name__) for cls in CHECKPOINTED_TYPES])
     graph = StateGraph(TurnState, context_schema=TurnContext)
     graph.add_node("query_planner", query_planner, destinations=("tool_router", "mcp_executor"))
     graph.add_node("tool_router", tool_router, destinations=("mcp_executor", "answer"))

@@ -8,11 +8,10 @@ storage round trip.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from orc.documents.availability import Availability
-from orc.graph.state import TurnState
+from orc.graph.state import ListedDocument, TurnState
 from orc.models.prompting import load_prompt
 
 MAX_LISTED_DOCUMENTS = 40
@@ -21,18 +20,18 @@ MAX_LISTED_DOCUMENTS = 40
 _ORIGIN_LABEL = {"focus": "focus", "historical": "historical context"}
 
 
-def listing(availability: Availability) -> list[dict[str, Any]]:
-    """The available documents as the state keeps them for the prompt (small, JSON-serialisable)."""
+def listing(availability: Availability) -> list[ListedDocument]:
+    """The available documents as the state keeps them for the prompt (small: no text, no digest)."""
     focus = availability.scope.focus
     return [
-        {
-            "filename": doc.info.filename,
-            "context_type": doc.info.context_type,
-            "context_id": doc.info.context_id,
-            "status": doc.info.status,
-            "origin": doc.info.origin,
-            "is_focus": focus is not None and (doc.info.context_type, doc.info.context_id) == (focus.type, focus.id),
-        }
+        ListedDocument(
+            filename=doc.info.filename,
+            context_type=doc.info.context_type,
+            context_id=doc.info.context_id,
+            status=doc.info.status,
+            origin=doc.info.origin,
+            is_focus=focus is not None and (doc.info.context_type, doc.info.context_id) == (focus.type, focus.id),
+        )
         for doc in availability.documents
     ]
 
@@ -41,7 +40,7 @@ def _context_label(type_: str, id_: str) -> str:
     return f"{type_} {id_}"
 
 
-def _documents_text(documents: Sequence[Mapping[str, Any]] | None, blob_names: Sequence[str]) -> str:
+def _documents_text(documents: Sequence[ListedDocument] | None, blob_names: Sequence[str]) -> str:
     if documents is None:
         if blob_names:
             return f"- session (attached to this question): {', '.join(blob_names)}"
@@ -51,13 +50,13 @@ def _documents_text(documents: Sequence[Mapping[str, Any]] | None, blob_names: S
     groups: dict[tuple[str, str], list[str]] = {}
     labels: dict[tuple[str, str], str] = {}
     for doc in documents[:MAX_LISTED_DOCUMENTS]:
-        key = (doc["context_type"], doc["context_id"])
-        groups.setdefault(key, []).append(f"{doc['filename']} [{doc['status']}]")
-        if doc["context_type"] == "session":
+        key = (doc.context_type, doc.context_id)
+        groups.setdefault(key, []).append(f"{doc.filename} [{doc.status}]")
+        if doc.context_type == "session":
             labels[key] = "session (attached to this conversation)"
-        elif doc.get("is_focus"):
+        elif doc.is_focus:
             labels[key] = f"{_context_label(*key)} (the focus)"
-        elif doc.get("origin") == "historical":
+        elif doc.origin == "historical":
             labels[key] = f"{_context_label(*key)} (historical context)"
         else:
             labels[key] = f"{_context_label(*key)} (included by the focus)"
@@ -72,7 +71,7 @@ def render_context_block(state: TurnState) -> str:
     focus = state.get("focus_context")
     historical = state.get("historical_contexts") or []
     return load_prompt("context_block").render(
-        focus=_context_label(focus["type"], focus["id"]) if focus else "none",
-        historical="; ".join(_context_label(c["type"], c["id"]) for c in historical) or "none",
+        focus=_context_label(focus.type, focus.id) if focus else "none",
+        historical="; ".join(_context_label(c.type, c.id) for c in historical) or "none",
         documents=_documents_text(state.get("available_documents"), state.get("blob_names") or []),
     )

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from orc.contracts import DocumentChatResult, SourceSpan, ToolCallRecord, Usage
 from orc.graph.context import TurnContext
 from orc.graph.progress import progress
-from orc.graph.state import TurnState
+from orc.graph.state import SourceContext, ToolAnswer, TurnState
 from orc.tool_contract import DOCUMENT_CHAT
 
 # A tool result larger than this is cut before it reaches the model; the tools page their own output.
@@ -72,19 +72,19 @@ def _page_spans(structured: dict[str, Any]) -> list[SourceSpan]:
     return found
 
 
-def source_contexts_in(structured: dict[str, Any] | None) -> dict[str, dict[str, str]]:
-    """SourceRef → ``{origin, type, id}`` for evidence that names the context it came from."""
-    found: dict[str, dict[str, str]] = {}
+def source_contexts_in(structured: dict[str, Any] | None) -> dict[str, SourceContext]:
+    """SourceRef → the context it came from, for evidence that names one."""
+    found: dict[str, SourceContext] = {}
     for value in (structured or {}).values():
         if not isinstance(value, list):
             continue
         for item in value:
             if isinstance(item, dict) and isinstance(item.get("ref"), str) and item.get("origin"):
-                found[item["ref"]] = {
-                    "origin": str(item["origin"]),
-                    "type": str(item.get("context_type", "")),
-                    "id": str(item.get("context_id", "")),
-                }
+                found[item["ref"]] = SourceContext(
+                    origin=str(item["origin"]),
+                    type=str(item.get("context_type", "")),
+                    id=str(item.get("context_id", "")),
+                )
     return found
 
 
@@ -107,43 +107,43 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Tu
     planning = list(state.get("planning_messages") or [])
     updates: TurnState = {}
     tool_calls = state.get("tool_model_calls", 0)
-    usage = Usage.model_validate(state.get("tool_usage") or {})
+    usage = state.get("tool_usage") or Usage()
 
     for result in state.get("tool_results") or []:
-        name = result["name"]
-        text = str(result["text"])[:MAX_TOOL_TEXT_CHARS]
+        name = result.name
+        text = result.text[:MAX_TOOL_TEXT_CHARS]
         records.append(
             ToolCallRecord(
                 name=name,
-                arguments=result["arguments"],
-                status="error" if result["is_error"] else "ok",
-                duration_ms=round(result["duration_ms"], 2),
-                error=text[:500] if result["is_error"] else None,
-            ).model_dump()
+                arguments=result.arguments,
+                status="error" if result.is_error else "ok",
+                duration_ms=round(result.duration_ms, 2),
+                error=text[:500] if result.is_error else None,
+            )
         )
         updates["last_mcp_tool_used"] = name
-        if result["is_error"]:
-            context_docs.append({"tool": name, "error": True, "text": text})
+        if result.is_error:
+            context_docs.append(ToolAnswer(tool=name, text=text, error=True))
         elif name == DOCUMENT_CHAT:
             try:
-                chat = DocumentChatResult.model_validate(result["structured"])
+                chat = DocumentChatResult.model_validate(result.structured)
             except ValidationError:
-                context_docs.append({"tool": name, "error": True, "text": "document_chat returned no result"})
+                context_docs.append(ToolAnswer(tool=name, text="document_chat returned no result", error=True))
             else:
-                context_docs.append({"tool": name, "error": False, "text": chat.answer})
-                sources.extend(source.model_dump() for source in chat.metadata.sources)
-                updates["uploaded_file_refs"] = [ref.model_dump() for ref in chat.files]
+                context_docs.append(ToolAnswer(tool=name, text=chat.answer))
+                sources.extend(chat.metadata.sources)
+                updates["uploaded_file_refs"] = chat.files
                 updates["cache"] = chat.metadata.cache
                 tool_calls += chat.metadata.model_calls
                 usage = usage + chat.metadata.usage
         else:
-            found = sources_in(result["structured"])
-            sources.extend(source.model_dump() for source in found)
-            source_contexts.update(source_contexts_in(result["structured"]))
+            found = sources_in(result.structured)
+            sources.extend(found)
+            source_contexts.update(source_contexts_in(result.structured))
             # Evidence reaches the answer as sources; repeating its text as the tool's answer would double it.
-            context_docs.append({"tool": name, "error": False, "text": _summary(result["structured"], text, found)})
-        if result["id"] != DOCUMENT_CHAT:
-            planning.append(ToolMessage(content=text, tool_call_id=result["id"], name=result["model_name"]))
+            context_docs.append(ToolAnswer(tool=name, text=_summary(result.structured, text, found)))
+        if result.id != DOCUMENT_CHAT:
+            planning.append(ToolMessage(content=text, tool_call_id=result.id, name=result.model_name))
 
     return {
         **updates,
@@ -155,5 +155,5 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Tu
         "tool_results": [],
         "rounds": state.get("rounds", 0) + 1,
         "tool_model_calls": tool_calls,
-        "tool_usage": usage.model_dump(),
+        "tool_usage": usage,
     }

@@ -9,9 +9,10 @@ from langgraph.runtime import Runtime
 
 from orc.graph.context import TurnContext
 from orc.graph.progress import emit, progress
-from orc.graph.state import TurnState
+from orc.graph.state import PlannedCall, ToolResult, TurnState
 from orc.mcp_client import ToolOutcome
 from orc.tool_contract import DOCUMENT_CHAT
+from orc.turns import ToolEvent
 
 
 def document_chat_arguments(state: TurnState) -> dict[str, Any]:
@@ -21,17 +22,20 @@ def document_chat_arguments(state: TurnState) -> dict[str, Any]:
     blob names (case-sensitive, order ignored); any difference means fresh processing, never partial reuse.
     """
     blob_names = list(state.get("blob_names") or [])
-    refs = list(state.get("uploaded_file_refs") or [])
+    refs = state.get("uploaded_file_refs") or []
     args: dict[str, Any] = {"question": state["standalone_question"], "document_names": blob_names}
-    if refs and {ref["blob_name"] for ref in refs} == set(blob_names):
-        args["cached_file_info"] = refs
+    if refs and {ref.blob_name for ref in refs} == set(blob_names):
+        args["cached_file_info"] = [ref.model_dump() for ref in refs]
     return args
 
 
-def planned_calls(state: TurnState) -> list[dict[str, Any]]:
+def planned_calls(state: TurnState) -> list[PlannedCall]:
     """The calls to run this round: the forced document_chat, or what the planning call asked for."""
     if state.get("blob_names"):
-        return [{"id": "document_chat", "name": DOCUMENT_CHAT, "args": document_chat_arguments(state)}]
+        forced = PlannedCall(
+            id=DOCUMENT_CHAT, name=DOCUMENT_CHAT, model_name=DOCUMENT_CHAT, args=document_chat_arguments(state)
+        )
+        return [forced]
     return list(state.get("pending_tool_calls") or [])
 
 
@@ -39,30 +43,29 @@ async def mcp_executor(state: TurnState, runtime: Runtime[TurnContext]) -> TurnS
     """Call every planned tool; scope is injected by the toolbox, never taken from the model."""
     toolbox = runtime.context.toolbox
     calls = planned_calls(state)
-    progress("mcp_executor", f"Consulting {', '.join(sorted({c['name'] for c in calls}))}", 35)
+    progress("mcp_executor", f"Consulting {', '.join(sorted({c.name for c in calls}))}", 35)
 
-    async def run(call: dict[str, Any]) -> dict[str, Any]:
-        emit({"type": "tool", "name": call["name"], "status": "running", "duration_ms": 0})
-        outcome: ToolOutcome = await toolbox.call(call["name"], call["args"])
-        status = "error" if outcome.is_error else "ok"
+    async def run(call: PlannedCall) -> ToolResult:
+        emit(ToolEvent(type="tool", name=call.name, status="running", duration_ms=0))
+        outcome: ToolOutcome = await toolbox.call(call.name, call.args)
         emit(
-            {
-                "type": "tool",
-                "name": call["name"],
-                "status": status,
-                "duration_ms": round(outcome.duration_ms, 2),
-            }
+            ToolEvent(
+                type="tool",
+                name=call.name,
+                status="error" if outcome.is_error else "ok",
+                duration_ms=round(outcome.duration_ms, 2),
+            )
         )
-        return {
-            "id": call["id"],
-            "name": call["name"],
-            "model_name": call.get("model_name", call["name"]),
-            "arguments": outcome.arguments,
-            "structured": outcome.structured,
-            "text": outcome.text,
-            "is_error": outcome.is_error,
-            "duration_ms": outcome.duration_ms,
-        }
+        return ToolResult(
+            id=call.id,
+            name=call.name,
+            model_name=call.model_name,
+            arguments=outcome.arguments,
+            structured=outcome.structured,
+            text=outcome.text,
+            is_error=outcome.is_error,
+            duration_ms=outcome.duration_ms,
+        )
 
     results = await asyncio.gather(*(run(call) for call in calls))
     return {"tool_results": list(results)}

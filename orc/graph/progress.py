@@ -1,13 +1,13 @@
-"""Progress and tool events written to the LangGraph stream writer (``custom`` stream mode)."""
+"""Progress, tool and token events written to the LangGraph stream writer (``custom`` stream mode)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.config import get_stream_writer
 
+from orc.turns import Event, ProgressEvent
 
-def emit(event: dict[str, Any]) -> None:
+
+def emit(event: Event) -> None:
     """Write one client-facing event; a no-op when the graph is not being streamed."""
     try:
         writer = get_stream_writer()
@@ -18,4 +18,4 @@ def emit(event: dict[str, Any]) -> None:
 
 def progress(step: str, message: str, percent: int) -> None:
     """A ``progress`` event: which step, what it does, and roughly how far the turn is."""
-    emit({"type": "progress", "step": step, "message": message, "percent": percent})
+    emit(ProgressEvent(type="progress", step=step, message=message, percent=percent))

@@ -6,6 +6,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from orc.conversations import FocusContext
 from orc.documents.contexts import historical_from_turns
 from orc.documents.records import ContextRef
 from orc.graph.context import TurnContext
@@ -24,27 +25,17 @@ async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Comm
 async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
     progress("query_planner", "Reading the conversation", 5)
     snapshot = await ctx.conversations.load(ctx.principal, ctx.conversation_id, ctx.history_turns)
-    header = (
-        {
-            "id": snapshot.header.id,
-            "partition_key": snapshot.header.partition_key,
-            "body": snapshot.header.body,
-            "etag": snapshot.header.etag,
-        }
-        if snapshot.header
-        else None
-    )
     turns = snapshot.turns
     question = state["question"]
     focus = state.get("focus_context")
-    current = ContextRef.parse(focus["type"], focus["id"]) if focus else None
-    historical = [ref.as_dict() for ref in historical_from_turns(turns, current)]
+    current = ContextRef.parse(focus.type, focus.id) if focus else None
+    historical = [FocusContext(type=ref.type, id=ref.id) for ref in historical_from_turns(turns, current)]
     if not turns:
         return {
             "standalone_question": question,
             "uploaded_file_refs": [],
             "last_mcp_tool_used": None,
-            "conversation_header": header,
+            "conversation_header": snapshot.header,
             "historical_contexts": historical,
         }
 
@@ -60,8 +51,8 @@ async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
     standalone = reply.text.strip() or question
     return {
         "standalone_question": standalone,
-        "uploaded_file_refs": [ref.model_dump() for ref in latest.uploaded_file_refs],
+        "uploaded_file_refs": list(latest.uploaded_file_refs),
         "last_mcp_tool_used": latest.last_mcp_tool_used,
-        "conversation_header": header,
+        "conversation_header": snapshot.header,
         "historical_contexts": historical,
     }

@@ -1,10 +1,99 @@
-"""The state of one turn as it moves through the graph (checkpointed per conversation thread)."""
+"""The state of one turn as it moves through the graph (checkpointed per conversation thread).
+
+The state holds models, never their dicts: the contract models (:mod:`orc.contracts`), the focus context and the
+conversation header as read, and the graph's own records below (frozen models). Nothing is validated twice: a
+model handed from node to node stays the same object, and pydantic does not validate an instance of a field's own
+model again. The checkpointers deserialize only the types listed in :data:`CHECKPOINTED_TYPES` (registered by
+:func:`orc.graph.builder.build_graph`).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict
+
+from orc.contracts import CacheOutcome, Citation, FileRef, SourceSpan, ToolCallRecord, Usage
+from orc.conversations import FocusContext
+from orc.storage.ports import StoredItem
+
+
+class _Record(BaseModel):
+    # Pydantic rather than dataclasses: LangGraph's checkpoint serializer reaches a pydantic model at its second
+    # check but a dataclass only after a runtime protocol check that costs more than building the model.
+    model_config = ConfigDict(frozen=True)
+
+
+class PlannedCall(_Record):
+    """A tool call the executor will make: asked for by the model, or the forced ``document_chat``."""
+
+    id: str
+    name: str
+    """The MCP tool name (``documents.search``)."""
+    model_name: str
+    """The name the model knows the tool by (``documents__search``); its ToolMessage answers under this name."""
+    args: dict[str, Any]
+
+
+class ToolResult(_Record):
+    """What one tool call returned over MCP, before context_builder turns it into context."""
+
+    id: str
+    name: str
+    model_name: str
+    arguments: dict[str, Any]
+    """The arguments sent, scope included."""
+    structured: dict[str, Any] | None
+    text: str
+    is_error: bool
+    duration_ms: float
+
+
+class ToolAnswer(_Record):
+    """What a tool concluded, for the answer prompt (its evidence is in the turn's sources)."""
+
+    tool: str
+    text: str
+    error: bool = False
+
+
+class SourceContext(_Record):
+    """The context a source outside the session came from."""
+
+    origin: str
+    """``focus`` or ``historical``."""
+    type: str
+    id: str
+
+
+class ListedDocument(_Record):
+    """A document available to the turn, as the prompt's context block lists it."""
+
+    filename: str
+    context_type: str
+    context_id: str
+    status: str
+    origin: str | None
+    """``session``, ``focus`` or ``historical``."""
+    is_focus: bool = False
+
+
+CHECKPOINTED_TYPES: tuple[type, ...] = (
+    FocusContext,
+    StoredItem,
+    FileRef,
+    SourceSpan,
+    Citation,
+    ToolCallRecord,
+    Usage,
+    PlannedCall,
+    ToolResult,
+    ToolAnswer,
+    SourceContext,
+    ListedDocument,
+)
+"""Every class a turn's state holds besides LangChain's messages (which LangGraph trusts already)."""
 
 
 class TurnState(TypedDict, total=False):
@@ -21,36 +110,36 @@ class TurnState(TypedDict, total=False):
     # input
     question: str
     blob_names: list[str]
-    focus_context: dict[str, str] | None
+    focus_context: FocusContext | None
     # query_planner
-    conversation_header: dict[str, Any] | None
+    conversation_header: StoredItem | None
     """The conversation header as read (with its ETag), so storing the turn needs no second read."""
     standalone_question: str
-    uploaded_file_refs: list[dict[str, str]]
+    uploaded_file_refs: list[FileRef]
     last_mcp_tool_used: str | None
-    historical_contexts: list[dict[str, str]]
+    historical_contexts: list[FocusContext]
     """Contexts the conversation focused on before this turn, oldest first, without the current focus."""
     # tool_router / mcp_executor / context_builder (and answer, when it asks for another tool round)
-    available_documents: list[dict[str, Any]] | None
+    available_documents: list[ListedDocument] | None
     """The documents available to the turn (for the prompt's context block); None until tool_router loads them."""
-    pending_tool_calls: list[dict[str, Any]]
+    pending_tool_calls: list[PlannedCall]
     planning_messages: list[BaseMessage]
-    tool_results: list[dict[str, Any]]
-    tool_records: list[dict[str, Any]]
-    context_docs: list[dict[str, Any]]
-    sources: list[dict[str, Any]]
-    source_contexts: dict[str, dict[str, str]]
-    """SourceRef → the context a source came from, for sources outside the session (origin, type, id)."""
+    tool_results: list[ToolResult]
+    tool_records: list[ToolCallRecord]
+    context_docs: list[ToolAnswer]
+    sources: list[SourceSpan]
+    source_contexts: dict[str, SourceContext]
+    """SourceRef → the context a source came from, for sources outside the session."""
     rounds: int
-    cache: Literal["hit", "miss"] | None
+    cache: CacheOutcome | None
     tool_model_calls: int
-    tool_usage: dict[str, int]
+    tool_usage: Usage
     # answer
     answer: str
-    citations: list[dict[str, Any]]
+    citations: list[Citation]
 
 
-def fresh_turn_input(question: str, blob_names: list[str], focus_context: dict[str, str] | None) -> TurnState:
+def fresh_turn_input(question: str, blob_names: list[str], focus_context: FocusContext | None) -> TurnState:
     """A new turn's state before any node runs: its input, and every other field at its starting value."""
     return TurnState(
         question=question,
@@ -72,7 +161,7 @@ def fresh_turn_input(question: str, blob_names: list[str], focus_context: dict[s
         rounds=0,
         cache=None,
         tool_model_calls=0,
-        tool_usage={},
+        tool_usage=Usage(),
         answer="",
         citations=[],
     )

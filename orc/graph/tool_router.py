@@ -8,7 +8,7 @@ largest part of LangGraph's own work in a turn.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
@@ -20,7 +20,7 @@ from orc.documents.records import ContextRef
 from orc.graph.context import TurnContext
 from orc.graph.context_block import listing, render_context_block
 from orc.graph.progress import progress
-from orc.graph.state import TurnState
+from orc.graph.state import ListedDocument, PlannedCall, TurnState
 from orc.models.prompting import load_prompt
 from orc.tool_contract import DOCUMENT_TOOLS, NEVER_PLANNED
 
@@ -34,7 +34,7 @@ def after_planner(state: TurnState) -> AfterPlanner:
     return "mcp_executor" if state.get("blob_names") else "tool_router"
 
 
-def after_answer(pending_tool_calls: list[dict[str, Any]]) -> AfterAnswer:
+def after_answer(pending_tool_calls: list[PlannedCall]) -> AfterAnswer:
     """Where answer goes: back to the executor when its request asked for more tools, else the turn is done."""
     return "mcp_executor" if pending_tool_calls else "__end__"  # langgraph.graph.END
 
@@ -91,30 +91,31 @@ async def answer_tools(state: TurnState, ctx: TurnContext) -> list[BaseTool]:
     return await planning_tools(ctx)
 
 
-def requested_calls(reply: BaseMessage, tools: list[BaseTool]) -> list[dict[str, Any]]:
+def requested_calls(reply: BaseMessage, tools: list[BaseTool]) -> list[PlannedCall]:
     """The tool calls of a model reply, named by their MCP names, for the executor."""
     if not isinstance(reply, AIMessage) or not reply.tool_calls:
         return []
     mcp_names = {tool.name: _mcp_name(tool) for tool in tools}
     return [
-        {
-            "id": call["id"],
-            "name": mcp_names.get(call["name"], call["name"]),
-            "model_name": call["name"],
-            "args": call["args"],
-        }
+        PlannedCall(
+            # LangChain types a call's id as optional; the providers orc talks to always set one.
+            id=call["id"] or call["name"],
+            name=mcp_names.get(call["name"], call["name"]),
+            model_name=call["name"],
+            args=call["args"],
+        )
         for call in reply.tool_calls
     ]
 
 
-async def available_documents(state: TurnState, ctx: TurnContext) -> list[dict[str, Any]]:
+async def available_documents(state: TurnState, ctx: TurnContext) -> list[ListedDocument]:
     """The documents available to this turn, by the availability model the tools use (same scope they get)."""
     assert ctx.documents is not None
     focus = state.get("focus_context")
     scope = DocumentScope(
         session_id=ctx.conversation_id,
-        focus=ContextRef.parse(focus["type"], focus["id"]) if focus else None,
-        historical=tuple(ContextRef.parse(c["type"], c["id"]) for c in state.get("historical_contexts") or []),
+        focus=ContextRef.parse(focus.type, focus.id) if focus else None,
+        historical=tuple(ContextRef.parse(c.type, c.id) for c in state.get("historical_contexts") or []),
         include_historical=True,
     )
     return listing(await ctx.documents.available(ctx.principal, scope))

@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from orc.errors import ItemAlreadyExists
 from orc.storage.ports import DocumentCollection, StoredItem
@@ -32,6 +33,13 @@ _CHECKPOINT = "checkpoint"
 _WRITE = "write"
 NEW_TURN = "orc_new_turn"
 """Configurable flag of a run that starts a new turn: it begins from fresh input, so no checkpoint is read."""
+
+
+def checkpoint_serializer() -> JsonPlusSerializer:
+    """LangGraph's serializer, deserializing only the types LangGraph knows to be safe until a graph registers its
+    own with ``with_allowlist`` (:func:`orc.graph.builder.build_graph` does): a checkpoint never imports and builds
+    a class nobody named, and a registered type is read back without LangGraph's "unregistered type" warning."""
+    return JsonPlusSerializer(allowed_msgpack_modules=None)
 
 
 def _encode(typed: tuple[str, bytes]) -> dict[str, str]:
@@ -48,10 +56,13 @@ def _safe(part: str) -> str:
 
 
 class CollectionCheckpointSaver(BaseCheckpointSaver[str]):
-    """A LangGraph checkpoint saver whose items live in a :class:`DocumentCollection` (async only)."""
+    """A LangGraph checkpoint saver whose items live in a :class:`DocumentCollection` (async only).
+
+    ``serde`` defaults to :func:`checkpoint_serializer`.
+    """
 
     def __init__(self, collection: DocumentCollection, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
+        super().__init__(serde=serde or checkpoint_serializer())
         self._items = collection
 
     # -- reads ----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from orc.storage.checkpoints import NEW_TURN
+from orc.storage.checkpoints import NEW_TURN, checkpoint_serializer
 
 
 class EmbeddedCheckpointSaver(AsyncSqliteSaver):
@@ -27,7 +27,7 @@ class EmbeddedCheckpointSaver(AsyncSqliteSaver):
 
 @asynccontextmanager
 async def open_embedded_checkpointer(path: Path) -> AsyncIterator[EmbeddedCheckpointSaver]:
-    """The saver on ``path`` (WAL), closed on exit.
+    """The saver on ``path`` (WAL), with :func:`~orc.storage.checkpoints.checkpoint_serializer`, closed on exit.
 
     ``synchronous=NORMAL`` in WAL mode stops each commit from waiting for an fsync; it halved the time a turn
     spends writing its checkpoint. A commit can still be lost to a power failure, never to a crash of the
@@ -37,4 +37,4 @@ async def open_embedded_checkpointer(path: Path) -> AsyncIterator[EmbeddedCheckp
     async with aiosqlite.connect(str(path)) as conn:
         await conn.execute("PRAGMA journal_mode=WAL")
         await conn.execute("PRAGMA synchronous=NORMAL")
-        yield EmbeddedCheckpointSaver(conn)
+        yield EmbeddedCheckpointSaver(conn, serde=checkpoint_serializer())
