@@ -28,6 +28,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
