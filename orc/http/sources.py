@@ -133,5 +133,7 @@ async def document_bytes(
         data, _ = await blobs.get(document.location.blob_path)
     except ItemNotFound as exc:
         raise _not_found(f"document {document_id!r}") from exc
-    return DocumentBytes(data=data, filename=document.info.filename, content_type=document.content_type)
+    # The format extraction recognised is surer than what the uploader declared (often application/octet-stream).
+    content_type = document.info.media_type or document.content_type
+    return DocumentBytes(data=data, filename=document.info.filename, content_type=content_type)
 

@@ -16,6 +16,7 @@ import docx
 import pytest
 
 from tests.documents.pdf_factory import make_pdf
+from tests.http.conftest import client, client_factory  # noqa: F401  (the API fixtures, for the page's routes)
 from tests.http.test_serving import orc_serve
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -96,3 +97,34 @@ def handbook_docx() -> bytes:
 
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def screenshot_folder(tmp_path: Path) -> Path:
+    """Where to save screenshots: ``docs/`` when ``ORC_SCREENSHOTS=docs`` (to refresh the README's), else a
+    temporary folder, so a test run leaves the checkout untouched."""
+    return SCREENSHOTS if os.environ.get("ORC_SCREENSHOTS") == "docs" else tmp_path
+
+
+PDF_TYPE = "application/pdf"
+DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def attachments() -> list[dict[str, object]]:
+    """The two files the browser tests upload, as Playwright file payloads."""
+    return [
+        {"name": "lease.pdf", "mimeType": PDF_TYPE, "buffer": lease_pdf()},
+        {"name": "handbook.docx", "mimeType": DOCX_TYPE, "buffer": handbook_docx()},
+    ]
+
+
+# Counts the streaming answer's text updates, so a test can tell tokens arrived one by one (init scripts are
+# injected by the browser, not by the page, so the page's CSP does not apply to them).
+COUNT_TOKEN_UPDATES = """
+window.__tokenUpdates = 0;
+new MutationObserver((records) => {
+  for (const record of records) {
+    const body = record.target.parentElement?.closest?.('.answer-body.streaming');
+    if (body) window.__tokenUpdates += 1;
+  }
+}).observe(document, { subtree: true, characterData: true, childList: true });
+"""

@@ -121,12 +121,13 @@ export class FileChips {
             this.render();
           }
         }
-        if (!this.busy()) break;
-        // Text extraction can outlast the stream (it follows digests): look again shortly.
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        if (!controller.signal.aborted) this.manifest = await api.manifest(id);
+        if (controller.signal.aborted || id !== this.sessionId) break;
+        // The stream reports changes after the state it started from: read the state it ended on.
+        this.manifest = await api.manifest(id);
         this.render();
         if (!this.busy()) break;
+        // Text extraction can outlast the stream (which follows digests): look again shortly.
+        await new Promise((resolve) => setTimeout(resolve, 500));
       }
     } catch (error) {
       if (error.name !== "AbortError") this.onError(error);
