@@ -31,7 +31,7 @@ class SourceView(BaseModel):
     ref: str = Field(description="The SourceRef ``<document>::<span_id>``.")
     document_id: str
     filename: str
-    media_type: str = Field(description="The extracted format: application/pdf, …wordprocessingml.document, text/plain…")
+    media_type: str = Field(description="The extracted format (application/pdf, text/plain, …).")
     span_id: str
     page: int | None = Field(description="1-based page of a PDF; null for unpaged formats.")
     page_count: int
@@ -136,4 +136,3 @@ async def document_bytes(
     # The format extraction recognised is surer than what the uploader declared (often application/octet-stream).
     content_type = document.info.media_type or document.content_type
     return DocumentBytes(data=data, filename=document.info.filename, content_type=content_type)
-

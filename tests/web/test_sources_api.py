@@ -114,4 +114,3 @@ async def test_unknown_spans_and_malformed_refs_are_refused(app: ASGIApp) -> Non
     assert unknown.status_code == 404 and unknown.json()["code"] == "span_not_found"
     assert malformed.status_code == 400 and malformed.json()["code"] == "invalid_ref"
     assert traversal.status_code in (404, 422)
-
