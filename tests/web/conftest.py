@@ -100,9 +100,9 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def screenshot_folder(tmp_path: Path) -> Path:
-    """Where to save screenshots: ``docs/`` when ``ORC_SCREENSHOTS=docs`` (to refresh the README's), else a
+    """Where to save screenshots: ``docs/`` when ``WEB_SCREENSHOTS=docs`` (to refresh the README's), else a
     temporary folder, so a test run leaves the checkout untouched."""
-    return SCREENSHOTS if os.environ.get("ORC_SCREENSHOTS") == "docs" else tmp_path
+    return SCREENSHOTS if os.environ.get("WEB_SCREENSHOTS") == "docs" else tmp_path
 
 
 PDF_TYPE = "application/pdf"

@@ -54,6 +54,8 @@ def test_a_conversation_from_upload_to_cited_answers_and_deletion(page: Page, tm
     expect(answer.locator(".answer-body")).to_contain_text("1,450 euros")
     assert page.evaluate("() => window.__tokenUpdates") > 1  # the text grew token by token
     expect(answer.locator(".how li")).not_to_have_count(0)  # progress and tool steps were recorded
+    answer.locator(".how summary").click()
+    expect(answer.locator(".how li").first).to_be_visible()
     expect(page.locator("#conversations li")).to_have_count(1)
 
     chip = answer.locator(".citation-chip").first
