@@ -125,6 +125,11 @@ def create_app(
     api.include_router(routes_contexts.router, prefix="/api", tags=["contexts"])
     api.include_router(routes_documents.router, prefix="/api", tags=["documents"])
     page.install(api, settings)
+    api.add_middleware(page.PageSecurityHeaders)
+    if settings.auth == "easyauth":
+        # The only cookie-borne credential: other modes' credentials are headers a forged request cannot carry.
+        # /api/mcp is outside it: its JSON-RPC POSTs need a CORS preflight, which no other site gets past.
+        api.add_middleware(CsrfGuard)
 
     @api.get("/api/health", tags=["health"], summary="Liveness and configured backends")
     async def health(request: Request) -> dict[str, Any]:
@@ -144,8 +149,4 @@ def create_app(
             return settings.max_upload_bytes + _MULTIPART_OVERHEAD
         return settings.max_request_bytes
 
-    served: ASGIApp = page.PageSecurityHeaders(Dispatcher(api, mcp))
-    if settings.auth == "easyauth":
-        # The only cookie-borne credential: other modes' credentials are headers a forged request cannot carry.
-        served = CsrfGuard(served)
-    return BodySizeLimit(served, limit_for)
+    return BodySizeLimit(Dispatcher(api, mcp), limit_for)

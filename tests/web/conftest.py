@@ -35,9 +35,10 @@ def _browser_missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One chromium for the whole session."""
+    """One chromium per module. Not per session: Playwright's sync API runs an event loop in this thread while it
+    is open, and the async tests of later modules could not start theirs."""
     missing = _browser_missing()
     if missing:
         if os.environ.get("CI", "").lower() == "true":

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
@@ -213,3 +214,18 @@ def test_swagger_ui_renders_offline(page: Page) -> None:
     page.goto("/api/docs")
     expect(page.locator(".swagger-ui .opblock").first).to_be_visible(timeout=WAIT_MS)
     assert os.environ.get("NO_NETWORK_NEEDED", "yes")
+
+
+def test_a_focus_context_picked_from_the_tree_is_used_and_stated(page: Page, server: str) -> None:
+    with httpx.Client(base_url=server, timeout=30) as api:
+        assert api.put("/api/contexts/folder/legal", json={"name": "Legal"}).status_code in (200, 201)
+        documents = [("files", ("policy.txt", b"Contracts above 10,000 euros need two signatures.", "text/plain"))]
+        assert api.post("/api/contexts/folder/legal/documents", files=documents).status_code == 202
+    ready(page)
+    option = page.locator("#focus option[value='folder:legal']")
+    expect(option).to_have_count(1)
+    page.select_option("#focus", "folder:legal")
+    page.fill("#question", "How many signatures do contracts above 10,000 euros need?")
+    page.click("#send")
+    answered(page, 1)
+    expect(page.locator(".context-statement")).to_contain_text("Focused on folder legal")

@@ -9,7 +9,6 @@ import { SourceViewer } from "./viewer.js";
 const state = {
   config: null,
   sessionId: null,
-  known: false, // whether the server has the conversation (it has once a question or a file was sent)
   asking: null,
 };
 
@@ -121,7 +120,6 @@ function setSidebar(open) {
 function newChat() {
   state.asking?.abort();
   state.sessionId = newSessionId();
-  state.known = false;
   messages.clear();
   viewer.close();
   $("chat-title").textContent = "New chat";
@@ -135,7 +133,6 @@ async function openConversation(id) {
   state.asking?.abort();
   clearError();
   state.sessionId = id;
-  state.known = true;
   viewer.close();
   closeSidebarOnSmallScreens();
   try {
@@ -203,7 +200,8 @@ async function ask(question) {
   const controller = new AbortController();
   state.asking = controller;
   const sessionId = state.sessionId;
-  const files = chips.names();
+  // The server takes at most max_blob_names files per turn.
+  const files = chips.names().slice(0, state.config.max_blob_names);
   messages.question(question, files);
   const view = messages.answer();
   $("send").disabled = true;
@@ -214,8 +212,7 @@ async function ask(question) {
     for await (const event of askStream(turn, controller.signal)) {
       handle(view, event);
     }
-    state.known = true;
-  } catch (error) {
+    } catch (error) {
     if (error.name !== "AbortError") view.error(error.message);
   } finally {
     $("send").disabled = false;
@@ -280,8 +277,7 @@ function wire() {
   $("file-input").addEventListener("change", (event) => {
     const files = Array.from(event.target.files);
     event.target.value = "";
-    state.known = true;
-    chips.add(files);
+      chips.add(files);
   });
   const zone = $("drop-zone");
   zone.addEventListener("dragover", (event) => {
@@ -292,8 +288,7 @@ function wire() {
   zone.addEventListener("drop", (event) => {
     event.preventDefault();
     zone.classList.remove("dragging");
-    state.known = true;
-    chips.add(Array.from(event.dataTransfer.files));
+      chips.add(Array.from(event.dataTransfer.files));
   });
 }
 
