@@ -229,3 +229,26 @@ def test_a_focus_context_picked_from_the_tree_is_used_and_stated(page: Page, ser
     page.click("#send")
     answered(page, 1)
     expect(page.locator(".context-statement")).to_contain_text("Focused on folder legal")
+
+
+def test_markup_in_a_document_is_shown_as_text_never_run(page: Page) -> None:
+    hostile = (
+        b"Parking rules.\n\nVisitors park in lot B. <img src=x onerror=\"document.title='pwned'\"> "
+        b"<script>document.title='pwned'</script> [click](javascript:document.title='pwned')\n"
+    )
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    ready(page)
+    page.set_input_files("#file-input", [{"name": "rules.txt", "mimeType": "text/plain", "buffer": hostile}])
+    chips_ready(page, 1)
+    page.fill("#question", "Where do visitors park?")
+    page.click("#send")
+    answered(page, 1)
+    body = page.locator(".message.assistant .answer-body")
+    expect(body).to_contain_text("lot B")
+    expect(body).to_contain_text("<img src=x")  # shown as the text it is
+    assert body.locator("img, script, a[href^='javascript']").count() == 0
+    page.locator(".citation-chip").first.click()
+    expect(page.locator(".excerpt mark")).to_contain_text("lot B")
+    assert page.locator("#viewer img, #viewer script").count() == 0
+    assert page.title() != "pwned" and not dialogs

@@ -3,7 +3,21 @@
 import { Marked } from "../vendor/marked/marked.esm.js";
 import DOMPurify from "../vendor/dompurify/purify.es.mjs";
 
-const marked = new Marked({ gfm: true, breaks: false, async: false });
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escapeHtml = (text) => text.replace(/[&<>"']/g, (char) => ESCAPES[char]);
+
+// Raw HTML in an answer (often quoted from a document) is shown as the text it is, never parsed as markup: the
+// sanitizer would drop it anyway, but even parsing it makes the browser weigh its event handlers.
+const marked = new Marked({
+  gfm: true,
+  breaks: false,
+  async: false,
+  renderer: {
+    html(token) {
+      return escapeHtml(token.text);
+    },
+  },
+});
 
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   // Links from an answer open elsewhere and never get the page's window.
