@@ -16,7 +16,10 @@ from tests.http.test_serving import orc_serve
 from tests.web.conftest import COUNT_TOKEN_UPDATES, attachments, screenshot_folder
 
 pytestmark = pytest.mark.slow
-WAIT_MS = 30_000
+WAIT_MS = 60_000
+# Every expectation may wait as long as processing a file can take on a loaded CI machine (it returns as soon
+# as the page gets there; the 5 s default failed under a load average of 10 on 2 cores).
+expect.set_options(timeout=WAIT_MS)
 
 
 def ready(page: Page) -> None:

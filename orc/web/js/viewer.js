@@ -108,7 +108,9 @@ export class SourceViewer {
     const pdf = await lib.getDocument({ data, isEvalSupported: false, standardFontDataUrl: `${PDFJS}standard_fonts/` })
       .promise;
     const page = await pdf.getPage(view.page);
-    const width = Math.max(240, this.body.clientWidth - 4);
+    const padding = getComputedStyle(this.body);
+    const inner = this.body.clientWidth - parseFloat(padding.paddingLeft) - parseFloat(padding.paddingRight);
+    const width = Math.max(240, inner - 2);
     const scale = width / page.getViewport({ scale: 1 }).width;
     const viewport = page.getViewport({ scale });
     const ratio = window.devicePixelRatio || 1;
