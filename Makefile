@@ -4,8 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EMULATORS := tools/emulators
+WEB_TOOLS := tools/web
+WEB_VENDOR := orc/web/vendor
 
-.PHONY: demo test lint typecheck unit bench serve emulators system-tools clean requirements
+.PHONY: demo test lint typecheck unit bench serve emulators system-tools chromium web-vendor clean requirements
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +24,29 @@ $(EMULATORS)/node_modules/.installed: $(EMULATORS)/package.json $(EMULATORS)/pac
 
 emulators: $(EMULATORS)/node_modules/.installed
 
+# The browser tests drive Debian's chromium (Playwright's own browser download cannot run here). CI runs as root.
+chromium:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+# The page's vendored modules come from npm at pinned versions (tools/web/package-lock.json). The copies are
+# committed, so running the page never needs npm; this target refreshes them after a version bump.
+web-vendor:
+	# Not `npm ci`: pdfjs-dist's optional Node canvas lists per-platform packages the lock cannot hold, which
+	# npm ci reports as out of sync. The versions are exact in package.json and the lock pins the rest.
+	cd $(WEB_TOOLS) && npm install --no-save --omit=optional --no-audit --no-fund --loglevel=error
+	rm -rf $(WEB_VENDOR) && mkdir -p $(WEB_VENDOR)/marked $(WEB_VENDOR)/dompurify $(WEB_VENDOR)/pdfjs $(WEB_VENDOR)/swagger-ui
+	cp $(WEB_TOOLS)/node_modules/marked/lib/marked.esm.js $(WEB_TOOLS)/node_modules/marked/LICENSE* $(WEB_VENDOR)/marked/
+	cp $(WEB_TOOLS)/node_modules/dompurify/dist/purify.es.mjs $(WEB_TOOLS)/node_modules/dompurify/LICENSE $(WEB_VENDOR)/dompurify/
+	cp $(WEB_TOOLS)/node_modules/pdfjs-dist/build/pdf.min.mjs $(WEB_TOOLS)/node_modules/pdfjs-dist/build/pdf.worker.min.mjs \
+		$(WEB_TOOLS)/node_modules/pdfjs-dist/LICENSE $(WEB_VENDOR)/pdfjs/
+	cp -r $(WEB_TOOLS)/node_modules/pdfjs-dist/standard_fonts $(WEB_VENDOR)/pdfjs/
+	cp $(WEB_TOOLS)/node_modules/swagger-ui-dist/swagger-ui-bundle.js $(WEB_TOOLS)/node_modules/swagger-ui-dist/swagger-ui.css \
+		$(WEB_TOOLS)/node_modules/swagger-ui-dist/favicon-32x32.png $(WEB_TOOLS)/node_modules/swagger-ui-dist/LICENSE \
+		$(WEB_TOOLS)/node_modules/swagger-ui-dist/NOTICE $(WEB_VENDOR)/swagger-ui/
+	# The bundle ends with a source-map comment naming a file that is not shipped; the browser would 404 on it.
+	sed -i '/^\/\/# sourceMappingURL=/d' $(WEB_VENDOR)/swagger-ui/swagger-ui-bundle.js $(WEB_VENDOR)/marked/marked.esm.js \
+		$(WEB_VENDOR)/dompurify/purify.es.mjs $(WEB_VENDOR)/pdfjs/*.mjs
+
 demo: $(STAMP)
 	$(BIN)/orc demo
 
@@ -37,7 +62,7 @@ typecheck: $(STAMP)
 system-tools:
 	@command -v pdftoppm >/dev/null || (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null)
 
-unit: $(STAMP) emulators system-tools
+unit: $(STAMP) emulators system-tools chromium
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit
@@ -55,4 +80,4 @@ serve: $(STAMP)
 	$(BIN)/orc serve
 
 clean:
-	rm -rf $(VENV) .orc .mypy_cache .ruff_cache .pytest_cache $(EMULATORS)/node_modules
+	rm -rf $(VENV) .orc .mypy_cache .ruff_cache .pytest_cache $(EMULATORS)/node_modules $(WEB_TOOLS)/node_modules

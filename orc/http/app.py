@@ -1,4 +1,4 @@
-"""The FastAPI app: ``/api/orc``, sessions and their files, ``/api/mcp`` and ``/api/health``."""
+"""The FastAPI app: ``/api/orc``, sessions and their files, ``/api/mcp``, ``/api/health`` and the chat page at ``/``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from mcp_server.http import build_mcp_http_app
 from orc import __version__
 from orc.composition import Services, Stores, build_runtime
 from orc.errors import OrcError
-from orc.http import problems, routes_context, routes_contexts, routes_orc, routes_sessions
+from orc.http import page, problems, routes_context, routes_contexts, routes_documents, routes_orc, routes_sessions
 from orc.http.auth import Authenticator, authenticator_for
+from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
 from orc.settings import Settings
 
@@ -111,7 +112,8 @@ def create_app(
         version=__version__,
         summary="Document-chat agent orchestrator: grounded, cited answers about your documents.",
         lifespan=lifespan,
-        docs_url="/api/docs",
+        # /api/docs is served by orc.http.page from local assets (FastAPI's default loads Swagger UI from a CDN).
+        docs_url=None,
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )
@@ -121,6 +123,13 @@ def create_app(
     api.include_router(routes_sessions.router, prefix="/api", tags=["sessions"])
     api.include_router(routes_context.router, prefix="/api", tags=["context files"])
     api.include_router(routes_contexts.router, prefix="/api", tags=["contexts"])
+    api.include_router(routes_documents.router, prefix="/api", tags=["documents"])
+    page.install(api, settings)
+    api.add_middleware(page.PageSecurityHeaders)
+    if settings.auth == "easyauth":
+        # The only cookie-borne credential: other modes' credentials are headers a forged request cannot carry.
+        # /api/mcp is outside it: its JSON-RPC POSTs need a CORS preflight, which no other site gets past.
+        api.add_middleware(CsrfGuard)
 
     @api.get("/api/health", tags=["health"], summary="Liveness and configured backends")
     async def health(request: Request) -> dict[str, Any]:

@@ -1,0 +1,144 @@
+// The HTTP API as the page uses it: credentials, problem+json errors and the two stream formats.
+// The API key lives in sessionStorage only (never in a URL); cookie sign-in needs nothing here.
+
+const KEY_STORAGE = "orc.apiKey";
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export const auth = {
+  mode: "none",
+  onUnauthenticated: null,
+  get key() {
+    return sessionStorage.getItem(KEY_STORAGE);
+  },
+  set key(value) {
+    if (value) sessionStorage.setItem(KEY_STORAGE, value);
+    else sessionStorage.removeItem(KEY_STORAGE);
+  },
+};
+
+function headers(extra = {}) {
+  const all = { ...extra };
+  if (auth.mode === "api-key" && auth.key) all["X-API-Key"] = auth.key;
+  return all;
+}
+
+async function failure(response) {
+  let code = "http_" + response.status;
+  let message = response.statusText || "the request failed";
+  try {
+    const body = await response.json();
+    code = body.code || code;
+    message = body.detail || body.title || message;
+  } catch {
+    // Not JSON: keep the status line.
+  }
+  if (response.status === 401 && auth.onUnauthenticated) auth.onUnauthenticated(message);
+  return new ApiError(response.status, code, message);
+}
+
+/** fetch() with credentials; throws ApiError for any non-2xx answer. */
+export async function request(path, { method = "GET", body, json, accept, signal } = {}) {
+  const extra = {};
+  if (json !== undefined) {
+    extra["Content-Type"] = "application/json";
+    body = JSON.stringify(json);
+  }
+  if (accept) extra.Accept = accept;
+  const response = await fetch(path, {
+    method,
+    body,
+    signal,
+    headers: headers(extra),
+    credentials: "same-origin",
+  });
+  if (!response.ok) throw await failure(response);
+  return response;
+}
+
+export async function getJson(path, options) {
+  return (await request(path, options)).json();
+}
+
+/** Lines of a streamed body as they arrive (NDJSON). */
+async function* lines(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let newline;
+    while ((newline = buffer.indexOf("\n")) >= 0) {
+      yield buffer.slice(0, newline);
+      buffer = buffer.slice(newline + 1);
+    }
+  }
+  buffer += decoder.decode();
+  if (buffer) yield buffer;
+}
+
+/** The events of one turn (POST /api/orc, NDJSON), each a parsed object with a `type`. */
+export async function* askStream(turn, signal) {
+  const response = await request("/api/orc", { method: "POST", json: turn, accept: "application/x-ndjson", signal });
+  for await (const line of lines(response)) {
+    if (line.trim()) yield JSON.parse(line);
+  }
+}
+
+/** Server-sent events read with fetch (EventSource cannot send the API key header): {event, data}. */
+export async function* serverEvents(path, signal) {
+  const response = await request(path, { accept: "text/event-stream", signal });
+  let event = "message";
+  let data = [];
+  for await (const raw of lines(response)) {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    if (line === "") {
+      if (data.length) yield { event, data: JSON.parse(data.join("\n")) };
+      event = "message";
+      data = [];
+    } else if (line.startsWith("event:")) {
+      event = line.slice(6).trim();
+    } else if (line.startsWith("data:")) {
+      data.push(line.slice(5).trimStart());
+    }
+  }
+}
+
+export const api = {
+  uiConfig: () => getJson("/api/ui-config"),
+  me: () => getJson("/api/me"),
+  sessions: () => getJson("/api/sessions"),
+  session: (id) => getJson(`/api/sessions/${encodeURIComponent(id)}`),
+  deleteSession: (id) => request(`/api/sessions/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  manifest: (id) => getJson(`/api/sessions/${encodeURIComponent(id)}/context`),
+  contextStream: (id, signal) => serverEvents(`/api/sessions/${encodeURIComponent(id)}/context/stream`, signal),
+  upload(id, files) {
+    const form = new FormData();
+    for (const file of files) form.append("files", file, file.name);
+    return getJson(`/api/sessions/${encodeURIComponent(id)}/context/files`, { method: "POST", body: form });
+  },
+  replace(id, fileId, file) {
+    const form = new FormData();
+    form.append("files", file, file.name);
+    const path = `/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}`;
+    return getJson(path, { method: "PUT", body: form });
+  },
+  removeFile: (id, fileId) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}`, {
+      method: "DELETE",
+    }),
+  context: (type, id) => getJson(`/api/contexts/${encodeURIComponent(type)}/${encodeURIComponent(id)}`),
+  source: (id, ref) => getJson(`/api/sessions/${encodeURIComponent(id)}/sources?ref=${encodeURIComponent(ref)}`),
+  /** The document's bytes (pdf.js needs them as data: it cannot send the API key itself). */
+  async content(url) {
+    return new Uint8Array(await (await request(url)).arrayBuffer());
+  },
+};

@@ -1,0 +1,308 @@
+// The chat page: sign-in as the server is configured, conversations, focus context, the composer and the turn
+// stream. Everything the model or a document says is rendered by chat.js (sanitized) or as text.
+import { api, askStream, auth } from "./api.js";
+import { Messages } from "./chat.js";
+import { $, h, when } from "./dom.js";
+import { FileChips } from "./files.js";
+import { SourceViewer } from "./viewer.js";
+
+const state = {
+  config: null,
+  sessionId: null,
+  asking: null,
+};
+
+function newSessionId() {
+  const random = crypto.getRandomValues(new Uint32Array(2));
+  return `c${Date.now().toString(36)}${random[0].toString(36)}${random[1].toString(36)}`;
+}
+
+function showError(error) {
+  const box = $("composer-error");
+  box.textContent = error.message || String(error);
+  box.hidden = false;
+}
+
+function clearError() {
+  $("composer-error").hidden = true;
+}
+
+const viewer = new SourceViewer({ onError: showError });
+const messages = new Messages({ onCitation: (citation, opener) => viewer.open(state.sessionId, citation, opener) });
+const chips = new FileChips({ onError: showError });
+
+// -- sign-in -----------------------------------------------------------------------------------------------
+
+function askForKey(reason) {
+  const dialog = $("sign-in");
+  $("sign-in-error").hidden = !reason;
+  $("sign-in-error").textContent = reason || "";
+  if (!dialog.open) dialog.showModal();
+  return new Promise((resolve) => {
+    $("sign-in-form").addEventListener(
+      "submit",
+      () => {
+        auth.key = $("api-key").value.trim();
+        $("api-key").value = "";
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+async function signIn(config) {
+  auth.mode = config.auth;
+  if (config.auth === "api-key") {
+    auth.onUnauthenticated = () => {
+      auth.key = null;
+    };
+    if (!auth.key) await askForKey();
+    for (;;) {
+      try {
+        await api.me();
+        return;
+      } catch (error) {
+        if (error.status !== 401) throw error;
+        await askForKey("That key was not accepted.");
+      }
+    }
+  }
+  if (config.auth === "easyauth") {
+    auth.onUnauthenticated = () => window.location.assign(config.sign_in_url);
+  }
+}
+
+// -- conversations -----------------------------------------------------------------------------------------
+
+async function loadConversations() {
+  const list = $("conversations");
+  const { sessions } = await api.sessions();
+  list.replaceChildren(
+    ...sessions.map((session) => {
+      const current = session.conversation_id === state.sessionId;
+      return h(
+        "li",
+        { class: current ? "conversation current" : "conversation", dataset: { id: session.conversation_id } },
+        h(
+          "button",
+          {
+            type: "button",
+            class: "conversation-open",
+            "aria-current": current ? "page" : null,
+            onclick: () => openConversation(session.conversation_id),
+          },
+          h("span", { class: "conversation-title" }, session.title || "Untitled"),
+          h("time", { class: "muted", datetime: session.updated_at }, when(session.updated_at)),
+        ),
+        h(
+          "button",
+          { type: "button", class: "icon-button conversation-delete", onclick: () => deleteConversation(session) },
+          "✕",
+          h("span", { class: "visually-hidden" }, ` Delete “${session.title || "Untitled"}”`),
+        ),
+      );
+    }),
+  );
+  list.removeAttribute("aria-busy");
+  $("conversations-empty").hidden = sessions.length > 0;
+}
+
+function closeSidebarOnSmallScreens() {
+  if (window.matchMedia("(max-width: 760px)").matches) setSidebar(false);
+}
+
+function setSidebar(open) {
+  document.body.classList.toggle("sidebar-open", open);
+  $("toggle-sidebar").setAttribute("aria-expanded", String(open));
+}
+
+function newChat() {
+  state.asking?.abort();
+  state.sessionId = newSessionId();
+  messages.clear();
+  viewer.close();
+  $("chat-title").textContent = "New chat";
+  chips.open(state.sessionId, { known: false });
+  loadConversations().catch(showError);
+  closeSidebarOnSmallScreens();
+  $("question").focus();
+}
+
+async function openConversation(id) {
+  state.asking?.abort();
+  clearError();
+  state.sessionId = id;
+  viewer.close();
+  closeSidebarOnSmallScreens();
+  try {
+    const conversation = await api.session(id);
+    $("chat-title").textContent = conversation.title || "Untitled";
+    messages.history(conversation.messages);
+  } catch (error) {
+    showError(error);
+  }
+  chips.open(id);
+  loadConversations().catch(showError);
+  $("question").focus();
+}
+
+async function deleteConversation(session) {
+  if (!window.confirm(`Delete “${session.title || "Untitled"}” and its files?`)) return;
+  try {
+    await api.deleteSession(session.conversation_id);
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  if (session.conversation_id === state.sessionId) newChat();
+  else await loadConversations();
+  $("new-chat").focus();
+}
+
+// -- focus context -----------------------------------------------------------------------------------------
+
+/** The organization, its folders and their usecases as options (indented by depth). */
+async function loadFocusContexts() {
+  const select = $("focus");
+  let me;
+  try {
+    me = await api.me();
+  } catch {
+    return;
+  }
+  const options = [];
+  async function visit(type, id, depth) {
+    let node;
+    try {
+      node = await api.context(type, id);
+    } catch {
+      return;
+    }
+    const label = `${"\u00a0\u00a0".repeat(depth)}${node.name || node.id}`;
+    options.push(h("option", { value: `${node.type}:${node.id}` }, `${label} (${node.type})`));
+    for (const child of node.children) await visit(child.type, child.id, depth + 1);
+  }
+  await visit("organization", me.organization, 0);
+  select.append(...options);
+}
+
+function focusContext() {
+  const value = $("focus").value;
+  if (!value) return null;
+  const at = value.indexOf(":");
+  return { type: value.slice(0, at), id: value.slice(at + 1) };
+}
+
+// -- asking ------------------------------------------------------------------------------------------------
+
+async function ask(question) {
+  const controller = new AbortController();
+  state.asking = controller;
+  const sessionId = state.sessionId;
+  // The server takes at most max_blob_names files per turn.
+  const files = chips.names().slice(0, state.config.max_blob_names);
+  messages.question(question, files);
+  const view = messages.answer();
+  $("send").disabled = true;
+  const turn = { question, conversation_id: sessionId, blob_names: files };
+  const context = focusContext();
+  if (context) turn.context = context;
+  try {
+    for await (const event of askStream(turn, controller.signal)) {
+      handle(view, event);
+    }
+    } catch (error) {
+    if (error.name !== "AbortError") view.error(error.message);
+  } finally {
+    $("send").disabled = false;
+    if (state.asking === controller) state.asking = null;
+  }
+  if (sessionId === state.sessionId) await loadConversations().catch(showError);
+}
+
+let firstToken = true;
+
+function handle(view, event) {
+  switch (event.type) {
+    case "progress":
+    case "tool":
+      view.step(event);
+      break;
+    case "token":
+      view.token(event.text);
+      if (firstToken) {
+        firstToken = false;
+        performance.mark("orc:first-token");
+      }
+      break;
+    case "citation":
+      view.citation(event);
+      break;
+    case "final":
+      view.finish(event.answer, event.metadata);
+      if ($("chat-title").textContent === "New chat") $("chat-title").textContent = "Conversation";
+      break;
+    case "context_required":
+      // The handoff flow (a request card with slots) slots in here once the server sends one.
+      view.error(event.message || "The answer needs more context.");
+      break;
+    case "error":
+      view.error(event.message || "The answer failed.");
+      break;
+    default:
+      break;
+  }
+}
+
+// -- wiring ------------------------------------------------------------------------------------------------
+
+function wire() {
+  $("new-chat").addEventListener("click", newChat);
+  $("toggle-sidebar").addEventListener("click", () => setSidebar(!document.body.classList.contains("sidebar-open")));
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    clearError();
+    const question = $("question").value.trim();
+    if (!question || state.asking) return;
+    $("question").value = "";
+    ask(question);
+  });
+  $("question").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("file-input").addEventListener("change", (event) => {
+    const files = Array.from(event.target.files);
+    event.target.value = "";
+      chips.add(files);
+  });
+  const zone = $("drop-zone");
+  zone.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    zone.classList.add("dragging");
+  });
+  zone.addEventListener("dragleave", () => zone.classList.remove("dragging"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("dragging");
+      chips.add(Array.from(event.dataTransfer.files));
+  });
+}
+
+async function start() {
+  wire();
+  state.config = await api.uiConfig();
+  $("question").maxLength = state.config.max_question_chars;
+  await signIn(state.config);
+  state.sessionId = newSessionId();
+  chips.open(state.sessionId, { known: false });
+  await loadConversations();
+  document.body.dataset.ready = "true";
+  performance.mark("orc:ready");
+  loadFocusContexts();
+}
+
+start().catch(showError);
