@@ -81,6 +81,11 @@ class DocumentLibrary:
         """The per-process cache of search indexes (derived data: clearing it only costs rebuilds)."""
         return self._indexes
 
+    @property
+    def texts(self) -> TextStore:
+        """The extracted texts the tools read (also what a citation's source view shows)."""
+        return self._texts
+
     # The scope's collaborators, for the callers (routes, CLI, MCP session tools) that still reach them through
     # the library; new code takes them from the composition root instead.
 

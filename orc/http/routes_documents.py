@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
 
 from orc.documents.sources import SourceView, document_bytes, source_view
@@ -30,13 +30,9 @@ _CONTENT_HEADERS = {
 }
 
 
-async def text_store(request: Request, built: AppServices) -> TextStore:
-    """The extracted-text store (one per process, made on first use)."""
-    texts: TextStore | None = getattr(request.app.state, "text_store", None)
-    if texts is None:
-        texts = TextStore(await built.stores.collections.collection("document_text"))
-        request.app.state.text_store = texts
-    return texts
+async def text_store(built: AppServices) -> TextStore:
+    """The extracted-text store the document tools read."""
+    return built.documents.texts
 
 
 Texts = Annotated[TextStore, Depends(text_store)]
