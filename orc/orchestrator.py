@@ -275,7 +275,7 @@ class Orchestrator:
             historical_contexts=state["historical_contexts"],
         )
         now = utc_now()
-        await self._conversations.append_turn(
+        stored = await self._conversations.append_turn(
             turn.principal,
             turn.conversation_id,
             UserMessage(content=turn.question, blob_names=turn.blob_names, created_at=now),
@@ -294,6 +294,8 @@ class Orchestrator:
         )
         return TurnResult(
             conversation_id=turn.conversation_id,
+            message_id=stored.assistant.message_id,
+            created_at=stored.assistant.created_at,
             answer=state["answer"],
             citations=citations,
             files=files,

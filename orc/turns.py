@@ -44,6 +44,8 @@ class TurnResult(BaseModel):
     """The answer of one turn."""
 
     conversation_id: str
+    message_id: str = Field(description="The stored answer's id (``msg-<n>-assistant``): feedback names it.")
+    created_at: str = Field(description="When the answer was stored (UTC, ISO 8601).")
     answer: str
     citations: list[Citation]
     files: list[FileRef]
@@ -112,6 +114,8 @@ class FinalEvent(TypedDict):
 
     type: Literal["final"]
     conversation_id: str
+    message_id: str
+    created_at: str
     answer: str
     citations: list[dict[str, Any]]
     files: list[dict[str, Any]]
@@ -153,6 +157,8 @@ def final_event(result: TurnResult) -> FinalEvent:
     return FinalEvent(
         type="final",
         conversation_id=body["conversation_id"],
+        message_id=body["message_id"],
+        created_at=body["created_at"],
         answer=body["answer"],
         citations=body["citations"],
         files=body["files"],

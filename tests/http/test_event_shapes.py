@@ -24,7 +24,17 @@ WIRE_KEYS: dict[str, list[str]] = {
     "token": ["type", "text"],
     "citation": ["type", "ref", "document", "span_id", "page", "quote"],
     "context_required": ["type", "request_id", "required"],
-    "final": ["type", "conversation_id", "answer", "citations", "files", "metadata", "usage"],
+    "final": [
+        "type",
+        "conversation_id",
+        "message_id",
+        "created_at",
+        "answer",
+        "citations",
+        "files",
+        "metadata",
+        "usage",
+    ],
     "error": ["type", "code", "message", "status"],
 }
 """DESIGN §5's events as the HTTP layer emits them (``error`` adds ``retry_after`` when retrying may help)."""

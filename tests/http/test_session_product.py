@@ -129,3 +129,13 @@ async def test_an_unknown_export_format_is_refused(client: httpx.AsyncClient) ->
     response = await client.get("/api/sessions/conv-1/export?format=docx")
 
     assert response.status_code == 422 and response.json()["code"] == "validation_error"
+
+
+async def test_every_answer_carries_the_id_and_time_it_is_stored_with(client: httpx.AsyncClient) -> None:
+    await upload(client, "conv-1", ("lease.txt", LEASE))
+    first = await ask(client, "What is the rent?")
+    second = await ask(client, "What is the notice period?")
+
+    history = (await client.get("/api/sessions/conv-1")).json()["messages"]
+    assert [first["message_id"], second["message_id"]] == ["msg-1-assistant", "msg-2-assistant"]
+    assert [first["created_at"], second["created_at"]] == [history[1]["created_at"], history[3]["created_at"]]
