@@ -45,6 +45,7 @@ from orc.documents.text_store import TextStore
 from orc.graph import build_graph
 from orc.idempotency import IdempotencyKeys
 from orc.mcp_client import McpConnection
+from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.factory import build_chat_model, model_label
 from orc.orchestrator import Orchestrator, TurnLimits
 from orc.settings import Settings
@@ -275,6 +276,15 @@ async def _checkpointer(settings: Settings, stores: Stores, stack: AsyncExitStac
     return CollectionCheckpointSaver(await stores.collections.collection("checkpoints"))
 
 
+def _allowed_models(settings: Settings, stack: AsyncExitStack) -> dict[str, ChosenModel]:
+    """The models of ``ORC_MODELS``, built once (building opens no connection); closed with the process."""
+    allowed = {}
+    for alias, spec in settings.models.items():
+        model = model_from_settings(settings, spec, resources=stack)
+        allowed[alias] = ChosenModel(model, model_label(model))
+    return allowed
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """A built process: every service its entry points use, each built once by :func:`build_runtime`.
@@ -329,8 +339,10 @@ async def build_runtime(
         stack.push_async_callback(connection.aclose)
         orchestrator = Orchestrator(
             graph=build_graph(checkpointer),
-            model=services.model,
-            model_label=services.model_label,
+            models=ModelChoice(
+                default=ChosenModel(services.model, services.model_label),
+                allowed=_allowed_models(settings, stack),
+            ),
             conversations=services.conversations,
             files=services.session_files,
             documents=services.documents,

@@ -12,7 +12,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from orc.clock import utc_now
@@ -35,6 +34,7 @@ from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
 from orc.graph.state import TurnState, fresh_turn_input
 from orc.mcp_client import McpConnection, McpToolbox
+from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.metering import ModelMeter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
@@ -64,6 +64,7 @@ class PreparedTurn:
     question: str
     blob_names: list[str]
     focus_context: FocusContext | None
+    model: ChosenModel
 
 
 class Orchestrator:
@@ -73,8 +74,7 @@ class Orchestrator:
         self,
         *,
         graph: TurnGraph,
-        model: BaseChatModel,
-        model_label: str,
+        models: ModelChoice,
         conversations: ConversationRepository,
         files: SessionFiles,
         documents: DocumentLibrary,
@@ -84,8 +84,7 @@ class Orchestrator:
         delete_checkpoints: Callable[[str], Awaitable[None]],
     ) -> None:
         self._graph = graph
-        self._model = model
-        self._model_label = model_label
+        self._models = models
         self._conversations = conversations
         self._files = files
         # Focus validation and the prompt's list of available documents use the same availability as the tools.
@@ -117,7 +116,8 @@ class Orchestrator:
         await self._files.require_names(principal, conversation_id, blob_names)
         if request.context is not None:
             await self._documents.check_focus(principal, request.context)
-        return PreparedTurn(principal, conversation_id, question, blob_names, request.context)
+        model = self._models.pick(request.model)
+        return PreparedTurn(principal, conversation_id, question, blob_names, request.context, model)
 
     async def ask(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> TurnResult:
         """Run one turn and return its answer."""
@@ -207,7 +207,7 @@ class Orchestrator:
         context = TurnContext(
             principal=turn.principal,
             conversation_id=turn.conversation_id,
-            model=self._model,
+            model=turn.model.model,
             conversations=self._conversations,
             toolbox=toolbox,
             max_tool_rounds=self._limits.max_tool_rounds,
@@ -266,7 +266,7 @@ class Orchestrator:
         metadata = TurnMetadata(
             tool=state["last_mcp_tool_used"],
             cache=state["cache"],
-            model=self._model_label,
+            model=turn.model.label,
             model_calls=meter.calls + state["tool_model_calls"],
             usage=usage,
             tool_calls=state["tool_records"],
@@ -286,7 +286,7 @@ class Orchestrator:
                 uploaded_file_refs=files,
                 last_mcp_tool_used=metadata.tool,
                 focus_context=turn.focus_context,
-                model=self._model_label,
+                model=turn.model.label,
                 usage=usage,
                 created_at=utc_now(),
             ),

@@ -41,6 +41,11 @@ class Settings(BaseSettings):
         description="The model that makes context digests (Task A/B), same forms as ORC_MODEL; default: ORC_MODEL.",
     )
     digest_concurrency: int = Field(default=4, ge=1, description="Digest model calls running at once.")
+    models: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description='JSON object of the models a request may choose by alias, e.g. {"fast": "azure:gpt-4o-mini", '
+        '"best": "azure:gpt-4.1"} (same forms as ORC_MODEL).',
+    )
 
     # -- storage ----------------------------------------------------------------------------------------
     storage: Literal["embedded", "azure"] = "embedded"
@@ -95,6 +100,18 @@ class Settings(BaseSettings):
                 return json.loads(value) if value.strip() else {}
             except json.JSONDecodeError as exc:
                 raise ValueError("ORC_API_KEYS must be a JSON object of key -> {organization, user}") from exc
+        return value
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _parse_models(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    'ORC_MODELS must be a JSON object of alias -> model, e.g. {"fast": "offline"}'
+                ) from exc
         return value
 
     @field_validator("mcp_allowed_hosts", mode="before")

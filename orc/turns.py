@@ -21,6 +21,12 @@ class TurnRequest(BaseModel):
         default_factory=list, description="Files of this conversation attached to this turn (by upload name)."
     )
     context: FocusContext | None = Field(default=None, description="Optional focus context.")
+    model: str | None = Field(
+        default=None,
+        max_length=64,
+        description="An alias from the server's model allow-list (ORC_MODELS); omit for the default model. "
+        "Any other value is refused with 400 model_not_allowed.",
+    )
 
 
 class TurnMetadata(BaseModel):

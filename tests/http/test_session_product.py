@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import httpx
 from pypdf import PdfReader
 
 from orc.settings import Settings
+from orc.testing import FunctionChatModel
+from tests.documents.doubles import cite_first_source
 from tests.http.conftest import ClientFactory, upload
 
 LEASE = (
@@ -20,11 +23,13 @@ ALICE = {"Authorization": "Bearer key-a"}
 BOB = {"Authorization": "Bearer key-b"}
 
 
-async def ask(client: httpx.AsyncClient, question: str, **kwargs: object) -> dict[str, object]:
-    body = {"question": question, "conversation_id": "conv-1", "blob_names": ["lease.txt"]}
+async def ask(client: httpx.AsyncClient, question: str, model: str | None = None, **kwargs: object) -> dict[str, Any]:
+    body: dict[str, Any] = {"question": question, "conversation_id": "conv-1", "blob_names": ["lease.txt"]}
+    if model is not None:
+        body["model"] = model
     response = await client.post("/api/orc", json=body, **kwargs)  # type: ignore[arg-type]
     assert response.status_code == 200, response.text
-    result: dict[str, object] = response.json()
+    result: dict[str, Any] = response.json()
     return result
 
 
@@ -139,3 +144,26 @@ async def test_every_answer_carries_the_id_and_time_it_is_stored_with(client: ht
     history = (await client.get("/api/sessions/conv-1")).json()["messages"]
     assert [first["message_id"], second["message_id"]] == ["msg-1-assistant", "msg-2-assistant"]
     assert [first["created_at"], second["created_at"]] == [history[1]["created_at"], history[3]["created_at"]]
+
+
+async def test_a_request_may_choose_a_model_from_the_allow_list_and_nothing_else(
+    client_factory: ClientFactory,
+) -> None:
+    async with client_factory(
+        Settings(models={"fast": "offline"}), model=FunctionChatModel(cite_first_source)
+    ) as client:
+        await upload(client, "conv-1", ("lease.txt", LEASE))
+        default = await ask(client, "What is the rent?")
+        fast = await ask(client, "What is the rent?", model="fast")
+        refused = await client.post(
+            "/api/orc", json={"question": "Rent?", "conversation_id": "conv-1", "model": "gpt-x"}
+        )
+        history = (await client.get("/api/sessions/conv-1")).json()["messages"]
+
+    assert default["metadata"]["model"] != fast["metadata"]["model"] == "orc-offline-extractive (offline)"
+    assert (refused.status_code, refused.json()["code"]) == (400, "model_not_allowed")
+    assert "fast" in refused.json()["detail"]
+    assert [m["model"] for m in history if m["role"] == "assistant"] == [
+        default["metadata"]["model"],
+        fast["metadata"]["model"],
+    ]

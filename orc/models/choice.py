@@ -1,0 +1,43 @@
+"""Which model answers a turn: the configured default, or one the caller picks from the server's allow-list.
+
+``ORC_MODELS`` maps aliases to model specs (``{"fast": "azure:gpt-4o-mini", "best": "azure:gpt-4.1"}``); a request
+names an alias, never a spec, so a caller can only choose among models the operator has configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+
+from orc.errors import InvalidInput
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenModel:
+    """A model a turn may use, with the label answers' metadata name it by."""
+
+    model: BaseChatModel
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The default model and the allow-listed alternatives."""
+
+    default: ChosenModel
+    allowed: Mapping[str, ChosenModel]
+
+    def pick(self, alias: str | None) -> ChosenModel:
+        """The model ``alias`` names (the default for ``None``); ``model_not_allowed`` (400) for any other alias."""
+        if alias is None:
+            return self.default
+        chosen = self.allowed.get(alias)
+        if chosen is None:
+            offered = ", ".join(sorted(self.allowed)) or "none (only the default model is configured)"
+            raise InvalidInput(
+                f"model {alias[:64]!r} is not offered by this server; choose one of: {offered}",
+                code="model_not_allowed",
+            )
+        return chosen
