@@ -15,6 +15,8 @@ DOCUMENTS_ANALYZE = "documents.analyze"
 DOCUMENTS_GET_CONTENT = "documents.get_content"
 DOCUMENTS_GET_SUMMARY = "documents.get_summary"
 DOCUMENTS_SEARCH = "documents.search"
+DOCUMENTS_GET_PAGE = "documents.get_page"
+DOCUMENTS_GET_SPAN = "documents.get_span"
 
 SESSION_ATTACH_DOCUMENT = "session.attach_document"
 SESSION_LIST_DOCUMENTS = "session.list_documents"
@@ -28,6 +30,8 @@ TOOL_NAMES = frozenset(
         DOCUMENTS_GET_CONTENT,
         DOCUMENTS_GET_SUMMARY,
         DOCUMENTS_SEARCH,
+        DOCUMENTS_GET_PAGE,
+        DOCUMENTS_GET_SPAN,
         SESSION_ATTACH_DOCUMENT,
         SESSION_LIST_DOCUMENTS,
         SESSION_REMOVE_DOCUMENT,
@@ -49,6 +53,8 @@ DOCUMENT_TOOLS = frozenset(
         DOCUMENTS_GET_CONTENT,
         DOCUMENTS_GET_SUMMARY,
         DOCUMENTS_SEARCH,
+        DOCUMENTS_GET_PAGE,
+        DOCUMENTS_GET_SPAN,
         SESSION_LIST_DOCUMENTS,
     }
 )

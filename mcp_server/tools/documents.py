@@ -14,7 +14,15 @@ from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_server.tools.rendering import render_analyze, render_content, render_list, render_search, render_summary
+from mcp_server.tools.rendering import (
+    render_analyze,
+    render_content,
+    render_list,
+    render_page,
+    render_search,
+    render_span,
+    render_summary,
+)
 from mcp_server.tools.scoped import add_scoped_tool
 from orc.documents.availability import DocumentScope
 from orc.documents.library import (
@@ -26,12 +34,14 @@ from orc.documents.library import (
     MAX_SEARCH_LIMIT,
     DocumentLibrary,
 )
-from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, SearchResults
+from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, PageContent, SearchResults, SpanContent
 from orc.documents.summaries import DocumentSummary
 from orc.principal import Principal
 from orc.tool_contract import (
     DOCUMENTS_ANALYZE,
     DOCUMENTS_GET_CONTENT,
+    DOCUMENTS_GET_PAGE,
+    DOCUMENTS_GET_SPAN,
     DOCUMENTS_GET_SUMMARY,
     DOCUMENTS_LIST,
     DOCUMENTS_SEARCH,
@@ -42,12 +52,67 @@ _READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHi
 
 
 def register(server: FastMCP, library: DocumentLibrary) -> None:
-    """Add the five ``documents.*`` tools to ``server``, over ``library``."""
+    """Add the seven ``documents.*`` tools to ``server``, over ``library``."""
     _register_list(server, library)
     _register_analyze(server, library)
     _register_content(server, library)
     _register_summary(server, library)
     _register_search(server, library)
+    _register_page(server, library)
+    _register_span(server, library)
+
+
+def _register_page(server: FastMCP, library: DocumentLibrary) -> None:
+    async def documents_get_page(
+        principal: Principal,
+        document_id: DocumentId,
+        page: Annotated[int, Field(description="1-based page number.", json_schema_extra={"minimum": 1})],
+        scope: DocumentScope,
+    ) -> PageContent:
+        return await library.page(principal, scope, document_id, page)
+
+    add_scoped_tool(
+        server,
+        library,
+        documents_get_page,
+        name=DOCUMENTS_GET_PAGE,
+        title="Read one page of a document",
+        description=(
+            "Return page `page` of a ready paged document (a PDF) with the spans on it, e.g. to read around a "
+            "search result's page. Documents without pages answer not_paged (use documents.get_content); a page "
+            "outside the document answers page_not_found with the page count."
+        ),
+        annotations=_READ_ONLY,
+        failure="reading the page failed",
+        render=render_page,
+    )
+
+
+def _register_span(server: FastMCP, library: DocumentLibrary) -> None:
+    async def documents_get_span(
+        principal: Principal,
+        source_ref: Annotated[
+            str,
+            Field(description="The `ref` of a search result or citation: <document>::<span_id>.", max_length=1200),
+        ],
+        scope: DocumentScope,
+    ) -> SpanContent:
+        return await library.span(principal, scope, source_ref)
+
+    add_scoped_tool(
+        server,
+        library,
+        documents_get_span,
+        name=DOCUMENTS_GET_SPAN,
+        title="Read one cited span",
+        description=(
+            "Return the whole text of the span a SourceRef names (the `ref` documents.search returns), with its "
+            "page. Unknown documents answer document_not_found and unknown spans span_not_found."
+        ),
+        annotations=_READ_ONLY,
+        failure="reading the span failed",
+        render=render_span,
+    )
 
 
 def _register_list(server: FastMCP, library: DocumentLibrary) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orc.documents.records import DocumentInfo
-from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, SearchResults
+from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, PageContent, SearchResults, SpanContent
 from orc.documents.summaries import DocumentSummary
 
 
@@ -59,6 +59,19 @@ def render_content(page: ContentPage) -> str:
     refs = ", ".join(span.ref for span in page.spans)
     text = f"{page.document} ({position}{more})\nspans: {refs}\n\n{page.text}"
     return f"{text}\n\n{page.hint}" if page.hint else text
+
+
+def render_page(page: PageContent) -> str:
+    """The page's text under its position, with the spans on it."""
+    refs = ", ".join(span.ref for span in page.spans)
+    return f"{page.document} (page {page.page} of {page.page_count})\nspans: {refs}\n\n{page.text}"
+
+
+def render_span(found: SpanContent) -> str:
+    """The span's text under its ref and page."""
+    span = found.spans[0]
+    where = f", page {span.page}" if span.page is not None else ""
+    return f"[{span.ref}]{where}\n{span.text}"
 
 
 def render_summary(summary: DocumentSummary) -> str:

@@ -16,6 +16,7 @@ from orc.conversations import ConversationRepository, FocusContext
 from orc.documents.availability import Availability, AvailableDocument, DocumentScope
 from orc.documents.context_documents import ContextDocuments
 from orc.documents.contexts import ContextDirectory
+from orc.documents.extraction import PDF
 from orc.documents.records import ContextRef, DocumentInfo
 from orc.documents.reprocessing import Reprocessor, usable
 from orc.documents.results import (
@@ -23,17 +24,20 @@ from orc.documents.results import (
     ContentPage,
     ContextLabel,
     DocumentList,
+    PageContent,
     PendingDocument,
     SearchHit,
     SearchResults,
+    SpanContent,
     SpanLocator,
+    SpanText,
 )
 from orc.documents.scopes import DocumentScopes
 from orc.documents.search import IndexCache, SpanIndex, bm25, build_index
 from orc.documents.sessions import SessionFiles
 from orc.documents.spans import source_ref
 from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
-from orc.documents.text_store import TextStore
+from orc.documents.text_store import DocumentText, TextStore
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -44,7 +48,7 @@ DEFAULT_PAGE_CHARS = 8_000
 MAX_PAGE_CHARS = 20_000
 SHORT_DOCUMENT_CHARS = 12_000
 """A document up to this long (about 3,000 tokens) is "short": reading it whole is fine."""
-DEFAULT_SEARCH_LIMIT = 6
+DEFAULT_SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 20
 MAX_QUERY_CHARS = 2_000
 HISTORICAL_WEIGHT = 0.85
@@ -284,6 +288,76 @@ class DocumentLibrary:
             spans=spans,
             hint=hint,
         )
+
+    async def page(self, principal: Principal, scope: DocumentScope, document_id: str, page: int) -> PageContent:
+        """``documents.get_page``: page ``page`` (1-based) of a paged document (a PDF), with the spans on it."""
+        document = await self._document(principal, scope, document_id)
+        text = await self._ready_text(document)
+        count = len(text.pages)
+        if document.info.media_type != PDF:
+            raise InvalidInput(
+                f"{document.info.filename!r} has no pages; use documents.get_content or documents.search instead",
+                code="not_paged",
+            )
+        if not 1 <= page <= count:
+            raise NotFound(
+                f"{document.info.filename!r} has pages 1-{count}; page {page} does not exist", code="page_not_found"
+            )
+        start, end = text.page_range(page - 1)
+        spans = [
+            SpanLocator(
+                ref=source_ref(document.ref_name, text.spans[position].span_id),
+                span_id=text.spans[position].span_id,
+                page=text.spans[position].page,
+                start=text.span_offsets(position)[0],
+                end=text.span_offsets(position)[1],
+            )
+            for position in text.spans_between(start, end)
+            if text.spans[position].page == page
+        ]
+        return PageContent(
+            document_id=document.info.document_id,
+            filename=document.info.filename,
+            document=document.ref_name,
+            page=page,
+            page_count=count,
+            text=text.pages[page - 1],
+            offset=start,
+            spans=spans,
+        )
+
+    async def span(self, principal: Principal, scope: DocumentScope, source_ref: str) -> SpanContent:
+        """``documents.get_span``: the text of the span a SourceRef (``<document>::<span_id>``) names."""
+        name, separator, span_id = source_ref.rpartition("::")
+        if not separator or not name or not span_id or len(source_ref) > 1200:
+            raise InvalidInput(
+                "source_ref must be a ref from a search result: <document>::<span_id>", code="invalid_source_ref"
+            )
+        available = await self.available(principal, scope)
+        document = next((doc for doc in available.documents if doc.ref_name == name), None)
+        if document is None:
+            raise NotFound(
+                f"no document {name!r} is available here; call documents.list for the available ones",
+                code="document_not_found",
+            )
+        text = await self._ready_text(document)
+        position = next((index for index, span in enumerate(text.spans) if span.span_id == span_id), None)
+        if position is None:
+            raise NotFound(f"{name!r} has no span {span_id!r}", code="span_not_found")
+        span = text.spans[position]
+        start, end = text.span_offsets(position)
+        return SpanContent(
+            document_id=document.info.document_id,
+            filename=document.info.filename,
+            document=document.ref_name,
+            spans=[SpanText(ref=source_ref, span_id=span_id, page=span.page, start=start, end=end, text=span.text)],
+        )
+
+    async def _ready_text(self, document: AvailableDocument) -> DocumentText:
+        index = await self._index(document) if usable(document) else None
+        if index is None:
+            raise NotReady(_not_ready_message(document.info))
+        return index.text
 
     async def search(
         self,

@@ -65,6 +65,39 @@ class ContentPage(BaseModel):
     hint: str | None = None
 
 
+class PageContent(BaseModel):
+    """``documents.get_page``: one page of a paged document (a PDF) with the spans on it."""
+
+    document_id: str
+    filename: str
+    document: str = Field(description="The name SourceRefs use for this document.")
+    page: int = Field(description="1-based page number.")
+    page_count: int
+    text: str
+    offset: int = Field(description="Where the page starts in the document's text (span offsets are in it).")
+    spans: list[SpanLocator] = Field(default_factory=list, description="The spans on this page.")
+
+
+class SpanText(BaseModel):
+    """A span's text with its SourceRef and place."""
+
+    ref: str
+    span_id: str
+    page: int | None = None
+    start: int
+    end: int
+    text: str
+
+
+class SpanContent(BaseModel):
+    """``documents.get_span``: the span a SourceRef names."""
+
+    document_id: str
+    filename: str
+    document: str = Field(description="The name SourceRefs use for this document.")
+    spans: list[SpanText] = Field(description="The one span named (a list, like search results).")
+
+
 class SearchHit(BaseModel):
     """One span found by ``documents.search``, with its SourceRef and locator."""
 

@@ -61,6 +61,11 @@ class DocumentText:
         """Length of :attr:`text`."""
         return sum(len(page) for page in self.pages) + len(PAGE_SEPARATOR) * max(len(self.pages) - 1, 0)
 
+    def page_range(self, index: int) -> tuple[int, int]:
+        """``(start, end)`` of page ``index`` (0-based) in :attr:`text`."""
+        start = self._page_starts[index]
+        return start, start + len(self.pages[index])
+
     def span_offsets(self, index: int) -> tuple[int, int]:
         """``(start, end)`` of span ``index`` in :attr:`text`."""
         span = self.spans[index]

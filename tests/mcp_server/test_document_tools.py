@@ -27,6 +27,8 @@ TOOLS = {
     "documents.get_content",
     "documents.get_summary",
     "documents.search",
+    "documents.get_page",
+    "documents.get_span",
     "session.attach_document",
     "session.list_documents",
     "session.remove_document",

@@ -103,6 +103,8 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
             "documents.get_content", document_id=ids["policy"], offset="0", limit="100", **focus
         ),
         "documents.get_summary": call_arguments("documents.get_summary", document_id=ids["policy"], **focus),
+        "documents.get_span": call_arguments("documents.get_span", source_ref="policy.md::S1", **focus),
+        "documents.get_page": call_arguments("documents.get_page", document_id=ids["policy"], page="1", **focus),
         "session.list_documents": call_arguments("session.list_documents", session_id=SESSION),
         "document_chat": call_arguments(
             "document_chat", question="Which room?", document_names='["memo.txt"]', session_id=SESSION
@@ -133,11 +135,14 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
     for name, result in read_results.items():
         if name == "documents.get_summary":
             assert result["isError"] is True and "no_summary" in result["content"][0]["text"]
+        elif name == "documents.get_page":  # a Markdown file has no pages
+            assert result["isError"] is True and "not_paged" in result["content"][0]["text"]
         else:
             assert result.get("isError") is False, (name, result)
     assert analyzed["structuredContent"]["summary"]["facts"][0]["sources"] == ["policy.md::S1"]
     assert read_results["documents.search"]["structuredContent"]["results"][0]["ref"] == "policy.md::S1"
     assert read_results["documents.get_content"]["structuredContent"]["total"] > 0
+    assert read_results["documents.get_span"]["structuredContent"]["spans"][0]["ref"] == "policy.md::S1"
     assert "12" in read_results["document_chat"]["structuredContent"]["answer"]
     assert attached["structuredContent"]["change"]["status"] == "ready"
     assert removed["structuredContent"]["change"]["diff"] == "deleted"
