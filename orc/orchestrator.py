@@ -36,8 +36,8 @@ from orc.graph.builder import TurnGraph
 from orc.graph.state import TurnState, fresh_turn_input
 from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.metering import ModelMeter
-from orc.names import normalize_blob_names, validate_identifier
 from orc.models.tokens import EstimatedTokens, TokenCounter
+from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.storage.checkpoints import NEW_TURN
 from orc.turns import ErrorEvent, Event, TurnMetadata, TurnRequest, TurnResult, citation_event, final_event

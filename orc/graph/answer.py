@@ -75,7 +75,9 @@ def answer_sources(state: TurnState, counter: TokenCounter, budget: int) -> list
     return within_budget(ranked, [source.text for source in ranked], counter, budget=budget)
 
 
-def history_messages(turns: Sequence[PriorTurn], counter: TokenCounter, budget: int, max_turns: int) -> list[BaseMessage]:
+def history_messages(
+    turns: Sequence[PriorTurn], counter: TokenCounter, budget: int, max_turns: int
+) -> list[BaseMessage]:
     """The recent exchanges that fit ``budget`` as Human/AI message pairs, oldest first (chat-system-reference
     "Cost Management": older messages shortened first, then the oldest turns dropped)."""
     kept = history_within(

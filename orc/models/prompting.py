@@ -74,4 +74,3 @@ def format_sources(sources: Iterable[SourceSpan], contexts: Mapping[str, str] | 
         context = f" context={quoteattr(label)}" if label else ""
         parts.append(f"<source ref={quoteattr(source.ref)}{page}{context}>\n{escape(source.text)}\n</source>")
     return "\n".join(parts)
-
