@@ -77,14 +77,12 @@ def cite_first_source(messages: list[BaseMessage], tools: list[dict[str, Any]]) 
     """A deterministic stand-in for a model: cite the first ``<source ref>`` it is shown.
 
     Same behaviour as ``tests/graph/test_document_chat_workflow.py``: plans a tool call when tools are offered
-    (never the case with attached documents), rewrites follow-ups when it is shown a history, otherwise
-    answers with a short sentence citing the first source of its system prompt.
+    (never the case with attached documents), otherwise answers with a short sentence citing the first source
+    of its system prompt (history messages before the question change nothing).
     """
     system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
     if tools and not any(isinstance(m, ToolMessage) for m in messages):
         return AIMessage("", tool_calls=[{"name": tools[0]["function"]["name"], "args": {"text": "hi"}, "id": "c1"}])
-    if "<history>" in system:
-        return "standalone: " + messages[-1].text
     refs = _REF.findall(system)
     return f"Here is what the documents say [{refs[0]}]." if refs else "No sources."
 

@@ -5,9 +5,9 @@ that shares the most words with the question, cited by its SourceRef. The source
 elements (orc's own format, which the peer's MCP tool returns too), read from the latest tool result when there
 is one, else from the system prompt (where orc puts them). When it is offered tools and has not seen a tool
 result for the latest question, it calls one: the peer's ``document_chat`` with the question and the attached
-file names, or, for orc's planning prompt, the first tool offered. Shown a ``<history>`` (orc's rewrite prompt),
-it rewrites the question. So each build gets the reply its prompts ask for, and the model takes the same
-``latency`` per call for both.
+file names, or, for orc's planning prompt, the first tool offered. History messages before the latest question
+(orc sends them budgeted; the peer sends its whole checkpointed thread) are read by neither reply. So each build
+gets the reply its prompts ask for, and the model takes the same ``latency`` per call for both.
 
 Input is counted as about four characters per token (:func:`orc.models.messages.approx_tokens`) for both builds:
 tiktoken cannot download its encodings here. A request counts every message's text, the tool calls it carries
@@ -71,8 +71,6 @@ def grounded_reply(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> 
     if tools and not results:
         return _tool_call(messages, tools)
     system = next((message.text for message in messages if isinstance(message, SystemMessage)), "")
-    if "<history>" in system:
-        return "standalone: " + messages[-1].text
     sources = _SOURCE.findall("\n".join(results) or system)
     if not sources:
         return "No sources."

@@ -7,6 +7,7 @@ they need; none reaches through the orchestrator, which answers turns and manage
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from orc.idempotency import IdempotencyKeys
 from orc.mcp_client import McpConnection
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.factory import build_chat_model, model_label
+from orc.models.tokens import token_counter_for
 from orc.orchestrator import Orchestrator, TurnLimits
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
@@ -354,8 +356,12 @@ async def build_runtime(
                 max_tool_rounds=settings.max_tool_rounds,
                 history_turns=settings.history_turns,
                 tool_timeout_seconds=settings.tool_timeout_seconds,
+                history_tokens=settings.history_tokens,
+                sources_tokens=settings.sources_tokens,
             ),
             delete_checkpoints=checkpointer.adelete_thread,
+            # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
+            token_counter=await asyncio.to_thread(token_counter_for, services.model_label),
         )
         yield Services(
             settings=settings,

@@ -36,6 +36,7 @@ from orc.graph.state import TurnState, fresh_turn_input
 from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.metering import ModelMeter
+from orc.models.tokens import EstimatedTokens, TokenCounter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.storage.checkpoints import NEW_TURN
@@ -53,6 +54,10 @@ class TurnLimits:
     max_tool_rounds: int = 4
     history_turns: int = 10
     tool_timeout_seconds: float = 120.0
+    history_tokens: int = 16_000
+    """Token budget of the history in the answer request (``ORC_HISTORY_TOKENS``)."""
+    sources_tokens: int = 12_000
+    """Token budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,7 @@ class Orchestrator:
         offers_planning_tools: bool,
         limits: TurnLimits,
         delete_checkpoints: Callable[[str], Awaitable[None]],
+        token_counter: TokenCounter | None = None,
     ) -> None:
         self._graph = graph
         self._models = models
@@ -93,6 +99,8 @@ class Orchestrator:
         self._offers_planning_tools = offers_planning_tools
         self._limits = limits
         self._delete_checkpoints = delete_checkpoints
+        # Chosen once for the model by the composition root (it may load a tokenizer); the estimate otherwise.
+        self._token_counter: TokenCounter = token_counter or EstimatedTokens()
         # One turn at a time per conversation, so each turn sees the previous one; other conversations never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -212,6 +220,9 @@ class Orchestrator:
             toolbox=toolbox,
             max_tool_rounds=self._limits.max_tool_rounds,
             history_turns=self._limits.history_turns,
+            token_counter=self._token_counter,
+            history_tokens=self._limits.history_tokens,
+            sources_tokens=self._limits.sources_tokens,
             offers_planning_tools=self._offers_planning_tools,
             documents=self._documents,
             meter=meter,

@@ -23,6 +23,7 @@ from orc.graph import build_graph
 from orc.graph.state import (
     ListedDocument,
     PlannedCall,
+    PriorTurn,
     SourceContext,
     ToolAnswer,
     ToolResult,
@@ -159,6 +160,8 @@ def every_field_set() -> TurnState:
         uploaded_file_refs=[FileRef(file_id="f-1", blob_name="lease.txt")],
         last_mcp_tool_used="documents.search",
         historical_contexts=[FocusContext(type="folder", id="f9")],
+        history=[PriorTurn(question="What is the deposit?", answer="Two months [lease.txt::S2].")],
+        prior_sources=[span],
         available_documents=[
             ListedDocument(
                 filename="lease.txt", context_type="session", context_id="conv", status="ready", origin="session"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
@@ -20,7 +20,11 @@ DESCRIPTION = """Answer a question from documents the user attached to this conv
 Pass the question and the attached documents' names exactly as given (document_names). When the previous
 document_chat result was for exactly the same set of names, pass its `files` as cached_file_info so the server
 can skip reprocessing; otherwise omit it. The result has the answer with [document::S<n>] citations, the
-`files` to keep for the next turn, and the evidence spans in metadata.sources."""
+`files` to keep for the next turn, and the evidence spans in metadata.sources.
+
+mode "answer" (the default) answers with one model call. mode "evidence" makes no model call: `answer` is empty,
+metadata.sources holds the ranked spans (cite them as [document::S<n>]) and metadata.model_calls is 0; use it
+when you will write the answer yourself."""
 
 
 def register(server: FastMCP, services: DocumentChatServices) -> None:
@@ -35,6 +39,13 @@ def register(server: FastMCP, services: DocumentChatServices) -> None:
             list[FileRef] | None,
             Field(description="The `files` of the previous document_chat result for the same documents."),
         ] = None,
+        mode: Annotated[
+            Literal["answer", "evidence"],
+            Field(
+                description='"answer" (default): a grounded answer from one model call. "evidence": no model call; '
+                "the ranked spans in metadata.sources, the files, and an empty answer."
+            ),
+        ] = "answer",
     ) -> Annotated[CallToolResult, DocumentChatResult]:
         principal = resolve_principal(ctx)
         if len(question) > services.max_question_chars:
@@ -48,7 +59,7 @@ def register(server: FastMCP, services: DocumentChatServices) -> None:
             )
         with tool_errors(DOCUMENT_CHAT, failure="document processing failed"):
             result = await services.document_chat.answer(
-                principal, session_id, question, document_names, cached_file_info
+                principal, session_id, question, document_names, cached_file_info, mode=mode
             )
         # A CallToolResult annotated with its contract keeps the advertised output schema and is checked by
         # FastMCP with the pydantic model; a plain return value would make the low-level server re-validate

@@ -1,4 +1,5 @@
-"""The document_chat service: answer a question over named session documents with one model call.
+"""The document_chat service: answer a question over named session documents with one model call, or (mode
+``evidence``) return the ranked spans and file handles with no model call, for a caller that answers itself.
 
 document-chat-workflow "MCP Contract": ``{question, document_names, cached_file_info?}`` →
 ``{answer, files: [{file_id, blob_name}], metadata}``. A ``file_id`` in ``cached_file_info`` issued (by this
@@ -15,11 +16,12 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan
+from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan, Usage
 from orc.documents.extraction import extract
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.search import SpanIndex, build_index
@@ -43,6 +45,10 @@ from orc.storage.ports import BlobInfo, BlobStore
 from orc.text import rank_indexed, tokenize
 
 logger = logging.getLogger(__name__)
+
+DocumentChatMode = Literal["answer", "evidence"]
+"""``answer``: the tool's own grounded answer (one model call). ``evidence``: the ranked spans and the file handles
+only, ``answer`` empty and no model call: the orchestrator's answer node makes the turn's one call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +120,10 @@ class DocumentChatService:
         question: str,
         document_names: Sequence[str],
         cached_file_info: Sequence[FileRef] | None = None,
+        mode: DocumentChatMode = "answer",
     ) -> DocumentChatResult:
-        """Answer ``question`` from the named documents of ``conversation_id``.
+        """Answer ``question`` from the named documents of ``conversation_id`` (``mode="evidence"``: return the
+        spans that would have been shown to the model, with an empty answer and no model call).
 
         Raises :class:`~orc.errors.InvalidInput` (empty question, no or too many names),
         :class:`~orc.errors.InvalidName`, :class:`~orc.errors.PayloadTooLarge` (question or document over its
@@ -136,16 +144,21 @@ class DocumentChatService:
         files = await self._load_all(principal, conversation_id, scope, names, cached_ids)
 
         sources = self._select_sources(question, files)
-        system = load_prompt("document_chat.system").render(sources=format_sources(sources))
-        reply = await self._ask(system, question)
-        answer = reply.text.strip()
-        if not answer:
-            raise ModelBehaviourError("the model returned an empty answer")
+        answer, model_calls, usage = "", 0, Usage()
+        if mode == "answer":
+            system = load_prompt("document_chat.system").render(sources=format_sources(sources))
+            reply = await self._ask(system, question)
+            answer, model_calls, usage = reply.text.strip(), 1, message_usage(reply)
+            if not answer:
+                raise ModelBehaviourError("the model returned an empty answer")
+        elif mode != "evidence":
+            raise InvalidInput("mode must be 'answer' or 'evidence'")
 
         outcome = "hit" if all(file.reused for file in files) else "miss"
         elapsed_ms = (time.perf_counter() - started) * 1000
         logger.info(
-            "document_chat answered: documents=%d cache=%s sources=%d elapsed_ms=%.0f",
+            "document_chat %s: documents=%d cache=%s sources=%d elapsed_ms=%.0f",
+            "answered" if model_calls else "found evidence",
             len(files),
             outcome,
             len(sources),
@@ -157,8 +170,8 @@ class DocumentChatService:
             metadata=DocumentChatMetadata(
                 cache=outcome,
                 model=self._model_label,
-                model_calls=1,
-                usage=message_usage(reply),
+                model_calls=model_calls,
+                usage=usage,
                 sources=sources,
                 elapsed_ms=round(elapsed_ms, 1),
             ),

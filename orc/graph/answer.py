@@ -6,18 +6,20 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 from xml.sax.saxutils import escape, quoteattr
 
-from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from orc.contracts import Citation
+from orc.contracts import Citation, SourceSpan
 from orc.graph.citations import extract_citations, unique_sources
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.progress import emit, progress
-from orc.graph.state import SourceContext, TurnState
+from orc.graph.state import PriorTurn, SourceContext, TurnState
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
+from orc.models.budget import HistoryTurn, history_within, within_budget
 from orc.models.prompting import format_sources, load_prompt
+from orc.models.tokens import TokenCounter
 from orc.turns import TokenEvent
 
 MAX_ANSWER_SOURCES = 12
@@ -67,6 +69,29 @@ def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: 
     return f"\n\n(This answer uses the historical context {', '.join(unnamed)}, not the focus context.)"
 
 
+def answer_sources(state: TurnState, counter: TokenCounter, budget: int) -> list[SourceSpan]:
+    """This turn's evidence, then the spans the previous answer cited, best first, within ``budget`` tokens."""
+    ranked = unique_sources([*(state.get("sources") or []), *(state.get("prior_sources") or [])], MAX_ANSWER_SOURCES)
+    return within_budget(ranked, [source.text for source in ranked], counter, budget=budget)
+
+
+def history_messages(
+    turns: Sequence[PriorTurn], counter: TokenCounter, budget: int, max_turns: int
+) -> list[BaseMessage]:
+    """The recent exchanges that fit ``budget`` as Human/AI message pairs, oldest first (chat-system-reference
+    "Cost Management": older messages shortened first, then the oldest turns dropped)."""
+    kept = history_within(
+        [HistoryTurn(question=turn.question, answer=turn.answer) for turn in turns],
+        counter,
+        budget=budget,
+        max_turns=max_turns,
+    )
+    messages: list[BaseMessage] = []
+    for turn in kept:
+        messages += [HumanMessage(turn.question), AIMessage(turn.answer)]
+    return messages
+
+
 async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterAnswer]:
     """Stream the answer token by token and cite the spans it names.
 
@@ -75,15 +100,20 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     """
     ctx = runtime.context
     progress("answer", "Writing the answer", 80)
-    sources = unique_sources(state.get("sources") or [], MAX_ANSWER_SOURCES)
+    sources = answer_sources(state, ctx.token_counter, ctx.sources_tokens)
     origins = state.get("source_contexts") or {}
     system = load_prompt("answer.system").render(
         sources=format_sources(sources, context_labels(origins)), context_block=context_block(state)
     )
-    messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(state["standalone_question"])]
+    messages: list[BaseMessage] = [
+        SystemMessage(system),
+        *history_messages(state.get("history") or [], ctx.token_counter, ctx.history_tokens, ctx.history_turns),
+        HumanMessage(state["question"]),
+    ]
     tools = await answer_tools(state, ctx)
     if tools:
-        # The calls made so far and their results (the planning prompt's own system and question aside).
+        # The calls made so far and their results (the planning prompt's own system and question aside), after
+        # the question they answer.
         messages += list(state.get("planning_messages") or [])[2:]
     model = ctx.model.bind_tools(tools) if tools else ctx.model
     if ctx.stream_tokens:

@@ -12,6 +12,7 @@ from orc.conversations import ConversationRepository
 from orc.documents.library import DocumentLibrary
 from orc.mcp_client import McpToolbox
 from orc.models.metering import ModelMeter
+from orc.models.tokens import EstimatedTokens, TokenCounter
 from orc.principal import Principal
 
 if TYPE_CHECKING:
@@ -38,6 +39,12 @@ class TurnContext:
     finished: Callable[[TurnState], None] | None = None
     """Called by the answer node with the turn's final state: the orchestrator stores the turn while LangGraph
     writes its last checkpoint, instead of after it."""
+    token_counter: TokenCounter = field(default_factory=EstimatedTokens)
+    """Measures the answer prompt's budgets; chosen once for the model by the composition root (never does I/O)."""
+    history_tokens: int = 16_000
+    """Budget of the recent history in the answer request (``ORC_HISTORY_TOKENS``)."""
+    sources_tokens: int = 12_000
+    """Budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
     stream_tokens: bool = True
     """Whether someone reads the turn's events: the answer is then requested as a stream, token by token; a caller
     that only wants the result (``Orchestrator.ask``, a JSON response) gets it in one response."""

@@ -130,7 +130,9 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Tu
             except ValidationError:
                 context_docs.append(ToolAnswer(tool=name, text="document_chat returned no result", error=True))
             else:
-                context_docs.append(ToolAnswer(tool=name, text=chat.answer))
+                if chat.answer:
+                    # An answer mode result (evidence mode has none: its spans are the sources).
+                    context_docs.append(ToolAnswer(tool=name, text=chat.answer))
                 sources.extend(chat.metadata.sources)
                 updates["uploaded_file_refs"] = chat.files
                 updates["cache"] = chat.metadata.cache

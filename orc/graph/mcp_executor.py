@@ -18,12 +18,19 @@ from orc.turns import ToolEvent
 def document_chat_arguments(state: TurnState) -> dict[str, Any]:
     """Arguments of the forced document_chat call, with blob-name cache validation.
 
-    ``cached_file_info`` is sent only when the *set* of requested blob names equals the set of cached refs'
-    blob names (case-sensitive, order ignored); any difference means fresh processing, never partial reuse.
+    ``mode="evidence"``: the tool returns the ranked spans and file handles without answering, so the answer
+    node's call is the turn's only model call. The question is the retrieval question (the user's words plus the
+    recent questions' key words on a follow-up). ``cached_file_info`` is sent only when the *set* of requested blob
+    names equals the set of cached refs' blob names (case-sensitive, order ignored); any difference means fresh
+    processing, never partial reuse.
     """
     blob_names = list(state.get("blob_names") or [])
     refs = state.get("uploaded_file_refs") or []
-    args: dict[str, Any] = {"question": state["standalone_question"], "document_names": blob_names}
+    args: dict[str, Any] = {
+        "question": state["standalone_question"],
+        "document_names": blob_names,
+        "mode": "evidence",
+    }
     if refs and {ref.blob_name for ref in refs} == set(blob_names):
         args["cached_file_info"] = [ref.model_dump() for ref in refs]
     return args

@@ -1,25 +1,48 @@
-"""query_planner: load history, seed the turn from the latest assistant message, make the question standalone."""
+"""query_planner: load history, seed the turn from the latest assistant message, say what to retrieve for.
+
+No model call: a follow-up is not rewritten by a model before retrieval (that call would sit in front of the first
+answer token). Retrieval gets the question plus the key words of the recent questions
+(:func:`orc.models.rewriting.rewrite_follow_up`, deterministic), the previous answer's cited spans stay evidence,
+and the answer model reads the recent history as messages and resolves "and the second one?" itself.
+"""
 
 from __future__ import annotations
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from collections.abc import Sequence
+
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from orc.contracts import SourceSpan
 from orc.conversations import FocusContext
+from orc.conversations.models import Turn
 from orc.documents.contexts import historical_from_turns
 from orc.documents.records import ContextRef
 from orc.graph.context import TurnContext
 from orc.graph.progress import progress
-from orc.graph.state import TurnState
+from orc.graph.state import PriorTurn, TurnState
 from orc.graph.tool_router import AfterPlanner, after_planner
-from orc.models.prompting import format_history, load_prompt
+from orc.models.rewriting import rewrite_follow_up
 
 
 async def query_planner(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterPlanner]:
-    """Seed ``uploaded_file_refs``, ``last_mcp_tool_used`` and the historical contexts; rewrite a follow-up (no
-    model call on turn one). Then on to the executor with attached files, else to tool_router."""
+    """Seed ``uploaded_file_refs``, ``last_mcp_tool_used``, the historical contexts, the history and the previous
+    answer's cited spans, and the retrieval question (no model call). Then on to the executor with attached
+    files, else to tool_router."""
     return Command(update=await _plan_query(state, runtime.context), goto=after_planner(state))
+
+
+def cited_spans(turn: Turn, blob_names: Sequence[str]) -> list[SourceSpan]:
+    """The spans ``turn``'s answer cited, as evidence for the next turn (its quotes, the text the reader saw).
+
+    With attached files, only spans of those files: a user who switched documents asks about the new ones.
+    """
+    names = set(blob_names)
+    return [
+        SourceSpan(ref=c.ref, document=c.document, span_id=c.span_id, page=c.page, text=c.quote)
+        for c in turn.assistant.citations
+        if c.quote and (not names or c.document in names)
+    ]
 
 
 async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
@@ -39,20 +62,14 @@ async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
             "historical_contexts": historical,
         }
 
-    latest = turns[-1].assistant
-    history = []
-    for turn in turns:
-        history.append({"role": "user", "content": turn.user.content})
-        history.append({"role": "assistant", "content": turn.assistant.content})
-    progress("query_planner", "Understanding the follow-up question", 10)
-    system = load_prompt("rewrite.system").render(history=format_history(history))
-    reply = await ctx.model.ainvoke([SystemMessage(system), HumanMessage(question)])
-    ctx.meter.record(reply)
-    standalone = reply.text.strip() or question
+    latest = turns[-1]
+    asked = [("user", turn.user.content) for turn in turns]
     return {
-        "standalone_question": standalone,
-        "uploaded_file_refs": list(latest.uploaded_file_refs),
-        "last_mcp_tool_used": latest.last_mcp_tool_used,
+        "standalone_question": rewrite_follow_up(question, asked),
+        "uploaded_file_refs": list(latest.assistant.uploaded_file_refs),
+        "last_mcp_tool_used": latest.assistant.last_mcp_tool_used,
         "conversation_header": snapshot.header,
         "historical_contexts": historical,
+        "history": [PriorTurn(question=turn.user.content, answer=turn.assistant.content) for turn in turns],
+        "prior_sources": cited_spans(latest, state.get("blob_names") or []),
     }

@@ -67,6 +67,13 @@ class SourceContext(_Record):
     id: str
 
 
+class PriorTurn(_Record):
+    """An earlier exchange of the conversation, as the answer prompt's history carries it."""
+
+    question: str
+    answer: str
+
+
 class ListedDocument(_Record):
     """A document available to the turn, as the prompt's context block lists it."""
 
@@ -92,6 +99,7 @@ CHECKPOINTED_TYPES: tuple[type, ...] = (
     ToolAnswer,
     SourceContext,
     ListedDocument,
+    PriorTurn,
 )
 """Every class a turn's state holds besides LangChain's messages (which LangGraph trusts already)."""
 
@@ -119,6 +127,10 @@ class TurnState(TypedDict, total=False):
     last_mcp_tool_used: str | None
     historical_contexts: list[FocusContext]
     """Contexts the conversation focused on before this turn, oldest first, without the current focus."""
+    history: list[PriorTurn]
+    """The recent exchanges (at most ``history_turns``), oldest first; the answer node budgets them."""
+    prior_sources: list[SourceSpan]
+    """The spans the previous answer cited, kept as evidence so a follow-up ("and the second one?") can use them."""
     # tool_router / mcp_executor / context_builder (and answer, when it asks for another tool round)
     available_documents: list[ListedDocument] | None
     """The documents available to the turn (for the prompt's context block); None until tool_router loads them."""
@@ -150,6 +162,8 @@ def fresh_turn_input(question: str, blob_names: list[str], focus_context: FocusC
         uploaded_file_refs=[],
         last_mcp_tool_used=None,
         historical_contexts=[],
+        history=[],
+        prior_sources=[],
         available_documents=None,
         pending_tool_calls=[],
         planning_messages=[],

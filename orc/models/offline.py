@@ -5,8 +5,9 @@ It is a real LangChain chat model, so the graph treats it like any other (``ainv
 
 - tools bound → tool planning that follows the tool access rules (:mod:`orc.models.planning`);
 - a ``<sources>`` block in the system prompt → an extractive answer with citations (:mod:`orc.models.answering`),
-  or, for a question about which documents exist, the listing a ``…list`` tool returned;
-- a ``<history>`` block → a standalone rewrite of the follow-up question (:mod:`orc.models.rewriting`);
+  or, for a question about which documents exist, the listing a ``…list`` tool returned. Earlier
+  ``HumanMessage``s are the conversation's history: an elliptical follow-up ("and the notice period?") is made
+  standalone from them (:func:`orc.models.rewriting.rewrite_follow_up`) inside the same call;
 - a ``TASK: PER_FILE_DIGEST`` or ``TASK: AGGREGATE_DIGEST`` envelope → a valid, extractive context digest
   (:mod:`orc.models.digesting`);
 - anything else → a short, honest statement of what it cannot do.
@@ -27,7 +28,7 @@ from orc.models.answering import answer_question, find_sources
 from orc.models.digesting import digest_reply
 from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools, reply_chunks, reply_result, usage_for
 from orc.models.planning import plan_tool_calls, wants_document_list
-from orc.models.rewriting import find_history, rewrite_follow_up
+from orc.models.rewriting import rewrite_follow_up
 
 __all__ = ["OFFLINE_MODEL_NAME", "UNSUPPORTED_REPLY", "OfflineExtractiveModel"]
 
@@ -69,7 +70,11 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
         if digest is not None:
             return Reply(text=digest)
         system_text = "\n".join(message.text for message in messages if isinstance(message, SystemMessage))
-        question = next((message.text for message in reversed(messages) if isinstance(message, HumanMessage)), "")
+        asked = [message.text for message in messages if isinstance(message, HumanMessage)]
+        question = asked[-1] if asked else ""
+        if len(asked) > 1:
+            # History arrives as Human/AI pairs before the question: resolve a follow-up against it.
+            question = rewrite_follow_up(question, [("user", text) for text in asked[:-1]])
         sources = find_sources(system_text)
         tools = offered_tools(kwargs)
         if tools:
@@ -81,9 +86,6 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
         if sources is not None:
             listing = listed_documents(system_text) if wants_document_list(question) else None
             return Reply(text=listing or answer_question(question, sources))
-        history = find_history(system_text)
-        if history is not None:
-            return Reply(text=rewrite_follow_up(question, history))
         return Reply(text=UNSUPPORTED_REPLY)
 
     def _metadata(self, reply: Reply) -> dict[str, Any]:

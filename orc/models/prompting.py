@@ -74,8 +74,3 @@ def format_sources(sources: Iterable[SourceSpan], contexts: Mapping[str, str] | 
         context = f" context={quoteattr(label)}" if label else ""
         parts.append(f"<source ref={quoteattr(source.ref)}{page}{context}>\n{escape(source.text)}\n</source>")
     return "\n".join(parts)
-
-
-def format_history(turns: Iterable[Mapping[str, str]]) -> str:
-    """``role: content`` lines of the conversation for the rewrite prompt."""
-    return "\n".join(f"{turn['role']}: {' '.join(turn['content'].split())}" for turn in turns)

@@ -3,7 +3,8 @@
 Without a language model a pronoun cannot be resolved reliably, so the rewrite keeps the user's words and
 appends the key words of the previous question: ``"What about the termination fee? (context: notice period
 lease)"``. The suffix helps document search, and :func:`split_context` lets the extractive answerer use it
-for ranking without letting it decide whether an answer was found.
+for ranking without letting it decide whether an answer was found. orc uses it twice, never as a model call: for
+the retrieval question of a follow-up (query_planner), and in the offline model, whose history arrives as messages.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ import re
 from orc.text import tokenize
 from orc.text.tokens import STOPWORDS
 
-__all__ = ["find_history", "parse_history", "rewrite_follow_up", "split_context"]
+__all__ = ["needs_context", "rewrite_follow_up", "split_context"]
 
 MAX_CONTEXT_WORDS = 6
 SHORT_MESSAGE_WORDS = 4
 
-_HISTORY_BLOCK = re.compile(r"<history>(.*?)</history>", re.DOTALL)
-_HISTORY_LINE = re.compile(r"^\s*(user|human|assistant|ai|system)\s*:\s*(.*)$", re.IGNORECASE)
 _CONTEXT_SUFFIX = re.compile(r"\s*\(context:\s*([^()]*)\)\s*$", re.IGNORECASE)
 _REFERENCE = re.compile(
     r"\b(it|its|they|them|their|this|that|those|these|he|she|him|her|there|the same|what about|how about"
@@ -29,23 +28,6 @@ _REFERENCE = re.compile(
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 # Words that make a question a question but say nothing about its topic.
 _QUESTION_WORDS = frozenset({"how", "long", "much", "many", "often", "kind", "also", "else", "get", "does"})
-
-
-def find_history(system_text: str) -> list[tuple[str, str]] | None:
-    """The ``(role, content)`` lines of the last ``<history>`` block; None when there is no block."""
-    blocks = _HISTORY_BLOCK.findall(system_text)
-    return parse_history(blocks[-1]) if blocks else None
-
-
-def parse_history(block: str) -> list[tuple[str, str]]:
-    """Parse ``role: content`` lines; roles are normalised to ``user`` and ``assistant``."""
-    turns = []
-    for line in block.splitlines():
-        match = _HISTORY_LINE.match(line)
-        if match:
-            role = match.group(1).lower()
-            turns.append(("user" if role in {"user", "human"} else "assistant", match.group(2).strip()))
-    return turns
 
 
 def split_context(question: str) -> tuple[str, list[str]]:

@@ -31,8 +31,6 @@ def cite_first_source(messages: list[BaseMessage], tools: list[dict[str, Any]]) 
     system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
     if tools and not any(isinstance(m, ToolMessage) for m in messages):
         return AIMessage("", tool_calls=[{"name": tools[0]["function"]["name"], "args": {"text": "hi"}, "id": "c1"}])
-    if "<history>" in system:
-        return "standalone: " + messages[-1].text
     refs = _REF.findall(system)
     return f"Here is what the documents say [{refs[0]}]." if refs else "No sources."
 
@@ -134,7 +132,7 @@ async def test_with_attached_documents_no_planning_call_is_made(
     result = await ask(orchestrator, "doc1.pdf.txt")
 
     assert all(request.tool_names == [] for request in model.requests)
-    assert model.calls == 2 == result.metadata.model_calls  # document_chat's call + the answer
+    assert model.calls == 1 == result.metadata.model_calls  # the answer; document_chat returns evidence
 
 
 def add_echo_tool(server: FastMCP) -> None:
@@ -175,8 +173,9 @@ async def test_history_seeds_the_next_turn_after_a_restart(model: FunctionChatMo
     # The refs came from stored history: they are sent, and the new process honours them (same stores).
     assert sent_arguments(follow_up)["cached_file_info"] == [f.model_dump() for f in first.files]
     assert follow_up.metadata.cache == "hit"
-    assert sent_arguments(follow_up)["question"] == "standalone: and the rent?"
-    assert follow_up.metadata.model_calls == 3  # rewrite + document_chat + answer
+    assert sent_arguments(follow_up)["question"].startswith("and the rent?")
+    assert sent_arguments(follow_up)["mode"] == "evidence"
+    assert follow_up.metadata.model_calls == restarted_model.calls == 1  # the answer only: no rewrite call
 
 
 async def test_ten_concurrent_turns_on_one_conversation_are_each_stored_once_in_order(
@@ -194,7 +193,7 @@ async def test_ten_concurrent_turns_on_one_conversation_are_each_stored_once_in_
 
 def failing_answer(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> str:
     system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
-    if "<tool_answer" in system:
+    if "<sources>" in system:
         raise RuntimeError("upstream model exploded with secret sk-123")
     return cite_first_source(messages, tools)  # type: ignore[return-value]
 
@@ -239,8 +238,8 @@ async def test_a_turn_reports_every_model_request_it_made_and_their_tokens(
     request = TurnRequest(question="And the rent?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
     final = [event async for event in orchestrator.orchestrator.stream(request) if event["type"] == "final"][-1]
 
-    # document_chat's own request, then the answer; a follow-up rewrites the question first.
-    assert first.metadata.model_calls == 2 and final["metadata"]["model_calls"] == model.calls - before == 3
+    # The answer is the one request of a document turn, first turn and follow-up alike.
+    assert first.metadata.model_calls == 1 and final["metadata"]["model_calls"] == model.calls - before == 1
     assert 0 < first.metadata.usage.total_tokens < final["metadata"]["usage"]["total_tokens"]
 
 
@@ -251,9 +250,9 @@ async def test_a_planned_tool_round_costs_no_second_planning_request() -> None:
         calls_after_first = model.calls
         follow_up = await orc.orchestrator.ask(TurnRequest(question="And again?", conversation_id="conv"))
 
-    # plan, then the answer (offered the tools again, it has what it needs); a follow-up rewrites first.
+    # plan, then the answer (offered the tools again, it has what it needs); a follow-up the same, no rewrite.
     assert first.metadata.model_calls == calls_after_first == 2
-    assert follow_up.metadata.model_calls == model.calls - calls_after_first == 3
+    assert follow_up.metadata.model_calls == model.calls - calls_after_first == 2
     answer_request = model.requests[-1]
     assert "documents__echo" in answer_request.tool_names
     assert any(isinstance(m, ToolMessage) for m in answer_request.messages)

@@ -84,7 +84,7 @@ async def test_the_prompt_carries_the_focus_historical_contexts_and_documents_by
         model_calls_before = len(model.requests)
         await ask(runtime.orchestrator, "Code word again?", ("usecase", "u11"))
 
-    planning_system = model.requests[model_calls_before + 1].messages[0].text  # after the follow-up rewrite
+    planning_system = model.requests[model_calls_before].messages[0].text  # no rewrite call before planning
     assert "Focus context: usecase u11" in planning_system
     assert "Historical contexts (oldest first): usecase u21" in planning_system
     assert "- session (attached to this conversation): session.txt [ready]" in planning_system

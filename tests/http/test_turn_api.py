@@ -41,7 +41,7 @@ async def test_a_turn_with_attached_documents_answers_with_citations_and_file_id
     assert metadata["tool"] == "document_chat"
     assert metadata["cache"] == "miss"
     assert "offline" in metadata["model"]
-    assert metadata["model_calls"] == 2  # document_chat's answer + the final answer; no planning call
+    assert metadata["model_calls"] == 1  # the answer; document_chat returns evidence, no planning call
 
 
 async def test_the_same_documents_again_reuse_the_cached_files(client: httpx.AsyncClient) -> None:
@@ -53,7 +53,7 @@ async def test_the_same_documents_again_reuse_the_cached_files(client: httpx.Asy
     assert first["metadata"]["cache"] == "miss"
     assert second["metadata"]["cache"] == "hit"
     assert second["files"] == first["files"]
-    assert second["metadata"]["model_calls"] == 3  # rewrite + document_chat + answer
+    assert second["metadata"]["model_calls"] == 1  # the answer only: no rewrite, no document_chat answer
 
 
 async def test_ndjson_streams_progress_tool_tokens_citations_then_final(client: httpx.AsyncClient) -> None:

@@ -35,7 +35,15 @@ async def test_tools_list_shows_document_chat_with_input_and_output_schemas() ->
 
     tool = next(tool for tool in tools if tool.name == "document_chat")
     assert set(tool.inputSchema["required"]) == {"question", "document_names", "session_id"}
-    assert set(tool.inputSchema["properties"]) == {"question", "document_names", "session_id", "cached_file_info"}
+    assert set(tool.inputSchema["properties"]) == {
+        "question",
+        "document_names",
+        "session_id",
+        "cached_file_info",
+        "mode",
+    }
+    assert tool.inputSchema["properties"]["mode"]["default"] == "answer"
+    assert "evidence" in tool.inputSchema["properties"]["mode"]["description"]
     assert "ctx" not in tool.inputSchema["properties"]
     assert tool.outputSchema is not None
     assert set(tool.outputSchema["required"]) == {"answer", "files", "metadata"}
@@ -57,6 +65,48 @@ async def test_a_call_returns_structured_content_matching_the_contract() -> None
     assert parsed.metadata.model_calls == 1
     # Clients that ignore structured content still get the same result as text.
     assert "handbook.txt::S1" in _text(result)
+
+
+async def test_mode_answer_given_explicitly_keeps_the_contract_and_makes_one_model_call() -> None:
+    served = build_served()
+    await upload(served.blobs, "handbook.txt", HANDBOOK)
+
+    async with connect(served.server) as session:
+        default = await session.call_tool("document_chat", _arguments())
+        explicit = await session.call_tool("document_chat", _arguments(mode="answer"))
+
+    first = DocumentChatResult.model_validate(default.structuredContent)
+    second = DocumentChatResult.model_validate(explicit.structuredContent)
+    assert second.answer == first.answer == "The documents say so [handbook.txt::S1]."
+    assert second.metadata.model_calls == first.metadata.model_calls == 1
+    assert served.model.calls == 2
+
+
+async def test_mode_evidence_returns_the_ranked_spans_and_files_without_a_model_call() -> None:
+    served = build_served()
+    await upload(served.blobs, "handbook.txt", HANDBOOK)
+
+    async with connect(served.server) as session:
+        result = await session.call_tool("document_chat", _arguments(mode="evidence"))
+
+    assert result.isError is False
+    parsed = DocumentChatResult.model_validate(result.structuredContent)
+    assert parsed.answer == ""
+    assert parsed.metadata.model_calls == 0 and parsed.metadata.usage.total_tokens == 0
+    assert parsed.metadata.sources and parsed.metadata.sources[0].ref.startswith("handbook.txt::S")
+    assert [ref.blob_name for ref in parsed.files] == ["handbook.txt"]
+    assert served.model.calls == 0
+
+
+async def test_an_unknown_mode_is_an_error_result() -> None:
+    served = build_served()
+    await upload(served.blobs, "handbook.txt", HANDBOOK)
+
+    async with connect(served.server) as session:
+        result = await session.call_tool("document_chat", _arguments(mode="summary"))
+
+    assert result.isError is True
+    assert served.model.calls == 0
 
 
 async def test_cached_file_info_from_the_previous_result_is_a_cache_hit() -> None:

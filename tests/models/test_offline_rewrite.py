@@ -1,53 +1,52 @@
-"""The offline model making follow-up questions standalone, from the rewrite prompt's history block."""
+"""Follow-up questions made standalone without a model call: the deterministic rewrite, and the offline model
+resolving a follow-up from the history it is given as messages."""
 
 from __future__ import annotations
 
 import pytest
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+from orc.contracts import SourceSpan
 from orc.models.offline import OfflineExtractiveModel
-from orc.models.prompting import format_history, load_prompt
-from orc.models.rewriting import split_context
+from orc.models.prompting import format_sources
+from orc.models.rewriting import rewrite_follow_up, split_context
 
 
-async def rewrite(follow_up: str, *turns: tuple[str, str]) -> str:
-    history = format_history({"role": role, "content": content} for role, content in turns)
-    system = load_prompt("rewrite.system").render(history=history)
-    reply = await OfflineExtractiveModel().ainvoke([SystemMessage(system), HumanMessage(follow_up)])
-    return reply.text
+def rewrite(follow_up: str, *turns: tuple[str, str]) -> str:
+    return rewrite_follow_up(follow_up, list(turns))
 
 
 PREVIOUS = (("user", "What is the notice period in the lease?"), ("assistant", "60 days [lease.pdf::S2]."))
 
 
-async def test_a_what_about_follow_up_gets_the_previous_questions_key_words() -> None:
-    assert await rewrite("What about the termination fee?", *PREVIOUS) == (
+def test_a_what_about_follow_up_gets_the_previous_questions_key_words() -> None:
+    assert rewrite("What about the termination fee?", *PREVIOUS) == (
         "What about the termination fee? (context: notice period lease)"
     )
 
 
 @pytest.mark.parametrize("follow_up", ["Does it renew automatically?", "And for the tenant?", "Why?"])
-async def test_pronouns_and_very_short_messages_count_as_follow_ups(follow_up: str) -> None:
-    rewritten = await rewrite(follow_up, *PREVIOUS)
+def test_pronouns_and_very_short_messages_count_as_follow_ups(follow_up: str) -> None:
+    rewritten = rewrite(follow_up, *PREVIOUS)
 
     assert rewritten.startswith(follow_up)
     assert split_context(rewritten)[1] != []
 
 
-async def test_a_standalone_question_is_returned_unchanged() -> None:
+def test_a_standalone_question_is_returned_unchanged() -> None:
     question = "How many days of annual leave do full-time employees get?"
 
-    assert await rewrite(question, *PREVIOUS) == question
+    assert rewrite(question, *PREVIOUS) == question
 
 
-async def test_without_a_previous_user_question_the_message_is_unchanged() -> None:
-    assert await rewrite("What about it?", ("assistant", "Hello!")) == "What about it?"
+def test_without_a_previous_user_question_the_message_is_unchanged() -> None:
+    assert rewrite("What about it?", ("assistant", "Hello!")) == "What about it?"
 
 
-async def test_the_latest_previous_user_question_supplies_the_context() -> None:
+def test_the_latest_previous_user_question_supplies_the_context() -> None:
     turns = (*PREVIOUS, ("user", "How much is the security deposit?"), ("assistant", "$2,000."))
 
-    assert await rewrite("When is it returned?", *turns) == "When is it returned? (context: security deposit)"
+    assert rewrite("When is it returned?", *turns) == "When is it returned? (context: security deposit)"
 
 
 def test_the_context_suffix_splits_off_cleanly() -> None:
@@ -56,3 +55,28 @@ def test_the_context_suffix_splits_off_cleanly() -> None:
         ["notice", "period"],
     )
     assert split_context("Plain question?") == ("Plain question?", [])
+
+
+def span(number: int, text: str) -> SourceSpan:
+    return SourceSpan(ref=f"lease.txt::S{number}", document="lease.txt", span_id=f"S{number}", text=text)
+
+
+LEASE = [
+    span(1, "The parking space costs $90 a month."),
+    span(2, "Key deposit: $20."),
+    span(3, "Pet deposit: $300."),
+    span(4, "Storage deposit: $50."),
+    span(5, "For the parking space in the basement garage a separate deposit of $100 is due."),
+]
+
+
+async def test_the_offline_model_resolves_a_follow_up_from_the_history_messages_in_one_call() -> None:
+    system = SystemMessage(f"<sources>\n{format_sources(LEASE)}\n</sources>")
+    history = [HumanMessage("What does the parking space cost?"), AIMessage("$90 a month [lease.txt::S2].")]
+    model = OfflineExtractiveModel()
+
+    alone = await model.ainvoke([system, HumanMessage("And the deposit?")])
+    followed = await model.ainvoke([system, *history, HumanMessage("And the deposit?")])
+
+    assert "[lease.txt::S5]" in followed.text
+    assert followed.text != alone.text
