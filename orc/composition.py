@@ -47,6 +47,7 @@ from orc.idempotency import IdempotencyKeys
 from orc.mcp_client import McpConnection
 from orc.models.factory import build_chat_model, model_label
 from orc.orchestrator import Orchestrator, TurnLimits
+from orc.quotas import Quotas, RateLimit
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.localfs import LocalBlobStore
@@ -301,6 +302,8 @@ class Services:
     """``Idempotency-Key`` records of mutating requests."""
     mcp_server: FastMCP
     """The MCP server the orchestrator talks to in memory (the HTTP app also serves it at ``/api/mcp``)."""
+    quotas: Quotas
+    """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
 
 
 @asynccontextmanager
@@ -342,6 +345,7 @@ async def build_runtime(
                 max_tool_rounds=settings.max_tool_rounds,
                 history_turns=settings.history_turns,
                 tool_timeout_seconds=settings.tool_timeout_seconds,
+                turn_timeout_seconds=settings.turn_timeout,
             ),
             delete_checkpoints=checkpointer.adelete_thread,
         )
@@ -356,7 +360,21 @@ async def build_runtime(
             context_files=services.context_files,
             idempotency=services.idempotency,
             mcp_server=services.server,
+            quotas=await build_quotas(settings, services.stores),
         )
+
+
+async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
+    """The consumption limits ``settings`` configure, counted in the configured store; none under ``ORC_AUTH=none``
+    (one local user has nobody to share the process with)."""
+    if settings.auth == "none":
+        return Quotas(None, rate=None, daily_tokens=None, max_concurrent=None)
+    return Quotas(
+        await stores.collections.collection("quotas"),
+        rate=RateLimit.parse(settings.rate_limit),
+        daily_tokens=settings.token_quota_daily,
+        max_concurrent=settings.max_concurrent_turns,
+    )
 
 
 @asynccontextmanager

@@ -66,12 +66,14 @@ class EasyAuth:
             raise Unauthenticated("sign-in required")
         try:
             data = json.loads(base64.b64decode(encoded, validate=True))
+            if not isinstance(data, dict) or not isinstance(data.get("claims", []), list):
+                raise TypeError("the client principal is not an object with a list of claims")
             claims = {claim["typ"]: claim["val"] for claim in data.get("claims", [])}
             return Principal(
                 organization=claims.get(self._TENANT) or claims["tid"],
                 user=claims.get(self._OBJECT_ID) or claims["oid"],
             )
-        except (binascii.Error, ValueError, KeyError, TypeError, ValidationError) as exc:
+        except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
             raise Unauthenticated("the client principal header is not valid") from exc
 
 

@@ -11,7 +11,14 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
-from orc.errors import InternalError, OrcError, ServiceUnavailable
+from orc.errors import (
+    IdempotencyKeyInFlight,
+    InternalError,
+    OrcError,
+    ServiceUnavailable,
+    TooManyRequests,
+    Unauthenticated,
+)
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +26,7 @@ PROBLEM_JSON = "application/problem+json"
 _TITLES = {
     400: "Bad Request",
     401: "Unauthorized",
+    403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
     409: "Conflict",
@@ -26,10 +34,15 @@ _TITLES = {
     413: "Content Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
+    429: "Too Many Requests",
     500: "Internal Server Error",
     502: "Bad Gateway",
     503: "Service Unavailable",
+    504: "Gateway Timeout",
 }
+# RFC 9110 §11.6.1: a 401 names the scheme that would be accepted.
+WWW_AUTHENTICATE = 'Bearer realm="orc"'
+
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated", 413: "payload_too_large"}
 
 
@@ -48,18 +61,23 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
-def retry_after_seconds(exc: ServiceUnavailable) -> int:
+def retry_after_seconds(exc: ServiceUnavailable | TooManyRequests) -> int:
     """Whole seconds a client should wait: the dependency's own hint rounded up, or one second."""
     return max(1, math.ceil(exc.retry_after)) if exc.retry_after is not None else 1
 
 
 def problem_for(exc: OrcError) -> JSONResponse:
-    """The response for one of orc's own errors."""
+    """The response for one of orc's own errors; 401 says how to authenticate, 429, 503 and the in-flight 409 when
+    to retry."""
     if isinstance(exc, InternalError):
         return unexpected(exc)
     headers = None
-    if isinstance(exc, ServiceUnavailable):
+    if isinstance(exc, ServiceUnavailable | TooManyRequests):
         headers = {"Retry-After": str(retry_after_seconds(exc))}
+    elif isinstance(exc, IdempotencyKeyInFlight):
+        headers = {"Retry-After": "1"}
+    elif isinstance(exc, Unauthenticated):
+        headers = {"WWW-Authenticate": WWW_AUTHENTICATE}
     if exc.status >= 500 and not isinstance(exc, ServiceUnavailable):
         return problem(exc.status, exc.code, "the request failed on the server; it was not stored")
     return problem(exc.status, exc.code, exc.message, headers=headers)
