@@ -64,7 +64,8 @@ class Settings(BaseSettings):
     auth: Literal["none", "api-key", "easyauth"] = "none"
     api_keys: Annotated[dict[str, ApiKeyPrincipal], NoDecode] = Field(
         default_factory=dict,
-        description='JSON object: {"<key>": {"organization": "...", "user": "..."}}.',
+        description='JSON object: {"<key>": {"organization": "...", "user": "...", "role": "admin|member"}} '
+        "(role: optional, default member).",
     )
 
     # -- limits -----------------------------------------------------------------------------------------

@@ -131,12 +131,18 @@ def create_app(
         # /api/mcp is outside it: its JSON-RPC POSTs need a CORS preflight, which no other site gets past.
         api.add_middleware(CsrfGuard)
 
-    @api.get("/api/health", tags=["health"], summary="Liveness and configured backends")
+    @api.get("/api/health", tags=["health"], summary="Liveness; configured backends for an authenticated caller")
     async def health(request: Request) -> dict[str, Any]:
-        """Liveness, version and which backends this process is configured with (never their addresses)."""
+        """Liveness for anyone (``{"status": "ok"}``); version and configured backends (never their addresses)
+        only for an authenticated caller: an anonymous prober learns nothing about the deployment."""
         services: Services | None = getattr(request.app.state, "services", None)
+        status = "ok" if services is not None else "starting"
+        try:
+            authenticator.authenticate(request.headers)
+        except OrcError:
+            return {"status": status}
         return {
-            "status": "ok" if services is not None else "starting",
+            "status": status,
             "version": __version__,
             "storage": settings.storage,
             "model": services.model_label if services is not None else None,
