@@ -125,6 +125,8 @@ def create_app(
     api.include_router(routes_contexts.router, prefix="/api", tags=["contexts"])
     api.include_router(routes_documents.router, prefix="/api", tags=["documents"])
     page.install(api, settings)
+    # Innermost: a 500 is answered where it happens, so the connection stays open (see UnexpectedErrors).
+    api.add_middleware(problems.UnexpectedErrors)
     api.add_middleware(page.PageSecurityHeaders)
     if settings.auth == "easyauth":
         # The only cookie-borne credential: other modes' credentials are headers a forged request cannot carry.

@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from orc.errors import (
     IdempotencyKeyInFlight,
@@ -89,6 +90,37 @@ def unexpected(exc: Exception) -> JSONResponse:
     log.warning("request failed: %s", type(exc).__name__)
     log.debug("request failure details", exc_info=exc)
     return problem(500, "internal_error", "the request failed on the server; it was not stored")
+
+
+class UnexpectedErrors:
+    """Answers an exception no handler took with an ordinary 500 problem, and does not re-raise it.
+
+    Starlette sends the ``Exception`` handler's response from its outermost middleware and then re-raises, so the
+    server saw every 500 as a crashed request and closed the keep-alive connection. Here the exception ends where
+    it is answered. A failure after the response started (a stream) cannot be answered and is re-raised.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking)
+        except Exception as exc:
+            if started:
+                raise
+            await unexpected(exc)(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:
