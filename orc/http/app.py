@@ -14,7 +14,16 @@ from mcp_server.http import build_mcp_http_app
 from orc import __version__
 from orc.composition import Services, Stores, build_runtime
 from orc.errors import OrcError
-from orc.http import page, problems, routes_context, routes_contexts, routes_documents, routes_orc, routes_sessions
+from orc.http import (
+    log_safety,
+    page,
+    problems,
+    routes_context,
+    routes_contexts,
+    routes_documents,
+    routes_orc,
+    routes_sessions,
+)
 from orc.http.auth import Authenticator, authenticator_for
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
@@ -78,6 +87,15 @@ def _is_context_upload(path: str) -> bool:
     return len(parts) == 6 and parts[1:3] == ["api", "contexts"] and parts[5] == "documents"
 
 
+def configured_secrets(settings: Settings) -> list[str]:
+    """The secret values ``settings`` hold, which no log line may carry."""
+    secrets = [*settings.api_keys]
+    for secret in (settings.model_api_key, settings.cosmos_key, settings.blob_connection_string):
+        if secret is not None:
+            secrets.append(secret.get_secret_value())
+    return secrets
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -91,6 +109,7 @@ def create_app(
     """
     settings = settings or Settings()
     settings.check()
+    log_safety.install(configured_secrets(settings))
     authenticator = authenticator_for(settings)
     mcp = McpEndpoint(authenticator)
 

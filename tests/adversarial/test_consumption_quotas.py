@@ -60,7 +60,9 @@ async def test_the_rate_is_counted_in_the_store_so_a_second_instance_refuses_too
 
 async def test_the_single_local_user_of_auth_none_has_no_rate_limit() -> None:
     async with open_client(Settings(rate_limit="1/hour", max_concurrent_turns=1)) as client:
-        statuses = [(await client.post("/api/orc", json={"question": "What is the rent?"})).status_code for _ in range(3)]
+        statuses = [
+            (await client.post("/api/orc", json={"question": "What is the rent?"})).status_code for _ in range(3)
+        ]
 
     assert statuses == [200, 200, 200]
 
@@ -130,9 +132,8 @@ async def test_a_principal_at_its_concurrent_turn_cap_is_refused_at_once_and_oth
         pass
     first.release()
     first.release()  # releasing twice frees one slot only
-    with limits.turn_slot(ALICE):
-        with pytest.raises(TooManyConcurrentTurns):
-            limits.turn_slot(ALICE)
+    with limits.turn_slot(ALICE), pytest.raises(TooManyConcurrentTurns):
+        limits.turn_slot(ALICE)
     second.release()
 
 
