@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,6 +27,7 @@ from orc.http import (
 from orc.http.auth import Authenticator, authenticator_for
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
+from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
 from orc.settings import Settings
 
 MCP_PATH = "/api/mcp"
@@ -69,11 +70,16 @@ class McpEndpoint:
 class Dispatcher:
     """Routes ``/api/mcp`` to the MCP endpoint and everything else to FastAPI (lifespan included)."""
 
-    def __init__(self, api: ASGIApp, mcp: McpEndpoint) -> None:
+    def __init__(self, api: ASGIApp, mcp: McpEndpoint, guard: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
         self.api = api
         self.mcp = mcp
+        # ``guard`` wraps both routes (the stream limits, which cover /api/mcp and the API's streams alike).
+        self._entry: ASGIApp = guard(self._route) if guard is not None else self._route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._entry(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
             await self.mcp(scope, receive, send)
@@ -176,4 +182,13 @@ def create_app(
             return settings.max_upload_bytes + _MULTIPART_OVERHEAD
         return settings.max_request_bytes
 
-    return BodySizeLimit(Dispatcher(api, mcp), limit_for)
+    bounds = StreamBounds(
+        per_principal=settings.max_streams_per_principal,
+        total=settings.max_streams,
+        idle_seconds=settings.stream_idle_seconds,
+        max_seconds=settings.stream_max_seconds,
+    )
+    def stream_limits(app: ASGIApp) -> ASGIApp:
+        return StreamLimits(app, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
+
+    return BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for)
