@@ -4,12 +4,16 @@ and ``Retry-After``; and none of it applies to the single local user of ``ORC_AU
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from orc.errors import RateLimited, TokenQuotaExceeded, TooManyConcurrentTurns
+from orc.http.auth import authenticator_for
+from orc.http.stream_limits import StreamBounds, StreamLimits
 from orc.principal import Principal
 from orc.quotas import Quotas, RateLimit
 from orc.settings import Settings
@@ -146,3 +150,66 @@ def test_rate_limits_are_read_in_every_window(text: str) -> None:
 def test_a_malformed_rate_limit_is_a_configuration_error(text: str) -> None:
     with pytest.raises(ValueError):
         Settings(rate_limit=text)
+
+
+class HeldStream:
+    """An ASGI app whose streams start and then stay open, silent, until released."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.started = asyncio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        self.started.set()
+        await self.release.wait()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def stream_scope(key: str) -> Scope:
+    return {"type": "http", "method": "GET", "path": "/api/mcp", "headers": [(b"x-api-key", key.encode())]}
+
+
+async def call(app: StreamLimits, scope: Scope) -> list[Message]:
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent
+
+
+def stream_limits(app: HeldStream, **bounds: float) -> StreamLimits:
+    authenticator = authenticator_for(api_key_settings())
+    return StreamLimits(app, authenticator, StreamBounds(**bounds), lambda scope: True)  # type: ignore[arg-type]
+
+
+async def test_a_principal_over_its_open_streams_gets_429_too_many_streams_while_others_open_theirs() -> None:
+    held = HeldStream()
+    limits = stream_limits(held, per_principal=1, total=10)
+    first = asyncio.create_task(call(limits, stream_scope("key-flood")))
+    await held.started.wait()
+
+    refused = await call(limits, stream_scope("key-flood"))
+    held.release.set()
+    other = await call(limits, stream_scope("key-calm"))
+    await first
+
+    assert refused[0]["status"] == 429
+    assert json.loads(refused[1]["body"])["code"] == "too_many_streams"
+    assert other[0]["status"] == 200
+    assert limits.open == {} and limits.total == 0
+
+
+async def test_a_silent_stream_is_ended_after_the_idle_timeout() -> None:
+    limits = stream_limits(HeldStream(), idle_seconds=0.05, max_seconds=60)
+
+    sent = await call(limits, stream_scope("key-flood"))
+
+    assert sent[0]["status"] == 200
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert limits.total == 0
