@@ -112,6 +112,20 @@ class Quotas:
         """Whether any limit applies."""
         return bool(self._rate or self._daily_tokens or self._max_concurrent)
 
+    def refuse_early(self, principal: Principal) -> None:
+        """Raise the refusal this process already knows the principal will get (a full concurrency cap, a window
+        known to be full), from memory only: a flood is turned away before its requests are parsed further."""
+        key = principal.partition_key
+        if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
+            raise TooManyConcurrentTurns(
+                f"at most {self._max_concurrent} turns may run at once; wait for one to finish", retry_after=1
+            )
+        now = self._clock()
+        for counter in (_TOKENS_ID, _RATE_ID):
+            until = self._full_until.get((key, counter), 0.0)
+            if until > now:
+                raise self._refusal(counter, until - now)
+
     async def admit(self, principal: Principal) -> None:
         """Count one request; :class:`RateLimited` or :class:`TokenQuotaExceeded` (with ``retry_after``) when over."""
         if self._collection is None or (self._rate is None and self._daily_tokens is None):

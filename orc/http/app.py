@@ -24,10 +24,12 @@ from orc.http import (
     routes_orc,
     routes_sessions,
 )
+from orc.http.admission import EarlyRefusal
 from orc.http.auth import Authenticator, authenticator_for
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
 from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
+from orc.quotas import Quotas
 from orc.settings import Settings
 
 MCP_PATH = "/api/mcp"
@@ -188,7 +190,12 @@ def create_app(
         idle_seconds=settings.stream_idle_seconds,
         max_seconds=settings.stream_max_seconds,
     )
+    def running_quotas() -> Quotas | None:
+        services: Services | None = getattr(api.state, "services", None)
+        return services.quotas if services is not None else None
+
     def stream_limits(app: ASGIApp) -> ASGIApp:
-        return StreamLimits(app, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
+        early = EarlyRefusal(app, authenticator, running_quotas)
+        return StreamLimits(early, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
 
     return BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for)

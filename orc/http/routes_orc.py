@@ -42,21 +42,22 @@ async def ask(
     (as JSON, with ``Idempotent-Replayed: true``), a different body 422, and a retry while it runs 409.
     Over the caller's limits: 429 ``rate_limited``, ``token_quota_exceeded`` or ``too_many_concurrent_turns``.
     """
-    await quotas.admit(principal)
-    turn = await orchestrator.prepare(body, principal)
-    parts = {"route": "orc", "body": body.model_dump(mode="json")}
-    fmt = negotiate(request.headers.get("accept", ""))
+    # The in-process concurrency cap first: a caller over it is refused without touching the store.
     slot = quotas.turn_slot(principal)
-    if fmt is None:
-
-        async def run() -> TurnResult:
-            result = await orchestrator.complete(turn)
-            await quotas.charge(principal, result.metadata.usage.total_tokens)
-            return result
-
-        with slot:
-            return await idempotent(request, principal, keys, parts, 200, run)
     try:
+        await quotas.admit(principal)
+        turn = await orchestrator.prepare(body, principal)
+        parts = {"route": "orc", "body": body.model_dump(mode="json")}
+        fmt = negotiate(request.headers.get("accept", ""))
+        if fmt is None:
+
+            async def run() -> TurnResult:
+                result = await orchestrator.complete(turn)
+                await quotas.charge(principal, result.metadata.usage.total_tokens)
+                return result
+
+            with slot:
+                return await idempotent(request, principal, keys, parts, 200, run)
         claimed = await claim(request, principal, keys, parts)
     except BaseException:
         slot.release()
