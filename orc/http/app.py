@@ -190,6 +190,7 @@ def create_app(
         idle_seconds=settings.stream_idle_seconds,
         max_seconds=settings.stream_max_seconds,
     )
+
     def running_quotas() -> Quotas | None:
         services: Services | None = getattr(api.state, "services", None)
         return services.quotas if services is not None else None
