@@ -37,7 +37,7 @@ def as_key(key: str) -> dict[str, str]:
 
 
 def api_keys() -> Settings:
-    return Settings(auth="api-key", api_keys=json.dumps(KEYS))  # type: ignore[arg-type]
+    return Settings(auth="api-key", api_keys=json.dumps(KEYS))
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ every log record, whichever library writes it, and tracebacks stay at DEBUG."""
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
@@ -40,9 +41,7 @@ def test_a_record_above_debug_keeps_its_exception_type_but_not_its_traceback() -
     try:
         raise ValueError("AccountKey=c2VjcmV0LWtleS12YWx1ZQ==")
     except ValueError:
-        record = logger.makeRecord(
-            logger.name, logging.ERROR, __file__, 1, "failed", None, __import__("sys").exc_info()
-        )
+        record = logger.makeRecord(logger.name, logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
     RedactSecrets().filter(record)
 
     assert record.exc_info is None
@@ -57,7 +56,7 @@ async def test_a_model_401_quoting_the_key_leaves_no_key_in_the_response_or_the_
         running.endpoint.reset(Reply(status=401, text=f"Incorrect API key provided: {MODEL_KEY}"))
         settings = Settings(
             model="openai:test-model", model_base_url=running.base_url, model_api_key=MODEL_KEY, model_max_retries=0
-        )  # type: ignore[arg-type]
+        )
         async with open_client(settings) as client:
             failed = await client.post("/api/orc", json={"question": "What is the rent?"})
             logging.getLogger("openai").warning("provider said: Incorrect API key provided: %s", MODEL_KEY)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from orc.settings import Settings
-from tests.http.conftest import open_client
+from tests.http.conftest import open_client, upload
 from tests.models.openai_endpoint import OpenAIEndpoint, Reply, RunningEndpoint, serve
 
 FAULTS: dict[str, tuple[Reply, int, str]] = {
@@ -90,3 +90,19 @@ async def test_the_throttled_models_retry_after_reaches_the_caller(running: Runn
 
     assert failed.status_code == 503
     assert failed.headers["retry-after"] == "7"
+
+
+@pytest.mark.parametrize("fault", ["throttled", "bad key", "context too long"])
+async def test_a_model_fault_in_a_turn_about_attached_documents_is_coded_too(
+    running: RunningEndpoint, fault: str
+) -> None:
+    reply, status, code = FAULTS[fault]
+    async with open_client(settings_for(running)) as client:
+        assert (await upload(client, "docs", ("lease.txt", b"The monthly rent is 1,450 euros."))).status_code == 201
+        running.endpoint.reset(reply, reply, reply)
+        failed = await client.post(
+            "/api/orc", json={"question": "What is the rent?", "conversation_id": "docs", "blob_names": ["lease.txt"]}
+        )
+
+    assert failed.status_code == status, failed.text
+    assert failed.json()["code"] == code

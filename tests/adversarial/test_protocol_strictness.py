@@ -67,7 +67,9 @@ class Crashing(BaseChatModel):
     def _llm_type(self) -> str:
         return "crashing"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         raise RuntimeError("boom: AccountKey=c2VjcmV0LWtleQ==; sk-live-0123456789abcdef")
 
 
