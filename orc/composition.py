@@ -50,6 +50,7 @@ from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.factory import build_chat_model, model_label
 from orc.models.tokens import token_counter_for
 from orc.orchestrator import Orchestrator, TurnLimits
+from orc.quotas import Quotas, RateLimit
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.localfs import LocalBlobStore
@@ -313,6 +314,8 @@ class Services:
     """``Idempotency-Key`` records of mutating requests."""
     mcp_server: FastMCP
     """The MCP server the orchestrator talks to in memory (the HTTP app also serves it at ``/api/mcp``)."""
+    quotas: Quotas
+    """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
 
 
 @asynccontextmanager
@@ -358,6 +361,7 @@ async def build_runtime(
                 tool_timeout_seconds=settings.tool_timeout_seconds,
                 history_tokens=settings.history_tokens,
                 sources_tokens=settings.sources_tokens,
+                turn_timeout_seconds=settings.turn_timeout,
             ),
             delete_checkpoints=checkpointer.adelete_thread,
             # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
@@ -374,7 +378,21 @@ async def build_runtime(
             context_files=services.context_files,
             idempotency=services.idempotency,
             mcp_server=services.server,
+            quotas=await build_quotas(settings, services.stores),
         )
+
+
+async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
+    """The consumption limits ``settings`` configure, counted in the configured store; none under ``ORC_AUTH=none``
+    (one local user has nobody to share the process with)."""
+    if settings.auth == "none":
+        return Quotas(None, rate=None, daily_tokens=None, max_concurrent=None)
+    return Quotas(
+        await stores.collections.collection("quotas"),
+        rate=RateLimit.parse(settings.rate_limit),
+        daily_tokens=settings.token_quota_daily,
+        max_concurrent=settings.max_concurrent_turns,
+    )
 
 
 @asynccontextmanager

@@ -18,10 +18,17 @@
     │   │   └── ExtractionError          422 extraction_failed
     │   ├── InvalidParent                422 invalid_parent
     │   ├── PayloadTooLarge              413 payload_too_large
+    │   │   └── ContextTooLong           413 context_too_long
     │   ├── UnsupportedMediaType         415 unsupported_media_type
     │   ├── NotFound                     404 not_found
     │   │   └── NoSummary                404 no_summary
     │   ├── Unauthenticated              401 unauthenticated
+    │   ├── Forbidden                    403 forbidden_role
+    │   ├── TooManyRequests              429 too_many_requests
+    │   │   ├── RateLimited              429 rate_limited
+    │   │   ├── TokenQuotaExceeded       429 token_quota_exceeded
+    │   │   ├── TooManyConcurrentTurns   429 too_many_concurrent_turns
+    │   │   └── TooManyStreams           429 too_many_streams
     │   ├── Conflict                     409 conflict
     │   │   └── IdempotencyKeyInFlight   409 idempotency_key_in_flight
     │   ├── PreconditionFailed           412 precondition_failed
@@ -29,9 +36,12 @@
     │   ├── DigestFailed                 409 digest_failed
     │   └── IdempotencyKeyReused         422 idempotency_key_reused
     ├── ServiceUnavailable               503 service_unavailable
-    │   └── StorageUnavailable           503 storage_unavailable
+    │   ├── StorageUnavailable           503 storage_unavailable
+    │   ├── ModelUnavailable             503 model_unavailable
+    │   └── ModelTimeout                 504 model_timeout
     ├── ConfigurationError               500 configuration_error
-    │   └── LifespanFailed               500 startup_failed
+    │   ├── LifespanFailed               500 startup_failed
+    │   └── ModelMisconfigured           502 model_misconfigured
     ├── ModelBehaviourError              502 model_error
     ├── ModelRequestsForbidden           500 model_requests_forbidden
     └── InternalError                    500 internal_error
@@ -113,6 +123,12 @@ class PayloadTooLarge(CallerError):
     status = 413
 
 
+class ContextTooLong(PayloadTooLarge):
+    """The model refused the turn's prompt as longer than its context window."""
+
+    code = "context_too_long"
+
+
 class UnsupportedMediaType(CallerError):
     """A file type orc cannot extract text from."""
 
@@ -138,6 +154,48 @@ class Unauthenticated(CallerError):
 
     code = "unauthenticated"
     status = 401
+
+
+class Forbidden(CallerError):
+    """The caller is known but its role does not allow this (e.g. a member changing another member's document)."""
+
+    code = "forbidden_role"
+    status = 403
+
+
+class TooManyRequests(CallerError):
+    """The caller is over one of its limits; ``retry_after`` says when it may try again (seconds)."""
+
+    code = "too_many_requests"
+    status = 429
+
+    def __init__(self, message: str, *, code: str | None = None, retry_after: float = 1.0) -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
+
+
+class RateLimited(TooManyRequests):
+    """More requests in the current window than ``ORC_RATE_LIMIT`` allows."""
+
+    code = "rate_limited"
+
+
+class TokenQuotaExceeded(TooManyRequests):
+    """The caller's model tokens today reached ``ORC_TOKEN_QUOTA_DAILY``."""
+
+    code = "token_quota_exceeded"
+
+
+class TooManyConcurrentTurns(TooManyRequests):
+    """The caller already runs ``ORC_MAX_CONCURRENT_TURNS`` turns in this process."""
+
+    code = "too_many_concurrent_turns"
+
+
+class TooManyStreams(TooManyRequests):
+    """The caller (or the process) already holds as many open streams as allowed."""
+
+    code = "too_many_streams"
 
 
 class Conflict(CallerError):
@@ -201,6 +259,19 @@ class StorageUnavailable(ServiceUnavailable):
     code = "storage_unavailable"
 
 
+class ModelUnavailable(ServiceUnavailable):
+    """The model provider throttled (429), failed (5xx) or could not be reached; retry later."""
+
+    code = "model_unavailable"
+
+
+class ModelTimeout(ServiceUnavailable):
+    """The model did not answer in time, or the turn outlived ``ORC_TURN_TIMEOUT``; nothing was stored."""
+
+    code = "model_timeout"
+    status = 504
+
+
 # -- the operator must react --------------------------------------------------------------------------------------
 
 
@@ -216,6 +287,13 @@ class LifespanFailed(ConfigurationError):
     setting at fault and never a secret)."""
 
     code = "startup_failed"
+
+
+class ModelMisconfigured(ConfigurationError):
+    """The model provider refused orc's credentials or deployment (401, 403, 404): the operator must fix them."""
+
+    code = "model_misconfigured"
+    status = 502
 
 
 # -- the model misbehaved -----------------------------------------------------------------------------------------

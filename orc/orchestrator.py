@@ -7,7 +7,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -29,12 +29,21 @@ from orc.conversations.export import ExportFormat, export, filename
 from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
 from orc.documents.library import DocumentLibrary
 from orc.documents.sessions import SessionFiles
-from orc.errors import InternalError, InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
+from orc.errors import (
+    InternalError,
+    InvalidInput,
+    ModelTimeout,
+    NotFound,
+    OrcError,
+    PayloadTooLarge,
+    ServiceUnavailable,
+)
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
 from orc.graph.state import TurnState, fresh_turn_input
 from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.choice import ChosenModel, ModelChoice
+from orc.models.faults import model_fault
 from orc.models.metering import ModelMeter
 from orc.models.tokens import EstimatedTokens, TokenCounter
 from orc.names import normalize_blob_names, validate_identifier
@@ -58,6 +67,7 @@ class TurnLimits:
     """Token budget of the history in the answer request (``ORC_HISTORY_TOKENS``)."""
     sources_tokens: int = 12_000
     """Token budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
+    turn_timeout_seconds: float = 200.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,32 +241,49 @@ class Orchestrator:
         )
         # No callbacks on the run: the nodes record their model requests on the meter themselves.
         config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}}
+        # The whole turn has one deadline (below the host's own limit): every wait for the graph's next event is
+        # bounded by what is left of it, so a hung model cannot hold the caller past it.
+        deadline = asyncio.get_running_loop().time() + self._limits.turn_timeout_seconds
+        parts = cast(
+            AsyncGenerator[Any, None],
+            self._graph.astream(
+                # Only the turn's input: a new turn reads no checkpoint (NEW_TURN, honoured by both savers and
+                # tested), so every other field starts empty, and writing 20 defaults into the channels was a step's
+                # worth of work.
+                {"question": turn.question, "blob_names": turn.blob_names, "focus_context": turn.focus_context},
+                config,
+                context=context,
+                # Streaming "custom" events makes LangGraph run every node as a task of its own beside a waiter; a
+                # caller that reads no events does not pay for that, nor for per-step outputs: the turn's final
+                # state comes from the answer node (``finished``).
+                stream_mode=["custom"] if stream else [],
+                # History lives in the conversation store; a checkpoint per step would only add writes.
+                durability="exit",
+            ),
+        )
         try:
             try:
-                async for part in self._graph.astream(
-                    # Only the turn's input: a new turn reads no checkpoint (NEW_TURN, honoured by both savers
-                    # and tested), so every other field starts empty, and writing 20 defaults into the
-                    # channels was a step's worth of work.
-                    {"question": turn.question, "blob_names": turn.blob_names, "focus_context": turn.focus_context},
-                    config,
-                    context=context,
-                    # Streaming "custom" events makes LangGraph run every node as a task of its own beside a
-                    # waiter; a caller that reads no events does not pay for that, nor for per-step outputs:
-                    # the turn's final state comes from the answer node (``finished``).
-                    stream_mode=["custom"] if stream else [],
-                    # History lives in the conversation store; a checkpoint per step would only add writes.
-                    durability="exit",
-                ):
+                while True:
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            part = await anext(parts)
+                    except StopAsyncIteration:
+                        break
                     mode, chunk = cast(tuple[str, Any], part)
                     if mode == "custom":
                         yield cast(Event, chunk)
             except Exception as exc:
                 if stored is None:
-                    raise
+                    fault = self._turn_fault(exc)
+                    if fault is exc:
+                        raise
+                    raise fault from exc
                 # The run failed after its answer, writing its last checkpoint. Nothing reads the checkpoint of a
                 # finished turn (the next turn starts afresh), so a turn that is stored whole has succeeded.
                 await stored
                 log.warning("the last checkpoint of a finished turn was not written: %s", type(exc).__name__)
+            finally:
+                await parts.aclose()
             if stored is None:
                 raise OrcError("the turn ended without an answer; nothing was stored")
             result = await stored
@@ -266,6 +293,16 @@ class Orchestrator:
                 stored.add_done_callback(_log_store_failure)
         result.metadata.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
         yield result
+
+    def _turn_fault(self, exc: Exception) -> Exception:
+        """What a failed run raises: its deadline as :class:`ModelTimeout`, a provider failure as its orc error,
+        anything else unchanged."""
+        if isinstance(exc, TimeoutError):
+            return ModelTimeout(
+                f"the turn did not finish within {self._limits.turn_timeout_seconds:g} s; nothing was stored",
+                retry_after=5,
+            )
+        return model_fault(exc) or exc
 
     async def _store(self, turn: PreparedTurn, state: TurnState, meter: ModelMeter) -> TurnResult:
         """Append the finished turn to its conversation, whole, and return its result."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from orc.errors import InvalidName
 from orc.names import validate_identifier
+
+Role = Literal["admin", "member"]
 
 
 class Principal(BaseModel):
@@ -15,6 +19,8 @@ class Principal(BaseModel):
 
     organization: str
     user: str
+    role: Role = "member"
+    """``admin`` may change every context and document of the organization; a ``member`` only what it uploaded."""
 
     @field_validator("organization", "user")
     @classmethod
@@ -38,4 +44,4 @@ class Principal(BaseModel):
         return f"{self.organization}/{self.user}"
 
 
-LOCAL_PRINCIPAL = Principal(organization="default", user="default")
+LOCAL_PRINCIPAL = Principal(organization="default", user="default", role="admin")

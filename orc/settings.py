@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -11,12 +12,15 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from orc.errors import ConfigurationError
 
+RATE_LIMIT_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
+
 
 class ApiKeyPrincipal(BaseModel):
-    """Who an API key speaks for."""
+    """Who an API key speaks for, and with which role in its organization."""
 
     organization: str
     user: str
+    role: Literal["admin", "member"] = "member"
 
 
 class Settings(BaseSettings):
@@ -65,7 +69,8 @@ class Settings(BaseSettings):
     auth: Literal["none", "api-key", "easyauth"] = "none"
     api_keys: Annotated[dict[str, ApiKeyPrincipal], NoDecode] = Field(
         default_factory=dict,
-        description='JSON object: {"<key>": {"organization": "...", "user": "..."}}.',
+        description='JSON object: {"<key>": {"organization": "...", "user": "...", "role": "admin|member"}} '
+        "(role: optional, default member).",
     )
 
     # -- limits -----------------------------------------------------------------------------------------
@@ -85,6 +90,25 @@ class Settings(BaseSettings):
     sources_tokens: int = Field(default=12_000, ge=1, description="Token budget of the sources in the answer prompt.")
     tool_timeout_seconds: float = 120.0
     idempotency_ttl_seconds: float = Field(default=86400.0, gt=0, description="How long Idempotency-Keys are kept.")
+
+    # -- quotas and deadlines (off under ORC_AUTH=none: one local user has nobody to share with) ------------
+    rate_limit: str = Field(
+        default="20/hour",
+        description="Turns per principal per window: N/second|minute|hour|day, or 'off'. Counted in the store.",
+    )
+    token_quota_daily: int | None = Field(
+        default=None, ge=1, description="Model tokens per principal per UTC day (unset: no quota)."
+    )
+    max_concurrent_turns: int = Field(default=4, ge=1, description="Turns one principal may run at once (per process).")
+    turn_timeout: float = Field(
+        default=200.0, gt=0, description="Seconds a whole turn may take (below Azure Functions' 230 s)."
+    )
+    max_streams_per_principal: int = Field(default=8, ge=1, description="Open streams per principal (per process).")
+    max_streams: int = Field(default=512, ge=1, description="Open streams per process.")
+    stream_max_seconds: float = Field(default=600.0, gt=0, description="Longest an open stream is kept.")
+    stream_idle_seconds: float = Field(
+        default=60.0, gt=0, description="A stream that sent nothing for this long is closed."
+    )
 
     # -- MCP over HTTP ----------------------------------------------------------------------------------
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
@@ -112,6 +136,14 @@ class Settings(BaseSettings):
                 raise ValueError(
                     'ORC_MODELS must be a JSON object of alias -> model, e.g. {"fast": "offline"}'
                 ) from exc
+        return value
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value not in ("", "off") and not RATE_LIMIT_PATTERN.fullmatch(value):
+            raise ValueError("ORC_RATE_LIMIT must be N/second, N/minute, N/hour, N/day or off")
         return value
 
     @field_validator("mcp_allowed_hosts", mode="before")

@@ -37,6 +37,7 @@ from orc.errors import (
     PayloadTooLarge,
     ServiceUnavailable,
 )
+from orc.models.faults import model_fault
 from orc.models.metering import message_usage
 from orc.models.prompting import format_sources, load_prompt
 from orc.names import BlobPaths, normalize_blob_names
@@ -318,7 +319,7 @@ class DocumentChatService:
         except Exception as exc:
             # Provider errors can carry endpoint URLs or request ids: log the type, raise a typed error.
             logger.warning("document_chat model call failed: %s", type(exc).__name__)
-            raise ServiceUnavailable(
+            raise model_fault(exc) or ServiceUnavailable(
                 "the language model failed to answer; try again later", code="model_unavailable"
             ) from exc
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,10 +14,22 @@ from mcp_server.http import build_mcp_http_app
 from orc import __version__
 from orc.composition import Services, Stores, build_runtime
 from orc.errors import OrcError
-from orc.http import page, problems, routes_context, routes_contexts, routes_documents, routes_orc, routes_sessions
+from orc.http import (
+    log_safety,
+    page,
+    problems,
+    routes_context,
+    routes_contexts,
+    routes_documents,
+    routes_orc,
+    routes_sessions,
+)
+from orc.http.admission import EarlyRefusal
 from orc.http.auth import Authenticator, authenticator_for
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
+from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
+from orc.quotas import Quotas
 from orc.settings import Settings
 
 MCP_PATH = "/api/mcp"
@@ -60,11 +72,16 @@ class McpEndpoint:
 class Dispatcher:
     """Routes ``/api/mcp`` to the MCP endpoint and everything else to FastAPI (lifespan included)."""
 
-    def __init__(self, api: ASGIApp, mcp: McpEndpoint) -> None:
+    def __init__(self, api: ASGIApp, mcp: McpEndpoint, guard: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
         self.api = api
         self.mcp = mcp
+        # ``guard`` wraps both routes (the stream limits, which cover /api/mcp and the API's streams alike).
+        self._entry: ASGIApp = guard(self._route) if guard is not None else self._route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._entry(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
             await self.mcp(scope, receive, send)
@@ -76,6 +93,15 @@ def _is_context_upload(path: str) -> bool:
     """``/api/contexts/{type}/{id}/documents``: multipart uploads of context documents."""
     parts = path.rstrip("/").split("/")
     return len(parts) == 6 and parts[1:3] == ["api", "contexts"] and parts[5] == "documents"
+
+
+def configured_secrets(settings: Settings) -> list[str]:
+    """The secret values ``settings`` hold, which no log line may carry."""
+    secrets = [*settings.api_keys]
+    for secret in (settings.model_api_key, settings.cosmos_key, settings.blob_connection_string):
+        if secret is not None:
+            secrets.append(secret.get_secret_value())
+    return secrets
 
 
 def create_app(
@@ -91,6 +117,7 @@ def create_app(
     """
     settings = settings or Settings()
     settings.check()
+    log_safety.install(configured_secrets(settings))
     authenticator = authenticator_for(settings)
     mcp = McpEndpoint(authenticator)
 
@@ -125,18 +152,26 @@ def create_app(
     api.include_router(routes_contexts.router, prefix="/api", tags=["contexts"])
     api.include_router(routes_documents.router, prefix="/api", tags=["documents"])
     page.install(api, settings)
+    # Innermost: a 500 is answered where it happens, so the connection stays open (see UnexpectedErrors).
+    api.add_middleware(problems.UnexpectedErrors)
     api.add_middleware(page.PageSecurityHeaders)
     if settings.auth == "easyauth":
         # The only cookie-borne credential: other modes' credentials are headers a forged request cannot carry.
         # /api/mcp is outside it: its JSON-RPC POSTs need a CORS preflight, which no other site gets past.
         api.add_middleware(CsrfGuard)
 
-    @api.get("/api/health", tags=["health"], summary="Liveness and configured backends")
+    @api.get("/api/health", tags=["health"], summary="Liveness; configured backends for an authenticated caller")
     async def health(request: Request) -> dict[str, Any]:
-        """Liveness, version and which backends this process is configured with (never their addresses)."""
+        """Liveness for anyone (``{"status": "ok"}``); version and configured backends (never their addresses)
+        only for an authenticated caller: an anonymous prober learns nothing about the deployment."""
         services: Services | None = getattr(request.app.state, "services", None)
+        status = "ok" if services is not None else "starting"
+        try:
+            authenticator.authenticate(request.headers)
+        except OrcError:
+            return {"status": status}
         return {
-            "status": "ok" if services is not None else "starting",
+            "status": status,
             "version": __version__,
             "storage": settings.storage,
             "model": services.model_label if services is not None else None,
@@ -149,4 +184,19 @@ def create_app(
             return settings.max_upload_bytes + _MULTIPART_OVERHEAD
         return settings.max_request_bytes
 
-    return BodySizeLimit(Dispatcher(api, mcp), limit_for)
+    bounds = StreamBounds(
+        per_principal=settings.max_streams_per_principal,
+        total=settings.max_streams,
+        idle_seconds=settings.stream_idle_seconds,
+        max_seconds=settings.stream_max_seconds,
+    )
+
+    def running_quotas() -> Quotas | None:
+        services: Services | None = getattr(api.state, "services", None)
+        return services.quotas if services is not None else None
+
+    def stream_limits(app: ASGIApp) -> ASGIApp:
+        early = EarlyRefusal(app, authenticator, running_quotas)
+        return StreamLimits(early, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
+
+    return BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for)

@@ -23,7 +23,7 @@ class Authenticator(Protocol):
 
 
 class NoAuth:
-    """The embedded default: one local principal (organization ``default``, user ``default``)."""
+    """The embedded default: one local principal (organization ``default``, user ``default``, an ``admin``)."""
 
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
         """Everyone is the local principal."""
@@ -58,6 +58,9 @@ class EasyAuth:
 
     _TENANT = "http://schemas.microsoft.com/identity/claims/tenantid"
     _OBJECT_ID = "http://schemas.microsoft.com/identity/claims/objectidentifier"
+    # App roles arrive as one claim per role, under the short or the long claim type.
+    _ROLE_TYPES = ("roles", "http://schemas.microsoft.com/ws/2008/06/identity/claims/role")
+    _ADMIN_ROLES = ("admin", "orc.admin")
 
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
         """Decode the base64 JSON principal and take tenant and object ids from its claims."""
@@ -66,12 +69,17 @@ class EasyAuth:
             raise Unauthenticated("sign-in required")
         try:
             data = json.loads(base64.b64decode(encoded, validate=True))
-            claims = {claim["typ"]: claim["val"] for claim in data.get("claims", [])}
+            if not isinstance(data, dict) or not isinstance(data.get("claims", []), list):
+                raise TypeError("the client principal is not an object with a list of claims")
+            pairs = [(claim["typ"], claim["val"]) for claim in data.get("claims", [])]
+            claims = dict(pairs)
+            roles = {str(value).lower() for kind, value in pairs if kind in self._ROLE_TYPES}
             return Principal(
                 organization=claims.get(self._TENANT) or claims["tid"],
                 user=claims.get(self._OBJECT_ID) or claims["oid"],
+                role="admin" if roles.intersection(self._ADMIN_ROLES) else "member",
             )
-        except (binascii.Error, ValueError, KeyError, TypeError, ValidationError) as exc:
+        except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
             raise Unauthenticated("the client principal header is not valid") from exc
 
 
@@ -79,7 +87,10 @@ def authenticator_for(settings: Settings) -> Authenticator:
     """The authenticator ``ORC_AUTH`` selects."""
     if settings.auth == "api-key":
         return ApiKeyAuth(
-            {key: Principal(organization=p.organization, user=p.user) for key, p in settings.api_keys.items()}
+            {
+                key: Principal(organization=p.organization, user=p.user, role=p.role)
+                for key, p in settings.api_keys.items()
+            }
         )
     if settings.auth == "easyauth":
         return EasyAuth()

@@ -17,6 +17,7 @@ from orc.errors import ServiceUnavailable
 from orc.idempotency import IdempotencyKeys
 from orc.orchestrator import Orchestrator
 from orc.principal import Principal
+from orc.quotas import Quotas
 
 
 async def services(request: Request) -> Services:
@@ -57,7 +58,13 @@ async def idempotency(built: AppServices) -> IdempotencyKeys:
     return built.idempotency
 
 
+async def quotas(built: AppServices) -> Quotas:
+    """Per-principal rate limit, token quota and concurrent-turn cap."""
+    return built.quotas
+
+
 Orc = Annotated[Orchestrator, Depends(orchestrator)]
+Limits = Annotated[Quotas, Depends(quotas)]
 Library = Annotated[DocumentLibrary, Depends(documents)]
 Context = Annotated[ContextFiles, Depends(context_files)]
 Keys = Annotated[IdempotencyKeys, Depends(idempotency)]

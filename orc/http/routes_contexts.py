@@ -17,6 +17,7 @@ from orc.documents.availability import context_document
 from orc.documents.context_documents import UploadedDocument
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef, DocumentInfo
+from orc.http import roles
 from orc.http.dependencies import Caller, Library
 from orc.http.uploads import read_uploads
 from orc.principal import Principal
@@ -100,6 +101,7 @@ async def put_context(
 ) -> JSONResponse:
     """Create (201) or rename (200) an organization, folder or usecase of the caller's organization."""
     ref = ContextRef.parse(context_type, context_id)
+    await roles.require_context_change(library, principal, ref)
     _, created = await library.directory.put(principal, ref, body.name, body.parent_id)
     view = await _view(library, principal, ref)
     code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -140,6 +142,7 @@ async def upload_documents(
     reason when its text cannot be extracted). Poll ``GET …/documents`` for the rest."""
     ref = ContextRef.parse(context_type, context_id)
     uploads = await read_uploads(request, library.context_documents.max_upload_bytes)
+    await roles.require_upload_rights(library, principal, ref, uploads)
     touched = await library.context_documents.add(principal, ref, uploads)
     return UploadResult(
         context_type=ref.type, context_id=ref.id, documents=[_uploaded(principal, doc) for doc in touched]
@@ -179,5 +182,7 @@ async def delete_document(
     context_type: str, context_id: str, document_id: str, library: Library, principal: Caller
 ) -> Response:
     """Remove the document: its file, its extracted text and its record."""
-    await library.context_documents.remove(principal, ContextRef.parse(context_type, context_id), document_id)
+    ref = ContextRef.parse(context_type, context_id)
+    await roles.require_document_owner(library, principal, ref, document_id)
+    await library.context_documents.remove(principal, ref, document_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -87,8 +87,11 @@ def serve(app: Any, *, host: str, port: int, workers: int = 1, log_level: str = 
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
+    from orc.http.connection_limits import server_options
+
     if workers < 1:
         raise ValueError("workers must be at least 1")
+    options = {**server_options(), **options}
     if workers > 1 and not isinstance(app, str):
         raise ValueError("several workers need an import string: each worker process builds its own app")
     if workers == 1:

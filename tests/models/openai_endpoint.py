@@ -1,19 +1,22 @@
 """A small OpenAI-compatible ``POST /v1/chat/completions`` endpoint on loopback, for wire tests.
 
 It answers from a queue of :class:`Reply` objects: text (JSON, or SSE chunks when ``stream`` is true), tool
-calls, or an HTTP error with headers (e.g. 429 with ``retry-after-ms``). uvicorn serves it from a background
+calls, an HTTP error with headers (e.g. 429 with ``retry-after-ms``, or 400 with an OpenAI error ``code`` such as
+``context_length_exceeded``), a hang (no answer until the endpoint is closed) or a cut (the connection drops in
+the middle of the body). uvicorn serves it from a background
 thread on a free port; startup is awaited by polling ``server.started`` against a deadline.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -30,12 +33,18 @@ class Reply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    code: str | None = None
+    """The OpenAI error ``code`` of an error reply (default: the status)."""
+    fault: Literal["hang", "cut"] | None = None
+    """``hang``: never answer (until the endpoint stops); ``cut``: drop the connection mid-body."""
 
 
 class OpenAIEndpoint:
     """The endpoint's state: replies still to give and request bodies received."""
 
     def __init__(self) -> None:
+        # Hung requests wait for this (set when the endpoint stops), so a test's teardown never waits on them.
+        self.released = threading.Event()
         self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.app = FastAPI()
@@ -49,8 +58,16 @@ class OpenAIEndpoint:
         body = await request.json()
         self.requests.append(body)
         reply = self.replies.pop(0) if self.replies else Reply(status=500, text="script exhausted")
+        if reply.fault == "hang":
+            await asyncio.to_thread(self.released.wait)
+            return Response(status_code=503)
+        if reply.fault == "cut":
+            return StreamingResponse(
+                _cut(), media_type="text/event-stream" if body.get("stream") else "application/json"
+            )
         if reply.status != 200:
-            error = {"error": {"message": reply.text or "error", "type": "scripted", "code": str(reply.status)}}
+            code = reply.code or str(reply.status)
+            error = {"error": {"message": reply.text or "error", "type": "scripted", "code": code}}
             return JSONResponse(error, status_code=reply.status, headers=reply.headers)
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         if body.get("stream"):
@@ -72,6 +89,12 @@ class OpenAIEndpoint:
                 "usage": usage,
             }
         )
+
+
+async def _cut() -> AsyncIterator[bytes]:
+    """Half a body, then a dropped connection (uvicorn aborts a response whose body raises)."""
+    yield b'data: {"id": "chatcmpl-local", "object": "chat.completion.chunk", "choi'
+    raise ConnectionResetError("the endpoint cut the response")
 
 
 def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +142,7 @@ def serve(endpoint: OpenAIEndpoint) -> Iterator[RunningEndpoint]:
     try:
         yield RunningEndpoint(endpoint, f"http://127.0.0.1:{port}/v1")
     finally:
+        endpoint.released.set()
         server.should_exit = True
         thread.join(timeout=STARTUP_DEADLINE_SECONDS)
         sock.close()

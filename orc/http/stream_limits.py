@@ -1,0 +1,116 @@
+"""Bounds on long-lived responses: how many streams a principal and the process may hold open, and for how long.
+
+Streams are ``GET /api/mcp`` (the MCP server's notification stream), ``POST /api/orc`` answered as NDJSON or SSE
+and ``GET /api/sessions/{id}/context/stream``. Each holds a connection and a task for as long as the client
+keeps it, so without limits 2,000 idle MCP streams stayed open for ever. :class:`StreamLimits` (an ASGI
+middleware in front of the app):
+
+- refuses a stream beyond ``per_principal`` open streams of its principal, or ``total`` of the process, with 429
+  ``too_many_streams`` and ``Retry-After`` (counted in process: a stream lives on one instance);
+- ends a stream that sent nothing for ``idle_seconds`` and any stream after ``max_seconds``.
+
+A stream ended by a limit simply ends (its response already started); clients reconnect as they would after
+any dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from orc.errors import OrcError, TooManyStreams
+from orc.http import problems
+from orc.http.auth import Authenticator
+from orc.http.streaming import negotiate
+
+
+@dataclass(frozen=True, slots=True)
+class StreamBounds:
+    """The limits :class:`StreamLimits` enforces."""
+
+    per_principal: int = 8
+    total: int = 512
+    idle_seconds: float = 60.0
+    max_seconds: float = 600.0
+
+
+def is_stream(scope: Scope, mcp_path: str) -> bool:
+    """Whether the request asks for one of the long-lived responses."""
+    path: str = scope.get("path", "")
+    method: str = scope.get("method", "")
+    if method == "GET" and (path == mcp_path or path.startswith(mcp_path + "/")):
+        return True
+    if method == "GET" and path.startswith("/api/sessions/") and path.rstrip("/").endswith("/context/stream"):
+        return True
+    if method == "POST" and path.rstrip("/") == "/api/orc":
+        accept = next((value.decode("latin-1") for key, value in scope["headers"] if key == b"accept"), "")
+        return negotiate(accept) is not None
+    return False
+
+
+class StreamLimits:
+    """Counts, caps and times out the app's streams (see the module docstring)."""
+
+    def __init__(
+        self, app: ASGIApp, authenticator: Authenticator, bounds: StreamBounds, is_stream: Callable[[Scope], bool]
+    ) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.bounds = bounds
+        self.is_stream = is_stream
+        self.open: dict[str, int] = {}
+        self.total = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.is_stream(scope):
+            await self.app(scope, receive, send)
+            return
+        headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
+        try:
+            owner = self.authenticator.authenticate(headers).partition_key
+        except OrcError:
+            await self.app(scope, receive, send)  # the app answers 401 itself
+            return
+        if self.total >= self.bounds.total or self.open.get(owner, 0) >= self.bounds.per_principal:
+            refused = TooManyStreams("too many open streams; close one or retry later", retry_after=5)
+            await problems.problem_for(refused)(scope, receive, send)
+            return
+        self.total += 1
+        self.open[owner] = self.open.get(owner, 0) + 1
+        try:
+            await self._bounded(scope, receive, send)
+        finally:
+            self.total -= 1
+            left = self.open[owner] - 1
+            if left:
+                self.open[owner] = left
+            else:
+                del self.open[owner]
+
+    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.bounds.max_seconds
+        started = finished = False
+
+        try:
+            async with asyncio.timeout(min(end, loop.time() + self.bounds.idle_seconds)) as deadline:
+
+                async def sending(message: Message) -> None:
+                    nonlocal started, finished
+                    started = started or message["type"] == "http.response.start"
+                    finished = message["type"] == "http.response.body" and not message.get("more_body", False)
+                    await send(message)
+                    # Whatever was sent resets the idle clock, never past the stream's total.
+                    deadline.reschedule(min(end, loop.time() + self.bounds.idle_seconds))
+
+                await self.app(scope, receive, sending)
+        except TimeoutError:
+            if not started:
+                timed_out = problems.problem(504, "stream_timeout", "the stream sent nothing in time; reconnect")
+                await timed_out(scope, receive, send)
+            elif not finished:
+                # End the response properly (the last chunk), so the connection stays usable.
+                await send({"type": "http.response.body", "body": b"", "more_body": False})

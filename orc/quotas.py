@@ -1,0 +1,221 @@
+"""Per-principal consumption limits: a request rate, a daily model-token quota and a cap on concurrent turns.
+
+The rate and token counters live in the configured document store (collection ``quotas``, one item per principal
+and counter, in the principal's partition), updated with ETag-conditional replaces, so every instance and worker
+counts against the same numbers. A counter item holds only the current window: a new window overwrites it, so
+the collection never grows beyond two items per principal.
+
+Inside one process the updates of one principal are serialized by a lock, so a flood from one caller does not
+turn into an ETag retry storm; once a window is full, the process remembers it until the window ends and answers
+429 without touching the store. Concurrent turns are counted in process only (a turn holds its slot while it runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from orc.errors import (
+    ETagMismatch,
+    ItemAlreadyExists,
+    RateLimited,
+    StorageUnavailable,
+    TokenQuotaExceeded,
+    TooManyConcurrentTurns,
+)
+from orc.principal import Principal
+from orc.storage.ports import DocumentCollection
+
+# The same form as orc.settings checks (settings are read at the edge only, so the pattern is repeated here).
+_RATE_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
+_WINDOWS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_DAY = 86400
+_MAX_ATTEMPTS = 20
+_RATE_ID = "rate"
+_TOKENS_ID = "tokens"
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``count`` requests per fixed window of ``window_seconds``."""
+
+    count: int
+    window_seconds: int
+
+    @classmethod
+    def parse(cls, text: str) -> RateLimit | None:
+        """``"20/hour"`` → 20 per 3600 s; ``""`` or ``"off"`` → no limit. :class:`ValueError` otherwise."""
+        text = text.strip().lower()
+        if text in ("", "off"):
+            return None
+        match = _RATE_PATTERN.fullmatch(text)
+        if match is None:
+            raise ValueError(f"not a rate limit: {text!r} (N/second|minute|hour|day)")
+        return cls(int(match.group(1)), _WINDOWS[match.group(2)])
+
+
+class TurnSlot:
+    """One running turn of a principal; :meth:`release` frees it (once, however often it is called)."""
+
+    def __init__(self, running: dict[str, int], key: str) -> None:
+        self._running = running
+        self._key = key
+        self._held = True
+
+    def release(self) -> None:
+        """Free the slot (idempotent: a stream's end and its response's cleanup may both call it)."""
+        if not self._held:
+            return
+        self._held = False
+        left = self._running[self._key] - 1
+        if left:
+            self._running[self._key] = left
+        else:
+            del self._running[self._key]
+
+    def __enter__(self) -> TurnSlot:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
+class Quotas:
+    """Admits or refuses a principal's turns; ``None`` limits are off (``ORC_AUTH=none`` turns all of them off)."""
+
+    def __init__(
+        self,
+        collection: DocumentCollection | None,
+        *,
+        rate: RateLimit | None,
+        daily_tokens: int | None,
+        max_concurrent: int | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._collection = collection
+        self._rate = rate
+        self._daily_tokens = daily_tokens
+        self._max_concurrent = max_concurrent
+        self._clock = clock
+        self._locks: dict[str, asyncio.Lock] = {}
+        # principal -> end of a window known to be full (or of a day whose tokens are spent): answer from memory.
+        self._full_until: dict[tuple[str, str], float] = {}
+        self._running: dict[str, int] = {}
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any limit applies."""
+        return bool(self._rate or self._daily_tokens or self._max_concurrent)
+
+    def refuse_early(self, principal: Principal) -> None:
+        """Raise the refusal this process already knows the principal will get (a full concurrency cap, a window
+        known to be full), from memory only: a flood is turned away before its requests are parsed further."""
+        key = principal.partition_key
+        if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
+            raise TooManyConcurrentTurns(
+                f"at most {self._max_concurrent} turns may run at once; wait for one to finish", retry_after=1
+            )
+        now = self._clock()
+        for counter in (_TOKENS_ID, _RATE_ID):
+            until = self._full_until.get((key, counter), 0.0)
+            if until > now:
+                raise self._refusal(counter, until - now)
+
+    async def admit(self, principal: Principal) -> None:
+        """Count one request; :class:`RateLimited` or :class:`TokenQuotaExceeded` (with ``retry_after``) when over."""
+        if self._collection is None or (self._rate is None and self._daily_tokens is None):
+            return
+        now = self._clock()
+        key = principal.partition_key
+        for counter in (_TOKENS_ID, _RATE_ID):
+            until = self._full_until.get((key, counter), 0.0)
+            if until > now:
+                raise self._refusal(counter, until - now)
+        async with self._lock(key):
+            if self._daily_tokens is not None:
+                day_start = now - now % _DAY
+                used = await self._read(key, _TOKENS_ID, day_start)
+                if used >= self._daily_tokens:
+                    self._full_until[(key, _TOKENS_ID)] = day_start + _DAY
+                    raise self._refusal(_TOKENS_ID, day_start + _DAY - now)
+            if self._rate is not None:
+                window_start = now - now % self._rate.window_seconds
+                window_end = window_start + self._rate.window_seconds
+                limit = self._rate.count
+                counted = await self._add(key, _RATE_ID, window_start, 1, cap=limit)
+                if counted is None:
+                    self._full_until[(key, _RATE_ID)] = window_end
+                    raise self._refusal(_RATE_ID, window_end - now)
+
+    async def charge(self, principal: Principal, tokens: int) -> None:
+        """Add the tokens a finished turn used to the principal's day (known only after the turn)."""
+        if self._collection is None or self._daily_tokens is None or tokens <= 0:
+            return
+        now = self._clock()
+        async with self._lock(principal.partition_key):
+            await self._add(principal.partition_key, _TOKENS_ID, now - now % _DAY, tokens, cap=None)
+
+    def turn_slot(self, principal: Principal) -> TurnSlot:
+        """Take one of the principal's concurrent-turn slots; :class:`TooManyConcurrentTurns` when none is free.
+
+        Refused at once rather than queued: a queue would let one caller's backlog hold the process's memory.
+        The slot is freed by :meth:`TurnSlot.release` (or by leaving it as a context manager).
+        """
+        key = principal.partition_key
+        if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
+            raise TooManyConcurrentTurns(
+                f"at most {self._max_concurrent} turns may run at once; wait for one to finish", retry_after=1
+            )
+        self._running[key] = self._running.get(key, 0) + 1
+        return TurnSlot(self._running, key)
+
+    # -- counters -----------------------------------------------------------------------------------------
+
+    def _lock(self, key: str) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    def _refusal(self, counter: str, wait: float) -> RateLimited | TokenQuotaExceeded:
+        seconds = max(1, math.ceil(wait))
+        if counter == _TOKENS_ID:
+            return TokenQuotaExceeded(
+                f"the daily model-token quota ({self._daily_tokens}) is used up", retry_after=seconds
+            )
+        assert self._rate is not None
+        return RateLimited(
+            f"at most {self._rate.count} requests per {self._rate.window_seconds} s", retry_after=seconds
+        )
+
+    async def _read(self, key: str, item_id: str, window_start: float) -> int:
+        assert self._collection is not None
+        item = await self._collection.get(key, item_id)
+        if item is None or item.body.get("window") != window_start:
+            return 0
+        return int(item.body.get("count", 0))
+
+    async def _add(self, key: str, item_id: str, window_start: float, amount: int, *, cap: int | None) -> int | None:
+        """Add ``amount`` to the counter of the window starting at ``window_start``; ``None`` (nothing added) when
+        that would pass ``cap``. Conditional writes make concurrent instances count each request once."""
+        assert self._collection is not None
+        for _ in range(_MAX_ATTEMPTS):
+            item = await self._collection.get(key, item_id)
+            current = 0 if item is None or item.body.get("window") != window_start else int(item.body["count"])
+            if cap is not None and current + amount > cap:
+                return None
+            body: dict[str, Any] = {"window": window_start, "count": current + amount}
+            try:
+                if item is None:
+                    await self._collection.create(key, item_id, body)
+                else:
+                    await self._collection.replace(key, item_id, body, if_match=item.etag)
+            except (ItemAlreadyExists, ETagMismatch):
+                continue  # another instance counted first: read again
+            return current + amount
+        raise StorageUnavailable("the quota counter is contended; retry", retry_after=1)
