@@ -1,6 +1,6 @@
 """A session's context files (context-digest-spec §7): manifest, files, digests, upload/replace/delete, stream.
 
-Mutations answer ``{"revision", "files": [{file_id, filename, status, digest_status, diff}]}``, honour
+Mutations answer ``{"revision", "files": [{file_id, filename, status, digest_status, diff}], "refused": [...]}``, honour
 ``Idempotency-Key`` (a replay answers the first response with ``Idempotent-Replayed: true``) and
 ``If-Match: <revision>`` (412 when the set moved on). Digests are made in the background; follow them by polling
 ``GET …/context`` or with ``GET …/context/stream`` (server-sent events).

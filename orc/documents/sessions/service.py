@@ -30,12 +30,13 @@ from orc.documents.sessions.models import (
     ContextSet,
     FileChange,
     Mutation,
+    RefusedUpload,
     SessionHeader,
     spec_digest_status,
 )
 from orc.documents.sessions.planning import PlannedFile, Planner
 from orc.documents.text_store import TextStore
-from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads
+from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads, screen_uploads
 from orc.errors import ETagMismatch, InvalidInput, ItemAlreadyExists, ItemNotFound, NotFound, StorageUnavailable
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -109,6 +110,10 @@ class SessionFiles:
         """Reject the whole request before anything is stored: no files, bad names, empty or oversized files,
         the same name twice, and types orc cannot extract (415)."""
         check_uploads(uploads, self._max_upload_bytes)
+        self._check_names(uploads)
+
+    @staticmethod
+    def _check_names(uploads: Sequence[Upload]) -> None:
         names = [upload.filename for upload in uploads]
         if len(set(names)) != len(names):
             raise InvalidInput("the same filename appears twice in one upload", code="duplicate_filename")
@@ -132,9 +137,18 @@ class SessionFiles:
         Digests are never waited for.
         """
         validate_identifier(conversation_id, what="conversation")
-        self.check_uploads(uploads)
-        plan = planning.plan_uploads(uploads)
-        return await self._mutate(principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds)
+        self._check_names(uploads)
+        # A file orc cannot take is refused on its own and listed in the response; the others go on.
+        accepted, refused = screen_uploads(uploads, self._max_upload_bytes)
+        plan = planning.plan_uploads(accepted)
+        mutation = await self._mutate(principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds)
+        return mutation.model_copy(
+            update={
+                "refused": [
+                    RefusedUpload(filename=item.filename, code=item.code, message=item.message) for item in refused
+                ]
+            }
+        )
 
     async def replace(
         self,
