@@ -332,6 +332,12 @@ class SessionFiles:
         )
         return [ContextFile.model_validate(item.body) for item in items]
 
+    async def sessions(self, principal: Principal) -> list[SessionHeader]:
+        """The headers of every session of ``principal`` that has (or had) files, most recently changed first."""
+        items = await self._catalog.query(principal.partition_key, id_prefix=header_id(""))
+        headers = [SessionHeader.model_validate(item.body) for item in items]
+        return sorted(headers, key=lambda header: header.updated_at, reverse=True)
+
     async def header(self, principal: Principal, conversation_id: str) -> SessionHeader | None:
         """The session's stored header, or ``None`` for a session that never had files."""
         return _stored_header(await self._catalog.get(principal.partition_key, header_id(conversation_id)))
