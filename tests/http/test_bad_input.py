@@ -203,7 +203,7 @@ async def test_another_principals_conversation_and_files_are_not_found(client_fa
         assert_problem(await client.get("/api/sessions/alice-conv", headers=mallory), 404, "session_not_found")
         assert_problem(await client.delete("/api/sessions/alice-conv", headers=mallory), 404, "session_not_found")
         assert_problem(await client.post("/api/orc", json=ask, headers=mallory), 404, "document_not_found")
-        assert_problem(await client.get("/api/sessions/alice-conv/context", headers=mallory), 404, "not_found")
+        assert_problem(await client.get("/api/sessions/alice-conv/context", headers=mallory), 404, "session_not_found")
         assert (await client.get("/api/sessions", headers=mallory)).json()["sessions"] == []
         assert len((await client.get("/api/sessions/alice-conv", headers=alice)).json()["messages"]) == 2
 

@@ -353,9 +353,15 @@ class SessionFiles:
         stored = await self.header(principal, conversation_id)
         records = await self.files(principal, conversation_id)
         if stored is None and not records:
-            raise NotFound("no such session")
+            raise NotFound("no such session", code="session_not_found")
         header = planning.header_of(stored, conversation_id, {record.filename: record for record in records})
         return planning.context_set(header, records)
+
+    @staticmethod
+    def empty_manifest(conversation_id: str) -> ContextSet:
+        """The set of a session that has no files yet: revision 0, nothing in it, nothing parsing."""
+        validate_identifier(conversation_id, what="conversation")
+        return planning.context_set(planning.header_of(None, conversation_id, {}), [])
 
     async def require_names(self, principal: Principal, conversation_id: str, blob_names: Sequence[str]) -> None:
         """Raise :class:`NotFound` unless every name is a file of this conversation."""
@@ -366,7 +372,7 @@ class SessionFiles:
         if missing:
             raise NotFound(
                 f"not a file of this conversation: {', '.join(repr(name) for name in missing)}; "
-                "upload it to /api/sessions/{id}/context/files first",
+                f"upload it to /api/sessions/{conversation_id}/context/files first",
                 code="document_not_found",
             )
 
