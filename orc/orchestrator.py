@@ -353,8 +353,24 @@ class Orchestrator:
     # -- sessions -------------------------------------------------------------------------------------------
 
     async def list_sessions(self, principal: Principal = LOCAL_PRINCIPAL) -> list[ConversationSummary]:
-        """The principal's conversations, most recent first."""
-        return await self._conversations.list(principal)
+        """The principal's conversations, most recent first: those with turns, and those with files but no turn yet
+        (a client that uploads first must find its session in the list)."""
+        summaries, headers = await asyncio.gather(self._conversations.list(principal), self._files.sessions(principal))
+        known = {summary.conversation_id for summary in summaries}
+        file_only = [
+            ConversationSummary(
+                conversation_id=header.conversation_id,
+                title=", ".join(member.filename for member in (header.files or ())[:3]) or "Untitled",
+                message_count=0,
+                created_at=header.updated_at,
+                updated_at=header.updated_at,
+            )
+            for header in headers
+            if header.conversation_id not in known and header.files
+        ]
+        if not file_only:
+            return summaries
+        return sorted([*summaries, *file_only], key=lambda summary: summary.updated_at, reverse=True)
 
     async def get_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> Conversation:
         """A conversation with its full history and the feedback on its answers; :class:`NotFound` for unknown or

@@ -20,7 +20,18 @@ class TurnRequest(BaseModel):
     blob_names: list[str] = Field(
         default_factory=list, description="Files of this conversation attached to this turn (by upload name)."
     )
-    context: FocusContext | None = Field(default=None, description="Optional focus context.")
+    context: FocusContext | None = Field(
+        default=None,
+        description=(
+            'Optional focus context, `{"type": "organization" | "folder" | "usecase", "id": "..."}` (for example'
+            ' `{"type": "folder", "id": "legal"}`). Besides the conversation\'s own files the turn sees: for a'
+            " usecase, its documents, its folder's and the organization's; for a folder, the folder's, the"
+            " organization's and those of every usecase under it; for the organization, everything. The answer"
+            " prioritizes the focus context. The context must exist (create it with"
+            " `PUT /api/contexts/{type}/{id}`), else 404 `context_not_found`. Omitted: the conversation's files"
+            " and the contexts it focused on earlier."
+        ),
+    )
     model: str | None = Field(
         default=None,
         max_length=64,

@@ -1,135 +1,22 @@
-"""The ``orc`` command: ``demo``, ``ask``, ``docs``, ``contexts``, ``sessions``, ``serve`` and ``mcp``.
+"""The ``orc`` command: ``demo``, ``ask``, ``chat``, ``docs``, ``contexts``, ``sessions``, ``serve`` and ``mcp``.
 
-It acts as the embedded local principal.
+It acts as the embedded local principal. This module only parses arguments: what a command does lives in
+:mod:`orc.cli.commands` and :mod:`orc.cli.chat`, imported once the command is known, so ``orc --help`` and a
+mistyped argument answer without loading LangGraph, MCP, the model clients or the storage backends.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
-import uuid
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
-from typing import TextIO
 
-from orc import event_loop
-from orc.cli.documents import Target, add_documents, list_documents, put_context
-from orc.composition import build_runtime
-from orc.documents.records import ContextRef
-from orc.documents.sessions import SessionFiles
-from orc.documents.uploads import Upload
-from orc.errors import InternalError, OrcError
-from orc.orchestrator import Orchestrator
-from orc.principal import LOCAL_PRINCIPAL
-from orc.settings import Settings
-from orc.turns import Event, TurnRequest
-
-DEMO_CONVERSATION = "demo"
-DEMO_QUESTIONS = (
-    "How much notice is needed to end the lease?",
-    "And what happens to the security deposit?",
-    "What is the battery life of the Aurora X2 headphones?",
-    "How many vacation days do new employees get?",
-    "Who won the 1998 football world cup?",
-)
-
-
-class Console:
-    """Writes progress to stderr (so it can be hidden) and answers to stdout."""
-
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
-        self._answering = False
-
-    def event(self, event: Event) -> None:
-        """Render one stream event as it happens."""
-        if event["type"] == "progress":
-            # Once the answer streams, a progress line would land in the middle of it on a terminal.
-            if not self._answering:
-                print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
-        elif event["type"] == "tool" and event["status"] != "running":
-            print(
-                f"  [tool] {event['name']} {event['status']} in {event['duration_ms']:.0f} ms",
-                file=self.err,
-                flush=True,
-            )
-        elif event["type"] == "token":
-            self._answering = True
-            print(event["text"], end="", file=self.out, flush=True)
-        elif event["type"] == "final":
-            self._answering = False
-            print(file=self.out)
-            for index, citation in enumerate(event["citations"], start=1):
-                page = f", page {citation['page']}" if citation.get("page") else ""
-                print(
-                    f"  [{index}] {citation['document']} {citation['span_id']}{page}: “{citation['quote']}”",
-                    file=self.out,
-                )
-            metadata = event["metadata"]
-            print(
-                f"  ({metadata['model']}; {metadata['model_calls']} model call(s); tool: {metadata['tool'] or 'none'};"
-                f" cache: {metadata['cache'] or 'n/a'}; conversation {event['conversation_id']})",
-                file=self.err,
-            )
-        elif event["type"] == "error":
-            print(f"\nerror ({event['code']}): {event['message']}", file=self.err)
-
-
-async def _ask(orchestrator: Orchestrator, console: Console, request: TurnRequest) -> bool:
-    ok = True
-    async for event in orchestrator.stream(request):
-        console.event(event)
-        ok = ok and event["type"] != "error"
-    return ok
-
-
-async def _upload(files: SessionFiles, conversation_id: str, paths: Sequence[Path], console: Console) -> list[str]:
-    uploads = []
-    for path in paths:
-        data = await asyncio.to_thread(path.read_bytes)
-        uploads.append(Upload(filename=path.name, data=data))
-    mutation = await files.add(LOCAL_PRINCIPAL, conversation_id, uploads)
-    for change in mutation.files:
-        print(f"  attached {change.filename} ({change.diff})", file=console.err)
-    return [upload.filename for upload in uploads]
-
-
-async def run_demo(settings: Settings, console: Console) -> int:
-    """Load the bundled sample documents into a session and answer a few questions about them."""
-    samples = resources.files("orc").joinpath("samples")
-    paths = sorted(Path(str(entry)) for entry in samples.iterdir() if entry.is_file())
-    print(f"orc demo — data in {settings.home.resolve()}", file=console.err)
-    async with build_runtime(settings) as services:
-        names = await _upload(services.session_files, DEMO_CONVERSATION, paths, console)
-        ok = True
-        for question in DEMO_QUESTIONS:
-            print(f"\n> {question}", file=console.out, flush=True)
-            request = TurnRequest(question=question, conversation_id=DEMO_CONVERSATION, blob_names=names)
-            ok = await _ask(services.orchestrator, console, request) and ok
-    return 0 if ok else 1
-
-
-async def run_ask(
-    settings: Settings, console: Console, question: str, files: Sequence[Path], conversation: str | None
-) -> int:
-    """Attach ``files`` (if any) and ask ``question``; without files, the conversation's files are used."""
-    async with build_runtime(settings) as services:
-        conversation_id = conversation or str(uuid.uuid4())
-        if files:
-            names = await _upload(services.session_files, conversation_id, files, console)
-        else:
-            attached = await services.session_files.files(LOCAL_PRINCIPAL, conversation_id)
-            names = [record.filename for record in attached]
-        ok = await _ask(
-            services.orchestrator,
-            console,
-            TurnRequest(question=question, conversation_id=conversation_id, blob_names=names),
-        )
-    return 0 if ok else 1
+CONTEXT_HELP = "focus on a context: organization:ID, folder:ID or usecase:ID"
+QUIET_LOGGERS = ("aiosqlite", "sqlite3", "httpcore", "httpx", "openai", "azure", "urllib3", "asyncio", "mcp")
+"""Third-party loggers kept at INFO under ``--log-level DEBUG``: aiosqlite logs every SQL statement with its
+parameters (whole document texts), and the HTTP clients log every header."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("--file", dest="files", action="append", type=Path, default=[], metavar="PATH")
     ask.add_argument("--conversation", metavar="ID", help="continue this conversation")
+    ask.add_argument("--context", metavar="TYPE:ID", help=CONTEXT_HELP)
+    chat = commands.add_parser("chat", help="an interactive conversation (/attach PATH, /context TYPE:ID, /new, /quit)")
+    chat.add_argument("--conversation", metavar="ID", help="continue this conversation")
     serve = commands.add_parser("serve", help="run the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -171,69 +61,30 @@ def _add_session_commands(commands: argparse._SubParsersAction[argparse.Argument
     export.add_argument("--output", "-o", type=Path, metavar="PATH", help="write here (default: stdout; pdf: ID.pdf)")
 
 
-async def run_sessions(settings: Settings, args: argparse.Namespace, console: Console) -> int:
-    """``orc sessions list|show|delete|export``."""
-    async with build_runtime(settings) as services:
-        orchestrator = services.orchestrator
-        if args.action == "list":
-            for summary in await orchestrator.list_sessions(LOCAL_PRINCIPAL):
-                print(
-                    f"{summary.conversation_id}\t{summary.updated_at}\t{summary.message_count}\t{summary.title}",
-                    file=console.out,
-                )
-            return 0
-        if args.action == "delete":
-            await orchestrator.delete_session(args.id, LOCAL_PRINCIPAL)
-            print(f"deleted {args.id}", file=console.err)
-            return 0
-        if args.action == "show":
-            data, _ = await orchestrator.export_session(args.id, "markdown", LOCAL_PRINCIPAL)
-            console.out.write(data.decode("utf-8"))
-            return 0
-        data, name = await orchestrator.export_session(args.id, args.format, LOCAL_PRINCIPAL)
-    output: Path | None = args.output or (Path(name) if args.format == "pdf" else None)
-    if output is None:
-        console.out.write(data.decode("utf-8"))
-    else:
-        await asyncio.to_thread(output.write_bytes, data)
-        print(f"wrote {output} ({len(data)} bytes)", file=console.err)
-    return 0
-
-
 def _add_document_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    docs = commands.add_parser("docs", help="add or list documents of a context or a session")
+    docs = commands.add_parser("docs", help="add, list or remove documents of a context or a session")
     actions = docs.add_subparsers(dest="action", required=True)
-    for name, help_text in (("add", "upload files (with a progress bar)"), ("list", "list documents and status")):
+    for name, help_text in (
+        ("add", "upload files (with a progress bar)"),
+        ("list", "list documents and status (no flag: every context and session)"),
+        ("remove", "remove a document by its id or filename"),
+    ):
         action = actions.add_parser(name, help=help_text)
         if name == "add":
             action.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+        if name == "remove":
+            action.add_argument("document", metavar="ID_OR_FILENAME")
         where = action.add_mutually_exclusive_group()
         where.add_argument("--context", metavar="TYPE:ID", help="organization:ID, folder:ID or usecase:ID")
         where.add_argument("--session", metavar="ID", help="a conversation id")
-    contexts = commands.add_parser("contexts", help="create or rename organizations, folders and usecases")
+    contexts = commands.add_parser("contexts", help="create, rename or list organizations, folders and usecases")
     context_actions = contexts.add_subparsers(dest="action", required=True)
     put = context_actions.add_parser("put", help="create or rename a context")
     put.add_argument("type", choices=["organization", "folder", "usecase"])
     put.add_argument("id")
     put.add_argument("--name", help="display name (default: the id)")
     put.add_argument("--parent", metavar="ID", help="the folder of a usecase (a folder's parent is the organization)")
-
-
-async def run_docs(settings: Settings, args: argparse.Namespace) -> int:
-    """``orc docs add|list``."""
-    target = Target.parse(args.context, args.session)
-    async with build_runtime(settings) as services:
-        if args.action == "add":
-            return await add_documents(services.documents, target, args.paths, sys.stderr)
-        return await list_documents(services.documents, target, sys.stdout)
-
-
-async def run_contexts(settings: Settings, args: argparse.Namespace) -> int:
-    """``orc contexts put``."""
-    async with build_runtime(settings) as services:
-        ref = ContextRef.parse(args.type, args.id)
-        print(await put_context(services.documents, ref, args.name, args.parent))
-    return 0
+    context_actions.add_parser("list", help="the context tree of your organization")
 
 
 def _positive(text: str) -> int:
@@ -243,42 +94,30 @@ def _positive(text: str) -> int:
     return value
 
 
+def configure_logging(level: str) -> None:
+    """``level`` for orc; third-party loggers no chattier than INFO (see :data:`QUIET_LOGGERS`)."""
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if level == "DEBUG":
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``orc`` command."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level)
     if args.command == "mcp":
         from mcp_server.__main__ import main as mcp_main
 
         return mcp_main(["--organization", args.organization, "--user", args.user, "--log-level", args.log_level])
-    try:
-        settings = Settings()
-        console = Console()
-        if args.command == "demo":
-            return event_loop.run(run_demo(settings, console))
-        if args.command == "ask":
-            missing = [str(path) for path in args.files if not path.is_file()]
-            if missing:
-                print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
-                return 2
-            return event_loop.run(run_ask(settings, console, args.question, args.files, args.conversation))
-        if args.command == "docs":
-            missing = [str(path) for path in getattr(args, "paths", []) if not path.is_file()]
-            if missing:
-                print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
-                return 2
-            return event_loop.run(run_docs(settings, args))
-        if args.command == "contexts":
-            return event_loop.run(run_contexts(settings, args))
-        if args.command == "sessions":
-            return event_loop.run(run_sessions(settings, args, console))
-        from orc.http import create_app
-        from orc.http.serving import APP_FACTORY, serve
+    missing = [str(path) for path in [*getattr(args, "files", []), *getattr(args, "paths", [])] if not path.is_file()]
+    if missing:
+        print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    from orc.errors import InternalError, OrcError
 
-        # Several workers each build the app from the same ORC_ environment that made `settings`.
-        app = create_app(settings) if args.workers == 1 else APP_FACTORY
-        serve(app, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level.lower())
-        return 0
+    try:
+        return _run(args)
     except InternalError:
         raise
     except OrcError as exc:
@@ -286,6 +125,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.code == "context_not_found":
             print("hint: create it first with: orc contexts put TYPE ID [--parent FOLDER]", file=sys.stderr)
         return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    from orc import event_loop
+    from orc.cli import commands
+    from orc.settings import Settings
+
+    settings = Settings()
+    console = commands.Console(model=settings.model)
+    if args.command == "demo":
+        return event_loop.run(commands.run_demo(settings, console))
+    if args.command == "ask":
+        return event_loop.run(commands.run_ask(settings, console, args))
+    if args.command == "chat":
+        from orc.cli.chat import run_chat
+
+        return event_loop.run(run_chat(settings, console, sys.stdin, args.conversation))
+    if args.command == "docs":
+        return event_loop.run(commands.run_docs(settings, args, console))
+    if args.command == "contexts":
+        return event_loop.run(commands.run_contexts(settings, args, console))
+    if args.command == "sessions":
+        return event_loop.run(commands.run_sessions(settings, args, console))
+    from orc.http import create_app
+    from orc.http.serving import APP_FACTORY, serve
+
+    # Several workers each build the app from the same ORC_ environment that made `settings`.
+    app = create_app(settings) if args.workers == 1 else APP_FACTORY
+    serve(app, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level.lower())
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""``orc docs add|list`` and ``orc contexts put``: documents and contexts from the command line (local principal).
+"""``orc docs add|list|remove`` and ``orc contexts put|list``: documents and contexts from the command line (local
+principal).
 
 ``orc docs add`` uploads many files in small batches, lets them process in the background (bounded by the
 pipeline's concurrency) and draws a progress bar as each one becomes ready or fails. A file orc cannot read
@@ -18,12 +19,20 @@ from orc.documents.library import DocumentLibrary
 from orc.documents.processing import ProcessingResult
 from orc.documents.records import ContextRef, DocumentInfo
 from orc.documents.uploads import Upload, check_uploads
-from orc.errors import InvalidInput, OrcError
+from orc.errors import InvalidInput, NotFound, OrcError
 from orc.principal import LOCAL_PRINCIPAL
 
 BATCH_FILES = 8
 """Files read and stored per batch: bounds the memory a thousand-file upload needs."""
 BAR_WIDTH = 30
+
+
+def parse_context(text: str) -> ContextRef:
+    """``TYPE:ID`` (``folder:legal``, ``usecase:leases``, ``organization:default``) as a :class:`ContextRef`."""
+    kind, separator, identifier = text.partition(":")
+    if not separator or not identifier:
+        raise InvalidInput("--context takes TYPE:ID, for example folder:legal or organization:default")
+    return ContextRef.parse(kind, identifier)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +49,7 @@ class Target:
             return cls(session_id=session_id)
         if context is None:
             return cls(context=ContextRef("organization", LOCAL_PRINCIPAL.organization))
-        kind, separator, identifier = context.partition(":")
-        if not separator or not identifier:
-            raise InvalidInput("--context takes TYPE:ID, for example folder:legal or organization:default")
-        return cls(context=ContextRef.parse(kind, identifier))
+        return cls(context=parse_context(context))
 
     @property
     def label(self) -> str:
@@ -149,9 +155,7 @@ async def list_documents(library: DocumentLibrary, target: Target, out: TextIO) 
     if not documents:
         print(f"no documents in {target.label}", file=out)
     for doc in documents:
-        tokens = f"~{doc.token_estimate} tokens" if doc.token_estimate is not None else "-"
-        reason = f"  ({doc.status_reason})" if doc.status_reason else ""
-        print(f"{doc.filename}\t{doc.status}\t{doc.size_bytes} bytes\t{tokens}\t{doc.document_id}{reason}", file=out)
+        _print_document(doc, out)
     return 0
 
 
@@ -160,3 +164,79 @@ async def put_context(library: DocumentLibrary, ref: ContextRef, name: str | Non
     node, created = await library.directory.put(LOCAL_PRINCIPAL, ref, name or ref.id, parent)
     where = f" under {node.parent_type} {node.parent_id}" if node.parent_id else ""
     return f"{'created' if created else 'updated'} {ref.label} ({node.name}){where}"
+
+
+async def list_everything(library: DocumentLibrary, out: TextIO) -> int:
+    """Every document the local principal has: each context of the organization, then each session with files."""
+    principal = LOCAL_PRINCIPAL
+    tree = await library.directory.tree(principal.organization)
+    found = 0
+    for ref in sorted(tree, key=lambda ref: (_TYPE_ORDER[ref.type], ref.id)):
+        records = await library.context_documents.documents(principal, ref)
+        if records:
+            found += len(records)
+            print(f"{ref.label}:", file=out)
+            for record in records:
+                _print_document(context_document(principal.organization, record, None).info, out, indent="  ")
+    for header in await library.session_files.sessions(principal):
+        target = Target(session_id=header.conversation_id)
+        availability = await library.available(principal, DocumentScope(session_id=header.conversation_id))
+        if availability.documents:
+            found += len(availability.documents)
+            print(f"{target.label}:", file=out)
+            for doc in availability.documents:
+                _print_document(doc.info, out, indent="  ")
+    if not found:
+        print("no documents yet; add some with: orc docs add PATH... [--context TYPE:ID | --session ID]", file=out)
+    return 0
+
+
+_TYPE_ORDER = {"organization": 0, "folder": 1, "usecase": 2}
+
+
+def _print_document(doc: DocumentInfo, out: TextIO, indent: str = "") -> None:
+    tokens = f"~{doc.token_estimate} tokens" if doc.token_estimate is not None else "-"
+    reason = f"  ({doc.status_reason})" if doc.status_reason else ""
+    print(
+        f"{indent}{doc.filename}\t{doc.status}\t{doc.size_bytes} bytes\t{tokens}\t{doc.document_id}{reason}", file=out
+    )
+
+
+async def remove_document(library: DocumentLibrary, target: Target, name_or_id: str, err: TextIO) -> int:
+    """Remove one document of ``target``, named by its id or its filename."""
+    principal = LOCAL_PRINCIPAL
+    if target.session_id is not None:
+        records = await library.session_files.files(principal, target.session_id)
+        match = next((r for r in records if name_or_id in (r.file_id, r.filename)), None)
+        if match is None:
+            raise NotFound(f"no document {name_or_id!r} in {target.label}", code="document_not_found")
+        await library.session_files.remove(principal, target.session_id, match.file_id)
+        print(f"removed {match.filename} ({match.file_id}) from {target.label}", file=err)
+        return 0
+    assert target.context is not None
+    documents = await library.context_documents.documents(principal, target.context)
+    found = next((d for d in documents if name_or_id in (d.document_id, d.filename)), None)
+    if found is None:
+        raise NotFound(f"no document {name_or_id!r} in {target.label}", code="document_not_found")
+    await library.context_documents.remove(principal, target.context, found.document_id)
+    print(f"removed {found.filename} ({found.document_id}) from {target.label}", file=err)
+    return 0
+
+
+async def list_contexts(library: DocumentLibrary, out: TextIO) -> int:
+    """The local organization's context tree, one ``TYPE:ID`` per line, indented under its parent."""
+    tree = await library.directory.tree(LOCAL_PRINCIPAL.organization)
+    children: dict[ContextRef | None, list[ContextRef]] = {}
+    for ref, node in tree.items():
+        children.setdefault(node.parent, []).append(ref)
+
+    def show(ref: ContextRef, depth: int) -> None:
+        node = tree[ref]
+        name = f"  ({node.name})" if node.name != ref.id else ""
+        print(f"{'  ' * depth}{ref.type}:{ref.id}{name}", file=out)
+        for child in sorted(children.get(ref, []), key=lambda child: (_TYPE_ORDER[child.type], child.id)):
+            show(child, depth + 1)
+
+    for root in sorted(children.get(None, []), key=lambda ref: (_TYPE_ORDER[ref.type], ref.id)):
+        show(root, 0)
+    return 0

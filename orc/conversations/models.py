@@ -13,7 +13,7 @@ _MESSAGE_ID = re.compile(r"msg-([1-9][0-9]{0,11})-(user|assistant)")
 
 
 class FocusContext(BaseModel):
-    """The context a turn focuses on (DESIGN §2)."""
+    """The context a turn focuses on: an organization, one of its folders or a usecase inside a folder."""
 
     type: Literal["organization", "folder", "usecase"]
     id: str

@@ -1,4 +1,5 @@
-"""Text extraction from uploaded files: PDF, DOCX, plain text, Markdown, HTML, CSV and JSON.
+"""Text extraction from uploaded files: PDF, DOCX, PPTX, XLSX, plain text (source code included), Markdown, HTML,
+CSV and JSON.
 
 Extraction is CPU-bound and parses untrusted bytes: callers run :func:`extract` off the event loop
 (``asyncio.to_thread``) and bound the input size before calling it.
@@ -26,6 +27,8 @@ MARKDOWN = "text/markdown"
 HTML = "text/html"
 CSV = "text/csv"
 JSON = "application/json"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 _EXTENSIONS = {
     ".pdf": PDF,
@@ -41,7 +44,16 @@ _EXTENSIONS = {
     ".xhtml": HTML,
     ".csv": CSV,
     ".json": JSON,
+    ".pptx": PPTX,
+    ".xlsx": XLSX,
 }
+# Source code and configuration read as plain text: people ask about them as about any document.
+_SOURCE_SUFFIXES = (
+    ".py .pyi .js .mjs .cjs .jsx .ts .tsx .java .kt .kts .scala .go .rs .c .h .cpp .cc .cxx .hpp .hh .cs .fs .rb"
+    " .php .pl .pm .lua .r .swift .m .sh .bash .zsh .ps1 .bat .sql .yaml .yml .toml .ini .cfg .conf .env .properties"
+    " .xml .css .scss .less .vue .svelte .graphql .proto .tf .gradle .cmake .mk .dockerfile .tex .bib .srt .vtt"
+).split()
+_EXTENSIONS.update(dict.fromkeys(_SOURCE_SUFFIXES, TEXT))
 _CONTENT_TYPES = {
     PDF: PDF,
     DOCX: DOCX,
@@ -54,6 +66,8 @@ _CONTENT_TYPES = {
     "application/csv": CSV,
     JSON: JSON,
     "text/json": JSON,
+    PPTX: PPTX,
+    XLSX: XLSX,
 }
 SUPPORTED_MEDIA_TYPES = frozenset(_CONTENT_TYPES.values())
 
@@ -81,10 +95,10 @@ def detect_media_type(data: bytes, filename: str, content_type: str | None = Non
     if data.startswith(b"%PDF-"):
         return PDF
     if data.startswith(b"PK\x03\x04"):
-        if _is_docx(data) or PurePosixPath(filename).suffix.lower() == ".docx":
-            # A damaged .docx is still a DOCX: extraction then says it is damaged, which is more useful.
-            return DOCX
-        # XLSX, PPTX, ODT and plain archives are zip files too; none of them is extracted yet.
+        office = _office_type(data, filename)
+        if office is not None:
+            return office
+        # ODT and plain archives are zip files too; none of them is extracted yet.
         raise UnsupportedMediaType(f"{filename!r} is an archive or office format orc cannot read yet")
     suffix = PurePosixPath(filename).suffix.lower()
     if suffix in _EXTENSIONS:
@@ -92,7 +106,8 @@ def detect_media_type(data: bytes, filename: str, content_type: str | None = Non
     declared = (content_type or "").split(";", 1)[0].strip().lower()
     if declared in _CONTENT_TYPES:
         return _CONTENT_TYPES[declared]
-    if not suffix and _looks_like_text(data):
+    # An unknown suffix is often not a type at all (``Apache-2.0``, ``README.old``, ``Makefile``): the content decides.
+    if _looks_like_text(data):
         return TEXT
     supported = ", ".join(sorted(_EXTENSIONS))
     raise UnsupportedMediaType(f"{filename!r} is not a supported document type (supported: {supported})")
@@ -260,9 +275,70 @@ def _flatten(value: Any, path: str) -> Iterator[str]:
         yield f"{path}: {rendered}" if path else rendered
 
 
+def _extract_pptx(data: bytes, filename: str) -> list[str]:
+    """One page per slide: its title first, then the text of its shapes (tables as ``cell | cell`` rows), then notes."""
+    from pptx import Presentation
+
+    try:
+        presentation = Presentation(io.BytesIO(data))
+        slides = [_pptx_slide(slide) for slide in presentation.slides]
+    except Exception as exc:
+        # Same reasoning as for PDFs: a damaged package fails deep inside python-pptx or lxml.
+        raise ExtractionError(f"{filename!r} is not a readable PPTX file (damaged or truncated)") from exc
+    return slides or [""]
+
+
+def _pptx_slide(slide: Any) -> str:
+    blocks: list[str] = []
+    for shape in slide.shapes:
+        if getattr(shape, "has_table", False) and shape.has_table:
+            rows = [" | ".join(" ".join(cell.text.split()) for cell in row.cells) for row in shape.table.rows]
+            blocks.append("\n".join(row for row in rows if row.strip(" |")))
+        elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+            blocks.append("\n".join(paragraph.text for paragraph in shape.text_frame.paragraphs))
+    if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
+        notes = slide.notes_slide.notes_text_frame.text
+        if notes.strip():
+            blocks.append(f"Notes: {notes}")
+    return "\n\n".join(block for block in blocks if block.strip())
+
+
+def _extract_xlsx(data: bytes, filename: str) -> list[str]:
+    """One page per sheet, read like a CSV: a ``Columns:`` line from the first row, then ``Row N: name: value``."""
+    from openpyxl import load_workbook
+
+    try:
+        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+        try:
+            sheets = [(sheet.title, list(sheet.iter_rows(values_only=True))) for sheet in workbook.worksheets]
+        finally:
+            workbook.close()
+    except Exception as exc:
+        raise ExtractionError(f"{filename!r} is not a readable XLSX file (damaged or truncated)") from exc
+    pages = []
+    for title, rows in sheets:
+        cells = [["" if value is None else " ".join(str(value).split()) for value in row] for row in rows]
+        cells = [row for row in cells if any(row)]
+        if not cells:
+            continue
+        header = [cell or f"column {index + 1}" for index, cell in enumerate(cells[0])]
+        lines = [f"Sheet: {title}", f"Columns: {', '.join(header)}"]
+        for number, row in enumerate(cells[1:], start=1):
+            fields = [
+                f"{header[index] if index < len(header) else f'column {index + 1}'}: {value}"
+                for index, value in enumerate(row)
+                if value
+            ]
+            lines.append(f"Row {number}: " + "; ".join(fields))
+        pages.append("\n".join(lines))
+    return pages or [""]
+
+
 _EXTRACTORS: dict[str, Callable[[bytes, str], list[str]]] = {
     PDF: _extract_pdf,
     DOCX: _extract_docx,
+    PPTX: _extract_pptx,
+    XLSX: _extract_xlsx,
     TEXT: _extract_text,
     MARKDOWN: _extract_text,
     HTML: _extract_html,
@@ -274,12 +350,22 @@ _EXTRACTORS: dict[str, Callable[[bytes, str], list[str]]] = {
 # -- helpers -------------------------------------------------------------------------------------------
 
 
-def _is_docx(data: bytes) -> bool:
+def _office_type(data: bytes, filename: str) -> str | None:
+    """DOCX, PPTX or XLSX by the part the package holds; a damaged package by its suffix (extraction then says it
+    is damaged, which is more useful than "unsupported")."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            return "word/document.xml" in archive.namelist()
+            names = set(archive.namelist())
     except (zipfile.BadZipFile, OSError, ValueError):
-        return False
+        names = set()
+    for part, media_type in _OFFICE_PARTS.items():
+        if part in names:
+            return media_type
+    suffix = PurePosixPath(filename).suffix.lower()
+    return _EXTENSIONS[suffix] if suffix in (".docx", ".pptx", ".xlsx") else None
+
+
+_OFFICE_PARTS = {"word/document.xml": DOCX, "ppt/presentation.xml": PPTX, "xl/workbook.xml": XLSX}
 
 
 def _decode(data: bytes, filename: str) -> str:
@@ -298,6 +384,7 @@ def _decode(data: bytes, filename: str) -> str:
 
 
 def _looks_like_text(data: bytes) -> bool:
+    """UTF-8 (or a text BOM) with hardly any control characters besides tab, newline, return and form feed."""
     sample = data[:4096]
     if sample.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return True
@@ -307,8 +394,13 @@ def _looks_like_text(data: bytes) -> bool:
         sample.decode("utf-8")
     except UnicodeDecodeError as exc:
         # A multi-byte character cut by the sample boundary is still text.
-        return exc.start >= len(sample) - 3
-    return True
+        if exc.start < len(sample) - 3:
+            return False
+    controls = sum(1 for byte in sample if byte < 32 and byte not in _TEXT_CONTROLS) + sample.count(0x7F)
+    return controls <= len(sample) // 100
+
+
+_TEXT_CONTROLS = frozenset(b"\t\n\r\f\x1b")
 
 
 _TRAILING_SPACE = re.compile(r"[ \t\f\v]+\n")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orc.documents.extraction import detect_media_type
-from orc.errors import InvalidInput, PayloadTooLarge
+from orc.errors import InvalidInput, OrcError, PayloadTooLarge
 from orc.names import validate_blob_name
 
 UPLOAD_WAIT_SECONDS = 3.0
@@ -29,6 +29,42 @@ class Upload:
     def sha256(self) -> str:
         """The content hash (``content_hash``)."""
         return hashlib.sha256(self.data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedFile:
+    """A file of an upload that was not stored, and why (the error's stable ``code`` and message)."""
+
+    filename: str
+    code: str
+    message: str
+
+
+def screen_uploads(uploads: Sequence[Upload], max_upload_bytes: int) -> tuple[list[Upload], list[RefusedFile]]:
+    """Split a batch into the files orc can take and the ones it refuses, so one bad file does not sink the rest.
+
+    Names are checked for the whole request (a bad name is a client bug, not a file problem). Each file that is
+    empty, over the limit or of a type orc cannot extract is refused on its own. When every file is refused, the
+    first refusal is raised, so a single-file upload answers exactly as :func:`check_uploads` does.
+    """
+    if not uploads:
+        raise InvalidInput("no files were uploaded; send one or more parts named 'files'", code="no_files")
+    for upload in uploads:
+        validate_blob_name(upload.filename)
+    accepted: list[Upload] = []
+    refused: list[RefusedFile] = []
+    first: OrcError | None = None
+    for upload in uploads:
+        try:
+            check_uploads([upload], max_upload_bytes)
+        except OrcError as exc:
+            first = first or exc
+            refused.append(RefusedFile(upload.filename, exc.code, exc.message))
+        else:
+            accepted.append(upload)
+    if not accepted and first is not None:
+        raise first
+    return accepted, refused
 
 
 def check_uploads(uploads: Sequence[Upload], max_upload_bytes: int) -> None:

@@ -1,6 +1,6 @@
 """A session's context files (context-digest-spec §7): manifest, files, digests, upload/replace/delete, stream.
 
-Mutations answer ``{"revision", "files": [{file_id, filename, status, digest_status, diff}]}``, honour
+Mutations answer ``{"revision", "files": [{file_id, filename, status, digest_status, diff}], "refused": [...]}``, honour
 ``Idempotency-Key`` (a replay answers the first response with ``Idempotent-Replayed: true``) and
 ``If-Match: <revision>`` (412 when the set moved on). Digests are made in the background; follow them by polling
 ``GET …/context`` or with ``GET …/context/stream`` (server-sent events).
@@ -8,6 +8,7 @@ Mutations answer ``{"revision", "files": [{file_id, filename, status, digest_sta
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -17,12 +18,15 @@ from fastapi import APIRouter, Request, status
 from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from orc.digests.context import WATCH_MAX_SECONDS, WATCH_POLL_SECONDS, ContextFiles
+from orc.digests.sessions import session_key
 from orc.documents.sessions import ContextFile, ContextSet, Mutation
 from orc.documents.uploads import Upload
-from orc.errors import InvalidInput
+from orc.errors import InvalidInput, NotFound
 from orc.http.dependencies import Caller, Context, Keys
 from orc.http.idempotent import idempotent
 from orc.http.uploads import read_uploads
+from orc.principal import Principal
 
 router = APIRouter()
 
@@ -73,13 +77,32 @@ async def get_manifest(session_id: str, context: Context, principal: Caller) -> 
 )
 async def stream_manifest(session_id: str, context: Context, principal: Caller) -> StreamingResponse:
     """``event: manifest`` with the manifest each time it changes, until nothing is parsing; then
-    ``event: done``. Comments (``: keep-alive``) keep idle connections open."""
-    first = await context.manifest(principal, session_id)
+    ``event: done``. Comments (``: keep-alive``) keep idle connections open. A session without files yet can be
+    followed too: its empty set (revision 0) comes first, then the set once the first upload lands."""
+    try:
+        first: ContextSet | None = await context.manifest(principal, session_id)
+    except NotFound as exc:
+        if exc.code != "session_not_found":
+            raise
+        first = None
 
     async def events() -> AsyncIterator[bytes]:
         yield b"retry: 3000\n\n"
-        last = first
-        async for manifest in context.watch(principal, session_id, first):
+        current = first
+        if current is None:
+            # Subscribe-before-upload: announce the empty set, then wait for the session to get its first file.
+            empty = context.files.empty_manifest(session_id)
+            data = json.dumps(empty.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+            yield f"event: manifest\nid: 0\ndata: {data}\n\n".encode()
+            async for waited in _first_upload(context, principal, session_id):
+                if waited is None:
+                    yield b": keep-alive\n\n"
+                current = waited
+            if current is None:
+                yield b'event: done\ndata: {"revision":0,"parsing":false}\n\n'
+                return
+        last = current
+        async for manifest in context.watch(principal, session_id, current):
             if manifest is None:
                 yield b": keep-alive\n\n"
                 continue
@@ -92,6 +115,25 @@ async def stream_manifest(session_id: str, context: Context, principal: Caller) 
     return StreamingResponse(
         events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     )
+
+
+async def _first_upload(
+    context: ContextFiles, principal: Principal, session_id: str
+) -> AsyncIterator[ContextSet | None]:
+    """``None`` (a keep-alive) every poll until the session has a set, then that set; gives up after the watch's
+    maximum time. Wakes at once on an upload to this process and re-reads storage every poll otherwise."""
+    signals = context.digests.signals
+    key = session_key(principal, session_id)
+    seen = signals.version(key)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WATCH_MAX_SECONDS
+    while loop.time() < deadline:
+        seen = await signals.wait(key, seen, min(WATCH_POLL_SECONDS, max(deadline - loop.time(), 0.0)))
+        try:
+            yield await context.manifest(principal, session_id)
+            return
+        except NotFound:
+            yield None
 
 
 @router.get("/sessions/{session_id}/context/digest", response_model=DigestJson, summary="Get the aggregate digest")

@@ -17,6 +17,8 @@ from orc.documents.availability import context_document
 from orc.documents.context_documents import UploadedDocument
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef, DocumentInfo
+from orc.documents.sessions import RefusedUpload
+from orc.documents.uploads import screen_uploads
 from orc.http import roles
 from orc.http.dependencies import Caller, Library
 from orc.http.uploads import read_uploads
@@ -79,6 +81,9 @@ class UploadResult(BaseModel):
     context_type: str
     context_id: str
     documents: list[UploadedDocumentView]
+    refused: list[RefusedUpload] = Field(
+        default_factory=list, description="Files of this upload that were not stored, each with why; the rest were."
+    )
 
 
 async def _view(library: DocumentLibrary, principal: Principal, ref: ContextRef) -> ContextView:
@@ -142,10 +147,15 @@ async def upload_documents(
     reason when its text cannot be extracted). Poll ``GET …/documents`` for the rest."""
     ref = ContextRef.parse(context_type, context_id)
     uploads = await read_uploads(request, library.context_documents.max_upload_bytes)
-    await roles.require_upload_rights(library, principal, ref, uploads)
-    touched = await library.context_documents.add(principal, ref, uploads)
+    # A file orc cannot take is refused on its own (listed in `refused`); the others are stored.
+    accepted, refused = screen_uploads(uploads, library.context_documents.max_upload_bytes)
+    await roles.require_upload_rights(library, principal, ref, accepted)
+    touched = await library.context_documents.add(principal, ref, accepted)
     return UploadResult(
-        context_type=ref.type, context_id=ref.id, documents=[_uploaded(principal, doc) for doc in touched]
+        context_type=ref.type,
+        context_id=ref.id,
+        documents=[_uploaded(principal, doc) for doc in touched],
+        refused=[RefusedUpload(filename=item.filename, code=item.code, message=item.message) for item in refused],
     )
 
 

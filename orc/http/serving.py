@@ -21,7 +21,10 @@ each, paid by whichever turn allocated at the wrong moment, and one fell inside 
 from __future__ import annotations
 
 import gc
+import logging
 import socket
+import sys
+import time
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -35,7 +38,8 @@ def app_from_environment() -> ASGIApp:
     from orc.http import create_app
     from orc.settings import Settings
 
-    return freeze_after_startup(create_app(Settings()))
+    show_access_log()
+    return log_requests(freeze_after_startup(create_app(Settings())))
 
 
 def freeze_after_startup(app: ASGIApp) -> ASGIApp:
@@ -62,6 +66,69 @@ def freeze_after_startup(app: ASGIApp) -> ASGIApp:
         await app(scope, receive, send_after_freezing)
 
     return frozen
+
+
+ACCESS_LOG = logging.getLogger("orc.access")
+"""One line per request, ``METHOD /path STATUS 12 ms`` (no query string: it may carry what must not be logged)."""
+
+
+def log_requests(app: ASGIApp) -> ASGIApp:
+    """``app``, logging one access line per HTTP request on :data:`ACCESS_LOG` once its response has started."""
+
+    async def logged(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_noting_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await app(scope, receive, send_noting_status)
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            ACCESS_LOG.info("%s %s %d %.0f ms", scope["method"], scope["path"], status, elapsed)
+
+    return logged
+
+
+def announce_on_startup(app: ASGIApp, url: str) -> ASGIApp:
+    """``app``, printing ``orc listening on URL`` to stderr once its lifespan has started (so a failed start-up
+    or a port in use never claims to listen)."""
+
+    async def announcing(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+
+        async def send_announcing(message: Message) -> None:
+            await send(message)
+            if message["type"] == "lifespan.startup.complete":
+                print(f"orc listening on {url}", file=sys.stderr, flush=True)
+
+        await app(scope, receive, send_announcing)
+
+    return announcing
+
+
+def show_access_log() -> None:
+    """Send :data:`ACCESS_LOG` to stderr whatever the root log level (``orc serve`` runs at WARNING by default)."""
+    if not ACCESS_LOG.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        ACCESS_LOG.addHandler(handler)
+    ACCESS_LOG.setLevel(logging.INFO)
+    ACCESS_LOG.propagate = False
+
+
+def listening_url(host: str, port: int) -> str:
+    """The URL a server bound to ``host:port`` is reached at."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def tcp_listener(host: str, port: int) -> socket.socket:
@@ -94,12 +161,17 @@ def serve(app: Any, *, host: str, port: int, workers: int = 1, log_level: str = 
     options = {**server_options(), **options}
     if workers > 1 and not isinstance(app, str):
         raise ValueError("several workers need an import string: each worker process builds its own app")
+    url = listening_url(host, port)
+    show_access_log()
     if workers == 1:
         if not isinstance(app, str):
-            app = freeze_after_startup(app)
+            app = announce_on_startup(log_requests(freeze_after_startup(app)), url)
         uvicorn.run(app, host=host, port=port, log_level=log_level, factory=isinstance(app, str), **options)
         return
     config = uvicorn.Config(
         app, factory=True, host=host, port=port, workers=workers, log_level=log_level, lifespan="on", **options
     )
-    Multiprocess(config, sockets=[tcp_listener(host, port)]).run()
+    sockets = [tcp_listener(host, port)]
+    # The socket is bound: the workers share it, so the port is ours from here on.
+    print(f"orc listening on {url} ({workers} workers)", file=sys.stderr, flush=True)
+    Multiprocess(config, sockets=sockets).run()

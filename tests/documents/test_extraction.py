@@ -93,15 +93,15 @@ def test_a_damaged_docx_is_an_extraction_error() -> None:
         extract(b"PK\x03\x04 not really a zip", "broken.docx")
 
 
-def test_a_zip_that_is_not_a_word_document_is_unsupported() -> None:
+def test_a_zip_that_is_not_an_office_document_is_unsupported() -> None:
     buffer = io.BytesIO()
     import zipfile
 
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("xl/workbook.xml", "<workbook/>")
+        archive.writestr("content.xml", "<office:document/>")
 
     with pytest.raises(UnsupportedMediaType) as raised:
-        extract(buffer.getvalue(), "sheet.xlsx")
+        extract(buffer.getvalue(), "letter.odt")
 
     assert raised.value.status == 415
 

@@ -126,19 +126,48 @@ async def test_an_oversized_body_is_refused_even_without_a_content_length(
     assert_problem(response, 413, "payload_too_large")
 
 
+async def test_a_bad_name_refuses_the_whole_upload(counted: tuple[httpx.AsyncClient, CallCounter]) -> None:
+    client, counter = counted
+    assert_problem(await upload(client, "conv", ("fine.txt", b"fine"), ("../escape.txt", b"data")), 400, "invalid_name")
+    assert counter.calls == []
+
+
 @pytest.mark.parametrize(
-    ("files", "code"),
+    ("files", "status", "code"),
     [
-        ([("../escape.txt", b"data")], "invalid_name"),
-        ([("empty.txt", b"")], "empty_file"),
+        ([("empty.txt", b"")], 400, "empty_file"),
+        ([("image.bin", b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR")], 415, "unsupported_media_type"),
+        ([("big.txt", b"x" * 1001)], 413, "payload_too_large"),
     ],
 )
-async def test_bad_uploads_are_refused_whole(
-    counted: tuple[httpx.AsyncClient, CallCounter], files: list[tuple[str, bytes]], code: str
+async def test_an_upload_whose_every_file_is_unusable_is_refused_and_stores_nothing(
+    counted: tuple[httpx.AsyncClient, CallCounter], files: list[tuple[str, bytes]], status: int, code: str
 ) -> None:
     client, counter = counted
-    assert_problem(await upload(client, "conv", ("fine.txt", b"fine"), *files), 400, code)
+    assert_problem(await upload(client, "conv", *files), status, code)
     assert counter.calls == []
+
+
+async def test_only_the_unusable_files_of_a_batch_are_refused_each_with_its_reason(
+    counted: tuple[httpx.AsyncClient, CallCounter],
+) -> None:
+    client, _ = counted
+    response = await upload(
+        client,
+        "conv",
+        ("Apache-2.0", b"Licensed under the Apache License, Version 2.0."),
+        ("image.bin", b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR"),
+        ("empty.txt", b""),
+    )
+
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert [change["filename"] for change in body["files"]] == ["Apache-2.0"]
+    assert body["files"][0]["status"] == "ready"
+    assert [(item["filename"], item["code"]) for item in body["refused"]] == [
+        ("image.bin", "unsupported_media_type"),
+        ("empty.txt", "empty_file"),
+    ]
 
 
 async def test_an_upload_without_files_is_a_bad_request(counted: tuple[httpx.AsyncClient, CallCounter]) -> None:
@@ -174,7 +203,7 @@ async def test_another_principals_conversation_and_files_are_not_found(client_fa
         assert_problem(await client.get("/api/sessions/alice-conv", headers=mallory), 404, "session_not_found")
         assert_problem(await client.delete("/api/sessions/alice-conv", headers=mallory), 404, "session_not_found")
         assert_problem(await client.post("/api/orc", json=ask, headers=mallory), 404, "document_not_found")
-        assert_problem(await client.get("/api/sessions/alice-conv/context", headers=mallory), 404, "not_found")
+        assert_problem(await client.get("/api/sessions/alice-conv/context", headers=mallory), 404, "session_not_found")
         assert (await client.get("/api/sessions", headers=mallory)).json()["sessions"] == []
         assert len((await client.get("/api/sessions/alice-conv", headers=alice)).json()["messages"]) == 2
 

@@ -171,8 +171,8 @@ async def test_unknown_and_deleted_files_are_404(api: tuple[httpx.AsyncClient, F
     for path in ("doc-unknown", "doc-unknown/digest"):
         problem(await client.get(f"/api/sessions/s/context/files/{path}"), 404, "file_not_found")
     problem(await client.put("/api/sessions/s/context/files/doc-unknown", files=replacement), 404, "file_not_found")
-    problem(await client.get("/api/sessions/nobody/context"), 404, "not_found")
-    problem(await client.get("/api/sessions/nobody/context/digest"), 404, "not_found")
+    problem(await client.get("/api/sessions/nobody/context"), 404, "session_not_found")
+    problem(await client.get("/api/sessions/nobody/context/digest"), 404, "session_not_found")
 
 
 async def test_an_upload_without_files_is_400(api: tuple[httpx.AsyncClient, FunctionChatModel]) -> None:
@@ -227,4 +227,22 @@ async def test_the_stream_sends_manifests_until_nothing_is_parsing_then_done(
     last = json.loads(events[-2]["data"])
     assert last["parsing"] is False and last["aggregate_digest_status"] == "ready"
     assert json.loads(events[-1]["data"]) == {"revision": 1, "parsing": False}
-    problem(await client.get("/api/sessions/nobody/context/stream"), 404, "not_found")
+
+
+async def test_a_client_can_subscribe_to_the_stream_before_the_first_upload(
+    api: tuple[httpx.AsyncClient, FunctionChatModel],
+) -> None:
+    client, _ = api
+    stream = asyncio.create_task(client.get("/api/sessions/early/context/stream"))
+    uploaded = await upload(client, "early", ("lease.txt", LEASE))
+    assert uploaded.status_code == 201
+
+    response = await stream
+
+    assert response.status_code == 200
+    blocks = [block for block in response.text.split("\n\n") if block][1:]
+    events = [dict(line.split(": ", 1) for line in block.split("\n")) for block in blocks]
+    first = json.loads(events[0]["data"])
+    assert events[0]["event"] == "manifest" and first["revision"] == 0 and first["files"] == []
+    assert [file["filename"] for file in json.loads(events[-2]["data"])["files"]] == ["lease.txt"]
+    assert json.loads(events[-1]["data"]) == {"revision": 1, "parsing": False}

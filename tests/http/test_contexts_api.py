@@ -131,17 +131,38 @@ async def test_a_corrupt_pdf_is_failed_while_the_other_files_are_ready(client: h
         ([("empty.txt", b"")], 400, "empty_file"),
         ([("archive.zip", b"PK\x03\x04not a docx")], 415, "unsupported_media_type"),
         ([("image.bin", b"\x89PNG\r\n\x1a\n\x00\x00")], 415, "unsupported_media_type"),
-        ([("../escape.txt", b"data")], 400, "invalid_name"),
     ],
 )
-async def test_bad_uploads_are_refused_whole_and_nothing_is_stored(
+async def test_an_upload_whose_every_file_is_unusable_is_refused_and_nothing_is_stored(
     client: httpx.AsyncClient, files: list[tuple[str, bytes]], status: int, code: str
 ) -> None:
-    response = await upload(client, f"organization/{ORG}", ("fine.txt", b"fine"), *files)
+    response = await upload(client, f"organization/{ORG}", *files)
     listed = (await client.get(f"/api/contexts/organization/{ORG}/documents")).json()
 
     assert_problem(response, status, code)
     assert listed["documents"] == []
+
+
+async def test_a_bad_name_refuses_the_whole_upload(client: httpx.AsyncClient) -> None:
+    response = await upload(client, f"organization/{ORG}", ("fine.txt", b"fine"), ("../escape.txt", b"data"))
+    listed = (await client.get(f"/api/contexts/organization/{ORG}/documents")).json()
+
+    assert_problem(response, 400, "invalid_name")
+    assert listed["documents"] == []
+
+
+async def test_only_the_unusable_files_of_an_upload_are_refused(client: httpx.AsyncClient) -> None:
+    response = await upload(
+        client,
+        f"organization/{ORG}",
+        ("Apache-2.0", b"Licensed under the Apache License, Version 2.0."),
+        ("image.bin", b"\x89PNG\r\n\x1a\n\x00\x00"),
+    )
+
+    assert response.status_code == 202
+    body = response.json()
+    assert [(doc["filename"], doc["status"]) for doc in body["documents"]] == [("Apache-2.0", "ready")]
+    assert [(item["filename"], item["code"]) for item in body["refused"]] == [("image.bin", "unsupported_media_type")]
 
 
 async def test_an_upload_without_files_or_over_the_limit_is_refused() -> None:

@@ -166,3 +166,15 @@ def test_orc_serve_with_two_workers_answers_turns_on_one_port_and_stops_on_sigte
     assert uploaded.status_code == 201
     assert [turn.status_code for turn in turns] == [200] * 4
     assert all("nine" in turn.json()["answer"] for turn in turns)
+
+
+def test_orc_serve_says_where_it_listens_and_logs_one_line_per_request(tmp_path: Path) -> None:
+    with orc_serve(tmp_path / "home") as (base_url, _), httpx.Client(base_url=base_url) as client:
+        assert client.get("/api/health", params={"token": "secret"}).status_code == 200
+        assert client.get("/api/nothing-here").status_code == 404
+
+    log = (tmp_path / "serve.log").read_text()
+    assert f"orc listening on {base_url}" in log
+    assert "GET /api/health 200" in log
+    assert "GET /api/nothing-here 404" in log
+    assert "secret" not in log

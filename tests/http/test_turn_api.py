@@ -145,6 +145,7 @@ async def test_session_files_are_listed_and_removed_with_revisions(client: httpx
                 "diff": "deleted",
             }
         ],
+        "refused": [],
     }
     assert [f["filename"] for f in (await client.get("/api/sessions/conv-6/context")).json()["files"]] == [
         "handbook.txt"

@@ -245,7 +245,7 @@ async def test_an_unknown_session_is_not_found_for_the_session_tools(runtime: Se
         listed = await session.call_tool("session.list_documents", {"session_id": "never-used"})
         removed = await session.call_tool("session.remove_document", {"session_id": SESSION, "document_id": "doc-x"})
 
-        assert error_code(listed) == "not_found"
+        assert error_code(listed) == "session_not_found"
         assert error_code(removed) == "file_not_found"
 
 

@@ -86,11 +86,22 @@ class FileChange(BaseModel):
     diff: Diff
 
 
+class RefusedUpload(BaseModel):
+    """A file of an upload that was not stored (empty, too large, or a type orc cannot read)."""
+
+    filename: str
+    code: str = Field(description="The stable error code, e.g. unsupported_media_type, empty_file, payload_too_large.")
+    message: str
+
+
 class Mutation(BaseModel):
     """The result of an upload, replace or delete: the new revision and the files it touched."""
 
     revision: int
     files: list[FileChange]
+    refused: list[RefusedUpload] = Field(
+        default_factory=list, description="Files of this upload that were not stored, each with why; the rest were."
+    )
 
 
 class ChangeSummary(BaseModel):

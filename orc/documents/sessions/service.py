@@ -30,12 +30,13 @@ from orc.documents.sessions.models import (
     ContextSet,
     FileChange,
     Mutation,
+    RefusedUpload,
     SessionHeader,
     spec_digest_status,
 )
 from orc.documents.sessions.planning import PlannedFile, Planner
 from orc.documents.text_store import TextStore
-from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads
+from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads, screen_uploads
 from orc.errors import ETagMismatch, InvalidInput, ItemAlreadyExists, ItemNotFound, NotFound, StorageUnavailable
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -109,6 +110,10 @@ class SessionFiles:
         """Reject the whole request before anything is stored: no files, bad names, empty or oversized files,
         the same name twice, and types orc cannot extract (415)."""
         check_uploads(uploads, self._max_upload_bytes)
+        self._check_names(uploads)
+
+    @staticmethod
+    def _check_names(uploads: Sequence[Upload]) -> None:
         names = [upload.filename for upload in uploads]
         if len(set(names)) != len(names):
             raise InvalidInput("the same filename appears twice in one upload", code="duplicate_filename")
@@ -132,9 +137,18 @@ class SessionFiles:
         Digests are never waited for.
         """
         validate_identifier(conversation_id, what="conversation")
-        self.check_uploads(uploads)
-        plan = planning.plan_uploads(uploads)
-        return await self._mutate(principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds)
+        self._check_names(uploads)
+        # A file orc cannot take is refused on its own and listed in the response; the others go on.
+        accepted, refused = screen_uploads(uploads, self._max_upload_bytes)
+        plan = planning.plan_uploads(accepted)
+        mutation = await self._mutate(principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds)
+        return mutation.model_copy(
+            update={
+                "refused": [
+                    RefusedUpload(filename=item.filename, code=item.code, message=item.message) for item in refused
+                ]
+            }
+        )
 
     async def replace(
         self,
@@ -318,6 +332,12 @@ class SessionFiles:
         )
         return [ContextFile.model_validate(item.body) for item in items]
 
+    async def sessions(self, principal: Principal) -> list[SessionHeader]:
+        """The headers of every session of ``principal`` that has (or had) files, most recently changed first."""
+        items = await self._catalog.query(principal.partition_key, id_prefix=header_id(""))
+        headers = [SessionHeader.model_validate(item.body) for item in items]
+        return sorted(headers, key=lambda header: header.updated_at, reverse=True)
+
     async def header(self, principal: Principal, conversation_id: str) -> SessionHeader | None:
         """The session's stored header, or ``None`` for a session that never had files."""
         return _stored_header(await self._catalog.get(principal.partition_key, header_id(conversation_id)))
@@ -333,9 +353,15 @@ class SessionFiles:
         stored = await self.header(principal, conversation_id)
         records = await self.files(principal, conversation_id)
         if stored is None and not records:
-            raise NotFound("no such session")
+            raise NotFound("no such session", code="session_not_found")
         header = planning.header_of(stored, conversation_id, {record.filename: record for record in records})
         return planning.context_set(header, records)
+
+    @staticmethod
+    def empty_manifest(conversation_id: str) -> ContextSet:
+        """The set of a session that has no files yet: revision 0, nothing in it, nothing parsing."""
+        validate_identifier(conversation_id, what="conversation")
+        return planning.context_set(planning.header_of(None, conversation_id, {}), [])
 
     async def require_names(self, principal: Principal, conversation_id: str, blob_names: Sequence[str]) -> None:
         """Raise :class:`NotFound` unless every name is a file of this conversation."""
@@ -346,7 +372,7 @@ class SessionFiles:
         if missing:
             raise NotFound(
                 f"not a file of this conversation: {', '.join(repr(name) for name in missing)}; "
-                "upload it to /api/sessions/{id}/context/files first",
+                f"upload it to /api/sessions/{conversation_id}/context/files first",
                 code="document_not_found",
             )
 

@@ -1,0 +1,244 @@
+"""What the ``orc`` subcommands do once their arguments are parsed (imported only then: ``orc --help`` stays fast)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TextIO
+
+from orc.cli.documents import (
+    Target,
+    add_documents,
+    list_contexts,
+    list_documents,
+    list_everything,
+    parse_context,
+    put_context,
+    remove_document,
+)
+from orc.composition import Services, build_runtime
+from orc.conversations import FocusContext
+from orc.documents.records import ContextRef
+from orc.documents.sessions import SessionFiles
+from orc.documents.uploads import Upload
+from orc.orchestrator import Orchestrator
+from orc.principal import LOCAL_PRINCIPAL
+from orc.settings import Settings
+from orc.turns import Event, TurnRequest
+
+DEMO_CONVERSATION = "demo"
+DEMO_QUESTIONS = (
+    "How much notice is needed to end the lease?",
+    "And what happens to the security deposit?",
+    "What is the battery life of the Aurora X2 headphones?",
+    "How many vacation days do new employees get?",
+    "Who won the 1998 football world cup?",
+)
+PROGRESS_SECONDS = 2.0
+"""How often ``orc ask --file`` says a large file is still being processed."""
+
+
+class Console:
+    """Writes progress to stderr (so it can be hidden) and answers to stdout."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, model: str = "offline") -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.model = model
+        self._answering = False
+
+    def event(self, event: Event) -> None:
+        """Render one stream event as it happens."""
+        if event["type"] == "progress":
+            # Once the answer streams, a progress line would land in the middle of it on a terminal.
+            if not self._answering:
+                print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
+        elif event["type"] == "tool" and event["status"] != "running":
+            print(
+                f"  [tool] {event['name']} {event['status']} in {event['duration_ms']:.0f} ms",
+                file=self.err,
+                flush=True,
+            )
+        elif event["type"] == "token":
+            self._answering = True
+            print(event["text"], end="", file=self.out, flush=True)
+        elif event["type"] == "final":
+            self._answering = False
+            print(file=self.out)
+            for index, citation in enumerate(event["citations"], start=1):
+                page = f", page {citation['page']}" if citation.get("page") else ""
+                print(
+                    f"  [{index}] {citation['document']} {citation['span_id']}{page}: “{citation['quote']}”",
+                    file=self.out,
+                )
+            metadata = event["metadata"]
+            print(
+                f"  ({metadata['model']}; {metadata['model_calls']} model call(s); tool: {metadata['tool'] or 'none'};"
+                f" cache: {metadata['cache'] or 'n/a'}; conversation {event['conversation_id']})",
+                file=self.err,
+            )
+        elif event["type"] == "error":
+            self._answering = False
+            print(f"\nerror ({event['code']}): {event['message']}", file=self.err)
+            if event["code"] in ("internal_error", "service_unavailable", "model_error") and self.model != "offline":
+                # A model endpoint that cannot be reached is the commonest cause, and the error alone hides it.
+                print(
+                    f"hint: check that the model endpoint of ORC_MODEL={self.model} is reachable and its"
+                    " credentials are set (ORC_MODEL_BASE_URL, OPENAI_API_KEY or AZURE_OPENAI_*); the log line"
+                    " 'turn failed: <error type>' names the failure",
+                    file=self.err,
+                )
+
+
+async def ask(orchestrator: Orchestrator, console: Console, request: TurnRequest) -> bool:
+    """Stream one turn to ``console``; ``False`` when it ended in an error."""
+    ok = True
+    async for event in orchestrator.stream(request):
+        console.event(event)
+        ok = ok and event["type"] != "error"
+    return ok
+
+
+async def upload(files: SessionFiles, conversation_id: str, paths: Sequence[Path], console: Console) -> list[str]:
+    """Attach ``paths`` to the conversation, saying which file is being processed until each is ready."""
+    uploads = []
+    for path in paths:
+        data = await asyncio.to_thread(path.read_bytes)
+        uploads.append(Upload(filename=path.name, data=data))
+    mutation = await files.add(LOCAL_PRINCIPAL, conversation_id, uploads, wait_seconds=0)
+    for refused in mutation.refused:
+        print(f"  skipped {refused.filename} ({refused.code}: {refused.message})", file=console.err)
+    jobs = {record.file_id: job for record, job in await files.processing(LOCAL_PRINCIPAL, conversation_id)}
+    names = {change.file_id: change.filename for change in mutation.files}
+    diffs = {change.file_id: change.diff for change in mutation.files}
+    for change in mutation.files:
+        if change.file_id not in jobs:
+            print(f"  attached {change.filename} ({change.diff})", file=console.err)
+    pending = {job: file_id for file_id, job in jobs.items() if file_id in names}
+    started = time.monotonic()
+    for file_id in pending.values():
+        print(f"  processing {names[file_id]}…", file=console.err, flush=True)
+    while pending:
+        done, _ = await asyncio.wait(pending, timeout=PROGRESS_SECONDS)
+        for job in done:
+            file_id = pending.pop(job)
+            result = job.result()
+            reason = f": {result.reason}" if result.reason else ""
+            elapsed = time.monotonic() - started
+            print(
+                f"  attached {names[file_id]} ({diffs[file_id]}; {result.outcome}{reason} in {elapsed:.1f} s)",
+                file=console.err,
+            )
+        if pending and not done:
+            still = ", ".join(names[file_id] for file_id in pending.values())
+            print(f"  still processing {still} ({time.monotonic() - started:.0f} s)", file=console.err, flush=True)
+    return [change.filename for change in mutation.files]
+
+
+async def run_demo(settings: Settings, console: Console) -> int:
+    """Load the bundled sample documents into a session and answer a few questions about them."""
+    samples = resources.files("orc").joinpath("samples")
+    paths = sorted(Path(str(entry)) for entry in samples.iterdir() if entry.is_file())
+    print(f"orc demo — data in {settings.home.resolve()}", file=console.err)
+    async with build_runtime(settings) as services:
+        names = await upload(services.session_files, DEMO_CONVERSATION, paths, console)
+        ok = True
+        for question in DEMO_QUESTIONS:
+            print(f"\n> {question}", file=console.out, flush=True)
+            request = TurnRequest(question=question, conversation_id=DEMO_CONVERSATION, blob_names=names)
+            ok = await ask(services.orchestrator, console, request) and ok
+    return 0 if ok else 1
+
+
+def focus(context: str | None) -> FocusContext | None:
+    """``--context TYPE:ID`` as the turn's focus context."""
+    if context is None:
+        return None
+    ref = parse_context(context)
+    return FocusContext(type=ref.type, id=ref.id)
+
+
+async def is_new_conversation(services: Services, conversation_id: str) -> bool:
+    """Whether the local principal has neither turns nor files under ``conversation_id``."""
+    summary = await services.conversations.get(LOCAL_PRINCIPAL, conversation_id)
+    return summary is None and await services.session_files.header(LOCAL_PRINCIPAL, conversation_id) is None
+
+
+async def run_ask(settings: Settings, console: Console, args: argparse.Namespace) -> int:
+    """Attach ``--file``s (if any) and ask the question; without files, the conversation's files are used."""
+    context = focus(args.context)
+    async with build_runtime(settings) as services:
+        conversation_id = args.conversation or str(uuid.uuid4())
+        if args.conversation and await is_new_conversation(services, conversation_id):
+            # A mistyped id would otherwise silently lose the conversation's history and files.
+            print(f"note: no conversation {conversation_id!r} yet; starting a new one with that id", file=console.err)
+        if context is not None:
+            await services.documents.directory.get(LOCAL_PRINCIPAL, ContextRef(context.type, context.id))
+        if args.files:
+            names = await upload(services.session_files, conversation_id, args.files, console)
+        else:
+            attached = await services.session_files.files(LOCAL_PRINCIPAL, conversation_id)
+            names = [record.filename for record in attached]
+        request = TurnRequest(
+            question=args.question, conversation_id=conversation_id, blob_names=names, context=context
+        )
+        ok = await ask(services.orchestrator, console, request)
+    return 0 if ok else 1
+
+
+async def run_sessions(settings: Settings, args: argparse.Namespace, console: Console) -> int:
+    """``orc sessions list|show|delete|export``."""
+    async with build_runtime(settings) as services:
+        orchestrator = services.orchestrator
+        if args.action == "list":
+            for summary in await orchestrator.list_sessions(LOCAL_PRINCIPAL):
+                print(
+                    f"{summary.conversation_id}\t{summary.updated_at}\t{summary.message_count}\t{summary.title}",
+                    file=console.out,
+                )
+            return 0
+        if args.action == "delete":
+            await orchestrator.delete_session(args.id, LOCAL_PRINCIPAL)
+            print(f"deleted {args.id}", file=console.err)
+            return 0
+        if args.action == "show":
+            data, _ = await orchestrator.export_session(args.id, "markdown", LOCAL_PRINCIPAL)
+            console.out.write(data.decode("utf-8"))
+            return 0
+        data, name = await orchestrator.export_session(args.id, args.format, LOCAL_PRINCIPAL)
+    output: Path | None = args.output or (Path(name) if args.format == "pdf" else None)
+    if output is None:
+        console.out.write(data.decode("utf-8"))
+    else:
+        await asyncio.to_thread(output.write_bytes, data)
+        print(f"wrote {output} ({len(data)} bytes)", file=console.err)
+    return 0
+
+
+async def run_docs(settings: Settings, args: argparse.Namespace, console: Console) -> int:
+    """``orc docs add|list|remove``."""
+    async with build_runtime(settings) as services:
+        if args.action == "list" and args.context is None and args.session is None:
+            return await list_everything(services.documents, console.out)
+        target = Target.parse(args.context, args.session)
+        if args.action == "add":
+            return await add_documents(services.documents, target, args.paths, console.err)
+        if args.action == "remove":
+            return await remove_document(services.documents, target, args.document, console.err)
+        return await list_documents(services.documents, target, console.out)
+
+
+async def run_contexts(settings: Settings, args: argparse.Namespace, console: Console) -> int:
+    """``orc contexts put|list``."""
+    async with build_runtime(settings) as services:
+        if args.action == "list":
+            return await list_contexts(services.documents, console.out)
+        ref = ContextRef.parse(args.type, args.id)
+        print(await put_context(services.documents, ref, args.name, args.parent), file=console.out)
+    return 0

@@ -1,0 +1,37 @@
+"""What a newcomer stumbled on: a session that has files but no turn yet, error messages with real paths."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.http.conftest import settled, upload
+
+
+async def test_a_session_with_files_but_no_turn_is_listed(client: httpx.AsyncClient) -> None:
+    await upload(client, "files-only", ("lease.txt", b"The rent is 900 euros."))
+    await settled(client, "files-only")
+    await client.post("/api/orc", json={"question": "Hello?", "conversation_id": "with-turn"})
+
+    sessions = (await client.get("/api/sessions")).json()["sessions"]
+
+    listed = {session["conversation_id"]: session for session in sessions}
+    assert set(listed) == {"files-only", "with-turn"}
+    assert listed["files-only"]["message_count"] == 0
+    assert listed["files-only"]["title"] == "lease.txt"
+
+
+async def test_a_session_whose_files_are_all_removed_is_no_longer_listed(client: httpx.AsyncClient) -> None:
+    created = (await upload(client, "gone", ("lease.txt", b"The rent is 900 euros."))).json()
+    await client.delete(f"/api/sessions/gone/context/files/{created['files'][0]['file_id']}")
+
+    assert (await client.get("/api/sessions")).json()["sessions"] == []
+
+
+async def test_asking_about_a_file_not_uploaded_names_the_real_upload_path(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        "/api/orc", json={"question": "rent?", "conversation_id": "conv-9", "blob_names": ["lease.txt"]}
+    )
+
+    assert response.status_code == 404
+    detail = response.json()["detail"]
+    assert "/api/sessions/conv-9/context/files" in detail and "{id}" not in detail

@@ -1,0 +1,155 @@
+"""The everyday CLI: a fast --help, asking within a context, listing and removing everything, an interactive chat,
+and messages that say what went wrong (a new conversation, an unreachable model)."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orc.cli import main
+from orc.cli.commands import Console
+
+HEAVY = ("langgraph", "langchain_core", "langchain_openai", "mcp", "azure", "openai", "aiosqlite", "fastapi")
+
+
+def test_help_imports_no_langgraph_mcp_azure_or_model_client() -> None:
+    script = (
+        "import json, sys\n"
+        "from orc.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(HEAVY)!r}))))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    assert "usage: orc" in result.stdout
+    assert json.loads(result.stdout.splitlines()[-1]) == []
+
+
+def test_ask_with_a_context_answers_from_that_contexts_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = tmp_path / "policy.txt"
+    policy.write_text("Contractors must return their badge within 5 days.\n")
+    assert main(["contexts", "put", "folder", "legal"]) == 0
+    assert main(["docs", "add", str(policy), "--context", "folder:legal"]) == 0
+    capsys.readouterr()
+
+    assert main(["ask", "When must contractors return their badge?", "--context", "folder:legal"]) == 0
+
+    out, _ = capsys.readouterr()
+    assert "5 days" in out
+    assert "policy.txt" in out
+
+
+def test_ask_with_a_context_that_does_not_exist_says_how_to_create_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ask", "anything?", "--context", "folder:nope"]) == 1
+    assert "orc contexts put" in capsys.readouterr().err
+
+
+def test_docs_list_without_flags_lists_every_context_and_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_text(f"{name} holds a sentence.\n")
+    main(["contexts", "put", "folder", "legal"])
+    main(["contexts", "put", "usecase", "leases", "--parent", "legal"])
+    main(["docs", "add", str(tmp_path / "a.txt"), "--context", "folder:legal"])
+    main(["docs", "add", str(tmp_path / "b.txt"), "--context", "usecase:leases"])
+    main(["docs", "add", str(tmp_path / "c.txt"), "--session", "s1"])
+    capsys.readouterr()
+
+    assert main(["docs", "list"]) == 0
+
+    out, _ = capsys.readouterr()
+    assert "No documents" not in out and "no documents" not in out
+    assert out.index("folder legal:") < out.index("  a.txt") < out.index("usecase leases:") < out.index("  b.txt")
+    assert out.index("session s1:") < out.index("  c.txt")
+
+
+def test_docs_list_on_a_fresh_home_says_how_to_add_documents(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["docs", "list"]) == 0
+    assert "orc docs add" in capsys.readouterr().out
+
+
+def test_contexts_list_shows_the_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["contexts", "put", "folder", "legal", "--name", "Legal"])
+    main(["contexts", "put", "usecase", "leases", "--parent", "legal"])
+    capsys.readouterr()
+
+    assert main(["contexts", "list"]) == 0
+
+    assert capsys.readouterr().out.splitlines() == [
+        "organization:default",
+        "  folder:legal  (Legal)",
+        "    usecase:leases",
+    ]
+
+
+def test_docs_remove_takes_a_filename_or_an_id_in_a_context_or_a_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    note = tmp_path / "note.txt"
+    note.write_text("A note.\n")
+    main(["docs", "add", str(note), "--session", "s1"])
+    main(["docs", "add", str(note)])
+
+    assert main(["docs", "remove", "note.txt", "--session", "s1"]) == 0
+    assert main(["docs", "remove", "note.txt"]) == 0
+    assert "removed note.txt" in capsys.readouterr().err
+    assert main(["docs", "remove", "note.txt"]) == 1
+    assert "document_not_found" in capsys.readouterr().err
+    main(["docs", "list"])
+    assert "note.txt" not in capsys.readouterr().out
+
+
+def test_a_conversation_id_that_does_not_exist_is_said_to_start_a_new_conversation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ask", "Hello?", "--conversation", "typo-id"]) == 0
+    assert "starting a new one" in capsys.readouterr().err
+
+    main(["ask", "Hello again?", "--conversation", "typo-id"])
+    assert "starting a new one" not in capsys.readouterr().err
+
+
+def test_chat_streams_answers_and_understands_its_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lease = tmp_path / "lease.txt"
+    lease.write_text("The monthly rent is 1,450 euros.\n\nThe notice period is 60 days.\n")
+    script = (
+        f"/attach {lease}\nWhat is the monthly rent?\n/context folder:missing\n/help\n/new\nAnd the notice?\n/quit\n"
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO(script))
+
+    assert main(["chat"]) == 0
+
+    out, err = capsys.readouterr()
+    assert "1,450 euros" in out
+    assert "attached lease.txt" in err
+    assert "error (context_not_found)" in err
+    assert "commands: /attach" in err
+    assert "new conversation" in err
+    # The new conversation has no files: the follow-up is not answered from the lease.
+    assert "60 days" not in out
+
+
+def test_debug_logging_keeps_sql_and_http_client_loggers_at_info(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["--log-level", "DEBUG", "docs", "list"])
+    assert logging.getLogger("aiosqlite").getEffectiveLevel() == logging.INFO
+    assert "INSERT" not in capsys.readouterr().err
+
+
+def test_an_error_with_a_remote_model_hints_at_the_model_endpoint() -> None:
+    err = io.StringIO()
+    console = Console(out=io.StringIO(), err=err, model="openai:gpt-4o-mini")
+
+    console.event({"type": "error", "code": "internal_error", "message": "the turn failed", "status": 500})
+
+    assert "hint: check that the model endpoint of ORC_MODEL=openai:gpt-4o-mini is reachable" in err.getvalue()
