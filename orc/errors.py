@@ -201,6 +201,12 @@ class StorageUnavailable(ServiceUnavailable):
     code = "storage_unavailable"
 
 
+class JobBusy(ServiceUnavailable):
+    """Another worker holds the queued job's claim; the delivery is retried later (the queue redelivers it)."""
+
+    code = "job_busy"
+
+
 # -- the operator must react --------------------------------------------------------------------------------------
 
 

@@ -81,6 +81,24 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = 120.0
     idempotency_ttl_seconds: float = Field(default=86400.0, gt=0, description="How long Idempotency-Keys are kept.")
 
+    # -- background jobs (document processing, digests) --------------------------------------------------
+    jobs: Literal["inprocess", "queue"] = Field(
+        default="inprocess",
+        description="inprocess: asyncio tasks in the process that took the upload. queue: Azure Storage Queues, "
+        "consumed by the queue-triggered functions or `orc worker`.",
+    )
+    queue_connection_string: SecretStr | None = None
+    queue_account_url: str | None = None
+    queue_documents: str = Field(default="orc-documents", description="Queue of document processing jobs.")
+    queue_digests: str = Field(default="orc-digests", description="Queue of session digest jobs.")
+    queue_visibility_seconds: float = Field(
+        default=300.0, ge=1, description="How long a received job stays hidden (and claimed) before redelivery."
+    )
+    queue_max_deliveries: int = Field(
+        default=4, ge=1, description="Deliveries after which a job is poison and its document ends failed."
+    )
+    worker_concurrency: int = Field(default=2, ge=1, description="Jobs one `orc worker` runs at once.")
+
     # -- MCP over HTTP ----------------------------------------------------------------------------------
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"],
@@ -114,6 +132,10 @@ class Settings(BaseSettings):
         """Validate combinations that single fields cannot express."""
         if self.auth == "api-key" and not self.api_keys:
             raise ConfigurationError("ORC_AUTH=api-key needs ORC_API_KEYS")
+        if self.jobs == "queue" and self.queue_connection_string is None and not self.queue_account_url:
+            raise ConfigurationError(
+                "missing required setting(s): ORC_QUEUE_CONNECTION_STRING or ORC_QUEUE_ACCOUNT_URL (ORC_JOBS=queue)"
+            )
         if self.storage == "azure":
             self.require("cosmos_endpoint")
             if self.blob_connection_string is None and not self.blob_account_url:

@@ -1,4 +1,4 @@
-"""The ``orc`` command: ``demo``, ``ask``, ``docs``, ``contexts``, ``sessions``, ``serve`` and ``mcp``.
+"""The ``orc`` command: ``demo``, ``ask``, ``docs``, ``contexts``, ``sessions``, ``serve``, ``mcp`` and ``worker``.
 
 It acts as the embedded local principal.
 """
@@ -17,6 +17,7 @@ from typing import TextIO
 
 from orc import event_loop
 from orc.cli.documents import Target, add_documents, list_documents, put_context
+from orc.cli.worker import add_worker_command, run_worker
 from orc.composition import build_runtime
 from orc.documents.records import ContextRef
 from orc.documents.sessions import SessionFiles
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--user", default="default")
     _add_document_commands(commands)
     _add_session_commands(commands)
+    add_worker_command(commands)
     return parser
 
 
@@ -272,6 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return event_loop.run(run_contexts(settings, args))
         if args.command == "sessions":
             return event_loop.run(run_sessions(settings, args, console))
+        if args.command == "worker":
+            return event_loop.run(run_worker(settings, args.concurrency))
         from orc.http import create_app
         from orc.http.serving import APP_FACTORY, serve
 
