@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -88,7 +88,7 @@ class DocumentProcessor:
         *,
         max_concurrency: int = 2,
         max_document_bytes: int = 20 * 1024 * 1024,
-        dispatch: Callable[[ProcessingJob], Awaitable[None]] | None = None,
+        dispatch: Callable[[ProcessingJob], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -102,6 +102,7 @@ class DocumentProcessor:
         self._closed = False
         # With a job queue, submit() hands the job to it and follows the record until a worker settles it.
         self._dispatch = dispatch
+        self._enqueued: dict[asyncio.Task[ProcessingResult], asyncio.Task[None]] = {}
 
     def submit(self, job: ProcessingJob) -> asyncio.Task[ProcessingResult]:
         """Start processing (or join the job already processing the same content of the same document)."""
@@ -111,7 +112,11 @@ class DocumentProcessor:
         current = self._running.get(key)
         if current is not None and current[0] == job.content_hash and not current[1].done():
             return current[1]
-        work = self._run(job) if self._dispatch is None else self._dispatched(job)
+        if self._dispatch is None:
+            work = self._run(job)
+        else:
+            enqueued = asyncio.create_task(self._dispatch(job), name=f"enqueue-{job.location.document_id}")
+            work = self._dispatched(job, enqueued)
         task = asyncio.create_task(work, name=f"process-{job.location.document_id}")
         self._running[key] = (job.content_hash, task)
 
@@ -120,6 +125,9 @@ class DocumentProcessor:
                 del self._running[key]
 
         task.add_done_callback(forget)
+        if self._dispatch is not None:
+            self._enqueued[task] = enqueued
+            task.add_done_callback(lambda done: self._enqueued.pop(done, None))
         return task
 
     def running(self, location: DocumentLocation) -> asyncio.Task[ProcessingResult] | None:
@@ -127,9 +135,16 @@ class DocumentProcessor:
         current = self._running.get((location.partition_key, location.item_id))
         return current[1] if current is not None and not current[1].done() else None
 
-    @staticmethod
-    async def wait(tasks: Iterable[asyncio.Task[ProcessingResult]], seconds: float) -> None:
-        """Wait up to ``seconds`` for ``tasks``; they keep running in the background after that."""
+    async def wait(self, tasks: Iterable[asyncio.Task[ProcessingResult]], seconds: float) -> None:
+        """Wait up to ``seconds`` for ``tasks``; they keep running in the background after that.
+
+        Queued jobs are at least in the queue on return (even with ``seconds=0``): an upload is never answered
+        before its job is durable.
+        """
+        tasks = list(tasks)
+        enqueued = [self._enqueued[task] for task in tasks if task in self._enqueued]
+        if enqueued:
+            await asyncio.gather(*enqueued)
         pending = [task for task in tasks if not task.done()]
         if pending and seconds > 0:
             # asyncio.wait never cancels what it waits for: a request that gives up leaves the jobs running.
@@ -147,9 +162,8 @@ class DocumentProcessor:
         """Process ``job`` now, in this task (a queue worker's entry); bounded by the same concurrency slots."""
         return await self._run(job)
 
-    async def _dispatched(self, job: ProcessingJob) -> ProcessingResult:
-        assert self._dispatch is not None
-        await self._dispatch(job)
+    async def _dispatched(self, job: ProcessingJob, enqueued: asyncio.Task[None]) -> ProcessingResult:
+        await enqueued
         return await follow_record(self._catalog, job)
 
     async def _run(self, job: ProcessingJob) -> ProcessingResult:

@@ -220,7 +220,8 @@ class JobWorker:
         try:
             await self.handle(kind, job.body, job.dequeue_count)
         except JobBusy:
-            await queue.abandon(job, delay_seconds=min(self._visibility, 30.0))
+            # Back soon: the holder usually finishes well inside its lease, then this delivery is a duplicate.
+            await queue.abandon(job, delay_seconds=min(self._visibility / 4, 30.0))
             return
         except InvalidInput:
             logger.warning("dropping a malformed %s job", kind)

@@ -5,8 +5,8 @@ Why it looks like this:
 - Messages are base64-encoded text: that is what a Functions queue trigger decodes by default
   (``host.json`` ``messageEncoding``), so the same queue feeds ``function_app.py`` and ``orc worker``.
 - The queue is created on first use (an ``azd`` deployment creates it too; creating twice is harmless).
-- A delivery's pop receipt settles it; when its visibility lapsed and another consumer received the job, the
-  service answers 404 to ``delete``/``update`` with the old receipt, which is the port's "no-op".
+- A delivery's pop receipt settles it; when its visibility lapsed and the job was received again, the service
+  answers 400 ``PopReceiptMismatch`` (404 once deleted) to the old receipt, which is the port's "no-op".
 - Errors carry status codes only, never the account URL or key (SDK exception text may hold the URL).
 """
 
@@ -113,25 +113,30 @@ class AzureJobQueue:
         """Delete this delivery; a stale receipt (the job was delivered again) is a no-op."""
         try:
             await self._client.delete_message(job.receipt)
-        except ResourceNotFoundError:
-            pass
         except AzureError as error:
-            raise _unavailable(error) from None
+            if not _stale(error):
+                raise _unavailable(error) from None
 
     async def abandon(self, job: ReceivedJob, delay_seconds: float = 0.0) -> None:
         """Make the job visible again after ``delay_seconds``."""
         try:
             await self._client.update_message(job.receipt, visibility_timeout=max(0, round(delay_seconds)))
-        except ResourceNotFoundError:
-            pass
         except AzureError as error:
-            raise _unavailable(error) from None
+            if not _stale(error):
+                raise _unavailable(error) from None
 
     async def aclose(self) -> None:
         """Close the HTTP pipeline (and the credential this queue created)."""
         await self._client.close()
         if self._owned_credential is not None:
             await self._owned_credential.close()
+
+
+def _stale(error: AzureError) -> bool:
+    """The delivery is gone (404) or was received again since (400 ``PopReceiptMismatch``)."""
+    if isinstance(error, ResourceNotFoundError):
+        return True
+    return isinstance(error, HttpResponseError) and getattr(error, "error_code", None) == "PopReceiptMismatch"
 
 
 def _unavailable(error: AzureError) -> StorageUnavailable:
