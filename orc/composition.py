@@ -57,6 +57,8 @@ from orc.storage.ports import BlobStore, CollectionProvider, DocumentCollection
 from orc.storage.queues import InProcessJobQueue, JobQueue
 from orc.storage.sqlite import SqliteCollectionProvider
 from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
+from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
+from orc.telemetry import configure_telemetry, tracing_enabled
 from orc.tool_contract import DOCUMENT_CHAT
 
 
@@ -203,6 +205,10 @@ async def build_document_services(
     configured job queues (given queues mean queue mode: uploads enqueue, a worker processes).
     """
     stores = stores if stores is not None else await open_stores(settings, stack)
+    configure_telemetry(json_logs=settings.log_format == "json")
+    if tracing_enabled():
+        # One span per storage call; not wrapped when nothing records spans, so untraced processes pay nothing.
+        stores = Stores(TracedCollectionProvider(stores.collections), TracedBlobStore(stores.blobs))
     chat_model = model if model is not None else model_from_settings(settings, resources=stack)
     label = model_label(chat_model)
     digests_by = digest_model_for(

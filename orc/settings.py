@@ -99,6 +99,13 @@ class Settings(BaseSettings):
     )
     worker_concurrency: int = Field(default=2, ge=1, description="Jobs one `orc worker` runs at once.")
 
+    # -- telemetry ------------------------------------------------------------------------------------------
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="json: one JSON object per log record, with the trace and span ids (orc.telemetry). Exporters "
+        "follow APPLICATIONINSIGHTS_CONNECTION_STRING or OTEL_EXPORTER_OTLP_ENDPOINT.",
+    )
+
     # -- MCP over HTTP ----------------------------------------------------------------------------------
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"],

@@ -265,5 +265,5 @@ async def follow_record(catalog: DocumentCollection, job: ProcessingJob) -> Proc
         if status in ("ready", "failed"):
             return ProcessingResult(location.document_id, status, item.body.get("status_reason"))
         await asyncio.sleep(pause)  # polling interval: the record is the only signal that crosses processes
-        pause = min(pause * 2, 2.0)
+        pause = min(pause * 2, 5.0)
     return ProcessingResult(location.document_id, "superseded")

@@ -102,6 +102,7 @@ class JobWorker:
             key = job.location.document_id
             outcome = await self._process(job, dequeue_count)
         self.outcomes[outcome] += 1
+        logger.info("job %s %s: %s", kind, key, outcome)  # ids only: no names, no text
         if self.observer is not None:
             self.observer(key, outcome)
         if outcome == "busy":
