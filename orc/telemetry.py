@@ -78,23 +78,43 @@ def tracer() -> trace.Tracer:
 
 
 @contextmanager
-def span(name: str, attributes: Mapping[str, AttributeValue | None] | None = None) -> Iterator[Span]:
-    """A span around a block; an exception marks it failed with the error's type and stable ``code`` only."""
-    clean = {key: value for key, value in (attributes or {}).items() if value is not None}
+def span(
+    name: str, attributes: Mapping[str, AttributeValue | None] | None = None, *, leaf: bool = False
+) -> Iterator[Span]:
+    """A span around a block; an exception marks it failed with the error's type and stable ``code`` only.
+
+    ``leaf`` spans (storage calls) are not made current: nothing below them is traced, and skipping the context
+    switch halves their cost.
+    """
+    clean = {key: value for key, value in attributes.items() if value is not None} if attributes else None
+    if leaf:
+        current = tracer().start_span(name, attributes=clean, record_exception=False, set_status_on_exception=False)
+        try:
+            yield current
+        except BaseException as exc:
+            _failed(current, exc)
+            raise
+        finally:
+            current.end()
+        return
     with tracer().start_as_current_span(
         name, attributes=clean, record_exception=False, set_status_on_exception=False
     ) as current:
         try:
             yield current
         except BaseException as exc:
-            if current.is_recording():
-                # The exception's message may quote user input or a storage URL: record its type and code only.
-                current.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-                current.set_attribute("error.type", type(exc).__name__)
-                code = getattr(exc, "code", None)
-                if isinstance(code, str):
-                    current.set_attribute("orc.error.code", code)
+            _failed(current, exc)
             raise
+
+
+def _failed(current: Span, exc: BaseException) -> None:
+    if current.is_recording():
+        # The exception's message may quote user input or a storage URL: record its type and code only.
+        current.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+        current.set_attribute("error.type", type(exc).__name__)
+        code = getattr(exc, "code", None)
+        if isinstance(code, str):
+            current.set_attribute("orc.error.code", code)
 
 
 def traced(name: str) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Awaitable[T]]]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orc.storage.ports import BlobInfo, BlobStore, CollectionProvider, DocumentCollection, JsonScalar, StoredItem
-from orc.telemetry import set_attributes, span
+from orc.telemetry import span
 
 
 class TracedCollectionProvider:
@@ -37,31 +37,31 @@ class TracedCollection:
 
     async def get(self, partition_key: str, item_id: str) -> StoredItem | None:
         """Traced ``get``."""
-        with span("storage.get", self._attributes):
+        with span("storage.get", self._attributes, leaf=True) as current:
             item = await self.inner.get(partition_key, item_id)
-            set_attributes({"orc.storage.found": item is not None})
+            current.set_attribute("orc.storage.found", item is not None)
             return item
 
     async def create(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
         """Traced ``create``."""
-        with span("storage.create", self._attributes):
+        with span("storage.create", self._attributes, leaf=True):
             return await self.inner.create(partition_key, item_id, body)
 
     async def replace(
         self, partition_key: str, item_id: str, body: Mapping[str, Any], *, if_match: str | None = None
     ) -> StoredItem:
         """Traced ``replace``."""
-        with span("storage.replace", {**self._attributes, "orc.storage.conditional": if_match is not None}):
+        with span("storage.replace", {**self._attributes, "orc.storage.conditional": if_match is not None}, leaf=True):
             return await self.inner.replace(partition_key, item_id, body, if_match=if_match)
 
     async def upsert(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
         """Traced ``upsert``."""
-        with span("storage.upsert", self._attributes):
+        with span("storage.upsert", self._attributes, leaf=True):
             return await self.inner.upsert(partition_key, item_id, body)
 
     async def delete(self, partition_key: str, item_id: str, *, if_match: str | None = None) -> bool:
         """Traced ``delete``."""
-        with span("storage.delete", self._attributes):
+        with span("storage.delete", self._attributes, leaf=True):
             return await self.inner.delete(partition_key, item_id, if_match=if_match)
 
     async def query(
@@ -75,11 +75,11 @@ class TracedCollection:
         limit: int | None = None,
     ) -> list[StoredItem]:
         """Traced ``query``."""
-        with span("storage.query", self._attributes):
+        with span("storage.query", self._attributes, leaf=True) as current:
             items = await self.inner.query(
                 partition_key, where=where, id_prefix=id_prefix, order_by=order_by, descending=descending, limit=limit
             )
-            set_attributes({"orc.storage.items": len(items)})
+            current.set_attribute("orc.storage.items", len(items))
             return items
 
 
@@ -100,31 +100,31 @@ class TracedBlobStore:
         if_none_match: bool = False,
     ) -> BlobInfo:
         """Traced ``put``."""
-        with span("blob.put", {"orc.blob.bytes": len(data)}):
+        with span("blob.put", {"orc.blob.bytes": len(data)}, leaf=True):
             return await self.inner.put(
                 name, data, content_type=content_type, metadata=metadata, if_match=if_match, if_none_match=if_none_match
             )
 
     async def get(self, name: str) -> tuple[bytes, BlobInfo]:
         """Traced ``get``."""
-        with span("blob.get"):
+        with span("blob.get", leaf=True) as current:
             data, info = await self.inner.get(name)
-            set_attributes({"orc.blob.bytes": len(data)})
+            current.set_attribute("orc.blob.bytes", len(data))
             return data, info
 
     async def head(self, name: str) -> BlobInfo | None:
         """Traced ``head``."""
-        with span("blob.head"):
+        with span("blob.head", leaf=True):
             return await self.inner.head(name)
 
     async def list(self, prefix: str) -> Sequence[BlobInfo]:
         """Traced ``list``."""
-        with span("blob.list"):
+        with span("blob.list", leaf=True):
             return await self.inner.list(prefix)
 
     async def delete(self, name: str) -> bool:
         """Traced ``delete``."""
-        with span("blob.delete"):
+        with span("blob.delete", leaf=True):
             return await self.inner.delete(name)
 
     async def aclose(self) -> None:
