@@ -239,6 +239,13 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'ORC_AUTH', value: orcAuth }
         { name: 'ORC_API_KEYS', value: orcApiKeys }
         { name: 'ORC_MCP_ALLOWED_HOSTS', value: '${appName}.azurewebsites.net' }
+        // Uploads enqueue document and digest jobs; the queue-triggered functions process them.
+        { name: 'ORC_JOBS', value: 'queue' }
+        { name: 'ORC_QUEUE_ACCOUNT_URL', value: storage.properties.primaryEndpoints.queue }
+        { name: 'ORC_QUEUE_DOCUMENTS', value: queueNames[0] }
+        { name: 'ORC_QUEUE_DIGESTS', value: queueNames[1] }
+        // Below host.json's maxDequeueCount (5): orc marks the document failed before the host moves the message.
+        { name: 'ORC_QUEUE_MAX_DELIVERIES', value: '4' }
       ]
     }
   }
@@ -250,6 +257,17 @@ resource hostStorage 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(storage.id, app.id, storageBlobDataOwner)
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataOwner)
+    principalId: app.identity.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// The queue triggers run in the host, which reads the queues with the system-assigned identity.
+resource hostQueues 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: storage
+  name: guid(storage.id, app.id, storageQueueDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageQueueDataContributor)
     principalId: app.identity.principalId
     principalType: 'ServicePrincipal'
   }

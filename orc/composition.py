@@ -36,7 +36,7 @@ from orc.documents.contexts import ContextDirectory
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.library import DocumentLibrary
-from orc.documents.processing import DocumentProcessor
+from orc.documents.processing import DocumentProcessor, ProcessingJob
 from orc.documents.reprocessing import Reprocessor
 from orc.documents.scopes import DocumentScopes
 from orc.documents.search import IndexCache
@@ -45,6 +45,8 @@ from orc.documents.sessions import SessionFiles
 from orc.documents.text_store import TextStore
 from orc.graph import build_graph
 from orc.idempotency import IdempotencyKeys
+from orc.jobs.messages import processing_message
+from orc.jobs.worker import JobWorker
 from orc.mcp_client import McpConnection
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.factory import build_chat_model, model_label
@@ -55,8 +57,11 @@ from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.localfs import LocalBlobStore
 from orc.storage.ports import BlobStore, CollectionProvider, DocumentCollection
+from orc.storage.queues import InProcessJobQueue, JobQueue
 from orc.storage.sqlite import SqliteCollectionProvider
 from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
+from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
+from orc.telemetry import configure_telemetry, tracing_enabled
 from orc.tool_contract import DOCUMENT_CHAT
 
 
@@ -66,6 +71,32 @@ class Stores:
 
     collections: CollectionProvider
     blobs: BlobStore
+
+
+@dataclass(frozen=True, slots=True)
+class JobQueues:
+    """The two job queues (names as in infra/main.bicep): document processing and session digests."""
+
+    documents: JobQueue
+    digests: JobQueue
+
+
+def open_job_queues(settings: Settings, stack: AsyncExitStack) -> JobQueues | None:
+    """Azure Storage Queues when ``ORC_JOBS=queue``; None for in-process jobs (asyncio tasks, the default)."""
+    if settings.jobs != "queue":
+        return None
+    from orc.storage.azure_queue import AzureJobQueue  # Azure SDK only when queues are used
+
+    def queue(name: str) -> JobQueue:
+        if settings.queue_connection_string is not None:
+            made = AzureJobQueue.from_connection_string(settings.queue_connection_string.get_secret_value(), name)
+        else:
+            assert settings.queue_account_url is not None  # settings.check() made sure
+            made = AzureJobQueue.from_account_url(settings.queue_account_url, name)
+        stack.push_async_callback(made.aclose)
+        return made
+
+    return JobQueues(documents=queue(settings.queue_documents), digests=queue(settings.queue_digests))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +113,7 @@ class DocumentServices:
     stores: Stores
     model: BaseChatModel
     model_label: str
+    jobs: JobWorker
 
 
 async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:
@@ -167,13 +199,19 @@ async def build_document_services(
     model: BaseChatModel | None = None,
     stores: Stores | None = None,
     digest_model: BaseChatModel | None = None,
+    job_queues: JobQueues | None = None,
 ) -> DocumentServices:
     """Stores, model and the MCP server over the document services (also used by ``python -m mcp_server``).
 
     ``stores`` replaces the configured storage (e.g. in-memory stores for an embedded, throw-away use);
-    ``digest_model`` the model that makes context digests (see :func:`digest_model_for`).
+    ``digest_model`` the model that makes context digests (see :func:`digest_model_for`); ``job_queues`` the
+    configured job queues (given queues mean queue mode: uploads enqueue, a worker processes).
     """
     stores = stores if stores is not None else await open_stores(settings, stack)
+    configure_telemetry(json_logs=settings.log_format == "json")
+    if tracing_enabled():
+        # One span per storage call; not wrapped when nothing records spans, so untraced processes pay nothing.
+        stores = Stores(TracedCollectionProvider(stores.collections), TracedBlobStore(stores.blobs))
     chat_model = model if model is not None else model_from_settings(settings, resources=stack)
     label = model_label(chat_model)
     digests_by = digest_model_for(
@@ -184,7 +222,10 @@ async def build_document_services(
         await stores.collections.collection("idempotency"), ttl=timedelta(seconds=settings.idempotency_ttl_seconds)
     )
     conversations = ConversationRepository(await stores.collections.collection("conversations"))
-    library, context = await _document_library(settings, stack, stores, catalog, digests_by, idempotency, conversations)
+    queues = job_queues if job_queues is not None else open_job_queues(settings, stack)
+    library, context, jobs = await _document_library(
+        settings, stack, stores, catalog, digests_by, idempotency, conversations, queues
+    )
     document_chat = DocumentChatService(
         stores.blobs,
         ProcessedFileCache(settings.file_cache_ttl_seconds),
@@ -208,6 +249,7 @@ async def build_document_services(
         stores=stores,
         model=chat_model,
         model_label=label,
+        jobs=jobs,
     )
 
 
@@ -219,11 +261,26 @@ async def _document_library(
     digest_model: BaseChatModel,
     idempotency: IdempotencyKeys,
     conversations: ConversationRepository,
-) -> tuple[DocumentLibrary, ContextFiles]:
+    queues: JobQueues | None,
+) -> tuple[DocumentLibrary, ContextFiles, JobWorker]:
     """Contexts, session and context documents, the processing pipeline, the search index cache and digests."""
     texts = TextStore(await stores.collections.collection("document_text"))
     indexes = IndexCache()
-    processor = DocumentProcessor(catalog, stores.blobs, texts, indexes, max_document_bytes=settings.max_upload_bytes)
+    # In-process mode keeps today's asyncio tasks; its worker has queues nobody writes to (and nothing to do).
+    documents_queue = queues.documents if queues is not None else InProcessJobQueue()
+    digests_queue = queues.digests if queues is not None else InProcessJobQueue()
+
+    async def dispatch(job: ProcessingJob) -> None:
+        await documents_queue.enqueue(processing_message(job))
+
+    processor = DocumentProcessor(
+        catalog,
+        stores.blobs,
+        texts,
+        indexes,
+        max_document_bytes=settings.max_upload_bytes,
+        dispatch=dispatch if queues is not None else None,
+    )
     # Registered after the stores, so background jobs stop before the stores close.
     stack.push_async_callback(processor.aclose)
     directory = ContextDirectory(catalog)
@@ -240,6 +297,15 @@ async def _document_library(
     stack.push_async_callback(session_digests.aclose)
     stack.push_async_callback(summaries.aclose)
     context = ContextFiles(files, session_digests, digest_store)
+    jobs = JobWorker(
+        catalog,
+        processor,
+        session_digests,
+        documents_queue,
+        digests_queue,
+        visibility_seconds=settings.queue_visibility_seconds,
+        max_deliveries=settings.queue_max_deliveries,
+    )
     library = DocumentLibrary(
         scopes=DocumentScopes(
             directory=directory,
@@ -255,7 +321,7 @@ async def _document_library(
         reprocessor=Reprocessor(catalog, processor),
         summaries=summaries,
     )
-    return library, context
+    return library, context, jobs
 
 
 def in_memory_mcp(server: FastMCP) -> McpConnection:
@@ -316,6 +382,8 @@ class Services:
     """The MCP server the orchestrator talks to in memory (the HTTP app also serves it at ``/api/mcp``)."""
     quotas: Quotas
     """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
+    jobs: JobWorker
+    """The queue worker (``orc worker``, the queue-triggered functions); idle with in-process jobs."""
 
 
 @asynccontextmanager
@@ -326,16 +394,19 @@ async def build_runtime(
     stores: Stores | None = None,
     mcp_extensions: Sequence[Callable[[FastMCP], None]] = (),
     digest_model: BaseChatModel | None = None,
+    job_queues: JobQueues | None = None,
 ) -> AsyncIterator[Services]:
     """Build every service ``settings`` (default: the environment) describes; close it all on exit.
 
     ``model`` replaces the configured model for turns (tests pass a scripted one); ``digest_model`` the model
-    that makes context digests; ``stores`` the configured storage; each of ``mcp_extensions`` registers extra
-    tools on the MCP server (the model may plan calls to them).
+    that makes context digests; ``stores`` the configured storage; ``job_queues`` the configured job queues;
+    each of ``mcp_extensions`` registers extra tools on the MCP server (the model may plan calls to them).
     """
     settings = settings or Settings()
     async with AsyncExitStack() as stack:
-        services = await build_document_services(settings, stack, model=model, stores=stores, digest_model=digest_model)
+        services = await build_document_services(
+            settings, stack, model=model, stores=stores, digest_model=digest_model, job_queues=job_queues
+        )
         for extend in mcp_extensions:
             extend(services.server)
         checkpointer = await _checkpointer(settings, services.stores, stack)
@@ -379,6 +450,7 @@ async def build_runtime(
             idempotency=services.idempotency,
             mcp_server=services.server,
             quotas=await build_quotas(settings, services.stores),
+            jobs=services.jobs,
         )
 
 
@@ -409,3 +481,33 @@ async def build_orchestrator(
         settings, model=model, stores=stores, mcp_extensions=mcp_extensions, digest_model=digest_model
     ) as services:
         yield services.orchestrator
+
+
+class SharedRuntime:
+    """Services built on first use and kept for the life of the process, for entry points with no lifespan.
+
+    The queue-triggered functions of ``function_app.py`` use it: the Python worker has no startup or shutdown
+    hook for them (azure-functions-python-worker issue 1904), so the first job builds the runtime and the
+    process's end releases it. Concurrent first jobs build it once.
+    """
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self._settings = settings
+        self._stack = AsyncExitStack()
+        self._services: Services | None = None
+        self._building: asyncio.Lock | None = None
+
+    async def get(self) -> Services:
+        """The services, built by the first caller."""
+        if self._services is None:
+            self._building = self._building or asyncio.Lock()
+            async with self._building:
+                if self._services is None:
+                    self._services = await self._stack.enter_async_context(build_runtime(self._settings))
+        return self._services
+
+    async def aclose(self) -> None:
+        """Close what :meth:`get` built (embedders and tests; the next :meth:`get` builds again)."""
+        self._services = None
+        await self._stack.aclose()
+        self._stack = AsyncExitStack()

@@ -272,6 +272,12 @@ class ModelTimeout(ServiceUnavailable):
     status = 504
 
 
+class JobBusy(ServiceUnavailable):
+    """Another worker holds the queued job's claim; the delivery is retried later (the queue redelivers it)."""
+
+    code = "job_busy"
+
+
 # -- the operator must react --------------------------------------------------------------------------------------
 
 

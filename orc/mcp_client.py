@@ -32,6 +32,7 @@ from mcp.types import (
 
 from orc.errors import ServiceUnavailable
 from orc.principal import Principal
+from orc.telemetry import Span, span
 from orc.tool_contract import PRINCIPAL_META_KEY, SCOPE_ARGUMENTS, model_tool_name
 
 SessionFactory = Callable[[], AbstractAsyncContextManager[ClientSession]]
@@ -132,6 +133,10 @@ class McpToolbox:
         args = {key: value for key, value in arguments.items() if key not in SCOPE_ARGUMENTS}
         args.update(self._scope)
         started = time.perf_counter()
+        with span("tool.call", {"orc.tool.name": name}) as current:
+            return await self._call(name, args, started, current)
+
+    async def _call(self, name: str, args: dict[str, Any], started: float, current: Span) -> ToolOutcome:
         session = await self._connection.session()
         # Sent as a plain tools/call request rather than ClientSession.call_tool: that helper first lists the
         # tools and then re-validates the JSON Schema itself on every call (about 10 ms here), while orc
@@ -142,6 +147,8 @@ class McpToolbox:
             request_read_timeout_seconds=self._timeout,
         )
         text = "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+        if current.is_recording():
+            current.set_attributes({"orc.tool.is_error": bool(result.isError), "orc.tool.result_chars": len(text)})
         return ToolOutcome(
             name=name,
             arguments=args,

@@ -49,6 +49,7 @@ from orc.models.tokens import EstimatedTokens, TokenCounter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.storage.checkpoints import NEW_TURN
+from orc.telemetry import turn_span
 from orc.turns import ErrorEvent, Event, TurnMetadata, TurnRequest, TurnResult, citation_event, final_event
 
 log = logging.getLogger(__name__)
@@ -200,7 +201,8 @@ class Orchestrator:
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
         async with lock:
-            yield key
+            with turn_span(turn.principal.organization, turn.principal.user, turn.conversation_id):
+                yield key
 
     async def _run_locked(self, turn: PreparedTurn, thread_id: str, stream: bool) -> AsyncIterator[Event | TurnResult]:
         """The turn's events as the graph streams them (none unless ``stream``), then its stored result."""

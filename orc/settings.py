@@ -110,6 +110,31 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="A stream that sent nothing for this long is closed."
     )
 
+    # -- background jobs (document processing, digests) --------------------------------------------------
+    jobs: Literal["inprocess", "queue"] = Field(
+        default="inprocess",
+        description="inprocess: asyncio tasks in the process that took the upload. queue: Azure Storage Queues, "
+        "consumed by the queue-triggered functions or `orc worker`.",
+    )
+    queue_connection_string: SecretStr | None = None
+    queue_account_url: str | None = None
+    queue_documents: str = Field(default="orc-documents", description="Queue of document processing jobs.")
+    queue_digests: str = Field(default="orc-digests", description="Queue of session digest jobs.")
+    queue_visibility_seconds: float = Field(
+        default=300.0, ge=1, description="How long a received job stays hidden (and claimed) before redelivery."
+    )
+    queue_max_deliveries: int = Field(
+        default=4, ge=1, description="Deliveries after which a job is poison and its document ends failed."
+    )
+    worker_concurrency: int = Field(default=2, ge=1, description="Jobs one `orc worker` runs at once.")
+
+    # -- telemetry ------------------------------------------------------------------------------------------
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="json: one JSON object per log record, with the trace and span ids (orc.telemetry). Exporters "
+        "follow APPLICATIONINSIGHTS_CONNECTION_STRING or OTEL_EXPORTER_OTLP_ENDPOINT.",
+    )
+
     # -- MCP over HTTP ----------------------------------------------------------------------------------
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"],
@@ -163,6 +188,10 @@ class Settings(BaseSettings):
         """Validate combinations that single fields cannot express."""
         if self.auth == "api-key" and not self.api_keys:
             raise ConfigurationError("ORC_AUTH=api-key needs ORC_API_KEYS")
+        if self.jobs == "queue" and self.queue_connection_string is None and not self.queue_account_url:
+            raise ConfigurationError(
+                "missing required setting(s): ORC_QUEUE_CONNECTION_STRING or ORC_QUEUE_ACCOUNT_URL (ORC_JOBS=queue)"
+            )
         if self.storage == "azure":
             self.require("cosmos_endpoint")
             if self.blob_connection_string is None and not self.blob_account_url:

@@ -1,6 +1,7 @@
 """Session fixtures that run the storage emulators on free loopback ports (load with ``pytest_plugins``).
 
 - ``azurite``: Azurite's blob service (``tools/emulators``, npm), with the well-known development account.
+- ``azurite_queue``: Azurite's queue service (same package, same development account), for the job queues.
 - ``cosmos_emulator``: ``@vercel/cosmosdb-server`` over HTTPS, with the well-known emulator key.
 
 Each emulator starts on first use, is polled until it answers (bounded deadline, no fixed sleeps) and is
@@ -50,6 +51,22 @@ class AzuriteBlob:
         return (
             f"DefaultEndpointsProtocol=http;AccountName={self.account_name};AccountKey={self.account_key};"
             f"BlobEndpoint={self.blob_endpoint};"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AzuriteQueue:
+    """Where the Azurite queue service listens, and how to connect to it."""
+
+    queue_endpoint: str
+    account_name: str
+    account_key: str
+
+    @property
+    def connection_string(self) -> str:
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={self.account_name};AccountKey={self.account_key};"
+            f"QueueEndpoint={self.queue_endpoint};"
         )
 
 
@@ -164,6 +181,19 @@ def azurite_command(location: Path) -> Callable[[int], list[str]]:
     return command
 
 
+def azurite_queue_command(location: Path) -> Callable[[int], list[str]]:
+    """The command line of Azurite's queue service on a given loopback port, keeping its data in ``location``."""
+
+    def command(port: int) -> list[str]:
+        return [
+            str(EMULATOR_BIN / "azurite-queue"),
+            *("--queueHost", "127.0.0.1", "--queuePort", str(port), "--location", str(location)),
+            *("--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"),
+        ]
+
+    return command
+
+
 def cosmos_command(port: int) -> list[str]:
     """The command line of cosmosdb-server on a given loopback port."""
     return [str(EMULATOR_BIN / "cosmosdb-server"), "-p", str(port), "--host", "127.0.0.1"]
@@ -176,6 +206,18 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzuriteBlob]:
     with run_emulator("azurite-blob", azurite_command(workdir / "data"), tls=False, log_dir=workdir) as port:
         yield AzuriteBlob(
             blob_endpoint=f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}",
+            account_name=AZURITE_ACCOUNT,
+            account_key=AZURITE_KEY,
+        )
+
+
+@pytest.fixture(scope="session")
+def azurite_queue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzuriteQueue]:
+    """Azurite's queue service on a free loopback port, for the whole session."""
+    workdir = tmp_path_factory.mktemp("azurite-queue")
+    with run_emulator("azurite-queue", azurite_queue_command(workdir / "data"), tls=False, log_dir=workdir) as port:
+        yield AzuriteQueue(
+            queue_endpoint=f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}",
             account_name=AZURITE_ACCOUNT,
             account_key=AZURITE_KEY,
         )

@@ -89,7 +89,7 @@ def test_orcs_identity_gets_exactly_the_roles_the_readme_lists() -> None:
     role_ids = dict(re.findall(r"var (\w+) = '([0-9a-f-]{36})'", BICEP))
     assigned_to_orc = {ROLE_NAMES[role_ids[role]] for role, principal in assignments if principal == "identity"}
 
-    assert len(assignments) == 5
+    assert len(assignments) == 6  # orc's four, and the host's blob and queue roles
     assert (
         assigned_to_orc
         == listed

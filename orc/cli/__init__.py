@@ -1,4 +1,5 @@
-"""The ``orc`` command: ``demo``, ``ask``, ``chat``, ``docs``, ``contexts``, ``sessions``, ``serve`` and ``mcp``.
+"""The ``orc`` command: ``demo``, ``ask``, ``chat``, ``docs``, ``contexts``, ``sessions``, ``serve``, ``mcp`` and
+``worker``.
 
 It acts as the embedded local principal. This module only parses arguments: what a command does lives in
 :mod:`orc.cli.commands` and :mod:`orc.cli.chat`, imported once the command is known, so ``orc --help`` and a
@@ -12,6 +13,8 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from orc.cli.worker import add_worker_command
 
 CONTEXT_HELP = "focus on a context: organization:ID, folder:ID or usecase:ID"
 QUIET_LOGGERS = ("aiosqlite", "sqlite3", "httpcore", "httpx", "openai", "azure", "urllib3", "asyncio", "mcp")
@@ -46,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--user", default="default")
     _add_document_commands(commands)
     _add_session_commands(commands)
+    add_worker_command(commands)
     return parser
 
 
@@ -148,6 +152,10 @@ def _run(args: argparse.Namespace) -> int:
         return event_loop.run(commands.run_contexts(settings, args, console))
     if args.command == "sessions":
         return event_loop.run(commands.run_sessions(settings, args, console))
+    if args.command == "worker":
+        from orc.cli.worker import run_worker
+
+        return event_loop.run(run_worker(settings, args.concurrency))
     from orc.http import create_app
     from orc.http.serving import APP_FACTORY, serve
 

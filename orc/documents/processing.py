@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,6 +48,8 @@ class ProcessingJob:
     location: DocumentLocation
     content_hash: str
     content_type: str | None = None
+    claim: str | None = None
+    """Set by a queue worker: the record's ``processing_claim`` must still name it when the result is written."""
 
 
 Outcome = Literal["ready", "failed", "superseded"]
@@ -86,6 +88,7 @@ class DocumentProcessor:
         *,
         max_concurrency: int = 2,
         max_document_bytes: int = 20 * 1024 * 1024,
+        dispatch: Callable[[ProcessingJob], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -97,6 +100,9 @@ class DocumentProcessor:
         self._max_document_bytes = max_document_bytes
         self._running: dict[tuple[str, str], tuple[str, asyncio.Task[ProcessingResult]]] = {}
         self._closed = False
+        # With a job queue, submit() hands the job to it and follows the record until a worker settles it.
+        self._dispatch = dispatch
+        self._enqueued: dict[asyncio.Task[ProcessingResult], asyncio.Task[None]] = {}
 
     def submit(self, job: ProcessingJob) -> asyncio.Task[ProcessingResult]:
         """Start processing (or join the job already processing the same content of the same document)."""
@@ -106,7 +112,12 @@ class DocumentProcessor:
         current = self._running.get(key)
         if current is not None and current[0] == job.content_hash and not current[1].done():
             return current[1]
-        task = asyncio.create_task(self._run(job), name=f"process-{job.location.document_id}")
+        if self._dispatch is None:
+            work = self._run(job)
+        else:
+            enqueued = asyncio.create_task(self._dispatch(job), name=f"enqueue-{job.location.document_id}")
+            work = self._dispatched(job, enqueued)
+        task = asyncio.create_task(work, name=f"process-{job.location.document_id}")
         self._running[key] = (job.content_hash, task)
 
         def forget(done: asyncio.Task[ProcessingResult]) -> None:
@@ -114,6 +125,9 @@ class DocumentProcessor:
                 del self._running[key]
 
         task.add_done_callback(forget)
+        if self._dispatch is not None:
+            self._enqueued[task] = enqueued
+            task.add_done_callback(lambda done: self._enqueued.pop(done, None))
         return task
 
     def running(self, location: DocumentLocation) -> asyncio.Task[ProcessingResult] | None:
@@ -121,9 +135,16 @@ class DocumentProcessor:
         current = self._running.get((location.partition_key, location.item_id))
         return current[1] if current is not None and not current[1].done() else None
 
-    @staticmethod
-    async def wait(tasks: Iterable[asyncio.Task[ProcessingResult]], seconds: float) -> None:
-        """Wait up to ``seconds`` for ``tasks``; they keep running in the background after that."""
+    async def wait(self, tasks: Iterable[asyncio.Task[ProcessingResult]], seconds: float) -> None:
+        """Wait up to ``seconds`` for ``tasks``; they keep running in the background after that.
+
+        Queued jobs are at least in the queue on return (even with ``seconds=0``): an upload is never answered
+        before its job is durable.
+        """
+        tasks = list(tasks)
+        enqueued = [self._enqueued[task] for task in tasks if task in self._enqueued]
+        if enqueued:
+            await asyncio.gather(*enqueued)
         pending = [task for task in tasks if not task.done()]
         if pending and seconds > 0:
             # asyncio.wait never cancels what it waits for: a request that gives up leaves the jobs running.
@@ -136,6 +157,14 @@ class DocumentProcessor:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def process(self, job: ProcessingJob) -> ProcessingResult:
+        """Process ``job`` now, in this task (a queue worker's entry); bounded by the same concurrency slots."""
+        return await self._run(job)
+
+    async def _dispatched(self, job: ProcessingJob, enqueued: asyncio.Task[None]) -> ProcessingResult:
+        await enqueued
+        return await follow_record(self._catalog, job)
 
     async def _run(self, job: ProcessingJob) -> ProcessingResult:
         async with self._slots:
@@ -206,6 +235,8 @@ class DocumentProcessor:
             item = await self._catalog.get(location.partition_key, location.item_id)
             if item is None or item.body.get("content_hash") != job.content_hash:
                 return False
+            if job.claim is not None and (item.body.get("processing_claim") or {}).get("by") != job.claim:
+                return False  # another worker took the job over: its result is the one that counts
             body = {**item.body, **fields, "updated_at": utc_now()}
             try:
                 await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
@@ -215,3 +246,24 @@ class DocumentProcessor:
                 return False
             return True
         return False
+
+
+FOLLOW_SECONDS = 900.0
+"""How long an uploading process follows a queued job's record before leaving it to documents.analyze."""
+
+
+async def follow_record(catalog: DocumentCollection, job: ProcessingJob) -> ProcessingResult:
+    """Poll the record until a worker settles ``job`` (ready, failed, replaced or deleted), with backoff."""
+    location = job.location
+    loop = asyncio.get_running_loop()
+    deadline, pause = loop.time() + FOLLOW_SECONDS, 0.05
+    while loop.time() < deadline:
+        item = await catalog.get(location.partition_key, location.item_id)
+        if item is None or item.body.get("content_hash") != job.content_hash:
+            return ProcessingResult(location.document_id, "superseded")
+        status = item.body.get("status")
+        if status in ("ready", "failed"):
+            return ProcessingResult(location.document_id, status, item.body.get("status_reason"))
+        await asyncio.sleep(pause)  # polling interval: the record is the only signal that crosses processes
+        pause = min(pause * 2, 5.0)
+    return ProcessingResult(location.document_id, "superseded")

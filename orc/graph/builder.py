@@ -13,6 +13,7 @@ from orc.graph.mcp_executor import mcp_executor
 from orc.graph.query_planner import query_planner
 from orc.graph.state import CHECKPOINTED_TYPES, TurnState
 from orc.graph.tool_router import tool_router
+from orc.telemetry import node
 
 TurnGraph = CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]
 
@@ -34,11 +35,12 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGra
         # a resumed turn gets them back whole (and LangGraph logs no "unregistered type").
         checkpointer = checkpointer.with_allowlist([(cls.__module__, cls.__name__) for cls in CHECKPOINTED_TYPES])
     graph = StateGraph(TurnState, context_schema=TurnContext)
-    graph.add_node("query_planner", query_planner, destinations=("tool_router", "mcp_executor"))
-    graph.add_node("tool_router", tool_router, destinations=("mcp_executor", "answer"))
-    graph.add_node("mcp_executor", mcp_executor)
-    graph.add_node("context_builder", context_builder)
-    graph.add_node("answer", answer, destinations=("mcp_executor", END))
+    # Each node runs in its own span (orc.telemetry; a no-op unless tracing is configured).
+    graph.add_node("query_planner", node("query_planner", query_planner), destinations=("tool_router", "mcp_executor"))
+    graph.add_node("tool_router", node("tool_router", tool_router), destinations=("mcp_executor", "answer"))
+    graph.add_node("mcp_executor", node("mcp_executor", mcp_executor))
+    graph.add_node("context_builder", node("context_builder", context_builder))
+    graph.add_node("answer", node("answer", answer), destinations=("mcp_executor", END))
     graph.add_edge(START, "query_planner")
     graph.add_edge("mcp_executor", "context_builder")
     graph.add_edge("context_builder", "answer")

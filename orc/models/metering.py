@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from orc.contracts import Usage
+from orc.telemetry import record_model_call
 
 __all__ = ["ModelMeter", "message_usage", "usage_of"]
 
@@ -54,6 +55,7 @@ class ModelMeter(BaseCallbackHandler):
         with self._lock:
             self._calls += 1
             self._usage = self._usage + total
+        record_model_call(total.input_tokens, total.output_tokens)
 
     def on_chat_model_start(
         self,

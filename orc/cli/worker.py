@@ -1,0 +1,44 @@
+"""``orc worker``: consume the document processing and digest queues (for container hosting of ``ORC_JOBS=queue``).
+
+On Azure Functions the queue-triggered functions of ``function_app.py`` do the same work; this command is for
+hosts without queue triggers (Container Apps, a VM). Any number of workers may run against the same queues:
+each job's claim in the catalog keeps two of them from completing one job twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+
+from orc.errors import ConfigurationError
+from orc.settings import Settings
+
+
+def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``worker`` subcommand."""
+    worker = commands.add_parser("worker", help="process queued document and digest jobs (ORC_JOBS=queue)")
+    worker.add_argument("--concurrency", type=int, default=None, help="jobs at once (default ORC_WORKER_CONCURRENCY)")
+
+
+async def run_worker(settings: Settings, concurrency: int | None = None, stop: asyncio.Event | None = None) -> int:
+    """Run until SIGINT/SIGTERM (or ``stop``); jobs left unfinished are delivered again to another worker."""
+    if settings.jobs != "queue":
+        raise ConfigurationError("orc worker needs ORC_JOBS=queue (and ORC_QUEUE_CONNECTION_STRING or _ACCOUNT_URL)")
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows; not the main thread
+            loop.add_signal_handler(signum, stop.set)
+    from orc.composition import build_runtime  # imported here: `orc --help` must not load the backends
+
+    async with build_runtime(settings) as services:
+        print(
+            f"orc worker: consuming {settings.queue_documents} and {settings.queue_digests}",
+            file=sys.stderr,
+            flush=True,
+        )
+        await services.jobs.run(stop, concurrency=concurrency or settings.worker_concurrency)
+    return 0

@@ -1,0 +1,1 @@
+"""Queue-driven background work: the job messages and the worker that consumes them (``orc worker``, Functions)."""

@@ -1,0 +1,235 @@
+"""The queue worker: takes document processing and digest jobs off the queues and runs them, idempotently.
+
+Delivery is at least once (a crashed or slow worker's job is delivered again, a job can be enqueued twice), so
+every handling starts from the catalog record, not from the message:
+
+- the record no longer has the job's content hash, or is already ``ready``/``failed`` for it → acknowledged
+  without work;
+- otherwise the worker **claims** the record with a conditional (ETag) write of ``processing_claim``
+  (a fresh id and a lease). Two workers racing on one record are told apart by that write: one wins, the other
+  sees a live claim and hands the delivery back for later. The result is written only while the record still
+  names the claim (``ProcessingJob.claim``), so a worker whose lease lapsed and was taken over never completes;
+- a delivery seen more than ``max_deliveries`` times is poison: its document ends ``failed`` with a reason.
+
+The same :class:`JobWorker` serves ``orc worker`` (:meth:`run` polls the queues) and the queue-triggered
+functions of ``function_app.py`` (:meth:`handle`; the Functions host deletes or redelivers the message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from orc.clock import utc_now
+from orc.digests.sessions import SessionDigests
+from orc.documents.processing import DocumentProcessor, ProcessingJob
+from orc.errors import ETagMismatch, InvalidInput, ItemNotFound, JobBusy
+from orc.jobs.messages import JobKind, digest_message, processing_job, processing_message
+from orc.principal import Principal
+from orc.storage.ports import DocumentCollection
+from orc.storage.queues import JobQueue, ReceivedJob
+
+logger = logging.getLogger(__name__)
+
+_CLAIM_ATTEMPTS = 10
+_SETTLED = ("ready", "failed")
+
+Observer = Callable[[str, str], None]
+"""Called with (document or session id, outcome) after each handling; tests and benchmarks count with it."""
+
+
+class JobWorker:
+    """Consumes ``orc-documents`` (processing) and ``orc-digests`` (session digests) jobs."""
+
+    def __init__(
+        self,
+        catalog: DocumentCollection,
+        processor: DocumentProcessor,
+        digests: SessionDigests,
+        documents_queue: JobQueue,
+        digests_queue: JobQueue,
+        *,
+        visibility_seconds: float = 300.0,
+        max_deliveries: int = 4,
+        observer: Observer | None = None,
+    ) -> None:
+        self._catalog = catalog
+        self._processor = processor
+        self._digests = digests
+        self.documents_queue = documents_queue
+        self.digests_queue = digests_queue
+        self._visibility = visibility_seconds
+        self._max_deliveries = max_deliveries
+        self.observer = observer
+        self.outcomes: Counter[str] = Counter()
+
+    async def dispatch(self, job: ProcessingJob) -> None:
+        """Enqueue ``job`` (the document processor's hand-off in queue mode)."""
+        await self.documents_queue.enqueue(processing_message(job))
+
+    async def handle_message(self, kind: JobKind, text: bytes | str, dequeue_count: int) -> str:
+        """:meth:`handle` for a raw queue message (the queue-triggered functions); malformed ones are dropped."""
+        try:
+            body = json.loads(text)
+        except ValueError:
+            logger.warning("dropping a %s job that is not JSON", kind)
+            return "malformed"
+        if not isinstance(body, dict):
+            return "malformed"
+        try:
+            return await self.handle(kind, body, dequeue_count)
+        except InvalidInput:
+            logger.warning("dropping a malformed %s job", kind)
+            return "malformed"
+
+    # -- one delivery ---------------------------------------------------------------------------------------------
+
+    async def handle(self, kind: JobKind, body: dict[str, Any], dequeue_count: int) -> str:
+        """Handle one delivery; the outcome says what happened. :class:`JobBusy` when another worker holds it."""
+        if kind == "digest" or body.get("kind") == "digest":
+            outcome = await self._digest(body)
+            key = str(body.get("conversation_id"))
+        else:
+            job = processing_job(body)
+            key = job.location.document_id
+            outcome = await self._process(job, dequeue_count)
+        self.outcomes[outcome] += 1
+        logger.info("job %s %s: %s", kind, key, outcome)  # ids only: no names, no text
+        if self.observer is not None:
+            self.observer(key, outcome)
+        if outcome == "busy":
+            raise JobBusy("another worker is processing this document; the job is retried later")
+        return outcome
+
+    async def _process(self, job: ProcessingJob, dequeue_count: int) -> str:
+        if dequeue_count > self._max_deliveries:
+            await self._poison(job, dequeue_count)
+            return "poisoned"
+        claim = await self._claim(job)
+        if claim is None:
+            return "duplicate"
+        if claim == "busy":
+            return "busy"
+        result = await self._processor.process(replace(job, claim=claim))
+        if result.outcome != "superseded":
+            await self._after(job)
+        return result.outcome
+
+    async def _claim(self, job: ProcessingJob) -> str | None:
+        """A fresh claim id once the record is claimed; None when there is nothing to do; "busy" when held."""
+        location = job.location
+        for _ in range(_CLAIM_ATTEMPTS):
+            item = await self._catalog.get(location.partition_key, location.item_id)
+            if item is None or item.body.get("content_hash") != job.content_hash:
+                return None  # replaced or deleted: the newer upload has its own job
+            if item.body.get("status") in _SETTLED:
+                return None  # already processed (a duplicate delivery)
+            held = item.body.get("processing_claim") or {}
+            if held.get("by") and float(held.get("until", 0)) > time.time():
+                return "busy"
+            claim = uuid.uuid4().hex
+            body = {**item.body, "processing_claim": {"by": claim, "until": time.time() + self._visibility}}
+            try:
+                await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
+            except ETagMismatch:
+                continue  # someone else wrote first: read again and decide again
+            except ItemNotFound:
+                return None
+            return claim
+        return "busy"
+
+    async def _poison(self, job: ProcessingJob, deliveries: int) -> None:
+        location = job.location
+        reason = f"processing did not finish after {deliveries - 1} attempts; upload the document again"
+        for _ in range(_CLAIM_ATTEMPTS):
+            item = await self._catalog.get(location.partition_key, location.item_id)
+            if item is None or item.body.get("content_hash") != job.content_hash or item.body.get("status") in _SETTLED:
+                return
+            body = {**item.body, "status": "failed", "status_reason": reason, "updated_at": utc_now()}
+            try:
+                await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
+            except ETagMismatch:
+                continue
+            except ItemNotFound:
+                return
+            logger.warning("document %s failed: poison job after %d deliveries", location.document_id, deliveries)
+            await self._after(job)
+            return
+
+    async def _after(self, job: ProcessingJob) -> None:
+        """A session document settled: its session's digests are refreshed by a digest job."""
+        location = job.location
+        item = await self._catalog.get(location.partition_key, location.item_id)
+        if item is not None and item.body.get("kind") == "session_file" and item.body.get("conversation_id"):
+            await self.digests_queue.enqueue(digest_message(location.partition_key, str(item.body["conversation_id"])))
+
+    async def _digest(self, body: dict[str, Any]) -> str:
+        try:
+            organization, user = str(body["partition_key"]).split("/", 1)
+            principal = Principal(organization=organization, user=user)
+            conversation_id = str(body["conversation_id"])
+        except (KeyError, ValueError):
+            raise InvalidInput("not a digest job") from None
+        # Digests are cached by content: a repeated job finds them current and makes no model call.
+        self._digests.schedule(principal, conversation_id)
+        idle = await self._digests.wait_idle(principal, conversation_id, self._visibility * 0.8)
+        return "digested" if idle else "busy"
+
+    # -- the polling loop (orc worker) ----------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event, *, concurrency: int = 2, idle_pause: float = 1.0) -> None:
+        """Consume both queues until ``stop`` is set, ``concurrency`` jobs at a time; idle polls back off."""
+        running: set[asyncio.Task[None]] = set()
+        stopping = asyncio.create_task(stop.wait())
+        pause = 0.05
+        try:
+            while not stop.is_set():
+                received: list[tuple[JobKind, JobQueue, ReceivedJob]] = []
+                for kind, queue in (("process", self.documents_queue), ("digest", self.digests_queue)):
+                    free = concurrency - len(running) - len(received)
+                    if free > 0:
+                        kind_: JobKind = "process" if kind == "process" else "digest"
+                        received += [(kind_, queue, job) for job in await queue.receive(free, self._visibility)]
+                for kind, queue, job in received:
+                    task = asyncio.create_task(self._settle(kind, queue, job))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+                if received:
+                    pause = 0.05
+                    if len(running) < concurrency:
+                        continue
+                # Wake on stop, on a finished job (a free slot), or after the polling pause.
+                await asyncio.wait({stopping, *running}, timeout=pause, return_when=asyncio.FIRST_COMPLETED)
+                if not received:
+                    pause = min(pause * 2, idle_pause)
+        finally:
+            stopping.cancel()
+            # Jobs still running are dropped: their deliveries reappear after the visibility timeout.
+            for task in running:
+                task.cancel()
+            await asyncio.gather(stopping, *running, return_exceptions=True)
+
+    async def _settle(self, kind: JobKind, queue: JobQueue, job: ReceivedJob) -> None:
+        try:
+            await self.handle(kind, job.body, job.dequeue_count)
+        except JobBusy:
+            # Back soon: the holder usually finishes well inside its lease, then this delivery is a duplicate.
+            await queue.abandon(job, delay_seconds=min(self._visibility / 4, 30.0))
+            return
+        except InvalidInput:
+            logger.warning("dropping a malformed %s job", kind)
+        except Exception as exc:
+            # Storage outage or a bug: leave the delivery to reappear (and become poison if it keeps failing).
+            logger.warning("a %s job failed: %s", kind, type(exc).__name__)
+            logger.debug("job failure details", exc_info=True)
+            return
+        with contextlib.suppress(Exception):
+            await queue.complete(job)

@@ -1,0 +1,110 @@
+"""The Azure Storage Queue JobQueue and the queue worker against Azurite's queue service."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest_asyncio
+
+from orc.composition import JobQueues
+from orc.documents.uploads import Upload
+from orc.settings import Settings
+from orc.storage.azure_queue import AzureJobQueue
+from tests.documents.library_support import ACME, memory_stores
+from tests.emulators import AzuriteQueue
+from tests.jobs.support import ORG, Ledger, process, running_workers, until
+
+
+def fresh_queue(azurite_queue: AzuriteQueue) -> AzureJobQueue:
+    return AzureJobQueue.from_connection_string(azurite_queue.connection_string, f"jobs-{uuid.uuid4().hex[:12]}")
+
+
+@pytest_asyncio.fixture
+async def queues(azurite_queue: AzuriteQueue) -> AsyncIterator[JobQueues]:
+    made = JobQueues(documents=fresh_queue(azurite_queue), digests=fresh_queue(azurite_queue))
+    yield made
+    await made.documents.aclose()
+    await made.digests.aclose()
+
+
+async def test_a_job_round_trips_and_a_completed_delivery_is_gone(queues: JobQueues) -> None:
+    await queues.documents.enqueue({"kind": "process", "n": 1})
+    (job,) = await queues.documents.receive(5, 30)
+    await queues.documents.complete(job)
+
+    assert job.body == {"kind": "process", "n": 1} and job.dequeue_count == 1
+    assert await queues.documents.receive(5, 30) == []
+
+
+async def test_an_abandoned_job_comes_back_with_a_higher_dequeue_count_and_a_stale_receipt_is_harmless(
+    queues: JobQueues,
+) -> None:
+    await queues.documents.enqueue({"kind": "process"})
+    (first,) = await queues.documents.receive(1, 30)
+    await queues.documents.abandon(first)
+    (second,) = await queues.documents.receive(1, 30)
+    await queues.documents.complete(first)  # the old receipt: a no-op, the newer delivery stays
+    await queues.documents.abandon(second)
+    (third,) = await queues.documents.receive(1, 30)
+
+    assert (first.dequeue_count, second.dequeue_count, third.dequeue_count) == (1, 2, 3)
+
+
+async def test_jobs_survive_a_worker_restart(queues: JobQueues) -> None:
+    stores, ledger = memory_stores(), Ledger()
+    settings = Settings(queue_visibility_seconds=1)
+    async with process(stores, queues, settings) as web:
+        added = await web.documents.context_documents.add(
+            ACME, ORG, [Upload(f"d{i}.txt", f"Document {i}.".encode()) for i in range(3)], wait_seconds=0
+        )
+    # The first worker takes every job and dies before finishing any of them.
+    async with process(stores, queues, settings):
+        taken = await queues.documents.receive(10, visibility_seconds=1)
+    assert len(taken) == 3
+
+    async with running_workers(stores, queues, ledger, 1, settings) as (worker,):
+        await until(lambda: _ready(worker, 3))
+
+    assert all(ledger.completions(doc.record.document_id) == 1 for doc in added)
+
+
+async def test_two_workers_never_complete_one_job_twice(queues: JobQueues) -> None:
+    stores, ledger = memory_stores(), Ledger()
+    settings = Settings(queue_visibility_seconds=1)
+    async with process(stores, queues, settings) as web:
+        added = await web.documents.context_documents.add(
+            ACME, ORG, [Upload(f"d{i}.txt", f"Document {i}.".encode()) for i in range(10)], wait_seconds=0
+        )
+        # At-least-once delivery: every job is sent a second time.
+        for job in await queues.documents.receive(32, 30):
+            await queues.documents.enqueue(job.body)
+            await queues.documents.abandon(job)
+
+        async with running_workers(stores, queues, ledger, 2, settings):
+            await until(lambda: _ready(web, 10))
+            await until(lambda: _handled_twice(ledger, [doc.record.document_id for doc in added]))
+
+    assert all(ledger.completions(doc.record.document_id) == 1 for doc in added)
+
+
+async def test_a_burst_of_200_uploads_spreads_over_two_workers(queues: JobQueues) -> None:
+    stores, ledger = memory_stores(), Ledger()
+    async with process(stores, queues) as web:
+        uploads = [Upload(f"doc-{i:03}.txt", f"Document {i} says {i * 7}.".encode()) for i in range(200)]
+        added = await web.documents.context_documents.add(ACME, ORG, uploads, wait_seconds=0)
+        async with running_workers(stores, queues, ledger, 2):
+            await until(lambda: _ready(web, 200), seconds=120)
+
+    assert all(ledger.completions(doc.record.document_id) == 1 for doc in added)
+    assert set(ledger.by_worker) == {"worker-0", "worker-1"}
+    assert min(ledger.by_worker.values()) >= 20, ledger.by_worker
+
+
+async def _ready(services, count: int) -> bool:  # type: ignore[no-untyped-def]
+    docs = await services.documents.context_documents.documents(ACME, ORG)
+    return len(docs) == count and all(doc.status == "ready" for doc in docs)
+
+
+async def _handled_twice(ledger: Ledger, ids: list[str]) -> bool:
+    return all(sum(ledger.by_document.get(i, {}).values()) >= 2 for i in ids)

@@ -1,0 +1,157 @@
+"""Telemetry: spans per turn, node, tool call and storage call; metrics; JSON logs with the trace id; no leaks."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from orc import telemetry
+from orc.documents.uploads import Upload
+from orc.errors import OrcError
+from orc.turns import TurnRequest
+from tests.documents.library_support import open_runtime
+
+SECRET_TEXT = "The launch code of project Nightjar is 7741."
+QUESTION = "What is the launch code of project Nightjar?"
+
+
+@dataclass
+class Recorded:
+    spans: InMemorySpanExporter
+    metrics: InMemoryMetricReader
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.spans.get_finished_spans())
+
+    def metric_points(self) -> dict[str, float]:
+        data = self.metrics.get_metrics_data()
+        totals: dict[str, float] = {}
+        for resource in data.resource_metrics if data else []:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        value = getattr(point, "value", None)
+                        if value is None:
+                            value = getattr(point, "count", 0)
+                        totals[metric.name] = totals.get(metric.name, 0) + value
+        return totals
+
+
+@pytest.fixture
+def recorded() -> Iterator[Recorded]:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    with telemetry.providers(tracer_provider, MeterProvider(metric_readers=[reader])):
+        yield Recorded(exporter, reader)
+
+
+async def test_a_document_turn_has_spans_for_the_turn_its_nodes_its_tool_call_and_storage(recorded: Recorded) -> None:
+    async with open_runtime() as orc:
+        await orc.session_files.add(telemetry_principal(), "c1", [Upload("nightjar.txt", SECRET_TEXT.encode())])
+        await orc.orchestrator.ask(TurnRequest(question=QUESTION, conversation_id="c1", blob_names=["nightjar.txt"]))
+
+    names = [span.name for span in recorded.finished()]
+    assert names.count("orc.turn") == 1
+    assert {"node.query_planner", "node.mcp_executor", "node.context_builder", "node.answer"} <= set(names)
+    assert "tool.call" in names
+    assert any(name.startswith("storage.") for name in names) and "blob.put" in names
+    (turn,) = [span for span in recorded.finished() if span.name == "orc.turn"]
+    tool = next(span for span in recorded.finished() if span.name == "tool.call")
+    assert tool.attributes is not None and tool.attributes["orc.tool.name"] == "document_chat"
+    # Node and tool spans are children of the turn's span.
+    assert tool.context is not None and turn.context is not None
+    assert tool.context.trace_id == turn.context.trace_id
+
+
+async def test_spans_carry_hashed_tenant_ids_and_no_document_text_or_question(recorded: Recorded) -> None:
+    async with open_runtime() as orc:
+        await orc.session_files.add(telemetry_principal(), "c1", [Upload("nightjar.txt", SECRET_TEXT.encode())])
+        await orc.orchestrator.ask(TurnRequest(question=QUESTION, conversation_id="c1", blob_names=["nightjar.txt"]))
+
+    everything = json.dumps(
+        [
+            {
+                "name": s.name,
+                "attributes": dict(s.attributes or {}),
+                "events": [dict(e.attributes or {}) for e in s.events],
+            }
+            for s in recorded.finished()
+        ]
+    )
+    (turn,) = [span for span in recorded.finished() if span.name == "orc.turn"]
+    assert turn.attributes is not None
+    assert turn.attributes["orc.organization"] == telemetry.tenant_hash("default")
+    for leak in ("Nightjar", "7741", "nightjar.txt", '"default"', "default/default"):
+        assert leak not in everything
+
+
+async def test_metrics_count_turns_latency_and_model_calls(recorded: Recorded) -> None:
+    async with open_runtime() as orc:
+        await orc.orchestrator.ask(TurnRequest(question="Hello?"))
+        await orc.orchestrator.ask(TurnRequest(question="Hello again?"))
+
+    points = recorded.metric_points()
+    assert points["orc.turns"] == 2
+    assert points["orc.turn.duration"] == 2  # two latency samples
+
+
+def test_failed_and_rate_limited_requests_are_counted_by_code(recorded: Recorded) -> None:
+    telemetry.record_failure("rate_limited")
+    telemetry.record_failure("model_timeout")
+
+    points = recorded.metric_points()
+    assert points["orc.requests.failed"] == 2
+    assert points["orc.requests.rate_limited"] == 1
+
+
+def test_a_failing_span_records_the_error_code_not_the_message(recorded: Recorded) -> None:
+    with pytest.raises(OrcError), telemetry.span("work"):
+        raise OrcError("secret path /acme/alice/x.txt", code="storage_unavailable")
+
+    (work,) = recorded.finished()
+    assert work.attributes is not None and work.attributes["orc.error.code"] == "storage_unavailable"
+    assert "secret" not in json.dumps(dict(work.attributes)) and not work.events
+
+
+def test_json_logs_carry_the_trace_id_of_the_current_span(recorded: Recorded) -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(telemetry.JsonLogFormatter())
+    logger = logging.getLogger("orc.test_telemetry")
+    logger.addHandler(handler)
+    try:
+        with telemetry.span("outer") as current:
+            logger.warning("inside")
+        logger.warning("outside")
+    finally:
+        logger.removeHandler(handler)
+
+    inside, outside = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert inside["trace_id"] == format(current.get_span_context().trace_id, "032x")
+    assert inside["message"] == "inside" and inside["level"] == "WARNING"
+    assert "trace_id" not in outside
+
+
+def test_without_an_exporter_configured_nothing_is_installed_and_spans_do_not_record() -> None:
+    assert telemetry.configure_telemetry({}) is None
+    assert not telemetry.tracing_enabled()
+    with telemetry.span("noop") as current:
+        assert not current.is_recording()
+
+
+def telemetry_principal():  # type: ignore[no-untyped-def]
+    from orc.principal import LOCAL_PRINCIPAL
+
+    return LOCAL_PRINCIPAL
