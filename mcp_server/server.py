@@ -6,10 +6,14 @@ orchestrator connects to it in memory (``mcp.shared.memory``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.server.fastmcp import FastMCP
 
+import orc
 from mcp_server.services import DocumentChatServices, McpServices
-from mcp_server.tools import document_chat, documents, session
+from mcp_server.tools import contexts, document_chat, documents, session
+from orc.tool_contract import ToolNameForm, published_text, published_tool_name
 
 INSTRUCTIONS = """orc document tools. Every call is scoped to the authenticated user, to the conversation given as
 session_id and to the focus context (context_type, context_id). Start with documents.list; use documents.analyze
@@ -17,23 +21,46 @@ for documents that are not ready; search with documents.search; cite evidence wi
 ([document::S<n>])."""
 
 
-def build_mcp_server(services: McpServices, *, name: str = "orc") -> FastMCP:
-    """A FastMCP server with every tool family registered; nothing is started."""
-    server = _empty_server(name)
+class OrcMCP(FastMCP):
+    """A FastMCP server that reports orc's version and publishes tool names in one :data:`ToolNameForm`.
+
+    Every registration (orc's tool families and extensions alike) goes through :meth:`add_tool`, so the name and
+    the tool names a description mentions are spelled once, here, for the whole server.
+    """
+
+    def __init__(self, name: str, *, tool_names: ToolNameForm = "dotted") -> None:
+        # log_level WARNING: FastMCP calls logging.basicConfig(); WARNING is the root logger's default anyway,
+        # so an application that has not configured logging does not get its level changed by building a server.
+        super().__init__(name=name, instructions=published_text(INSTRUCTIONS, tool_names), log_level="WARNING")
+        self.tool_names: ToolNameForm = tool_names
+        # serverInfo.version: FastMCP takes no version argument and would report the MCP SDK's own version.
+        self._mcp_server.version = orc.__version__
+
+    def add_tool(self, fn: Any, name: str | None = None, *args: Any, **kwargs: Any) -> None:
+        """Register ``fn`` under ``name`` spelled in this server's form (its description likewise)."""
+        if name is not None:
+            name = published_tool_name(name, self.tool_names)
+        if kwargs.get("description"):
+            kwargs["description"] = published_text(kwargs["description"], self.tool_names)
+        super().add_tool(fn, name, *args, **kwargs)
+
+
+def build_mcp_server(services: McpServices, *, name: str = "orc", tool_names: ToolNameForm = "dotted") -> OrcMCP:
+    """A FastMCP server with every tool family registered; nothing is started.
+
+    ``tool_names="underscore"`` publishes ``documents_list`` etc. for external clients that refuse dots; the
+    orchestrator's in-process server is always dotted (:mod:`orc.tool_contract` names).
+    """
+    server = OrcMCP(name, tool_names=tool_names)
     document_chat.register(server, services)
     documents.register(server, services.library)
+    contexts.register(server, services.library)
     session.register(server, services.library)
     return server
 
 
-def build_document_chat_server(services: DocumentChatServices, *, name: str = "orc") -> FastMCP:
+def build_document_chat_server(services: DocumentChatServices, *, name: str = "orc") -> OrcMCP:
     """A FastMCP server with ``document_chat`` only (no document library): nothing is started."""
-    server = _empty_server(name)
+    server = OrcMCP(name)
     document_chat.register(server, services)
     return server
-
-
-def _empty_server(name: str) -> FastMCP:
-    # log_level WARNING: FastMCP calls logging.basicConfig(); WARNING is the root logger's default anyway,
-    # so an application that has not configured logging does not get its level changed by building a server.
-    return FastMCP(name=name, instructions=INSTRUCTIONS, log_level="WARNING")

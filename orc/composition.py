@@ -300,7 +300,10 @@ class Services:
     idempotency: IdempotencyKeys
     """``Idempotency-Key`` records of mutating requests."""
     mcp_server: FastMCP
-    """The MCP server the orchestrator talks to in memory (the HTTP app also serves it at ``/api/mcp``)."""
+    """The MCP server the orchestrator talks to in memory (dotted tool names, always)."""
+    published_mcp_server: FastMCP
+    """The MCP server ``/api/mcp`` serves: :attr:`mcp_server` itself, or one with the same tools spelled as
+    ``ORC_MCP_TOOL_NAMES=underscore`` asks (the orchestrator keeps the dotted one)."""
 
 
 @asynccontextmanager
@@ -323,6 +326,11 @@ async def build_runtime(
         services = await build_document_services(settings, stack, model=model, stores=stores, digest_model=digest_model)
         for extend in mcp_extensions:
             extend(services.server)
+        published = services.server
+        if settings.mcp_tool_names != "dotted":
+            published = build_mcp_server(services.mcp, tool_names=settings.mcp_tool_names)
+            for extend in mcp_extensions:
+                extend(published)
         checkpointer = await _checkpointer(settings, services.stores, stack)
         tools = await services.server.list_tools()
         connection = in_memory_mcp(services.server)
@@ -356,6 +364,7 @@ async def build_runtime(
             context_files=services.context_files,
             idempotency=services.idempotency,
             mcp_server=services.server,
+            published_mcp_server=published,
         )
 
 

@@ -27,6 +27,7 @@ TOOLS = {
     "documents.get_content",
     "documents.get_summary",
     "documents.search",
+    "contexts.list",
     "session.attach_document",
     "session.list_documents",
     "session.remove_document",
