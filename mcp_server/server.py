@@ -6,11 +6,11 @@ orchestrator connects to it in memory (``mcp.shared.memory``).
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
 
-import orc
 from mcp_server.services import DocumentChatServices, McpServices
 from mcp_server.tools import contexts, document_chat, documents, session
 from orc.tool_contract import ToolNameForm, published_text, published_tool_name
@@ -33,8 +33,10 @@ class OrcMCP(FastMCP):
         # so an application that has not configured logging does not get its level changed by building a server.
         super().__init__(name=name, instructions=published_text(INSTRUCTIONS, tool_names), log_level="WARNING")
         self.tool_names: ToolNameForm = tool_names
-        # serverInfo.version: FastMCP takes no version argument and would report the MCP SDK's own version.
-        self._mcp_server.version = orc.__version__
+        # serverInfo.version: FastMCP takes no version argument and would report the MCP SDK's own version. Read
+        # from the installed distribution (the same as orc.__version__): importing the orc package here would
+        # reach, for the layer check, everything it exports.
+        self._mcp_server.version = version("orc")
 
     def add_tool(self, fn: Any, name: str | None = None, *args: Any, **kwargs: Any) -> None:
         """Register ``fn`` under ``name`` spelled in this server's form (its description likewise)."""
