@@ -31,7 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from orc.errors import InvalidInput
 from orc.tool_contract import ToolNameForm
+
+_BAD_CONFIG = "invalid_client_config"
+"""The code of the error when the client's existing config cannot be merged into (it is left untouched)."""
 
 Client = Literal["claude", "cursor", "vscode"]
 CLIENTS: tuple[Client, ...] = ("claude", "cursor", "vscode")
@@ -40,10 +44,6 @@ TOOL_NAMES_FOR: dict[Client, ToolNameForm] = {"claude": "underscore", "cursor": 
 """The tool-name form each host accepts (dotted names break Claude Desktop; underscore is safe everywhere)."""
 
 _SERVERS_KEY: dict[Client, str] = {"claude": "mcpServers", "cursor": "mcpServers", "vscode": "servers"}
-
-
-class InstallError(Exception):
-    """The config cannot be written as asked (e.g. the existing file is not a JSON object)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,12 +96,16 @@ def merged_config(client: Client, existing: str | None, launch: ServerLaunch) ->
         try:
             config = json.loads(existing)
         except json.JSONDecodeError as exc:
-            raise InstallError(f"the existing config is not valid JSON (line {exc.lineno}); fix or move it") from None
+            raise InvalidInput(
+                f"the existing config is not valid JSON (line {exc.lineno}); fix or move it", code=_BAD_CONFIG
+            ) from None
     if not isinstance(config, dict):
-        raise InstallError("the existing config is not a JSON object; fix or move it")
+        raise InvalidInput("the existing config is not a JSON object; fix or move it", code=_BAD_CONFIG)
     servers = config.setdefault(_SERVERS_KEY[client], {})
     if not isinstance(servers, dict):
-        raise InstallError(f"the existing config's {_SERVERS_KEY[client]!r} is not a JSON object; fix or move it")
+        raise InvalidInput(
+            f"the existing config's {_SERVERS_KEY[client]!r} is not a JSON object; fix or move it", code=_BAD_CONFIG
+        )
     servers[launch.name] = server_entry(client, launch)
     return config
 
@@ -140,8 +144,11 @@ def run(
     path = config or config_path(client, home=Path.home(), platform=sys.platform, environ=os.environ)
     try:
         backup = install(client, launch, path=path, print_only=print_only, out=out)
-    except (InstallError, OSError) as exc:
-        print(f"error: {path}: {exc}", file=err)
+    except InvalidInput as exc:
+        print(f"error ({exc.code}): {path}: {exc.message}", file=err)
+        return 1
+    except OSError as exc:
+        print(f"error: {path}: {exc.strerror or type(exc).__name__}", file=err)
         return 1
     if not print_only:
         kept = f" (previous config saved as {backup})" if backup else ""
