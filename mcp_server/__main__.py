@@ -1,8 +1,11 @@
-"""``python -m mcp_server [--organization ORG] [--user USER]``: the orc MCP server over stdio.
+"""``python -m mcp_server [--organization ORG] [--user USER] [--tool-names FORM] [--allow-dir DIR]...``.
 
-Settings come from the ``ORC_`` environment (``ORC_HOME``, ``ORC_STORAGE``, ``ORC_MODEL``...). Over stdio the
-scope is whoever started the process, given by the options (default: the embedded single local principal).
-Nothing may be written to stdout except protocol messages: logs go to stderr.
+The orc MCP server over stdio. Settings come from the ``ORC_`` environment (``ORC_HOME``, ``ORC_STORAGE``,
+``ORC_MODEL``, ``ORC_MCP_TOOL_NAMES``, ``ORC_MCP_ALLOWED_DIRS``...). Over stdio the scope is whoever started the
+process, given by the options (default: the embedded single local principal). ``--tool-names underscore``
+publishes ``documents_list`` etc. for hosts that refuse dotted names; each ``--allow-dir`` adds a folder whose
+files ``session.attach_path`` may attach. Nothing may be written to stdout except protocol messages: logs go to
+stderr.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pydantic import ValidationError
 from orc import event_loop
 from orc.errors import ConfigurationError, InvalidName
 from orc.principal import LOCAL_PRINCIPAL, Principal
+from orc.tool_contract import TOOL_NAME_FORMS, ToolNameForm
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -26,19 +30,46 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--organization", default=LOCAL_PRINCIPAL.organization, help="organization id")
     parser.add_argument("--user", default=LOCAL_PRINCIPAL.user, help="user id")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add_client_options(parser)
     return parser.parse_args(argv)
 
 
-async def serve(principal: Principal) -> None:
+def add_client_options(parser: argparse.ArgumentParser) -> None:
+    """``--tool-names`` and ``--allow-dir``: shared with ``orc mcp``."""
+    parser.add_argument(
+        "--tool-names",
+        choices=TOOL_NAME_FORMS,
+        default=None,
+        help="dotted (documents.list) or underscore (documents_list, for Claude Desktop, OpenAI, Codex, Copilot); "
+        "default: ORC_MCP_TOOL_NAMES, else dotted",
+    )
+    parser.add_argument(
+        "--allow-dir",
+        dest="allow_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder whose files session.attach_path may attach (repeatable; adds to ORC_MCP_ALLOWED_DIRS)",
+    )
+
+
+async def serve(principal: Principal, tool_names: ToolNameForm | None = None, allow_dirs: Sequence[str] = ()) -> None:
     """Build the document services from the environment's settings and serve them over stdio."""
     # Imported here: the composition root pulls in every backend, and --help should not pay for that.
+    from mcp_server.server import build_mcp_server
     from mcp_server.stdio import run_stdio
+    from mcp_server.tools import local_files
     from orc.composition import build_document_services
     from orc.settings import Settings
 
+    settings = Settings()
+    folders = local_files.folders_from([*settings.mcp_allowed_dirs, *allow_dirs])
+    form = tool_names or settings.mcp_tool_names
     async with AsyncExitStack() as stack:
-        services = await build_document_services(Settings(), stack)
-        await run_stdio(services.server, principal)
+        services = await build_document_services(settings, stack)
+        server = services.server if form == "dotted" else build_mcp_server(services.mcp, tool_names=form)
+        local_files.register(server, services.mcp.library, folders)
+        await run_stdio(server, principal)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        event_loop.run(serve(principal))
+        event_loop.run(serve(principal, args.tool_names, args.allow_dirs))
     except ConfigurationError as exc:
         # The operator's mistake (e.g. ORC_STORAGE=azure without its endpoint): say which setting, no trace.
         print(f"error: {exc.message}", file=sys.stderr)

@@ -6,6 +6,7 @@ orchestrator connects to it in memory (``mcp.shared.memory``).
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
@@ -13,8 +14,8 @@ from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase
 from pydantic import ConfigDict, model_validator
 
 from mcp_server.services import DocumentChatServices, McpServices
-from mcp_server.tools import document_chat, documents, session
-from orc.tool_contract import SCOPE_ARGUMENTS
+from mcp_server.tools import contexts, document_chat, documents, session
+from orc.tool_contract import SCOPE_ARGUMENTS, ToolNameForm, published_text, published_tool_name
 
 INSTRUCTIONS = """orc document tools. Every call is scoped to the authenticated user, to the conversation given as
 session_id and to the focus context (context_type, context_id). Start with documents.list; use documents.analyze
@@ -22,19 +23,50 @@ for documents that are not ready; search with documents.search; cite evidence wi
 ([document::S<n>])."""
 
 
-def build_mcp_server(services: McpServices, *, name: str = "orc") -> FastMCP:
-    """A FastMCP server with every tool family registered; nothing is started."""
-    server = _empty_server(name)
+class OrcMCP(FastMCP):
+    """A FastMCP server that reports orc's version and publishes tool names in one :data:`ToolNameForm`.
+
+    Every registration (orc's tool families and extensions alike) goes through :meth:`add_tool`, so the name and
+    the tool names a description mentions are spelled once, here, for the whole server.
+    """
+
+    def __init__(self, name: str, *, tool_names: ToolNameForm = "dotted") -> None:
+        # log_level WARNING: FastMCP calls logging.basicConfig(); WARNING is the root logger's default anyway,
+        # so an application that has not configured logging does not get its level changed by building a server.
+        super().__init__(name=name, instructions=published_text(INSTRUCTIONS, tool_names), log_level="WARNING")
+        self.tool_names: ToolNameForm = tool_names
+        # serverInfo.version: FastMCP takes no version argument and would report the MCP SDK's own version. Read
+        # from the installed distribution (the same as orc.__version__): importing the orc package here would
+        # reach, for the layer check, everything it exports.
+        self._mcp_server.version = version("orc")
+
+    def add_tool(self, fn: Any, name: str | None = None, *args: Any, **kwargs: Any) -> None:
+        """Register ``fn`` under ``name`` spelled in this server's form (its description likewise)."""
+        if name is not None:
+            name = published_tool_name(name, self.tool_names)
+        if kwargs.get("description"):
+            kwargs["description"] = published_text(kwargs["description"], self.tool_names)
+        super().add_tool(fn, name, *args, **kwargs)
+
+
+def build_mcp_server(services: McpServices, *, name: str = "orc", tool_names: ToolNameForm = "dotted") -> OrcMCP:
+    """A FastMCP server with every tool family registered; nothing is started.
+
+    ``tool_names="underscore"`` publishes ``documents_list`` etc. for external clients that refuse dots; the
+    orchestrator's in-process server is always dotted (:mod:`orc.tool_contract` names).
+    """
+    server = OrcMCP(name, tool_names=tool_names)
     document_chat.register(server, services)
     documents.register(server, services.library)
+    contexts.register(server, services.library)
     session.register(server, services.library)
     _forbid_unknown_arguments(server)
     return server
 
 
-def build_document_chat_server(services: DocumentChatServices, *, name: str = "orc") -> FastMCP:
+def build_document_chat_server(services: DocumentChatServices, *, name: str = "orc") -> OrcMCP:
     """A FastMCP server with ``document_chat`` only (no document library): nothing is started."""
-    server = _empty_server(name)
+    server = OrcMCP(name)
     document_chat.register(server, services)
     _forbid_unknown_arguments(server)
     return server
@@ -66,9 +98,3 @@ def _forbid_unknown_arguments(server: FastMCP) -> None:
         )
         tool.fn_metadata.arg_model = strict
         tool.parameters["additionalProperties"] = False
-
-
-def _empty_server(name: str) -> FastMCP:
-    # log_level WARNING: FastMCP calls logging.basicConfig(); WARNING is the root logger's default anyway,
-    # so an application that has not configured logging does not get its level changed by building a server.
-    return FastMCP(name=name, instructions=INSTRUCTIONS, log_level="WARNING")

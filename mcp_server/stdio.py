@@ -5,13 +5,16 @@ from __future__ import annotations
 from mcp.server.fastmcp import FastMCP
 
 from mcp_server.scope import current_principal
+from mcp_server.tools.local_files import stdio_transport
 from orc.principal import Principal
 
 
 async def run_stdio(server: FastMCP, principal: Principal) -> None:
     """Serve ``server`` on stdin/stdout until the client disconnects; every call acts for ``principal``."""
     token = current_principal.set(principal)
+    stdio = stdio_transport.set(True)
     try:
         await server.run_stdio_async()
     finally:
+        stdio_transport.reset(stdio)
         current_principal.reset(token)

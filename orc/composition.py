@@ -379,7 +379,10 @@ class Services:
     idempotency: IdempotencyKeys
     """``Idempotency-Key`` records of mutating requests."""
     mcp_server: FastMCP
-    """The MCP server the orchestrator talks to in memory (the HTTP app also serves it at ``/api/mcp``)."""
+    """The MCP server the orchestrator talks to in memory (dotted tool names, always)."""
+    published_mcp_server: FastMCP
+    """The MCP server ``/api/mcp`` serves: :attr:`mcp_server` itself, or one with the same tools spelled as
+    ``ORC_MCP_TOOL_NAMES=underscore`` asks (the orchestrator keeps the dotted one)."""
     quotas: Quotas
     """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
     jobs: JobWorker
@@ -409,6 +412,11 @@ async def build_runtime(
         )
         for extend in mcp_extensions:
             extend(services.server)
+        published = services.server
+        if settings.mcp_tool_names != "dotted":
+            published = build_mcp_server(services.mcp, tool_names=settings.mcp_tool_names)
+            for extend in mcp_extensions:
+                extend(published)
         checkpointer = await _checkpointer(settings, services.stores, stack)
         tools = await services.server.list_tools()
         connection = in_memory_mcp(services.server)
@@ -451,6 +459,7 @@ async def build_runtime(
             mcp_server=services.server,
             quotas=await build_quotas(settings, services.stores),
             jobs=services.jobs,
+            published_mcp_server=published,
         )
 
 

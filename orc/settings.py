@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -140,6 +141,25 @@ class Settings(BaseSettings):
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"],
         description="Host headers the /api/mcp endpoint accepts (DNS-rebinding protection); comma separated.",
     )
+
+    # -- MCP clients (tool names, local files) -----------------------------------------------------------
+    mcp_tool_names: Literal["dotted", "underscore"] = Field(
+        default="dotted",
+        description="How /api/mcp and `orc mcp` spell tool names: dotted (documents.list, the design's names) or "
+        "underscore (documents_list) for clients that refuse dots (Claude Desktop, OpenAI, Codex, Copilot CLI).",
+    )
+    mcp_allowed_dirs: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="Folders whose files the stdio MCP server may attach by path (session.attach_path), "
+        f"separated by {os.pathsep!r}; none: the tool is not offered. Never used over HTTP.",
+    )
+
+    @field_validator("mcp_allowed_dirs", mode="before")
+    @classmethod
+    def _parse_dirs(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [Path(part) for part in value.split(os.pathsep) if part.strip()]
+        return value
 
     @field_validator("api_keys", mode="before")
     @classmethod

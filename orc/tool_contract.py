@@ -7,6 +7,9 @@ tool cannot be renamed, or a scope argument added, on one side only. It is a lea
 
 from __future__ import annotations
 
+import re
+from typing import Literal
+
 DOCUMENT_CHAT = "document_chat"
 """A grounded answer over the session's attached documents; the graph calls it itself, a model never plans it."""
 
@@ -17,6 +20,9 @@ DOCUMENTS_GET_SUMMARY = "documents.get_summary"
 DOCUMENTS_SEARCH = "documents.search"
 DOCUMENTS_GET_PAGE = "documents.get_page"
 DOCUMENTS_GET_SPAN = "documents.get_span"
+
+CONTEXTS_LIST = "contexts.list"
+"""The caller's context tree (organization → folder → usecase): read-only, a model may plan it."""
 
 SESSION_ATTACH_DOCUMENT = "session.attach_document"
 SESSION_LIST_DOCUMENTS = "session.list_documents"
@@ -32,14 +38,18 @@ TOOL_NAMES = frozenset(
         DOCUMENTS_SEARCH,
         DOCUMENTS_GET_PAGE,
         DOCUMENTS_GET_SPAN,
+        CONTEXTS_LIST,
         SESSION_ATTACH_DOCUMENT,
         SESSION_LIST_DOCUMENTS,
         SESSION_REMOVE_DOCUMENT,
     }
 )
-"""Every tool orc's MCP server publishes."""
+"""Every tool orc's MCP server publishes (to every client; :data:`SESSION_ATTACH_PATH` is stdio-only)."""
 
-SESSION_MUTATIONS = frozenset({SESSION_ATTACH_DOCUMENT, SESSION_REMOVE_DOCUMENT})
+SESSION_ATTACH_PATH = "session.attach_path"
+"""Attach a local file by path: published only over stdio, and only when allowed folders are configured."""
+
+SESSION_MUTATIONS = frozenset({SESSION_ATTACH_DOCUMENT, SESSION_ATTACH_PATH, SESSION_REMOVE_DOCUMENT})
 """Tools that change the user's session: for MCP clients and the UI, never for a model planning a turn (a
 document's text must not be able to make the model delete or add documents)."""
 
@@ -55,11 +65,12 @@ DOCUMENT_TOOLS = frozenset(
         DOCUMENTS_SEARCH,
         DOCUMENTS_GET_PAGE,
         DOCUMENTS_GET_SPAN,
+        CONTEXTS_LIST,
         SESSION_LIST_DOCUMENTS,
     }
 )
-"""orc's own plannable document tools: with no document available, none of them can help, so no planning call
-is made."""
+"""orc's own plannable document tools (``contexts.list`` too): with no document available, none of them can help,
+so no planning call is made."""
 
 SESSION_ID = "session_id"
 CONTEXT_TYPE = "context_type"
@@ -77,3 +88,28 @@ PRINCIPAL_META_KEY = "orc_principal"
 def model_tool_name(mcp_name: str) -> str:
     """OpenAI-style function names reject dots: ``documents.list`` is offered as ``documents__list``."""
     return mcp_name.replace(".", "__")
+
+
+ToolNameForm = Literal["dotted", "underscore"]
+"""How the server spells its tool names to external clients: the design's dotted names (``documents.list``, the
+default), or ``documents_list`` for clients that only accept ``^[a-zA-Z0-9_-]{1,64}$`` (Claude Desktop, the
+OpenAI API, Codex, the Copilot CLI). The in-process orchestrator always talks to a dotted server."""
+
+TOOL_NAME_FORMS: tuple[ToolNameForm, ...] = ("dotted", "underscore")
+
+PORTABLE_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""The tool-name pattern the strictest MCP hosts enforce."""
+
+
+def published_tool_name(mcp_name: str, form: ToolNameForm) -> str:
+    """The name a tool is published under in ``form``: ``documents.list`` or ``documents_list``."""
+    return mcp_name.replace(".", "_") if form == "underscore" else mcp_name
+
+
+def published_text(text: str, form: ToolNameForm) -> str:
+    """``text`` (a description or the instructions) with every orc tool name it mentions spelled as in ``form``."""
+    if form == "dotted":
+        return text
+    for name in sorted(TOOL_NAMES | {SESSION_ATTACH_PATH}, key=len, reverse=True):
+        text = text.replace(name, published_tool_name(name, form))
+    return text

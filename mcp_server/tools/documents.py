@@ -139,7 +139,10 @@ def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
         description=(
             "List the documents available here: the session's attached documents, then those of the focus context "
             "(and of the contexts it includes), each with its origin context (context_type, context_id), status "
-            "(uploading, processing, ready, failed), whether a summary exists, size and token estimate. Start here."
+            "(uploading, processing, ready, failed), whether a summary exists, size and token estimate. With no "
+            "session_id and no focus context it lists what the caller's organization makes available: the "
+            "organization's documents and those of every folder and usecase (contexts.list shows the tree). "
+            "Start here."
         ),
         annotations=_READ_ONLY,
         failure="listing the documents failed",

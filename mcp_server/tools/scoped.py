@@ -9,7 +9,8 @@ tool's arguments, except two names that the registration fills in:
   arguments of :data:`orc.tool_contract.SCOPE_ARGUMENTS` (``session_id``, ``context_type``, ``context_id``,
   ``include_historical``). External MCP clients pass them; the orchestrator injects them from the authenticated
   turn and hides them from the model. Either way they are validated against the principal: a context of another
-  organization, or one that does not exist, is ``not_found``.
+  organization, or one that does not exist, is ``not_found``. With neither a session nor a focus the scope is the
+  caller's organization (its documents and those of every folder and usecase under it).
 
 The body returns its result model; the tool answers with it as structured content and ``render(result)`` as text,
 and every error follows the policy of :func:`mcp_server.tools.tool_errors`.
@@ -120,6 +121,11 @@ def add_scoped_tool(
     async def resolve(ctx: Context[Any, Any, Any], arguments: dict[str, Any]) -> dict[str, Any]:
         principal = resolve_principal(ctx)
         scope_arguments = {argument: arguments.pop(argument) for argument in SCOPE_ARGUMENTS}
+        if all(scope_arguments[argument] is None for argument in (SESSION_ID, CONTEXT_TYPE, CONTEXT_ID)):
+            # No session and no focus: what the caller sees by default is its organization, which makes every
+            # context's documents available (DESIGN §3). The orchestrator always names its session.
+            scope_arguments[CONTEXT_TYPE] = "organization"
+            scope_arguments[CONTEXT_ID] = principal.organization
         scope = await library.resolve_scope(principal, **scope_arguments)
         return {PRINCIPAL: principal, SCOPE: scope}
 

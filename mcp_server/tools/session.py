@@ -77,6 +77,27 @@ def _decode(content: str, encoding: str, max_bytes: int) -> bytes:
     return data
 
 
+async def attach_upload(
+    library: DocumentLibrary, principal: Principal, session_id: str, upload: Upload
+) -> SessionChange:
+    """Attach one file to the session, as an upload is; the change and the document as listed now."""
+    mutation = await library.session_files.add(principal, session_id, [upload])
+    (change,) = mutation.files
+    listed = await library.available(principal, DocumentScope(session_id=session_id))
+    found = listed.find(change.file_id)
+    return SessionChange(
+        session_id=session_id, revision=mutation.revision, change=change, document=found.info if found else None
+    )
+
+
+def render_change(result: SessionChange) -> str:
+    """``lease.pdf: added, status ready (session revision 2)``."""
+    return (
+        f"{result.change.filename}: {result.change.diff}, status {result.change.status} "
+        f"(session revision {result.revision})"
+    )
+
+
 def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
     async def session_attach_document(
         principal: Principal,
@@ -88,13 +109,7 @@ def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
     ) -> SessionChange:
         validate_identifier(session_id, what="session")
         data = _decode(content, encoding, library.session_files.max_upload_bytes)
-        mutation = await library.session_files.add(principal, session_id, [Upload(filename, data, content_type)])
-        (change,) = mutation.files
-        listed = await library.available(principal, DocumentScope(session_id=session_id))
-        found = listed.find(change.file_id)
-        return SessionChange(
-            session_id=session_id, revision=mutation.revision, change=change, document=found.info if found else None
-        )
+        return await attach_upload(library, principal, session_id, Upload(filename, data, content_type))
 
     add_principal_tool(
         server,
@@ -109,10 +124,7 @@ def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
             readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
         ),
         failure="attaching the document failed",
-        render=lambda result: (
-            f"{result.change.filename}: {result.change.diff}, status {result.change.status} "
-            f"(session revision {result.revision})"
-        ),
+        render=render_change,
     )
 
 

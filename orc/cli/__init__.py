@@ -13,6 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from orc.cli.worker import add_worker_command
 
@@ -44,13 +45,73 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="worker processes (1). More use more cores; each keeps its own document_chat file cache",
     )
-    mcp = commands.add_parser("mcp", help="run the MCP server over stdio")
-    mcp.add_argument("--organization", default="default")
-    mcp.add_argument("--user", default="default")
+    _add_mcp_commands(commands)
     _add_document_commands(commands)
     _add_session_commands(commands)
     add_worker_command(commands)
     return parser
+
+
+def _add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``orc mcp`` (serve over stdio) and ``orc mcp install claude|vscode|cursor``."""
+    from orc.tool_contract import TOOL_NAME_FORMS
+
+    def principal_and_client_options(parser: argparse.ArgumentParser, *, inherit: bool = False) -> None:
+        # inherit: `orc mcp --user bob install claude` keeps bob (a subparser's defaults would overwrite it).
+        unset: dict[str, Any] = {"default": argparse.SUPPRESS} if inherit else {}
+        parser.add_argument("--organization", **(unset or {"default": "default"}))
+        parser.add_argument("--user", **(unset or {"default": "default"}))
+        parser.add_argument(
+            "--tool-names",
+            choices=TOOL_NAME_FORMS,
+            **(unset or {"default": None}),
+            help="dotted (documents.list) or underscore (documents_list, for Claude Desktop, OpenAI, Codex, "
+            "Copilot); default: ORC_MCP_TOOL_NAMES, else dotted (install: the form the client accepts)",
+        )
+        parser.add_argument(
+            "--allow-dir",
+            dest="allow_dirs",
+            action="append",
+            type=Path,
+            metavar="DIR",
+            **(unset or {"default": []}),
+            help="a folder whose files session.attach_path may attach (repeatable)",
+        )
+
+    mcp = commands.add_parser("mcp", help="run the MCP server over stdio, or install it in an MCP client")
+    principal_and_client_options(mcp)
+    actions = mcp.add_subparsers(dest="mcp_action")
+    install = actions.add_parser("install", help="write (or --print) a client's config to start orc's MCP server")
+    install.add_argument("client", choices=["claude", "cursor", "vscode"])
+    install.add_argument("--print", dest="print_only", action="store_true", help="print the config, write nothing")
+    install.add_argument("--config", type=Path, metavar="PATH", help="write this config file instead")
+    install.add_argument("--name", default="orc", help="the server's name in the client (orc)")
+    principal_and_client_options(install, inherit=True)
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    if args.mcp_action == "install":
+        from orc.cli import mcp_install
+        from orc.settings import Settings
+
+        launch = mcp_install.ServerLaunch(
+            python=Path(sys.executable),
+            orc_home=Settings().home,
+            organization=args.organization,
+            user=args.user,
+            allow_dirs=args.allow_dirs,
+            tool_names=args.tool_names,
+            name=args.name,
+        )
+        return mcp_install.run(args.client, launch, print_only=args.print_only, config=args.config)
+    from mcp_server.__main__ import main as mcp_main
+
+    argv = ["--organization", args.organization, "--user", args.user, "--log-level", args.log_level]
+    if args.tool_names:
+        argv += ["--tool-names", args.tool_names]
+    for folder in args.allow_dirs:
+        argv += ["--allow-dir", str(folder)]
+    return mcp_main(argv)
 
 
 def _add_session_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,9 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
     if args.command == "mcp":
-        from mcp_server.__main__ import main as mcp_main
-
-        return mcp_main(["--organization", args.organization, "--user", args.user, "--log-level", args.log_level])
+        return _run_mcp(args)
     missing = [str(path) for path in [*getattr(args, "files", []), *getattr(args, "paths", [])] if not path.is_file()]
     if missing:
         print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)

@@ -124,7 +124,9 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with build_runtime(settings, model=model, stores=stores, digest_model=digest_model) as services:
-            mcp_app, mcp_lifespan = build_mcp_http_app(services.mcp_server, allowed_hosts=settings.mcp_allowed_hosts)
+            mcp_app, mcp_lifespan = build_mcp_http_app(
+                services.published_mcp_server, allowed_hosts=settings.mcp_allowed_hosts
+            )
             async with mcp_lifespan():
                 app.state.services = services
                 mcp.target = mcp_app

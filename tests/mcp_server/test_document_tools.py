@@ -29,6 +29,7 @@ TOOLS = {
     "documents.search",
     "documents.get_page",
     "documents.get_span",
+    "contexts.list",
     "session.attach_document",
     "session.list_documents",
     "session.remove_document",

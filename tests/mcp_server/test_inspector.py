@@ -106,6 +106,7 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
         "documents.get_span": call_arguments("documents.get_span", source_ref="policy.md::S1", **focus),
         "documents.get_page": call_arguments("documents.get_page", document_id=ids["policy"], page="1", **focus),
         "session.list_documents": call_arguments("session.list_documents", session_id=SESSION),
+        "contexts.list": call_arguments("contexts.list"),
         "document_chat": call_arguments(
             "document_chat", question="Which room?", document_names='["memo.txt"]', session_id=SESSION
         ),
@@ -146,3 +147,17 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
     assert "12" in read_results["document_chat"]["structuredContent"]["answer"]
     assert attached["structuredContent"]["change"]["status"] == "ready"
     assert removed["structuredContent"]["change"]["diff"] == "deleted"
+    assert read_results["contexts.list"]["structuredContent"]["organization"] == "default"
+
+
+@pytest.mark.slow
+async def test_the_inspector_lists_and_calls_underscore_tool_names(tmp_path: Path) -> None:
+    npx = _npx()
+    home = tmp_path / "home"
+    await seed(home)
+
+    listed = await inspect(npx, home, "--tool-names", "underscore", "--method", "tools/list")
+    called = await inspect(npx, home, "--tool-names", "underscore", *call_arguments("documents_list"))
+
+    assert "documents_list" in {tool["name"] for tool in listed["tools"]}
+    assert [doc["filename"] for doc in called["structuredContent"]["documents"]] == ["policy.md"]

@@ -10,6 +10,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
+import orc
 from mcp_server.__main__ import main
 from orc.composition import open_stores
 from orc.contracts import DocumentChatResult
@@ -83,3 +84,30 @@ def test_an_invalid_principal_option_exits_with_status_2_before_starting(capsys:
     assert main(["--organization", "acme", "--user", "../bob"]) == 2
 
     assert "--organization and --user must be plain ids" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+async def test_the_stdio_server_attaches_a_file_by_path_from_an_allowed_folder_with_underscore_names(
+    tmp_path: Path,
+) -> None:
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    (allowed / "notes.txt").write_text("The launch is on Tuesday.", encoding="utf-8")
+    server = _server(tmp_path / "home", "--tool-names", "underscore", "--allow-dir", str(allowed))
+
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            initialized = await session.initialize()
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            attached = await session.call_tool(
+                "session_attach_path", {"session_id": CONVERSATION, "path": str(allowed / "notes.txt")}
+            )
+            escaped = await session.call_tool(
+                "session_attach_path", {"session_id": CONVERSATION, "path": str(allowed / ".." / "stderr.log")}
+            )
+
+    assert initialized.serverInfo.version == orc.__version__
+    assert {"documents_list", "contexts_list", "session_attach_path"} <= names
+    assert attached.isError is False and attached.structuredContent is not None
+    assert attached.structuredContent["change"]["status"] == "ready"
+    assert escaped.isError is True and "path_not_allowed" in str(escaped.content[0])

@@ -1,0 +1,66 @@
+"""The turn graph for ``langgraph dev`` / LangGraph Studio (``langgraph.json`` points at :func:`make_graph`).
+
+Nothing is built at import: the LangGraph server imports this module, then enters :func:`make_graph` for each run
+with the run's config. The graph's nodes read their :class:`~orc.graph.context.TurnContext` (model, MCP toolbox,
+stores) from the LangGraph runtime, which Studio cannot send as JSON; so the factory opens orc's services from the
+``ORC_`` environment (by default the embedded stores under ``ORC_HOME`` and the offline model) and binds a context
+for the local principal, the run's thread acting as the conversation. Studio then steps through the real nodes:
+query_planner → tool_router → mcp_executor → context_builder → answer.
+
+The run's input is ``{"question": "..."}``, plus ``blob_names`` to force document_chat over named attached files.
+The documents are those attached to the session whose id is the Studio thread's id (``orc ask --conversation ID
+--file ...`` or the HTTP API attach them); ``focus_context`` stays unset (it is a model object in the state, which
+JSON input cannot carry). Turns run here are not stored as conversations (that is the orchestrator's job).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
+from langgraph.runtime import Runtime
+
+from orc.composition import build_document_services, in_memory_mcp
+from orc.graph import TurnContext, build_graph
+from orc.graph.builder import TurnGraph
+from orc.mcp_client import McpToolbox
+from orc.principal import LOCAL_PRINCIPAL
+from orc.settings import Settings
+from orc.tool_contract import DOCUMENT_CHAT
+
+
+@asynccontextmanager
+async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[TurnGraph]:
+    """The compiled turn graph, bound to a live offline/embedded context for this run (see the module docs)."""
+    settings = Settings()
+    configurable: dict[str, Any] = dict((config or {}).get("configurable") or {})
+    conversation_id = str(configurable.get("thread_id") or uuid.uuid4())
+    async with AsyncExitStack() as stack:
+        services = await build_document_services(settings, stack)
+        connection = in_memory_mcp(services.server)
+        stack.push_async_callback(connection.aclose)
+        tools = await services.server.list_tools()
+        context = TurnContext(
+            principal=LOCAL_PRINCIPAL,
+            conversation_id=conversation_id,
+            model=services.model,
+            conversations=services.conversations,
+            toolbox=McpToolbox(
+                connection,
+                principal=LOCAL_PRINCIPAL,
+                # The orchestrator's scope for a turn without focus: the thread's session documents.
+                scope={"session_id": conversation_id, "include_historical": True},
+                call_timeout_seconds=settings.tool_timeout_seconds,
+            ),
+            max_tool_rounds=settings.max_tool_rounds,
+            history_turns=settings.history_turns,
+            offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
+            documents=services.documents,
+            stream_tokens=True,
+        )
+        # A context given to the run itself still wins: LangGraph merges the run's runtime over this one.
+        yield build_graph().with_config(configurable={CONFIG_KEY_RUNTIME: Runtime(context=context)})
