@@ -149,6 +149,9 @@ class McpToolbox:
         text = "\n".join(block.text for block in result.content if isinstance(block, TextContent))
         if current.is_recording():
             current.set_attributes({"orc.tool.is_error": bool(result.isError), "orc.tool.result_chars": len(text)})
+            cache = _cache_outcome(result.structuredContent)
+            if cache is not None:
+                current.set_attribute("orc.cache", cache)
         return ToolOutcome(
             name=name,
             arguments=args,
@@ -157,6 +160,13 @@ class McpToolbox:
             is_error=bool(result.isError),
             duration_ms=(time.perf_counter() - started) * 1000,
         )
+
+
+def _cache_outcome(structured: dict[str, Any] | None) -> str | None:
+    """``hit``/``miss`` of a tool that reports whether it reused processed files (``document_chat``)."""
+    metadata = structured.get("metadata") if structured else None
+    cache = metadata.get("cache") if isinstance(metadata, dict) else None
+    return cache if isinstance(cache, str) else None
 
 
 def _for_model(tool: BaseTool) -> BaseTool:

@@ -156,9 +156,9 @@ def turn_span(organization: str, user: str, conversation_id: str) -> Iterator[Sp
             },
         ) as current:
             yield current
-    except BaseException as exc:
+    except BaseException:
+        # Counted as a failed turn here; the request it belonged to is counted once, where it is answered.
         outcome = "failed"
-        record_failure(str(getattr(exc, "code", type(exc).__name__)))
         raise
     finally:
         instruments.turns.add(1, {"orc.outcome": outcome})
@@ -229,16 +229,29 @@ def metrics() -> Metrics:
     return _metrics_for(_providers.meter or otel_metrics.get_meter_provider())
 
 
-def record_failure(code: str) -> None:
-    """Count a failed request by its stable code (rate limits separately)."""
+def record_failure(code: str, *, status: int) -> None:
+    """Count a failed request by its stable code and HTTP status; a 429 also counts as rate-limited."""
     instruments = metrics()
-    instruments.failed.add(1, {"orc.error.code": code})
-    if "rate_limit" in code or code == "too_many_requests":
-        instruments.rate_limited.add(1, {"orc.error.code": code})
+    attributes: dict[str, AttributeValue] = {"orc.error.code": code, "http.response.status_code": status}
+    instruments.failed.add(1, attributes)
+    if status == 429:
+        instruments.rate_limited.add(1, attributes)
 
 
-def record_model_call(input_tokens: int, output_tokens: int) -> None:
-    """Count one chat-model request and its tokens; add them to the current span."""
+@contextmanager
+def model_call(purpose: str, model: str | None = None) -> Iterator[Span]:
+    """The span of one chat-model request: what it was for (``answer``, ``planning``, ``digest``…) and the model's
+    label; :func:`record_model_call` adds its token counts when the reply is in."""
+    with span("model.call", {"orc.model.purpose": purpose, "gen_ai.request.model": model}) as current:
+        yield current
+
+
+def record_model_call(input_tokens: int, output_tokens: int, cache_read_tokens: int = 0) -> None:
+    """Count one chat-model request and its tokens; put them on the current (model call's) span.
+
+    ``cache_read_tokens`` are the input tokens the provider served from its prompt cache: the span says whether
+    the request hit the cache (``orc.model.cache`` ``hit``/``miss``) and how much of it.
+    """
     instruments = metrics()
     instruments.model_calls.add(1)
     if input_tokens:
@@ -247,7 +260,14 @@ def record_model_call(input_tokens: int, output_tokens: int) -> None:
         instruments.tokens.add(output_tokens, {"orc.token.direction": "output"})
     current = trace.get_current_span()
     if current.is_recording():
-        current.add_event("model.call", {"orc.tokens.input": input_tokens, "orc.tokens.output": output_tokens})
+        current.set_attributes(
+            {
+                "gen_ai.usage.input_tokens": input_tokens,
+                "gen_ai.usage.output_tokens": output_tokens,
+                "gen_ai.usage.cache_read_input_tokens": cache_read_tokens,
+                "orc.model.cache": "hit" if cache_read_tokens else "miss",
+            }
+        )
 
 
 # -- logs ---------------------------------------------------------------------------------------------------------

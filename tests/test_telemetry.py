@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from langchain_core.messages import AIMessage
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -18,8 +19,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from orc import telemetry
 from orc.documents.uploads import Upload
 from orc.errors import OrcError
+from orc.models.metering import ModelMeter
+from orc.settings import Settings
 from orc.turns import TurnRequest
 from tests.documents.library_support import open_runtime
+from tests.http.conftest import open_client
 
 SECRET_TEXT = "The launch code of project Nightjar is 7741."
 QUESTION = "What is the launch code of project Nightjar?"
@@ -46,6 +50,17 @@ class Recorded:
                         totals[metric.name] = totals.get(metric.name, 0) + value
         return totals
 
+    def metric_attributes(self, name: str, key: str) -> set[object]:
+        data = self.metrics.get_metrics_data()
+        return {
+            (point.attributes or {}).get(key)
+            for resource in (data.resource_metrics if data else [])
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+            if metric.name == name
+            for point in metric.data.data_points
+        }
+
 
 @pytest.fixture
 def recorded() -> Iterator[Recorded]:
@@ -70,6 +85,7 @@ async def test_a_document_turn_has_spans_for_the_turn_its_nodes_its_tool_call_an
     (turn,) = [span for span in recorded.finished() if span.name == "orc.turn"]
     tool = next(span for span in recorded.finished() if span.name == "tool.call")
     assert tool.attributes is not None and tool.attributes["orc.tool.name"] == "document_chat"
+    assert tool.attributes["orc.cache"] == "miss"  # the file was processed for this turn
     # Node and tool spans are children of the turn's span.
     assert tool.context is not None and turn.context is not None
     assert tool.context.trace_id == turn.context.trace_id
@@ -107,13 +123,45 @@ async def test_metrics_count_turns_latency_and_model_calls(recorded: Recorded) -
     assert points["orc.turn.duration"] == 2  # two latency samples
 
 
-def test_failed_and_rate_limited_requests_are_counted_by_code(recorded: Recorded) -> None:
-    telemetry.record_failure("rate_limited")
-    telemetry.record_failure("model_timeout")
+async def test_refused_requests_are_counted_as_failed_and_a_429_as_rate_limited_too(recorded: Recorded) -> None:
+    keys = json.dumps({"key-a": {"organization": "acme", "user": "a"}})
+    async with open_client(Settings(auth="api-key", api_keys=keys, rate_limit="1/hour")) as client:
+        first = await client.post("/api/orc", json={"question": "Hello?"}, headers={"X-API-Key": "key-a"})
+        refused = await client.post("/api/orc", json={"question": "Hello?"}, headers={"X-API-Key": "key-a"})
+        missing = await client.get("/api/sessions/no-such-session", headers={"X-API-Key": "key-a"})
 
+    assert (first.status_code, refused.status_code, missing.status_code) == (200, 429, 404)
     points = recorded.metric_points()
     assert points["orc.requests.failed"] == 2
     assert points["orc.requests.rate_limited"] == 1
+    codes = recorded.metric_attributes("orc.requests.failed", "orc.error.code")
+    assert codes == {"rate_limited", "session_not_found"}
+
+
+async def test_a_model_call_has_its_own_span_with_token_counts_and_prompt_cache_use(recorded: Recorded) -> None:
+    reply = AIMessage(
+        "Hello.",
+        usage_metadata={
+            "input_tokens": 120,
+            "output_tokens": 5,
+            "total_tokens": 125,
+            "input_token_details": {"cache_read": 100},
+        },
+    )
+    meter = ModelMeter()
+    with telemetry.model_call("answer", "azure:gpt-4o-mini"):
+        meter.record(reply)
+    with telemetry.model_call("planning"):
+        meter.record(AIMessage("", usage_metadata={"input_tokens": 40, "output_tokens": 2, "total_tokens": 42}))
+
+    hit, miss = [span for span in recorded.finished() if span.name == "model.call"]
+    assert hit.attributes is not None and miss.attributes is not None
+    assert hit.attributes["gen_ai.request.model"] == "azure:gpt-4o-mini"
+    assert hit.attributes["orc.model.purpose"] == "answer"
+    assert (hit.attributes["gen_ai.usage.input_tokens"], hit.attributes["gen_ai.usage.output_tokens"]) == (120, 5)
+    assert (hit.attributes["orc.model.cache"], hit.attributes["gen_ai.usage.cache_read_input_tokens"]) == ("hit", 100)
+    assert miss.attributes["orc.model.cache"] == "miss"
+    assert recorded.metric_points()["orc.model.calls"] == 2
 
 
 def test_a_failing_span_records_the_error_code_not_the_message(recorded: Recorded) -> None:

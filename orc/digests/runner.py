@@ -21,7 +21,8 @@ from orc.digests.envelopes import aggregate_envelope, per_file_envelope
 from orc.digests.prompts import TaskPrompt, aggregate_prompt, per_file_prompt, retry_message
 from orc.digests.schema import Digest, parse_json_object, validate_aggregate, validate_per_file
 from orc.errors import OrcError
-from orc.models.metering import message_usage
+from orc.models.metering import cache_read_tokens, message_usage
+from orc.telemetry import model_call, record_model_call
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,10 @@ class DigestRunner:
             calls += 1
             stats.calls += 1
             try:
-                reply = await self._model.ainvoke(messages)
+                with model_call(f"digest.{task}"):
+                    reply = await self._model.ainvoke(messages)
+                    spent = message_usage(reply)
+                    record_model_call(spent.input_tokens, spent.output_tokens, cache_read_tokens(reply))
             except OrcError as exc:
                 logger.warning("digest model call failed: %s", exc.code)
                 return DigestOutcome(None, _model_failure(exc), prompt.version, calls, usage)
@@ -113,7 +117,6 @@ class DigestRunner:
                 logger.warning("digest model call failed: %s", type(exc).__name__)
                 logger.debug("digest model failure details", exc_info=True)
                 return DigestOutcome(None, "the model request failed; retry later", prompt.version, calls, usage)
-            spent = message_usage(reply)
             usage = usage + spent
             stats.usage = stats.usage + spent
             text = reply.text if isinstance(reply, AIMessage) else str(reply.content)

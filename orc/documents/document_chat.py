@@ -38,11 +38,12 @@ from orc.errors import (
     ServiceUnavailable,
 )
 from orc.models.faults import model_fault
-from orc.models.metering import message_usage
+from orc.models.metering import cache_read_tokens, message_usage
 from orc.models.prompting import format_sources, load_prompt
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
 from orc.storage.ports import BlobInfo, BlobStore
+from orc.telemetry import model_call, record_model_call
 from orc.text import rank_indexed, tokenize
 
 logger = logging.getLogger(__name__)
@@ -308,8 +309,12 @@ class DocumentChatService:
     async def _ask(self, system: str, question: str) -> AIMessage:
         try:
             # A timeout scope, not wait_for: on Python 3.11 wait_for wraps the call in a task of its own.
-            async with asyncio.timeout(self._model_timeout):
-                return await self._model.ainvoke([SystemMessage(system), HumanMessage(question)])
+            with model_call("document_chat", self._model_label):
+                async with asyncio.timeout(self._model_timeout):
+                    reply = await self._model.ainvoke([SystemMessage(system), HumanMessage(question)])
+                    spent = message_usage(reply)
+                    record_model_call(spent.input_tokens, spent.output_tokens, cache_read_tokens(reply))
+                    return reply
         except TimeoutError:
             raise ServiceUnavailable(
                 "the language model did not answer in time; try again later", code="model_timeout"

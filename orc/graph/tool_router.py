@@ -22,6 +22,7 @@ from orc.graph.context_block import listing, render_context_block
 from orc.graph.progress import progress
 from orc.graph.state import ListedDocument, PlannedCall, TurnState
 from orc.models.prompting import load_prompt
+from orc.telemetry import model_call
 from orc.tool_contract import DOCUMENT_TOOLS, NEVER_PLANNED
 
 AfterPlanner = Literal["tool_router", "mcp_executor"]
@@ -66,8 +67,9 @@ async def _plan(state: TurnState, ctx: TurnContext) -> TurnState:
         SystemMessage(load_prompt("tool_planning.system").render(context_block=block)),
         HumanMessage(state["standalone_question"]),
     ]
-    reply = await ctx.model.bind_tools(tools).ainvoke(messages)
-    ctx.meter.record(reply)
+    with model_call("planning"):
+        reply = await ctx.model.bind_tools(tools).ainvoke(messages)
+        ctx.meter.record(reply)
     calls = requested_calls(reply, tools)
     if not calls:
         return {**updates, "pending_tool_calls": [], "planning_messages": messages}

@@ -20,6 +20,7 @@ from orc.errors import (
     TooManyRequests,
     Unauthenticated,
 )
+from orc.telemetry import record_failure
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,8 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticate
 def problem(
     status: int, code: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any
 ) -> JSONResponse:
-    """A problem+json response."""
+    """A problem+json response, counted in the failed (and, for a 429, rate-limited) request metrics."""
+    record_failure(code, status=status)
     body = {
         "type": "about:blank",
         "title": _TITLES.get(status, "Error"),

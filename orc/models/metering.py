@@ -13,7 +13,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from orc.contracts import Usage
 from orc.telemetry import record_model_call
 
-__all__ = ["ModelMeter", "message_usage", "usage_of"]
+__all__ = ["ModelMeter", "cache_read_tokens", "message_usage", "usage_of"]
 
 
 class ModelMeter(BaseCallbackHandler):
@@ -50,12 +50,14 @@ class ModelMeter(BaseCallbackHandler):
         """Count one request whose reply is ``replies``: the message, or the chunks of a streamed reply (only
         those that carry ``usage_metadata`` are needed)."""
         total = Usage()
+        cached = 0
         for reply in replies:
             total = total + message_usage(reply)
+            cached += cache_read_tokens(reply)
         with self._lock:
             self._calls += 1
             self._usage = self._usage + total
-        record_model_call(total.input_tokens, total.output_tokens)
+        record_model_call(total.input_tokens, total.output_tokens, cached)
 
     def on_chat_model_start(
         self,
@@ -94,6 +96,14 @@ def message_usage(message: BaseMessage) -> Usage:
         output_tokens=metadata.get("output_tokens", 0),
         total_tokens=metadata.get("total_tokens", 0),
     )
+
+
+def cache_read_tokens(message: BaseMessage) -> int:
+    """Input tokens of a reply that the provider read from its prompt cache (OpenAI's ``cached_tokens``, as
+    LangChain reports it in ``input_token_details``); zero when none or not reported."""
+    metadata = message.usage_metadata if isinstance(message, AIMessage) else None
+    details = metadata.get("input_token_details") if metadata else None
+    return int(details.get("cache_read", 0) or 0) if details else 0
 
 
 def usage_of(result: LLMResult) -> Usage:
