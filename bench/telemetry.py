@@ -45,6 +45,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
     """Alternate blocks of warm turns without and with tracing."""
     result = BenchResult(name="telemetry")
     closed = f"http://127.0.0.1:{free_port()}"
+    telemetry.quiet_dropped_span_warnings()  # as configure_telemetry does when it installs an exporter
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{closed}/v1/traces")))
     reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{closed}/v1/metrics"))

@@ -295,6 +295,18 @@ class JsonLogFormatter(logging.Formatter):
 # -- set-up -------------------------------------------------------------------------------------------------------
 
 _configured: str | None = None
+_SDK_QUEUE_LOGGER = "opentelemetry.sdk._shared_internal"
+
+
+def quiet_dropped_span_warnings() -> None:
+    """Stop the SDK's batch processors from logging a warning for every span they drop.
+
+    With the collector unreachable their queue fills within a few thousand spans, and from then on each span
+    logged "Queue full, dropping span": a log record (~10 µs) per span on the serving thread and a flood of
+    identical lines. The exporter still warns about each failed export, which is what tells an operator the
+    collector is down; export errors (ERROR) still show.
+    """
+    logging.getLogger(_SDK_QUEUE_LOGGER).setLevel(logging.ERROR)
 
 
 def configure_telemetry(env: Mapping[str, str] | None = None, *, json_logs: bool = False) -> str | None:
@@ -309,6 +321,8 @@ def configure_telemetry(env: Mapping[str, str] | None = None, *, json_logs: bool
             handler.setFormatter(JsonLogFormatter())
     if _configured is not None:
         return _configured
+    if env.get("APPLICATIONINSIGHTS_CONNECTION_STRING") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        quiet_dropped_span_warnings()
     if env.get("APPLICATIONINSIGHTS_CONNECTION_STRING"):
         from azure.monitor.opentelemetry import configure_azure_monitor  # heavy: only when exporting there
 

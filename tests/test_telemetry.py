@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -13,7 +14,7 @@ from langchain_core.messages import AIMessage
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from orc import telemetry
@@ -203,3 +204,30 @@ def telemetry_principal():  # type: ignore[no-untyped-def]
     from orc.principal import LOCAL_PRINCIPAL
 
     return LOCAL_PRINCIPAL
+
+
+def test_an_unreachable_collector_does_not_log_a_warning_for_every_dropped_span(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Stuck(SpanExporter):
+        """A collector that never answers: the processor's queue fills."""
+
+        def __init__(self) -> None:
+            self.release = threading.Event()
+
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            self.release.wait(5)
+            return SpanExportResult.FAILURE
+
+    exporter = Stuck()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=2, max_export_batch_size=1))
+    telemetry.quiet_dropped_span_warnings()
+    with caplog.at_level(logging.WARNING), telemetry.providers(provider, None):
+        for _ in range(50):
+            with telemetry.span("work"):
+                pass
+    exporter.release.set()
+    provider.shutdown()
+
+    assert not [record for record in caplog.records if "Queue full" in record.getMessage()]
