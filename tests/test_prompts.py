@@ -34,11 +34,13 @@ def test_every_template_renders_with_its_declared_variables_only(name: str) -> N
         prompt.render(**values, unexpected="x")
 
 
-def test_the_manifest_names_every_prompt_file() -> None:
-    files = {entry.name for entry in resources.files("orc.prompts").iterdir() if entry.name.endswith(".txt")}
+def test_the_manifest_names_every_prompt_file_and_every_sheet() -> None:
+    names = {entry.name for entry in resources.files("orc.prompts").iterdir()}
     manifest = json.loads(resources.files("orc.prompts").joinpath("manifest.json").read_text(encoding="utf-8"))
+    sheets = {name for name, entry in manifest.items() if entry.get("kind") == "sheet"}
 
-    assert {f"{name}.txt" for name in manifest} == files
+    assert {f"{name}.txt" for name in manifest if name not in sheets} == {n for n in names if n.endswith(".txt")}
+    assert {f"{name}.toml" for name in sheets} == {n for n in names if n.endswith(".toml")}
 
 
 def listed(filename: str, type_: str, id_: str, status: str, origin: str, is_focus: bool = False) -> ListedDocument:

@@ -45,8 +45,18 @@ def _manifest() -> dict[str, dict[str, Any]]:
 
 
 def prompt_names() -> list[str]:
-    """Every prompt the manifest declares."""
-    return sorted(_manifest())
+    """Every prompt template the manifest declares (sheets aside)."""
+    return sorted(name for name, entry in _manifest().items() if entry.get("kind", "prompt") == "prompt")
+
+
+def sheet_names() -> list[str]:
+    """Every prompt sheet the manifest declares (``answer.document``… without the ``.sheet`` suffix)."""
+    return sorted(name.removesuffix(".sheet") for name, entry in _manifest().items() if entry.get("kind") == "sheet")
+
+
+def prompt_version(name: str) -> str:
+    """The version ``prompts/manifest.json`` pins for a prompt or sheet."""
+    return str(_manifest()[name]["version"])
 
 
 @lru_cache(maxsize=64)
