@@ -23,6 +23,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from mcp_server.scope import in_process_session
 from mcp_server.server import build_mcp_server
 from mcp_server.services import McpServices
+from orc.artifacts import SessionArtifacts
 from orc.conversations import ConversationRepository
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
@@ -387,6 +388,8 @@ class Services:
     """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
     jobs: JobWorker
     """The queue worker (``orc worker``, the queue-triggered functions); idle with in-process jobs."""
+    artifacts: SessionArtifacts
+    """What a session offers to supply to a context request: documents, digest facts, earlier answers."""
 
 
 @asynccontextmanager
@@ -460,6 +463,9 @@ async def build_runtime(
             quotas=await build_quotas(settings, services.stores),
             jobs=services.jobs,
             published_mcp_server=published,
+            artifacts=SessionArtifacts(
+                library=services.documents, context_files=services.context_files, conversations=services.conversations
+            ),
         )
 
 

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from orc.artifacts import SessionArtifacts
 from orc.composition import Services
 from orc.digests.context import ContextFiles
 from orc.documents.library import DocumentLibrary
@@ -53,6 +54,11 @@ async def context_files(built: AppServices) -> ContextFiles:
     return built.context_files
 
 
+async def artifacts(built: AppServices) -> SessionArtifacts:
+    """A session's artifacts (what can be supplied to a context request)."""
+    return built.artifacts
+
+
 async def idempotency(built: AppServices) -> IdempotencyKeys:
     """``Idempotency-Key`` records of mutating requests."""
     return built.idempotency
@@ -67,4 +73,5 @@ Orc = Annotated[Orchestrator, Depends(orchestrator)]
 Limits = Annotated[Quotas, Depends(quotas)]
 Library = Annotated[DocumentLibrary, Depends(documents)]
 Context = Annotated[ContextFiles, Depends(context_files)]
+Artifacts = Annotated[SessionArtifacts, Depends(artifacts)]
 Keys = Annotated[IdempotencyKeys, Depends(idempotency)]

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Query, Request, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
+from orc.artifacts import MAX_LIMIT, ArtifactKind, ArtifactPage
 from orc.conversations import ConversationSummary, Feedback
 from orc.conversations.export import MEDIA_TYPES, ExportFormat
-from orc.http.dependencies import Caller, Keys, Orc
+from orc.http.dependencies import Artifacts, Caller, Keys, Orc
 from orc.http.idempotent import idempotent
 
 IDEMPOTENCY_HEADER = {
@@ -152,3 +153,22 @@ async def export_session(
         media_type=MEDIA_TYPES[format],
         headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"},
     )
+
+
+@router.get(
+    "/sessions/{session_id}/artifacts",
+    response_model=ArtifactPage,
+    summary="List what can be supplied to a context request",
+)
+async def list_artifacts(
+    session_id: str,
+    artifacts: Artifacts,
+    principal: Caller,
+    kind: Annotated[ArtifactKind | None, Query(description="Only documents, digest facts or earlier answers.")] = None,
+    cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+) -> ArtifactPage:
+    """The session's documents (its files, then its focus and historical contexts' documents), the facts of its
+    aggregate digest with their SourceRefs, and its earlier answers, newest first, paged. Each item's ``supply``
+    is the payload that attaches it to a context request (add the request's ``slot``)."""
+    return await artifacts.page(principal, session_id, kind=kind, cursor=cursor, limit=limit)

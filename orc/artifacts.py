@@ -1,0 +1,207 @@
+"""What a user can supply to a paused turn: a session's artifacts (context-handoff-plan §4.2 and phase 3).
+
+``GET /api/sessions/{id}/artifacts`` lists, in this order, the documents available to the session (its own
+files, then those of its focus and historical contexts, as ``documents.list`` sees them), the facts of the
+session's aggregate digest with the SourceRefs they cite, and the earlier answers, newest first. Each item
+carries ``supply``: the payload to send to ``…/context-requests/{request_id}/supply`` (with a ``slot``) to
+attach it, so a client offers one-click attachment without knowing how each kind is referenced.
+
+Everything comes from what the caller can already read through the API (the same scope rules as the tools), and
+texts are shortened: a listing is a menu, not a copy of the documents.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from orc.conversations import ConversationRepository, FocusContext
+from orc.conversations.models import AssistantMessage
+from orc.digests.context import ContextFiles
+from orc.documents.library import DocumentLibrary
+from orc.errors import DigestFailed, InvalidInput, NotFound, NotReady
+from orc.names import validate_identifier
+from orc.principal import Principal
+
+ArtifactKind = Literal["document", "fact", "answer"]
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+TITLE_CHARS = 200
+DETAIL_CHARS = 300
+MAX_SUPPLIED_ANSWER_CHARS = 8_000
+"""An earlier answer is supplied as text; one longer than this is cut (answers rarely come close)."""
+
+
+class ArtifactSupply(BaseModel):
+    """How to supply the artifact: exactly one of the supply payload's reference fields."""
+
+    document_id: str | None = None
+    source_ref: str | None = None
+    text: str | None = None
+
+
+class Artifact(BaseModel):
+    """One thing the user can attach to a context request."""
+
+    kind: ArtifactKind
+    id: str = Field(description="Stable within the session: document:<id>, fact:<n>, answer:<message_id>.")
+    title: str = Field(description="The document's name, the fact's claim, or the question an answer answered.")
+    detail: str | None = Field(default=None, description="Where it comes from, or the start of the answer.")
+    status: str | None = Field(default=None, description="A document's processing status.")
+    context: str | None = Field(default=None, description="session, or the context a document belongs to.")
+    source_refs: list[str] = Field(default_factory=list, description="The SourceRefs a fact cites.")
+    created_at: str | None = None
+    supply: ArtifactSupply
+
+
+class ArtifactPage(BaseModel):
+    """A page of a session's artifacts; pass ``next_cursor`` back as ``cursor`` for the next one."""
+
+    session_id: str
+    items: list[Artifact]
+    total: int
+    next_cursor: str | None = None
+
+
+class SessionArtifacts:
+    """Lists a session's artifacts for the caller (documents, digest facts, earlier answers), paged."""
+
+    def __init__(
+        self, *, library: DocumentLibrary, context_files: ContextFiles, conversations: ConversationRepository
+    ) -> None:
+        self._library = library
+        self._context_files = context_files
+        self._conversations = conversations
+
+    async def page(
+        self,
+        principal: Principal,
+        session_id: str,
+        *,
+        kind: ArtifactKind | None = None,
+        cursor: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+    ) -> ArtifactPage:
+        """One page of the session's artifacts (of one ``kind`` when given); :class:`NotFound` for a session the
+        caller does not have."""
+        validate_identifier(session_id, what="conversation")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", code="invalid_limit")
+        start = _offset(cursor)
+        summary = await self._conversations.get(principal, session_id)
+        turns = await self._conversations.turns(principal, session_id) if summary is not None else []
+        has_files = await self._has_files(principal, session_id)
+        if summary is None and not has_files:
+            raise NotFound("no such session", code="session_not_found")
+        focus = next((turn.assistant.focus_context for turn in reversed(turns) if turn.assistant.focus_context), None)
+        items: list[Artifact] = []
+        if kind in (None, "document"):
+            items += await self._documents(principal, session_id, focus)
+        if kind in (None, "fact") and has_files:
+            items += await self._facts(principal, session_id)
+        if kind in (None, "answer"):
+            items += [_answer(turn.user.content, turn.assistant) for turn in reversed(turns) if turn.assistant.content]
+        chosen = items[start : start + limit]
+        more = start + limit < len(items)
+        return ArtifactPage(
+            session_id=session_id, items=chosen, total=len(items), next_cursor=_cursor(start + limit) if more else None
+        )
+
+    async def _has_files(self, principal: Principal, session_id: str) -> bool:
+        try:
+            await self._context_files.files.manifest(principal, session_id)
+        except NotFound:
+            return False
+        return True
+
+    async def _documents(self, principal: Principal, session_id: str, focus: FocusContext | None) -> list[Artifact]:
+        scope = await self._library.resolve_scope(
+            principal,
+            session_id=session_id,
+            context_type=focus.type if focus else None,
+            context_id=focus.id if focus else None,
+            include_historical=True,
+        )
+        available = await self._library.available(principal, scope)
+        artifacts = []
+        for document in available.documents:
+            info = document.info
+            where = "session" if info.context_type == "session" else f"{info.context_type} {info.context_id}"
+            if info.origin == "historical":
+                where += " (historical)"
+            artifacts.append(
+                Artifact(
+                    kind="document",
+                    id=f"document:{info.document_id}",
+                    title=document.ref_name,
+                    detail=info.status_reason,
+                    status=info.status,
+                    context=where,
+                    created_at=info.created_at,
+                    supply=ArtifactSupply(document_id=info.document_id),
+                )
+            )
+        return artifacts
+
+    async def _facts(self, principal: Principal, session_id: str) -> list[Artifact]:
+        try:
+            _, digest = await self._context_files.aggregate(principal, session_id)
+        except (NotReady, DigestFailed, NotFound):
+            return []  # no aggregate digest yet (or it failed): its facts are not offered
+        artifacts = []
+        for number, fact in enumerate(digest.get("facts") or [], start=1):
+            if not isinstance(fact, dict):
+                continue
+            claim = str(fact.get("claim") or "").strip()
+            refs = [ref for ref in fact.get("sources") or [] if isinstance(ref, str)]
+            if not claim or not refs:
+                continue
+            artifacts.append(
+                Artifact(
+                    kind="fact",
+                    id=f"fact:{number}",
+                    title=_shorten(claim, TITLE_CHARS),
+                    detail="from the session's digest",
+                    context="session",
+                    source_refs=refs,
+                    supply=ArtifactSupply(source_ref=refs[0]),
+                )
+            )
+        return artifacts
+
+
+def _answer(question: str, assistant: AssistantMessage) -> Artifact:
+    return Artifact(
+        kind="answer",
+        id=f"answer:{assistant.message_id}",
+        title=_shorten(question, TITLE_CHARS),
+        detail=_shorten(assistant.content, DETAIL_CHARS),
+        created_at=assistant.created_at,
+        supply=ArtifactSupply(text=assistant.content[:MAX_SUPPLIED_ANSWER_CHARS]),
+    )
+
+
+def _shorten(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
+
+
+def _offset(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        offset = json.loads(base64.urlsafe_b64decode(padded.encode()))["o"]
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise InvalidInput("the cursor is not one this listing returned", code="invalid_cursor") from None
+    if not isinstance(offset, int) or offset < 0:
+        raise InvalidInput("the cursor is not one this listing returned", code="invalid_cursor")
+    return offset
