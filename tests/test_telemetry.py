@@ -82,6 +82,17 @@ async def test_a_document_turn_has_spans_for_the_turn_its_nodes_its_tool_call_an
     assert names.count("orc.turn") == 1
     assert {"node.query_planner", "node.mcp_executor", "node.context_builder", "node.answer"} <= set(names)
     assert "tool.call" in names
+    purposes = [
+        (span.attributes or {}).get("orc.model.purpose") for span in recorded.finished() if span.name == "model.call"
+    ]
+    assert purposes.count("answer") == 1  # the turn's one model request (the upload's digests make their own)
+    model = next(
+        s
+        for s in recorded.finished()
+        if s.name == "model.call" and (s.attributes or {}).get("orc.model.purpose") == "answer"
+    )
+    answer_node = next(span for span in recorded.finished() if span.name == "node.answer")
+    assert model.parent is not None and model.parent.span_id == answer_node.context.span_id
     assert any(name.startswith("storage.") for name in names) and "blob.put" in names
     (turn,) = [span for span in recorded.finished() if span.name == "orc.turn"]
     tool = next(span for span in recorded.finished() if span.name == "tool.call")

@@ -7,6 +7,7 @@ from typing import cast
 from xml.sax.saxutils import escape, quoteattr
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
@@ -20,6 +21,7 @@ from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, reque
 from orc.models.budget import HistoryTurn, history_within, within_budget
 from orc.models.prompting import format_sources, load_prompt
 from orc.models.tokens import TokenCounter
+from orc.telemetry import model_call
 from orc.turns import TokenEvent
 
 MAX_ANSWER_SOURCES = 12
@@ -92,6 +94,37 @@ def history_messages(
     return messages
 
 
+async def _request(
+    model: Runnable[list[BaseMessage], BaseMessage],
+    messages: list[BaseMessage],
+    ctx: TurnContext,
+    *,
+    stream: bool,
+    keep_reply: bool,
+) -> tuple[BaseMessage | None, str]:
+    """One answer request: streamed token by token when someone reads the events, else whole. Returns the reply
+    (when ``keep_reply``: a request that may call tools needs it; others need only the text) and its text."""
+    if not stream:
+        whole = await model.ainvoke(messages)
+        ctx.meter.record(whole)
+        return whole, whole.text.strip()
+    pieces: list[str] = []
+    metered: list[BaseMessage] = []
+    reply: BaseMessage | None = None
+    async for chunk in model.astream(messages):
+        if keep_reply:
+            reply = chunk if reply is None else cast(AIMessageChunk, reply) + cast(AIMessageChunk, chunk)
+        piece = str(chunk.text)
+        # Text streams at once; text a model writes before asking for tools streams as well.
+        if piece:
+            pieces.append(piece)
+            emit(TokenEvent(type="token", text=piece))
+        if isinstance(chunk, AIMessage) and chunk.usage_metadata:
+            metered.append(chunk)
+    ctx.meter.record(*metered)
+    return reply, "".join(pieces).strip()
+
+
 async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterAnswer]:
     """Stream the answer token by token and cite the spans it names.
 
@@ -116,27 +149,8 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         # the question they answer.
         messages += list(state.get("planning_messages") or [])[2:]
     model = ctx.model.bind_tools(tools) if tools else ctx.model
-    if ctx.stream_tokens:
-        pieces: list[str] = []
-        metered: list[BaseMessage] = []
-        reply: BaseMessage | None = None
-        async for chunk in model.astream(messages):
-            if tools:
-                # Only a request that may call tools needs the whole reply; others need only the text.
-                reply = chunk if reply is None else cast(AIMessageChunk, reply) + cast(AIMessageChunk, chunk)
-            piece = str(chunk.text)
-            # Text streams at once; text a model writes before asking for tools streams as well.
-            if piece:
-                pieces.append(piece)
-                emit(TokenEvent(type="token", text=piece))
-            if chunk.usage_metadata:
-                metered.append(chunk)
-        ctx.meter.record(*metered)
-        text = "".join(pieces).strip()
-    else:
-        reply = await model.ainvoke(messages)
-        ctx.meter.record(reply)
-        text = reply.text.strip()
+    with model_call("answer"):
+        reply, text = await _request(model, messages, ctx, stream=ctx.stream_tokens, keep_reply=bool(tools))
     calls = requested_calls(reply, tools) if tools and reply is not None else []
     if calls and reply is not None:
         progress("answer", "Consulting more documents first", 85)
