@@ -108,7 +108,14 @@ class FileDigests:
         return file_digest_key(extracted_text_hash, chunking_version, self.prompt_version)
 
     def is_current(self, record: Mapping[str, Any]) -> bool:
-        """Whether the record's digest (or digest error) was made for its current text with the current prompt."""
+        """Whether the record's digest (or digest error) was made for its current text with the current prompt.
+
+        A file whose text could not be extracted has no text to digest: its digest error is current until its
+        content changes (which starts processing again). Counting it as unsettled kept the session's aggregate
+        ``parsing`` for ever.
+        """
+        if record.get("status") == "failed":
+            return record.get("digest_status") == "error"
         if record.get("digest_status") not in ("ready", "error") or not record.get("extracted_text_hash"):
             return False
         key = self.key_for(str(record["extracted_text_hash"]), str(record.get("chunking_version")))

@@ -202,3 +202,20 @@ async def test_the_same_text_in_another_session_of_the_same_user_is_not_digested
     assert task_a_files(model).count("lease.txt") == 1 and "lease-copy.txt" not in task_a_files(model)
     assert digest["document"]["filename"] == "lease-copy.txt"
     assert {ref for fact in digest["facts"] for ref in fact["sources"]} == {"lease-copy.txt::S1"}
+
+
+async def test_a_file_whose_text_cannot_be_extracted_does_not_hold_the_aggregate_back(
+    digests: tuple[httpx.AsyncClient, FunctionChatModel],
+) -> None:
+    client, model = digests
+
+    response = await upload(client, "s", ("lease.txt", LEASE), ("scan.pdf", b"%PDF-1.4 not a real pdf"))
+    assert response.status_code == 201, response.text
+    manifest = await settled(client, "s")  # ends: nothing stays parsing for ever
+
+    files = {f["filename"]: f for f in manifest["files"]}
+    assert (files["scan.pdf"]["status"], files["scan.pdf"]["digest_status"]) == ("failed", "error")
+    assert manifest["aggregate_digest_status"] == "ready"
+    aggregate = (await client.get("/api/sessions/s/context/digest")).json()
+    assert [f["filename"] for f in aggregate["batch"]["files"]] == ["lease.txt"]
+    assert task_a_files(model) == ["lease.txt"]
