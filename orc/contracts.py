@@ -83,3 +83,30 @@ class ToolCallRecord(BaseModel):
     status: Literal["ok", "error"] = "ok"
     duration_ms: float = 0.0
     error: str | None = None
+
+
+class Grounding(BaseModel):
+    """How grounded an answer is: its sentences with and without a citation, and the markers removed."""
+
+    cited_sentences: int = 0
+    uncited_sentences: int = 0
+    removed_markers: int = Field(default=0, description="Citation markers naming no span retrieved in this turn.")
+    corrective_retry: bool = Field(
+        default=False, description="Whether the answer was asked for again because most of it was uncited."
+    )
+
+    @property
+    def mostly_uncited(self) -> bool:
+        """More sentences without a citation than with one."""
+        return self.uncited_sentences > self.cited_sentences
+
+
+class UnavailableDocument(BaseModel):
+    """An attached document the answer could not use, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_id: str
+    name: str
+    status: Literal["uploading", "processing", "failed"]
+    reason: str

@@ -9,12 +9,13 @@ import uuid
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 
 from orc.clock import utc_now
+from orc.contracts import UnavailableDocument
 from orc.conversations import (
     AssistantMessage,
     Conversation,
@@ -27,6 +28,7 @@ from orc.conversations import (
 )
 from orc.conversations.export import ExportFormat, export, filename
 from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
+from orc.documents.attachments import unavailable_attachments
 from orc.documents.library import DocumentLibrary
 from orc.documents.sessions import SessionFiles
 from orc.errors import (
@@ -45,6 +47,7 @@ from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.faults import model_fault
 from orc.models.metering import ModelMeter
+from orc.models.offline import OfflineExtractiveModel
 from orc.models.tokens import EstimatedTokens, TokenCounter
 from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
@@ -81,6 +84,14 @@ class PreparedTurn:
     blob_names: list[str]
     focus_context: FocusContext | None
     model: ChosenModel
+    unavailable: list[UnavailableDocument] = field(default_factory=list)
+    """Attached files the answer cannot use (failed, or still uploading): left out of the tools, named in it."""
+
+    @property
+    def usable_names(self) -> list[str]:
+        """The attached files the turn's tools read."""
+        left_out = {document.name for document in self.unavailable}
+        return [name for name in self.blob_names if name not in left_out]
 
 
 class Orchestrator:
@@ -132,11 +143,13 @@ class Orchestrator:
         if len(request.blob_names) > self._limits.max_blob_names:
             raise InvalidInput(f"at most {self._limits.max_blob_names} blob_names per turn", code="too_many_blob_names")
         blob_names = normalize_blob_names(request.blob_names)
-        await self._files.require_names(principal, conversation_id, blob_names)
+        records = await self._files.require_names(principal, conversation_id, blob_names)
         if request.context is not None:
             await self._documents.check_focus(principal, request.context)
         model = self._models.pick(request.model)
-        return PreparedTurn(principal, conversation_id, question, blob_names, request.context, model)
+        return PreparedTurn(
+            principal, conversation_id, question, blob_names, request.context, model, unavailable_attachments(records)
+        )
 
     async def ask(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> TurnResult:
         """Run one turn and return its answer."""
@@ -210,7 +223,7 @@ class Orchestrator:
         meter = ModelMeter()
         stored: asyncio.Task[TurnResult] | None = None
 
-        fresh = fresh_turn_input(turn.question, turn.blob_names, turn.focus_context)
+        fresh = fresh_turn_input(turn.question, turn.usable_names, turn.focus_context, turn.unavailable)
 
         def finished(final: TurnState) -> None:
             # The answer node is done: store the turn now, while LangGraph writes the run's last checkpoint.
@@ -240,6 +253,7 @@ class Orchestrator:
             meter=meter,
             finished=finished,
             stream_tokens=stream,
+            corrective_retry=not isinstance(turn.model.model, OfflineExtractiveModel),
         )
         # No callbacks on the run: the nodes record their model requests on the meter themselves.
         config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}}
@@ -252,7 +266,12 @@ class Orchestrator:
                 # Only the turn's input: a new turn reads no checkpoint (NEW_TURN, honoured by both savers and
                 # tested), so every other field starts empty, and writing 20 defaults into the channels was a step's
                 # worth of work.
-                {"question": turn.question, "blob_names": turn.blob_names, "focus_context": turn.focus_context},
+                {
+                    "question": turn.question,
+                    "blob_names": turn.usable_names,
+                    "focus_context": turn.focus_context,
+                    "unavailable_documents": turn.unavailable,
+                },
                 config,
                 context=context,
                 # Streaming "custom" events makes LangGraph run every node as a task of its own beside a waiter; a
@@ -323,6 +342,9 @@ class Orchestrator:
             elapsed_ms=0.0,
             focus_context=turn.focus_context,
             historical_contexts=state["historical_contexts"],
+            grounding=state["grounding"],
+            unavailable_documents=turn.unavailable,
+            retrieval_rounds=state["retrieval_rounds"],
         )
         now = utc_now()
         stored = await self._conversations.append_turn(
@@ -350,6 +372,7 @@ class Orchestrator:
             citations=citations,
             files=files,
             metadata=metadata,
+            suggestions=state["suggestions"],
         )
 
     # -- sessions -------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orc.contracts import CacheOutcome, Citation, FileRef, ToolCallRecord, Usage
+from orc.contracts import CacheOutcome, Citation, FileRef, Grounding, ToolCallRecord, UnavailableDocument, Usage
 from orc.conversations import FocusContext
 
 
@@ -55,6 +55,16 @@ class TurnMetadata(BaseModel):
         default_factory=list,
         description="Contexts the conversation focused on before this turn, in order of first use (oldest first).",
     )
+    grounding: Grounding | None = Field(
+        default=None, description="Cited and uncited sentences of the answer, and the made-up markers removed."
+    )
+    unavailable_documents: list[UnavailableDocument] = Field(
+        default_factory=list,
+        description="Attached files the answer could not use (processing failed, upload unfinished), and why.",
+    )
+    retrieval_rounds: int = Field(
+        default=0, description="Retrieval rounds over the attached files: 2 when weak evidence was retrieved again."
+    )
 
 
 class TurnResult(BaseModel):
@@ -67,6 +77,9 @@ class TurnResult(BaseModel):
     citations: list[Citation]
     files: list[FileRef]
     metadata: TurnMetadata
+    suggestions: list[str] = Field(
+        default_factory=list, description="Up to three follow-up questions the documents can answer."
+    )
 
 
 # Stream events (DESIGN §5). TypedDicts: an event is the plain dict the HTTP layer serializes, so building one
@@ -138,6 +151,7 @@ class FinalEvent(TypedDict):
     files: list[dict[str, Any]]
     metadata: dict[str, Any]
     usage: dict[str, Any]
+    suggestions: list[str]
 
 
 class ErrorEvent(TypedDict):
@@ -181,4 +195,5 @@ def final_event(result: TurnResult) -> FinalEvent:
         files=body["files"],
         metadata=body["metadata"],
         usage=body["metadata"]["usage"],
+        suggestions=body["suggestions"],
     )

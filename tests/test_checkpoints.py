@@ -17,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
-from orc.contracts import Citation, FileRef, SourceSpan, ToolCallRecord, Usage
+from orc.contracts import Citation, FileRef, Grounding, SourceSpan, ToolCallRecord, UnavailableDocument, Usage
 from orc.conversations import FocusContext
 from orc.graph import build_graph
 from orc.graph.state import (
@@ -196,6 +196,12 @@ def every_field_set() -> TurnState:
         tool_usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15),
         answer="The rent is 900 euros [lease.txt::S1].",
         citations=[Citation(ref=span.ref, document=span.document, span_id="S1", page=2, quote=span.text)],
+        unavailable_documents=[
+            UnavailableDocument(document_id="f-2", name="scan.pdf", status="failed", reason="no text layer")
+        ],
+        retrieval_rounds=2,
+        grounding=Grounding(cited_sentences=1, uncited_sentences=0, removed_markers=1),
+        suggestions=["What does lease.txt say about the deposit?"],
     )
     return state
 

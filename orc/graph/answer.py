@@ -12,11 +12,15 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from orc.contracts import Citation, SourceSpan
+from orc.documents.attachments import unavailable_note
+from orc.graph.answer_checks import corrected_answer
 from orc.graph.citations import extract_citations, unique_sources
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
+from orc.graph.grounding import MarkerFilter, grounding_report
 from orc.graph.progress import emit, progress
 from orc.graph.state import PriorTurn, SourceContext, TurnState
+from orc.graph.suggestions import follow_up_suggestions
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
 from orc.models.budget import HistoryTurn, history_within, within_budget
 from orc.models.prompting import format_sources, load_prompt
@@ -98,29 +102,36 @@ async def _request(
     model: Runnable[list[BaseMessage], BaseMessage],
     messages: list[BaseMessage],
     ctx: TurnContext,
+    markers: MarkerFilter,
     *,
     stream: bool,
     keep_reply: bool,
 ) -> tuple[BaseMessage | None, str]:
     """One answer request: streamed token by token when someone reads the events, else whole. Returns the reply
-    (when ``keep_reply``: a request that may call tools needs it; others need only the text) and its text."""
+    (when ``keep_reply``: a request that may call tools needs it; others need only the text) and its text, without
+    the citation markers ``markers`` does not keep."""
     if not stream:
         whole = await model.ainvoke(messages)
         ctx.meter.record(whole)
-        return whole, whole.text.strip()
+        return whole, (markers.feed(whole.text) + markers.flush()).strip()
     pieces: list[str] = []
     metered: list[BaseMessage] = []
     reply: BaseMessage | None = None
     async for chunk in model.astream(messages):
         if keep_reply:
             reply = chunk if reply is None else cast(AIMessageChunk, reply) + cast(AIMessageChunk, chunk)
-        piece = str(chunk.text)
-        # Text streams at once; text a model writes before asking for tools streams as well.
+        # Text streams at once (held back only from an opening "[" until it is known to be a real marker); text a
+        # model writes before asking for tools streams as well.
+        piece = markers.feed(str(chunk.text))
         if piece:
             pieces.append(piece)
             emit(TokenEvent(type="token", text=piece))
         if isinstance(chunk, AIMessage) and chunk.usage_metadata:
             metered.append(chunk)
+    tail = markers.flush()
+    if tail:
+        pieces.append(tail)
+        emit(TokenEvent(type="token", text=tail))
     ctx.meter.record(*metered)
     return reply, "".join(pieces).strip()
 
@@ -149,8 +160,10 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         # the question they answer.
         messages += list(state.get("planning_messages") or [])[2:]
     model = ctx.model.bind_tools(tools) if tools else ctx.model
+    # Grounding in code: a marker that names no span given to the model never reaches the client.
+    markers = MarkerFilter({source.ref for source in sources})
     with model_call("answer"):
-        reply, text = await _request(model, messages, ctx, stream=ctx.stream_tokens, keep_reply=bool(tools))
+        reply, text = await _request(model, messages, ctx, markers, stream=ctx.stream_tokens, keep_reply=bool(tools))
     calls = requested_calls(reply, tools) if tools and reply is not None else []
     if calls and reply is not None:
         progress("answer", "Consulting more documents first", 85)
@@ -158,13 +171,21 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         return Command(
             update={"pending_tool_calls": calls, "planning_messages": [*planned, reply]}, goto=after_answer(calls)
         )
+    grounding = grounding_report(text, markers.removed)
+    if ctx.corrective_retry and sources and grounding.mostly_uncited:
+        text, grounding = await corrected_answer(model, messages, text, grounding, ctx, markers)
     citations = extract_citations(text, sources)
-    note = non_focus_note(text, citations, origins)
+    note = non_focus_note(text, citations, origins) + unavailable_note(state.get("unavailable_documents") or [])
     if note:
         emit(TokenEvent(type="token", text=note))
         text += note
     progress("answer", "Done", 100)
-    update: TurnState = {"answer": text, "citations": citations}
+    update: TurnState = {
+        "answer": text,
+        "citations": citations,
+        "grounding": grounding,
+        "suggestions": follow_up_suggestions(state["question"], sources, citations, text),
+    }
     if ctx.finished is not None:
         ctx.finished({**state, **update})
     return Command(update=update, goto=after_answer([]))

@@ -45,6 +45,9 @@ class TurnContext:
     """Budget of the recent history in the answer request (``ORC_HISTORY_TOKENS``)."""
     sources_tokens: int = 12_000
     """Budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
+    corrective_retry: bool = False
+    """Whether an answer that is mostly uncited is asked for once more with citations (real models only: the
+    offline model cites by construction)."""
     stream_tokens: bool = True
     """Whether someone reads the turn's events: the answer is then requested as a stream, token by token; a caller
     that only wants the result (``Orchestrator.ask``, a JSON response) gets it in one response."""

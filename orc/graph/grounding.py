@@ -14,27 +14,13 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
-
+from orc.contracts import Grounding
 from orc.text import split_sentences
 
 _MARKER = re.compile(r"\s?\[([^\[\]\n]*?::[^\[\]\n]*?)\]")
 _SPLIT_REFS = re.compile(r"\s*[;,]\s*(?=[^;,]*::)")
 MAX_MARKER_CHARS = 300
 """A ``[`` not closed within this many characters is text, not a marker: stop holding it back."""
-
-
-class Grounding(BaseModel):
-    """How grounded an answer is: its sentences with and without a citation, and the markers removed."""
-
-    cited_sentences: int = 0
-    uncited_sentences: int = 0
-    removed_markers: int = Field(default=0, description="Markers naming no span retrieved in this turn.")
-
-    @property
-    def mostly_uncited(self) -> bool:
-        """More sentences without a citation than with one."""
-        return self.uncited_sentences > self.cited_sentences
 
 
 def keep_real_markers(text: str, retrieved: Collection[str]) -> tuple[str, int]:

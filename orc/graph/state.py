@@ -14,7 +14,16 @@ from typing import Any, TypedDict
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict
 
-from orc.contracts import CacheOutcome, Citation, FileRef, SourceSpan, ToolCallRecord, Usage
+from orc.contracts import (
+    CacheOutcome,
+    Citation,
+    FileRef,
+    Grounding,
+    SourceSpan,
+    ToolCallRecord,
+    UnavailableDocument,
+    Usage,
+)
 from orc.conversations import FocusContext
 from orc.storage.ports import StoredItem
 
@@ -100,6 +109,8 @@ CHECKPOINTED_TYPES: tuple[type, ...] = (
     SourceContext,
     ListedDocument,
     PriorTurn,
+    Grounding,
+    UnavailableDocument,
 )
 """Every class a turn's state holds besides LangChain's messages (which LangGraph trusts already)."""
 
@@ -119,6 +130,8 @@ class TurnState(TypedDict, total=False):
     question: str
     blob_names: list[str]
     focus_context: FocusContext | None
+    unavailable_documents: list[UnavailableDocument]
+    """Attached files the answer cannot use (left out of the tools): the answer names them."""
     # query_planner
     conversation_header: StoredItem | None
     """The conversation header as read (with its ETag), so storing the turn needs no second read."""
@@ -146,17 +159,27 @@ class TurnState(TypedDict, total=False):
     cache: CacheOutcome | None
     tool_model_calls: int
     tool_usage: Usage
+    retrieval_rounds: int
+    """How many times the turn retrieved evidence for attached files (a second round when the first was weak)."""
     # answer
     answer: str
     citations: list[Citation]
+    grounding: Grounding | None
+    suggestions: list[str]
 
 
-def fresh_turn_input(question: str, blob_names: list[str], focus_context: FocusContext | None) -> TurnState:
+def fresh_turn_input(
+    question: str,
+    blob_names: list[str],
+    focus_context: FocusContext | None,
+    unavailable_documents: list[UnavailableDocument] | None = None,
+) -> TurnState:
     """A new turn's state before any node runs: its input, and every other field at its starting value."""
     return TurnState(
         question=question,
         blob_names=blob_names,
         focus_context=focus_context,
+        unavailable_documents=unavailable_documents or [],
         conversation_header=None,
         standalone_question=question,
         uploaded_file_refs=[],
@@ -176,6 +199,9 @@ def fresh_turn_input(question: str, blob_names: list[str], focus_context: FocusC
         cache=None,
         tool_model_calls=0,
         tool_usage=Usage(),
+        retrieval_rounds=0,
         answer="",
         citations=[],
+        grounding=None,
+        suggestions=[],
     )

@@ -34,6 +34,7 @@ WIRE_KEYS: dict[str, list[str]] = {
         "files",
         "metadata",
         "usage",
+        "suggestions",
     ],
     "error": ["type", "code", "message", "status"],
 }

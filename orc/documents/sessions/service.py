@@ -363,11 +363,14 @@ class SessionFiles:
         validate_identifier(conversation_id, what="conversation")
         return planning.context_set(planning.header_of(None, conversation_id, {}), [])
 
-    async def require_names(self, principal: Principal, conversation_id: str, blob_names: Sequence[str]) -> None:
-        """Raise :class:`NotFound` unless every name is a file of this conversation."""
+    async def require_names(
+        self, principal: Principal, conversation_id: str, blob_names: Sequence[str]
+    ) -> list[ContextFile]:
+        """The records of the named files, in order; :class:`NotFound` unless every name is a file of this
+        conversation."""
         if not blob_names:
-            return
-        known = {record.filename for record in await self.files(principal, conversation_id)}
+            return []
+        known = {record.filename: record for record in await self.files(principal, conversation_id)}
         missing = [name for name in blob_names if name not in known]
         if missing:
             raise NotFound(
@@ -375,6 +378,7 @@ class SessionFiles:
                 f"upload it to /api/sessions/{conversation_id}/context/files first",
                 code="document_not_found",
             )
+        return [known[name] for name in blob_names]
 
     # -- digest state ----------------------------------------------------------------------------------------------
 
