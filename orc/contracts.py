@@ -64,6 +64,9 @@ class DocumentChatMetadata(BaseModel):
     model_calls: int = 0
     usage: Usage = Field(default_factory=Usage)
     sources: list[SourceSpan] = Field(default_factory=list)
+    retrieval_rounds: int = Field(
+        default=1, description="2 when the question's words were not in the documents and it was retrieved again."
+    )
     elapsed_ms: float = 0.0
 
 

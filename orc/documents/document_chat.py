@@ -45,6 +45,7 @@ from orc.principal import Principal
 from orc.storage.ports import BlobInfo, BlobStore
 from orc.telemetry import model_call, record_model_call
 from orc.text import rank_indexed, tokenize
+from orc.text.reformulation import reformulated
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ class DocumentChatService:
         cached_ids = {ref.blob_name: ref.file_id for ref in cached_file_info or ()}
         files = await self._load_all(principal, conversation_id, scope, names, cached_ids)
 
-        sources = self._select_sources(question, files)
+        sources, rounds = self._select_sources(question, files)
         answer, model_calls, usage = "", 0, Usage()
         if mode == "answer":
             system = load_prompt("document_chat.system").render(sources=format_sources(sources))
@@ -175,6 +176,7 @@ class DocumentChatService:
                 model_calls=model_calls,
                 usage=usage,
                 sources=sources,
+                retrieval_rounds=rounds,
                 elapsed_ms=round(elapsed_ms, 1),
             ),
         )
@@ -278,11 +280,23 @@ class DocumentChatService:
             raise _too_large(name, self._max_document_bytes)
         return await asyncio.to_thread(_extract_and_index, data, name, info.content_type)
 
-    def _select_sources(self, question: str, files: list[_LoadedFile]) -> list[SourceSpan]:
-        """The best-matching spans across all files; the first spans of each file when nothing matches."""
+    def _select_sources(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int]:
+        """The best-matching spans across all files (the first spans of each file when nothing matches), and the
+        retrieval rounds it took."""
         candidates = [(file.blob_name, span) for file in files for span in file.spans]
         groups = [file.index.postings for file in files]
-        ranked = rank_indexed(tokenize(question), groups, limit=self._max_sources)
+        terms = tokenize(question)
+        ranked = rank_indexed(terms, groups, limit=self._max_sources)
+        rounds = 1
+        unknown = [term for term in terms if not any(term in group.terms for group in groups)]
+        if unknown and (not ranked or len(unknown) * 2 >= len(terms)):
+            # Weak evidence: the documents do not use the question's words. One more round, with their own
+            # words for it (close spellings, shared stems); kept only when it finds something.
+            vocabulary = {term for group in groups for term in group.terms}
+            alternative = reformulated(terms, vocabulary)
+            if alternative:
+                rounds = 2
+                ranked = rank_indexed(alternative, groups, limit=self._max_sources) or ranked
         if ranked:
             chosen = [candidates[item.index] for item in ranked]
         else:
@@ -295,7 +309,7 @@ class DocumentChatService:
                     if depth < len(file.spans) and len(chosen) < self._max_sources:
                         chosen.append((file.blob_name, file.spans[depth]))
                 depth += 1
-        return [
+        sources = [
             SourceSpan(
                 ref=source_ref(name, span.span_id),
                 document=name,
@@ -305,6 +319,7 @@ class DocumentChatService:
             )
             for name, span in chosen
         ]
+        return sources, rounds
 
     async def _ask(self, system: str, question: str) -> AIMessage:
         try:

@@ -136,6 +136,7 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Tu
                 sources.extend(chat.metadata.sources)
                 updates["uploaded_file_refs"] = chat.files
                 updates["cache"] = chat.metadata.cache
+                updates["retrieval_rounds"] = max(state.get("retrieval_rounds", 0), chat.metadata.retrieval_rounds)
                 tool_calls += chat.metadata.model_calls
                 usage = usage + chat.metadata.usage
         else:

@@ -14,6 +14,7 @@ import httpx
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from orc.testing import FunctionChatModel, ScriptedChatModel
+from tests.documents.doubles import citing_model
 from tests.http.conftest import ClientFactory, settled, upload
 
 LEASE = (
@@ -149,3 +150,29 @@ async def test_a_script_without_real_markers_in_a_follow_up_keeps_nothing_made_u
     assert answered["answer"].strip() == "Nothing here."
     assert answered["citations"] == []
     assert isinstance(model.requests[0].messages[-1], HumanMessage)
+
+
+LONG_LEASE = "\n\n".join(
+    [
+        "Residential lease. " + "The tenant keeps the flat clean and in good repair. " * 14,
+        "Rent. " + "The monthly rent is 1,450 euros, payable on the first day of each month. " * 10,
+        "Deposit. The deposit is two months of rent. It is returned within 30 days of the end of the lease. "
+        + "The landlord lists any deductions in writing. " * 12,
+    ]
+).encode()
+
+
+async def test_weak_evidence_is_retrieved_once_more_in_the_documents_own_words(
+    client_factory: ClientFactory,
+) -> None:
+    async with client_factory(model=citing_model()) as client:
+        await upload(client, "c1", ("lease.txt", LONG_LEASE))
+        misspelt = (await client.post("/api/orc", json=body("When is the depositt returnd?"))).json()
+        plain = (await client.post("/api/orc", json=body("When is the deposit returned?"))).json()
+
+    assert misspelt["metadata"]["retrieval_rounds"] == 2
+    assert plain["metadata"]["retrieval_rounds"] == 1
+    # The second round found the deposit clause, as the correctly spelt question does.
+    assert "30 days" in misspelt["citations"][0]["quote"]
+    assert misspelt["citations"][0]["ref"] == plain["citations"][0]["ref"]
+    assert misspelt["metadata"]["model_calls"] == plain["metadata"]["model_calls"] == 1  # no model was asked
