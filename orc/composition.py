@@ -25,6 +25,7 @@ from mcp_server.server import build_mcp_server
 from mcp_server.services import McpServices
 from orc.artifacts import SessionArtifacts
 from orc.conversations import ConversationRepository
+from orc.conversations.title_writer import TitleWriter
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
 from orc.digests.runner import DigestRunner
@@ -446,9 +447,12 @@ async def build_runtime(
                 turn_timeout_seconds=settings.turn_timeout,
             ),
             delete_checkpoints=checkpointer.adelete_thread,
+            titles=TitleWriter(services.conversations) if settings.generated_titles else None,
             # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
             token_counter=await asyncio.to_thread(token_counter_for, services.model_label),
         )
+        # Titles still being written finish before the stores they write to close.
+        stack.push_async_callback(orchestrator.settle)
         yield Services(
             settings=settings,
             stores=services.stores,

@@ -27,6 +27,7 @@ from orc.conversations import (
     UserMessage,
 )
 from orc.conversations.export import ExportFormat, export, filename
+from orc.conversations.title_writer import TitleWriter
 from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
 from orc.documents.attachments import unavailable_attachments
 from orc.documents.library import DocumentLibrary
@@ -110,6 +111,7 @@ class Orchestrator:
         limits: TurnLimits,
         delete_checkpoints: Callable[[str], Awaitable[None]],
         token_counter: TokenCounter | None = None,
+        titles: TitleWriter | None = None,
     ) -> None:
         self._graph = graph
         self._models = models
@@ -125,6 +127,12 @@ class Orchestrator:
         self._token_counter: TokenCounter = token_counter or EstimatedTokens()
         # One turn at a time per conversation, so each turn sees the previous one; other conversations never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._titles = titles
+
+    async def settle(self) -> None:
+        """Wait for the work a turn leaves running after its answer (a conversation's generated title)."""
+        if self._titles is not None:
+            await self._titles.settle()
 
     # -- turns ----------------------------------------------------------------------------------------------
 
@@ -364,6 +372,10 @@ class Orchestrator:
             ),
             seen=Snapshot(header=state["conversation_header"], turns=[]),
         )
+        if stored.seq == 1 and self._titles is not None and not isinstance(turn.model.model, OfflineExtractiveModel):
+            self._titles.schedule(
+                turn.model.model, turn.principal, turn.conversation_id, turn.question, state["answer"]
+            )
         return TurnResult(
             conversation_id=turn.conversation_id,
             message_id=stored.assistant.message_id,

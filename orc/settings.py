@@ -90,6 +90,11 @@ class Settings(BaseSettings):
     )
     sources_tokens: int = Field(default=12_000, ge=1, description="Token budget of the sources in the answer prompt.")
     tool_timeout_seconds: float = 120.0
+    generated_titles: bool = Field(
+        default=True,
+        description="With a real model, title each conversation from its first exchange in the background (the "
+        "first question's title shows until then; a title the user chose is never replaced).",
+    )
     idempotency_ttl_seconds: float = Field(default=86400.0, gt=0, description="How long Idempotency-Keys are kept.")
 
     # -- quotas and deadlines (off under ORC_AUTH=none: one local user has nobody to share with) ------------

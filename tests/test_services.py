@@ -26,6 +26,7 @@ TURNS_AND_SESSIONS = {
     "rename_session",
     "give_feedback",
     "export_session",
+    "settle",
 }
 
 

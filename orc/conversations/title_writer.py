@@ -1,0 +1,82 @@
+"""Generated conversation titles: a real model names a conversation after its first answer, off the critical path.
+
+The first turn is titled from its question at once (:func:`orc.conversations.titles.title_from_question`). With a
+real model, a short title is then asked for in the background, after the answer has been stored and sent: the
+turn never waits for it, a failure only keeps the first title, and a title the user chose is never replaced.
+The offline model does not write titles (it would only repeat the question).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from orc.conversations.repository import ConversationRepository
+from orc.conversations.titles import TITLE_CHARS, clean_title
+from orc.models.metering import cache_read_tokens, message_usage
+from orc.models.prompting import load_prompt
+from orc.principal import Principal
+from orc.telemetry import model_call, record_model_call
+
+log = logging.getLogger(__name__)
+EXCERPT_CHARS = 1_500
+"""How much of the question and of the answer the title request carries."""
+TITLE_TIMEOUT_SECONDS = 30.0
+
+
+class TitleWriter:
+    """Writes generated titles in background tasks; :meth:`settle` waits for the ones under way."""
+
+    def __init__(
+        self, conversations: ConversationRepository, *, timeout_seconds: float = TITLE_TIMEOUT_SECONDS
+    ) -> None:
+        self._conversations = conversations
+        self._timeout = timeout_seconds
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def schedule(
+        self, model: BaseChatModel, principal: Principal, conversation_id: str, question: str, answer: str
+    ) -> None:
+        """Title the conversation from its first exchange, in the background."""
+        task = asyncio.create_task(self._write(model, principal, conversation_id, question, answer))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def settle(self) -> None:
+        """Wait until every title under way is written (or given up)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _write(
+        self, model: BaseChatModel, principal: Principal, conversation_id: str, question: str, answer: str
+    ) -> None:
+        messages = [
+            SystemMessage(load_prompt("conversation_title.system").render()),
+            HumanMessage(f"Question: {question[:EXCERPT_CHARS]}\n\nAnswer: {answer[:EXCERPT_CHARS]}"),
+        ]
+        try:
+            with model_call("title"):
+                async with asyncio.timeout(self._timeout):
+                    reply = await model.ainvoke(messages)
+                spent = message_usage(reply)
+                record_model_call(spent.input_tokens, spent.output_tokens, cache_read_tokens(reply))
+            title = generated_title(reply.text)
+            if title:
+                await self._conversations.set_generated_title(principal, conversation_id, title)
+        except Exception as exc:  # the title from the question stays
+            log.warning("a conversation title could not be generated: %s", type(exc).__name__)
+
+
+def generated_title(text: str) -> str:
+    """The model's reply as a title: its first line, without quotes, a trailing full stop or a "Title:" label."""
+    line = next((line for line in text.strip().splitlines() if line.strip()), "")
+    line = line.strip().removeprefix("Title:").removeprefix("title:").strip().strip("\"'“”‘’*#").strip()
+    title = clean_title(line.rstrip("."))
+    if len(title) > TITLE_CHARS:
+        cut = title[:TITLE_CHARS]
+        space = cut.rfind(" ")
+        title = (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip(" ,;:") + "…"
+    return title
