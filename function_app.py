@@ -29,3 +29,10 @@ async def refresh_digests(message: func.QueueMessage) -> None:
     """Refresh one session's per-file and aggregate digests (orc.jobs.worker)."""
     services = await jobs.get()
     await services.jobs.handle_message("digest", message.get_body(), message.dequeue_count or 1)
+
+
+@app.timer_trigger(arg_name="timer", schedule="*/15 * * * * *", run_on_startup=False)
+async def expire_context_requests(timer: func.TimerRequest) -> None:
+    """Answer, without their context, the paused turns whose deadline passed (ORC_CONTEXT_REQUEST_TIMEOUT)."""
+    services = await jobs.get()
+    await services.orchestrator.expire_due()

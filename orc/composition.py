@@ -8,6 +8,8 @@ they need; none reaches through the orchestrator, which answers turns and manage
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from mcp_server.server import build_mcp_server
 from mcp_server.services import McpServices
 from orc.artifacts import SessionArtifacts
 from orc.conversations import ConversationRepository
+from orc.conversations.context_requests import ContextRequests
 from orc.conversations.title_writer import TitleWriter
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
@@ -46,6 +49,7 @@ from orc.documents.session_texts import SessionTexts
 from orc.documents.sessions import SessionFiles
 from orc.documents.text_store import TextStore
 from orc.graph import build_graph
+from orc.handoff import Handoff
 from orc.idempotency import IdempotencyKeys
 from orc.jobs.messages import processing_message
 from orc.jobs.worker import JobWorker
@@ -65,6 +69,8 @@ from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
 from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
 from orc.telemetry import configure_telemetry, tracing_enabled
 from orc.tool_contract import DOCUMENT_CHAT
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,11 +454,25 @@ async def build_runtime(
             ),
             delete_checkpoints=checkpointer.adelete_thread,
             titles=TitleWriter(services.conversations) if settings.generated_titles else None,
+            handoff=Handoff(
+                ContextRequests(
+                    await services.stores.collections.collection("context_requests"),
+                    await services.stores.collections.collection("context_request_deadlines"),
+                ),
+                services.conversations,
+                services.documents,
+                default_mode=settings.context_requests,
+                timeout_seconds=settings.context_request_timeout,
+            ),
             # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
             token_counter=await asyncio.to_thread(token_counter_for, services.model_label),
         )
         # Titles still being written finish before the stores they write to close.
         stack.push_async_callback(orchestrator.settle)
+        if settings.jobs == "inprocess":
+            # Embedded: this process answers paused turns whose deadline passed (on Azure a timer function does).
+            sweeper = asyncio.create_task(sweep_context_requests(orchestrator, settings.context_sweep_seconds))
+            stack.push_async_callback(_stop, sweeper)
         yield Services(
             settings=settings,
             stores=services.stores,
@@ -500,6 +520,22 @@ async def build_orchestrator(
         settings, model=model, stores=stores, mcp_extensions=mcp_extensions, digest_model=digest_model
     ) as services:
         yield services.orchestrator
+
+
+async def sweep_context_requests(orchestrator: Orchestrator, every_seconds: float) -> None:
+    """Answer, without their context, paused turns past their deadline, every ``every_seconds``."""
+    while True:
+        await asyncio.sleep(every_seconds)
+        try:
+            await orchestrator.expire_due()
+        except Exception as exc:  # storage hiccup: the next sweep tries again
+            logger.warning("sweeping context requests failed: %s", type(exc).__name__)
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 class SharedRuntime:

@@ -7,12 +7,14 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
 
 from orc.clock import utc_now
 from orc.contracts import UnavailableDocument
@@ -26,6 +28,7 @@ from orc.conversations import (
     Snapshot,
     UserMessage,
 )
+from orc.conversations.context_requests import ContextRequestRecord
 from orc.conversations.export import ExportFormat, export, filename
 from orc.conversations.title_writer import TitleWriter
 from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
@@ -43,7 +46,9 @@ from orc.errors import (
 )
 from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
+from orc.graph.pause import PAUSE_EVENT, Resumed
 from orc.graph.state import TurnState, fresh_turn_input
+from orc.handoff import ContextUpdate, Handoff, SupplyPayload
 from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.faults import model_fault
@@ -54,7 +59,17 @@ from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.storage.checkpoints import NEW_TURN
 from orc.telemetry import turn_span
-from orc.turns import ErrorEvent, Event, TurnMetadata, TurnRequest, TurnResult, citation_event, final_event
+from orc.turns import (
+    ContextRequired,
+    ContextRequiredEvent,
+    ErrorEvent,
+    Event,
+    TurnMetadata,
+    TurnRequest,
+    TurnResult,
+    citation_event,
+    final_event,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +102,9 @@ class PreparedTurn:
     model: ChosenModel
     unavailable: list[UnavailableDocument] = field(default_factory=list)
     """Attached files the answer cannot use (failed, or still uploading): left out of the tools, named in it."""
+    allow_pause: bool = False
+    """The caller can show a context request: a turn that lacks context pauses instead of answering."""
+    model_alias: str | None = None
 
     @property
     def usable_names(self) -> list[str]:
@@ -112,6 +130,7 @@ class Orchestrator:
         delete_checkpoints: Callable[[str], Awaitable[None]],
         token_counter: TokenCounter | None = None,
         titles: TitleWriter | None = None,
+        handoff: Handoff | None = None,
     ) -> None:
         self._graph = graph
         self._models = models
@@ -128,6 +147,7 @@ class Orchestrator:
         # One turn at a time per conversation, so each turn sees the previous one; other conversations never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._titles = titles
+        self._handoff = handoff
 
     async def settle(self) -> None:
         """Wait for the work a turn leaves running after its answer (a conversation's generated title)."""
@@ -155,23 +175,32 @@ class Orchestrator:
         if request.context is not None:
             await self._documents.check_focus(principal, request.context)
         model = self._models.pick(request.model)
+        allow = (request.context_requests or self._handoff.default_mode) == "allow" if self._handoff else False
         return PreparedTurn(
-            principal, conversation_id, question, blob_names, request.context, model, unavailable_attachments(records)
+            principal,
+            conversation_id,
+            question,
+            blob_names,
+            request.context,
+            model,
+            unavailable_attachments(records),
+            allow_pause=allow,
+            model_alias=request.model,
         )
 
-    async def ask(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> TurnResult:
-        """Run one turn and return its answer."""
+    async def ask(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> TurnResult | ContextRequired:
+        """Run one turn and return its answer (or, for a request that allows it, the context it pauses for)."""
         return await self.complete(await self.prepare(request, principal))
 
-    async def complete(self, turn: PreparedTurn) -> TurnResult:
-        """Run a prepared turn to its end and return the result.
+    async def complete(self, turn: PreparedTurn, resume: Resumed | None = None) -> TurnResult | ContextRequired:
+        """Run a prepared turn (or resume a paused one) to its end and return the result.
 
         Nobody reads the turn's events, so the graph streams none and the answer is requested whole.
         """
-        result: TurnResult | None = None
+        result: TurnResult | ContextRequired | None = None
         async with self._turn_lock(turn) as key:
-            async for item in self._run_locked(turn, key, stream=False):
-                if isinstance(item, TurnResult):
+            async for item in self._run_locked(turn, key, stream=False, resume=resume):
+                if isinstance(item, TurnResult | ContextRequired):
                     result = item
         assert result is not None  # _run_locked always ends with the result or raises
         return result
@@ -200,14 +229,17 @@ class Orchestrator:
         except Exception as exc:
             yield turn_failed(exc)
 
-    async def run(self, turn: PreparedTurn) -> AsyncIterator[Event]:
-        """Run a prepared turn: progress, tool and token events, then citations and ``final``.
+    async def run(self, turn: PreparedTurn, resume: Resumed | None = None) -> AsyncIterator[Event]:
+        """Run a prepared turn (or resume a paused one): progress, tool and token events, then citations and
+        ``final`` (or ``context_required``, for a turn that pauses).
 
         Raises :class:`OrcError` on failure; nothing is stored for a failed turn.
         """
         async with self._turn_lock(turn) as key:
-            async for item in self._run_locked(turn, key, stream=True):
-                if isinstance(item, TurnResult):
+            async for item in self._run_locked(turn, key, stream=True, resume=resume):
+                if isinstance(item, ContextRequired):
+                    yield context_required_event(item)
+                elif isinstance(item, TurnResult):
                     for citation in item.citations:
                         yield citation_event(citation)
                     yield final_event(item)
@@ -225,8 +257,11 @@ class Orchestrator:
             with turn_span(turn.principal.organization, turn.principal.user, turn.conversation_id):
                 yield key
 
-    async def _run_locked(self, turn: PreparedTurn, thread_id: str, stream: bool) -> AsyncIterator[Event | TurnResult]:
-        """The turn's events as the graph streams them (none unless ``stream``), then its stored result."""
+    async def _run_locked(
+        self, turn: PreparedTurn, thread_id: str, stream: bool, resume: Resumed | None = None
+    ) -> AsyncIterator[Event | TurnResult | ContextRequired]:
+        """The turn's events as the graph streams them (none unless ``stream``), then its stored result (or the
+        request it paused with)."""
         started = time.perf_counter()
         meter = ModelMeter()
         stored: asyncio.Task[TurnResult] | None = None
@@ -262,9 +297,26 @@ class Orchestrator:
             finished=finished,
             stream_tokens=stream,
             corrective_retry=not isinstance(turn.model.model, OfflineExtractiveModel),
+            context_requests=turn.allow_pause and resume is None,
         )
+        paused: list[Any] | None = None
         # No callbacks on the run: the nodes record their model requests on the meter themselves.
-        config: RunnableConfig = {"configurable": {"thread_id": thread_id, NEW_TURN: True}}
+        # A resumed turn reads its checkpoint; a new one reads none.
+        configurable: dict[str, Any] = (
+            {"thread_id": thread_id} if resume is not None else {"thread_id": thread_id, NEW_TURN: True}
+        )
+        config: RunnableConfig = {"configurable": configurable}
+        graph_input: Any = (
+            Command(resume=resume)
+            if resume is not None
+            else {
+                "question": turn.question,
+                "blob_names": turn.usable_names,
+                "focus_context": turn.focus_context,
+                "unavailable_documents": turn.unavailable,
+            }
+        )
+        listens = stream or turn.allow_pause
         # The whole turn has one deadline (below the host's own limit): every wait for the graph's next event is
         # bounded by what is left of it, so a hung model cannot hold the caller past it.
         deadline = asyncio.get_running_loop().time() + self._limits.turn_timeout_seconds
@@ -274,18 +326,13 @@ class Orchestrator:
                 # Only the turn's input: a new turn reads no checkpoint (NEW_TURN, honoured by both savers and
                 # tested), so every other field starts empty, and writing 20 defaults into the channels was a step's
                 # worth of work.
-                {
-                    "question": turn.question,
-                    "blob_names": turn.usable_names,
-                    "focus_context": turn.focus_context,
-                    "unavailable_documents": turn.unavailable,
-                },
+                graph_input,
                 config,
                 context=context,
                 # Streaming "custom" events makes LangGraph run every node as a task of its own beside a waiter; a
                 # caller that reads no events does not pay for that, nor for per-step outputs: the turn's final
                 # state comes from the answer node (``finished``).
-                stream_mode=["custom"] if stream else [],
+                stream_mode=["custom"] if listens else [],
                 # History lives in the conversation store; a checkpoint per step would only add writes.
                 durability="exit",
             ),
@@ -299,7 +346,11 @@ class Orchestrator:
                     except StopAsyncIteration:
                         break
                     mode, chunk = cast(tuple[str, Any], part)
-                    if mode == "custom":
+                    if mode != "custom":
+                        continue
+                    if chunk.get("type") == PAUSE_EVENT:
+                        paused = chunk["required"]
+                    elif stream:
                         yield cast(Event, chunk)
             except Exception as exc:
                 if stored is None:
@@ -313,6 +364,18 @@ class Orchestrator:
                 log.warning("the last checkpoint of a finished turn was not written: %s", type(exc).__name__)
             finally:
                 await parts.aclose()
+            if stored is None and paused is not None and self._handoff is not None:
+                yield await self._handoff.pause(
+                    turn.principal,
+                    turn.conversation_id,
+                    turn.question,
+                    turn.blob_names,
+                    turn.focus_context,
+                    turn.model_alias,
+                    turn.unavailable,
+                    paused,
+                )
+                return
             if stored is None:
                 raise OrcError("the turn ended without an answer; nothing was stored")
             result = await stored
@@ -385,6 +448,106 @@ class Orchestrator:
             files=files,
             metadata=metadata,
             suggestions=state["suggestions"],
+        )
+
+    # -- context handoff --------------------------------------------------------------------------------------
+
+    @property
+    def handoff(self) -> Handoff:
+        """The context requests of paused turns (:class:`orc.handoff.Handoff`)."""
+        if self._handoff is None:
+            raise OrcError("context requests are not configured in this process")
+        return self._handoff
+
+    async def begin_supply(
+        self, conversation_id: str, request_id: str, payloads: Sequence[SupplyPayload], principal: Principal
+    ) -> tuple[PreparedTurn, Resumed] | ContextUpdate:
+        """Add what the user supplied to a paused turn's request: the turn to resume (run it with :meth:`complete`
+        or :meth:`run`), or the request's state when slots are still missing."""
+        validate_identifier(conversation_id, what="conversation")
+        validate_identifier(request_id, what="context request")
+        moved = await self.handoff.supply(principal, conversation_id, request_id, payloads)
+        if isinstance(moved, ContextUpdate):
+            return moved
+        return self._resumed_turn(moved.record), moved.resume
+
+    async def supply(
+        self,
+        conversation_id: str,
+        request_id: str,
+        payloads: Sequence[SupplyPayload],
+        principal: Principal = LOCAL_PRINCIPAL,
+    ) -> TurnResult | ContextRequired | ContextUpdate:
+        """Supply context to a paused turn; once every required slot has something, the turn resumes and this
+        returns its answer."""
+        begun = await self.begin_supply(conversation_id, request_id, payloads, principal)
+        if isinstance(begun, ContextUpdate):
+            return begun
+        return await self.complete(*begun)
+
+    async def begin_run_without(
+        self, conversation_id: str, request_id: str, principal: Principal = LOCAL_PRINCIPAL
+    ) -> tuple[PreparedTurn, Resumed]:
+        """Resolve a paused turn's request without its context: the turn to resume (its answer says so)."""
+        validate_identifier(conversation_id, what="conversation")
+        validate_identifier(request_id, what="context request")
+        moved = await self.handoff.run_without(principal, conversation_id, request_id)
+        return self._resumed_turn(moved.record), moved.resume
+
+    async def run_without(
+        self, conversation_id: str, request_id: str, principal: Principal = LOCAL_PRINCIPAL
+    ) -> TurnResult | ContextRequired:
+        """Answer a paused turn without the context it asked for."""
+        return await self.complete(*await self.begin_run_without(conversation_id, request_id, principal))
+
+    async def cancel(
+        self, conversation_id: str, request_id: str, principal: Principal = LOCAL_PRINCIPAL
+    ) -> ContextRequestRecord:
+        """Cancel a paused turn: no answer is made."""
+        validate_identifier(conversation_id, what="conversation")
+        validate_identifier(request_id, what="context request")
+        return await self.handoff.cancel(principal, conversation_id, request_id)
+
+    async def context_requests(
+        self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL
+    ) -> list[dict[str, object]]:
+        """A conversation's context requests with their supplies and how each ended."""
+        validate_identifier(conversation_id, what="conversation")
+        return await self.handoff.history(principal, conversation_id)
+
+    async def expire_due(self, now: datetime | None = None) -> int:
+        """Answer, without their context, the paused turns whose deadline passed; returns how many. Run by the
+        embedded sweeper and by the timer-triggered function on Azure."""
+        if self._handoff is None:
+            return 0
+        moment = now or datetime.now(UTC)
+        answered = 0
+        for partition_key, request_id in await self._handoff.requests.due(moment):
+            moved = await self._handoff.expire(partition_key, request_id, moment)
+            if moved is None:
+                continue
+            try:
+                await self.complete(self._resumed_turn(moved.record), moved.resume)
+                answered += 1
+            except OrcError as exc:
+                log.warning("an expired context request could not be answered: %s", exc.code)
+        return answered
+
+    def _resumed_turn(self, record: ContextRequestRecord) -> PreparedTurn:
+        try:
+            model = self._models.pick(record.model)
+        except OrcError:
+            model = self._models.pick(None)  # the alias left the allow-list while the turn waited
+        return PreparedTurn(
+            record.principal,
+            record.conversation_id,
+            record.question,
+            record.blob_names,
+            record.focus_context,
+            model,
+            list(record.unavailable),
+            allow_pause=False,
+            model_alias=record.model,
         )
 
     # -- sessions -------------------------------------------------------------------------------------------
@@ -510,3 +673,16 @@ def turn_failed(exc: Exception) -> Event:
     log.warning("turn failed: %s", type(exc).__name__)
     log.debug("turn failure details", exc_info=exc)
     return error_event(OrcError("the turn failed; nothing was stored. Retry, or contact the operator."))
+
+
+def context_required_event(paused: ContextRequired) -> ContextRequiredEvent:
+    """The ``context_required`` stream event of a paused turn (the stream ends after it)."""
+    body = paused.model_dump(mode="json")
+    return ContextRequiredEvent(
+        type="context_required",
+        conversation_id=body["conversation_id"],
+        user_message_id=body["user_message_id"],
+        request_id=body["request_id"],
+        required=body["required"],
+        expires_at=body["expires_at"],
+    )

@@ -90,6 +90,17 @@ class Settings(BaseSettings):
     )
     sources_tokens: int = Field(default=12_000, ge=1, description="Token budget of the sources in the answer prompt.")
     tool_timeout_seconds: float = 120.0
+    context_requests: Literal["allow", "never"] = Field(
+        default="never",
+        description="Whether a turn whose request does not say may pause to ask for missing context (context "
+        'handoff). Clients that can show a request send "context_requests": "allow" themselves.',
+    )
+    context_request_timeout: float = Field(
+        default=300.0, gt=0, description="Seconds a paused turn waits for context before it answers without it."
+    )
+    context_sweep_seconds: float = Field(
+        default=15.0, gt=0, description="How often the embedded sweeper answers paused turns past their deadline."
+    )
     generated_titles: bool = Field(
         default=True,
         description="With a real model, title each conversation from its first exchange in the background (the "

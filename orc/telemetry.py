@@ -199,6 +199,8 @@ class Metrics:
     model_calls: otel_metrics.Counter
     rate_limited: otel_metrics.Counter
     failed: otel_metrics.Counter
+    context_requests: otel_metrics.Counter
+    context_fulfilment: otel_metrics.Histogram
 
 
 _instruments: dict[int, Metrics] = {}
@@ -221,6 +223,14 @@ def _make_metrics(meter: otel_metrics.Meter) -> Metrics:
             "orc.requests.rate_limited", unit="{request}", description="Requests refused by a rate limit"
         ),
         failed=meter.create_counter("orc.requests.failed", unit="{request}", description="Failed turns and requests"),
+        context_requests=meter.create_counter(
+            "orc.context_requests",
+            unit="{event}",
+            description="Context requests, by event: requested, supplied, run_without, expired, cancelled, superseded",
+        ),
+        context_fulfilment=meter.create_histogram(
+            "orc.context_requests.fulfilment", unit="ms", description="Time from a context request to its end"
+        ),
     )
 
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orc.contracts import CacheOutcome, Citation, FileRef, Grounding, ToolCallRecord, UnavailableDocument, Usage
 from orc.conversations import FocusContext
+from orc.conversations.context_requests import RequiredSlot
 
 
 class TurnRequest(BaseModel):
@@ -37,6 +38,12 @@ class TurnRequest(BaseModel):
         max_length=64,
         description="An alias from the server's model allow-list (ORC_MODELS); omit for the default model. "
         "Any other value is refused with 400 model_not_allowed.",
+    )
+    context_requests: Literal["allow", "never"] | None = Field(
+        default=None,
+        description='"allow": a turn that lacks context may pause and answer {status: "context_required", ...} '
+        '(supply it with POST /api/sessions/{id}/context-requests/{request_id}/supply). "never": always an '
+        'answer, which says what is missing. Omitted: the server\'s default (ORC_CONTEXT_REQUESTS, "never").',
     )
 
 
@@ -70,6 +77,7 @@ class TurnMetadata(BaseModel):
 class TurnResult(BaseModel):
     """The answer of one turn."""
 
+    status: Literal["answered"] = "answered"
     conversation_id: str
     message_id: str = Field(description="The stored answer's id (``msg-<n>-assistant``): feedback names it.")
     created_at: str = Field(description="When the answer was stored (UTC, ISO 8601).")
@@ -122,21 +130,61 @@ class CitationEvent(TypedDict):
     quote: str
 
 
+class ContextSuggestion(TypedDict):
+    """One-click context: ``supply`` is the payload to send for the slot (a document, a span or a text)."""
+
+    kind: Literal["document", "span", "answer"]
+    label: str
+    supply: dict[str, str | None]
+
+
 class ContextRequest(TypedDict):
     """One piece of context a paused turn asks for."""
 
     slot: str
-    kind: str
+    kind: Literal["document", "evidence"]
     description: str
-    suggestions: list[str]
+    suggestions: list[ContextSuggestion]
 
 
 class ContextRequiredEvent(TypedDict):
-    """The turn paused for context the caller must supply (handoff, DESIGN §2)."""
+    """The turn paused for context the caller must supply (handoff, DESIGN §2); the stream ends after it."""
 
     type: Literal["context_required"]
+    conversation_id: str
+    user_message_id: str
     request_id: str
     required: list[ContextRequest]
+    expires_at: str
+
+
+class ContextUpdateEvent(TypedDict):
+    """A paused turn's request changed: part of it was supplied (``missing`` says what is still needed)."""
+
+    type: Literal["context_update"]
+    request_id: str
+    status: str
+    supplied: list[str]
+    missing: list[str]
+
+
+class ContextResolvedEvent(TypedDict):
+    """A paused turn goes on: with what was supplied, without it (``run_without``), or after its deadline."""
+
+    type: Literal["context_resolved"]
+    request_id: str
+    outcome: Literal["supplied", "run_without", "expired"]
+
+
+class ContextRequired(BaseModel):
+    """A turn that paused for context: what it needs, and where to supply it."""
+
+    status: Literal["context_required"] = "context_required"
+    conversation_id: str
+    user_message_id: str
+    request_id: str
+    required: list[RequiredSlot]
+    expires_at: str = Field(description="When the turn answers without the context if none is supplied.")
 
 
 class FinalEvent(TypedDict):
@@ -164,10 +212,22 @@ class ErrorEvent(TypedDict):
     retry_after: NotRequired[float]
 
 
-Event = ProgressEvent | ToolEvent | TokenEvent | CitationEvent | ContextRequiredEvent | FinalEvent | ErrorEvent
+Event = (
+    ProgressEvent
+    | ToolEvent
+    | TokenEvent
+    | CitationEvent
+    | ContextRequiredEvent
+    | ContextUpdateEvent
+    | ContextResolvedEvent
+    | FinalEvent
+    | ErrorEvent
+)
 """A stream event: a JSON object discriminated by its ``type``."""
 
-EventType = Literal["progress", "tool", "token", "citation", "context_required", "final", "error"]
+EventType = Literal[
+    "progress", "tool", "token", "citation", "context_required", "context_update", "context_resolved", "final", "error"
+]
 
 
 def citation_event(citation: Citation) -> CitationEvent:

@@ -21,6 +21,9 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "orc-home"
     monkeypatch.setenv("ORC_HOME", str(home))
+    # Scripted models answer requests in order and tests count them: a background title request would take a
+    # scripted reply. Titles have their own tests (tests/http/test_generated_titles.py), which switch them on.
+    monkeypatch.setenv("ORC_GENERATED_TITLES", "false")
     yield home
 
 

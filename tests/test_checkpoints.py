@@ -19,6 +19,7 @@ from langgraph.types import Command, interrupt
 
 from orc.contracts import Citation, FileRef, Grounding, SourceSpan, ToolCallRecord, UnavailableDocument, Usage
 from orc.conversations import FocusContext
+from orc.conversations.context_requests import RequiredSlot, SuggestedSupply, Suggestion
 from orc.graph import build_graph
 from orc.graph.state import (
     ListedDocument,
@@ -202,6 +203,16 @@ def every_field_set() -> TurnState:
         retrieval_rounds=2,
         grounding=Grounding(cited_sentences=1, uncited_sentences=0, removed_markers=1),
         suggestions=["What does lease.txt say about the deposit?"],
+        context_request=[
+            RequiredSlot(
+                slot="evidence",
+                kind="evidence",
+                description="Paste the passage",
+                suggestions=[Suggestion(kind="span", label="lease", supply=SuggestedSupply(source_ref=span.ref))],
+            )
+        ],
+        supplied=[span],
+        handoff_note="(Answered without the requested context.)",
     )
     return state
 

@@ -27,6 +27,14 @@ TURNS_AND_SESSIONS = {
     "give_feedback",
     "export_session",
     "settle",
+    "handoff",
+    "begin_supply",
+    "supply",
+    "begin_run_without",
+    "run_without",
+    "cancel",
+    "context_requests",
+    "expire_due",
 }
 
 

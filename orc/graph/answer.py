@@ -175,7 +175,11 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     if ctx.corrective_retry and sources and grounding.mostly_uncited:
         text, grounding = await corrected_answer(model, messages, text, grounding, ctx, markers)
     citations = extract_citations(text, sources)
-    note = non_focus_note(text, citations, origins) + unavailable_note(state.get("unavailable_documents") or [])
+    note = (
+        non_focus_note(text, citations, origins)
+        + unavailable_note(state.get("unavailable_documents") or [])
+        + (state.get("handoff_note") or "")
+    )
     if note:
         emit(TokenEvent(type="token", text=note))
         text += note

@@ -10,6 +10,7 @@ from orc.graph.answer import answer
 from orc.graph.context import TurnContext
 from orc.graph.context_builder import context_builder
 from orc.graph.mcp_executor import mcp_executor
+from orc.graph.pause import context_pause
 from orc.graph.query_planner import query_planner
 from orc.graph.state import CHECKPOINTED_TYPES, TurnState
 from orc.graph.tool_router import tool_router
@@ -39,9 +40,12 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGra
     graph.add_node("query_planner", node("query_planner", query_planner), destinations=("tool_router", "mcp_executor"))
     graph.add_node("tool_router", node("tool_router", tool_router), destinations=("mcp_executor", "answer"))
     graph.add_node("mcp_executor", node("mcp_executor", mcp_executor))
-    graph.add_node("context_builder", node("context_builder", context_builder))
+    graph.add_node(
+        "context_builder", node("context_builder", context_builder), destinations=("answer", "context_pause")
+    )
+    graph.add_node("context_pause", node("context_pause", context_pause))
     graph.add_node("answer", node("answer", answer), destinations=("mcp_executor", END))
     graph.add_edge(START, "query_planner")
     graph.add_edge("mcp_executor", "context_builder")
-    graph.add_edge("context_builder", "answer")
+    graph.add_edge("context_pause", "answer")
     return graph.compile(checkpointer=checkpointer, name="orc-turn")

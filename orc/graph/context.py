@@ -45,6 +45,8 @@ class TurnContext:
     """Budget of the recent history in the answer request (``ORC_HISTORY_TOKENS``)."""
     sources_tokens: int = 12_000
     """Budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
+    context_requests: bool = False
+    """Whether the caller can show a context request: then a turn that lacks context pauses and asks for it."""
     corrective_retry: bool = False
     """Whether an answer that is mostly uncited is asked for once more with citations (real models only: the
     offline model cites by construction)."""

@@ -31,6 +31,7 @@ def listing(availability: Availability) -> list[ListedDocument]:
             status=doc.info.status,
             origin=doc.info.origin,
             is_focus=focus is not None and (doc.info.context_type, doc.info.context_id) == (focus.type, focus.id),
+            document_id=doc.info.document_id,
         )
         for doc in availability.documents
     ]

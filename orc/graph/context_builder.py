@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import ValidationError
 
 from orc.contracts import DocumentChatResult, SourceSpan, ToolCallRecord, Usage
 from orc.graph.context import TurnContext
+from orc.graph.pause import context_request, emit_pause
 from orc.graph.progress import progress
 from orc.graph.state import SourceContext, ToolAnswer, TurnState
 from orc.tool_contract import DOCUMENT_CHAT
@@ -96,9 +98,14 @@ def _summary(structured: dict[str, Any] | None, text: str, found: list[SourceSpa
     return " ".join(notes) or f"{len(found)} passage(s), listed with the sources."
 
 
-async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
-    """Add each result to the context; document_chat overwrites ``uploaded_file_refs`` with its ``files``."""
-    del runtime  # the builder needs nothing beyond the state
+AfterContext = Literal["answer", "context_pause"]
+
+
+async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterContext]:
+    """Add each result to the context; document_chat overwrites ``uploaded_file_refs`` with its ``files``. A turn
+    whose caller can show a context request and that lacks context goes to ``context_pause`` instead of the answer.
+    """
+    ctx = runtime.context
     progress("context_builder", "Gathering the evidence", 60)
     context_docs = list(state.get("context_docs") or [])
     sources = list(state.get("sources") or [])
@@ -148,7 +155,7 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Tu
         if result.id != DOCUMENT_CHAT:
             planning.append(ToolMessage(content=text, tool_call_id=result.id, name=result.model_name))
 
-    return {
+    built: TurnState = {
         **updates,
         "context_docs": context_docs,
         "sources": sources,
@@ -160,3 +167,10 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Tu
         "tool_model_calls": tool_calls,
         "tool_usage": usage,
     }
+    if ctx is not None and ctx.context_requests and state.get("rounds", 0) == 0:
+        request = await context_request({**state, **built}, ctx)
+        if request:
+            # The turn pauses before its answer request: asking costs no model call.
+            emit_pause(request)
+            return Command(update={**built, "context_request": request}, goto="context_pause")
+    return Command(update=built, goto="answer")

@@ -25,6 +25,7 @@ from orc.contracts import (
     Usage,
 )
 from orc.conversations import FocusContext
+from orc.conversations.context_requests import RequiredSlot, SuggestedSupply, Suggestion
 from orc.storage.ports import StoredItem
 
 
@@ -93,6 +94,7 @@ class ListedDocument(_Record):
     origin: str | None
     """``session``, ``focus`` or ``historical``."""
     is_focus: bool = False
+    document_id: str | None = None
 
 
 CHECKPOINTED_TYPES: tuple[type, ...] = (
@@ -111,6 +113,9 @@ CHECKPOINTED_TYPES: tuple[type, ...] = (
     PriorTurn,
     Grounding,
     UnavailableDocument,
+    RequiredSlot,
+    Suggestion,
+    SuggestedSupply,
 )
 """Every class a turn's state holds besides LangChain's messages (which LangGraph trusts already)."""
 
@@ -160,6 +165,12 @@ class TurnState(TypedDict, total=False):
     tool_model_calls: int
     tool_usage: Usage
     retrieval_rounds: int
+    context_request: list[RequiredSlot] | None
+    """The slots the turn asks the user for, when it pauses (context handoff)."""
+    supplied: list[SourceSpan]
+    """What the user supplied when the paused turn resumed, as sources to cite."""
+    handoff_note: str
+    """A sentence for the answer about the context request (answered without it, and why)."""
     """How many times the turn retrieved evidence for attached files (a second round when the first was weak)."""
     # answer
     answer: str
@@ -200,6 +211,9 @@ def fresh_turn_input(
         tool_model_calls=0,
         tool_usage=Usage(),
         retrieval_rounds=0,
+        context_request=None,
+        supplied=[],
+        handoff_note="",
         answer="",
         citations=[],
         grounding=None,

@@ -78,11 +78,12 @@ async def idempotent(
 async def recorded_stream(
     events: AsyncIterator[Event], keys: IdempotencyKeys, claimed: Claim, result: Callable[[Event], BaseModel]
 ) -> AsyncIterator[Event]:
-    """Pass a turn's events through and record its ``final`` result under the key (a replay answers JSON)."""
+    """Pass a turn's events through and record its ``final`` result (or the ``context_required`` it paused with)
+    under the key (a replay answers JSON)."""
     completed = False
     try:
         async for event in events:
-            if event["type"] == "final":
+            if event["type"] in ("final", "context_required"):
                 await keys.complete(claimed, 200, result(event).model_dump(mode="json"))
                 completed = True
             yield event

@@ -14,14 +14,14 @@ from orc.http.streaming import MEDIA_TYPES, encode, negotiate
 from orc.idempotency import StoredResponse
 from orc.principal import Principal
 from orc.quotas import Quotas, TurnSlot
-from orc.turns import Event, TurnRequest, TurnResult
+from orc.turns import ContextRequired, Event, TurnRequest, TurnResult
 
 router = APIRouter()
 
 
 @router.post(
     "/orc",
-    response_model=TurnResult,
+    response_model=TurnResult | ContextRequired,
     summary="Ask a question in a conversation",
     responses={
         200: {"content": {"application/x-ndjson": {}, "text/event-stream": {}}},
@@ -35,8 +35,12 @@ async def ask(
     principal: Caller,
     keys: Keys,
     quotas: Limits,
-) -> Response | TurnResult:
+) -> Response | TurnResult | ContextRequired:
     """Answer one question. ``Accept: application/x-ndjson`` or ``text/event-stream`` streams the events.
+
+    With ``"context_requests": "allow"`` a turn that lacks context may pause instead: the answer is then
+    ``{"status": "context_required", "request_id", "required": [...]}`` (a ``context_required`` event when
+    streaming), and ``POST /api/sessions/{id}/context-requests/{request_id}/supply`` resumes it.
 
     With an ``Idempotency-Key`` the turn runs once: a retry with the same key and body gets the first answer
     (as JSON, with ``Idempotent-Replayed: true``), a different body 422, and a retry while it runs 409.
@@ -51,9 +55,10 @@ async def ask(
         fmt = negotiate(request.headers.get("accept", ""))
         if fmt is None:
 
-            async def run() -> TurnResult:
+            async def run() -> TurnResult | ContextRequired:
                 result = await orchestrator.complete(turn)
-                await quotas.charge(principal, result.metadata.usage.total_tokens)
+                if isinstance(result, TurnResult):
+                    await quotas.charge(principal, result.metadata.usage.total_tokens)
                 return result
 
             with slot:
@@ -67,7 +72,7 @@ async def ask(
         return replay(claimed)
     events = orchestrator.stream_prepared(turn)
     if claimed is not None:
-        events = recorded_stream(events, keys, claimed, TurnResult.model_validate)
+        events = recorded_stream(events, keys, claimed, stream_result)
     return StreamingResponse(
         encode(_metered(events, quotas, principal, slot), fmt),
         media_type=MEDIA_TYPES[fmt],
@@ -88,3 +93,10 @@ async def _metered(
             yield event
     finally:
         slot.release()
+
+
+def stream_result(event: Event) -> TurnResult | ContextRequired:
+    """The JSON result a streamed turn ended with: its answer, or the context it paused for."""
+    if event["type"] == "context_required":
+        return ContextRequired.model_validate(event)
+    return TurnResult.model_validate(event)

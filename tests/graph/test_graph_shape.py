@@ -12,13 +12,15 @@ EXPECTED_EDGES = {
     ("tool_router", "mcp_executor", True),
     ("tool_router", "answer", True),
     ("mcp_executor", "context_builder", False),
-    ("context_builder", "answer", False),
+    ("context_builder", "answer", True),
+    ("context_builder", "context_pause", True),
+    ("context_pause", "answer", False),
     ("answer", "mcp_executor", True),
     ("answer", "__end__", True),
 }
 
 
-def test_the_graph_has_the_five_nodes_of_the_turn_and_their_edges() -> None:
+def test_the_graph_has_the_five_nodes_of_the_turn_the_pause_and_their_edges() -> None:
     drawing = build_graph().get_graph()
 
     assert set(drawing.nodes) == {
@@ -27,6 +29,7 @@ def test_the_graph_has_the_five_nodes_of_the_turn_and_their_edges() -> None:
         "tool_router",
         "mcp_executor",
         "context_builder",
+        "context_pause",
         "answer",
         "__end__",
     }
@@ -38,7 +41,8 @@ def test_the_mermaid_drawing_is_stable() -> None:
 
     assert "query_planner -.-> mcp_executor;" in mermaid
     assert "tool_router -.-> mcp_executor;" in mermaid
-    assert "context_builder --> answer;" in mermaid
+    assert "context_builder -.-> answer;" in mermaid
+    assert "context_builder -.-> context_pause;" in mermaid
     assert "answer -.-> mcp_executor;" in mermaid
     assert "answer -.-> __end__;" in mermaid
 

@@ -32,7 +32,9 @@ def result(name: str, structured: dict[str, Any], *, call_id: str | None = None,
 async def build(*results: ToolResult) -> TurnState:
     state = fresh_turn_input("What is the rent?", [], None)
     state["tool_results"] = list(results)
-    return await context_builder(state, NO_CONTEXT)
+    command = await context_builder(state, NO_CONTEXT)
+    assert command.goto == "answer" and isinstance(command.update, dict)
+    return command.update  # type: ignore[return-value]
 
 
 async def test_a_document_chat_result_becomes_sources_file_refs_a_record_and_its_usage() -> None:

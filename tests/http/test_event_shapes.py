@@ -23,7 +23,9 @@ WIRE_KEYS: dict[str, list[str]] = {
     "tool": ["type", "name", "status", "duration_ms"],
     "token": ["type", "text"],
     "citation": ["type", "ref", "document", "span_id", "page", "quote"],
-    "context_required": ["type", "request_id", "required"],
+    "context_required": ["type", "conversation_id", "user_message_id", "request_id", "required", "expires_at"],
+    "context_update": ["type", "request_id", "status", "supplied", "missing"],
+    "context_resolved": ["type", "request_id", "outcome"],
     "final": [
         "type",
         "conversation_id",

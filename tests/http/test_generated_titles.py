@@ -20,7 +20,7 @@ from tests.documents.library_support import memory_stores
 
 @asynccontextmanager
 async def runtime(model: BaseChatModel | None = None, settings: Settings | None = None) -> AsyncIterator[Services]:
-    async with build_runtime(settings or Settings(), model=model, stores=memory_stores()) as built:
+    async with build_runtime(settings or Settings(generated_titles=True), model=model, stores=memory_stores()) as built:
         yield built
 
 

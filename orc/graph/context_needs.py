@@ -1,0 +1,136 @@
+"""When a turn should ask for context instead of answering (context-handoff-plan's ``ContextNeedsAnalyzer``).
+
+Rules, checked on the evidence a turn gathered, before its answer request (so a paused turn costs no model call):
+
+- an attached file the answer cannot use (its processing failed, or its upload has not finished) → a ``document``
+  slot for it;
+- the question names a file that is neither attached nor available in the turn's contexts → a ``document`` slot;
+- no retrieved span covers at least half of the question's content words → an ``evidence`` slot: the documents
+  do not say, so the user is asked to paste or point at what does.
+
+Each slot offers one-click suggestions: documents available in the focus context that the turn did not read, the
+spans that came closest, and the previous answer. The offline model relies on these rules alone; a real model
+could ask through a tool as well (not built yet).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from orc.contracts import SourceSpan, UnavailableDocument
+from orc.conversations.context_requests import RequiredSlot, SuggestedSupply, Suggestion
+from orc.graph.state import ListedDocument, PriorTurn
+from orc.text import tokenize
+
+MIN_COVERAGE = 0.5
+"""The share of the question's content words the best span must contain for the evidence to count as good."""
+MAX_SUGGESTIONS = 5
+_FILE_NAME = re.compile(
+    r"(?<![\w.-])([\w][\w .()-]{0,80}?\.(?:pdf|docx?|pptx?|xlsx?|csv|txt|md|json|html?))\b", re.IGNORECASE
+)
+
+
+def needed_context(
+    question: str,
+    sources: Sequence[SourceSpan],
+    unavailable: Sequence[UnavailableDocument],
+    available: Sequence[ListedDocument] | None,
+    attached: Sequence[str],
+    history: Sequence[PriorTurn],
+) -> list[RequiredSlot]:
+    """The slots a turn should ask for before answering; empty when it can answer."""
+    slots: list[RequiredSlot] = []
+    for document in unavailable:
+        slots.append(
+            RequiredSlot(
+                slot=f"document:{document.name}",
+                kind="document",
+                description=f"{document.name} could not be used ({document.reason}). Paste its text or attach "
+                "another copy or another document with the same information.",
+                suggestions=_suggestions(sources, available, attached, history),
+            )
+        )
+    known = {name.lower() for name in attached} | {doc.filename.lower() for doc in available or []}
+    for named in _named_files(question):
+        if named.lower() not in known:
+            slots.append(
+                RequiredSlot(
+                    slot=f"document:{named}",
+                    kind="document",
+                    description=f"The question names {named}, which is not available to this conversation. Attach "
+                    "it, or paste the part that answers the question.",
+                    suggestions=_suggestions(sources, available, attached, history),
+                )
+            )
+    if not slots and coverage(question, sources) < MIN_COVERAGE:
+        slots.append(
+            RequiredSlot(
+                slot="evidence",
+                kind="evidence",
+                description="The documents do not seem to answer this question. Paste the passage that does, "
+                "attach the document it is in, or pick one of the suggestions.",
+                suggestions=_suggestions(sources, available, attached, history),
+            )
+        )
+    return slots
+
+
+def coverage(question: str, sources: Sequence[SourceSpan]) -> float:
+    """The largest share of the question's content words that one source contains (1.0 for a question with none)."""
+    terms = set(tokenize(question))
+    if not terms:
+        return 1.0
+    return max((len(terms & set(tokenize(source.text))) / len(terms) for source in sources), default=0.0)
+
+
+def _named_files(question: str) -> list[str]:
+    return list(dict.fromkeys(match.strip() for match in _FILE_NAME.findall(question)))
+
+
+def _suggestions(
+    sources: Sequence[SourceSpan],
+    available: Sequence[ListedDocument] | None,
+    attached: Sequence[str],
+    history: Sequence[PriorTurn],
+) -> list[Suggestion]:
+    found: list[Suggestion] = []
+    for document in available or []:
+        document_id = document.document_id
+        if document.filename in attached or document.status != "ready" or document_id is None:
+            continue
+        where = (
+            "this conversation"
+            if document.context_type == "session"
+            else f"{document.context_type} {document.context_id}"
+        )
+        found.append(
+            Suggestion(
+                kind="document",
+                label=f"{document.filename} ({where})",
+                supply=SuggestedSupply(document_id=document_id),
+            )
+        )
+    for source in sources[:3]:
+        found.append(
+            Suggestion(
+                kind="span",
+                label=f"{source.ref}: {_excerpt(source.text)}",
+                supply=SuggestedSupply(source_ref=source.ref),
+            )
+        )
+    if history:
+        last = history[-1]
+        found.append(
+            Suggestion(
+                kind="answer",
+                label=f"The earlier answer to: {_excerpt(last.question)}",
+                supply=SuggestedSupply(text=last.answer[:4000]),
+            )
+        )
+    return found[:MAX_SUGGESTIONS]
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

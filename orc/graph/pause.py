@@ -1,0 +1,85 @@
+"""Pausing a turn for context (context handoff): deciding to ask, the pause itself, and what a resume brings.
+
+``context_builder`` asks :func:`context_request` once, after the first evidence is in, and only for a caller that
+can show a request. When the rules ask for something, it tells the orchestrator (an internal stream event the
+orchestrator turns into a stored request and the client's ``context_required``) and routes to
+:func:`context_pause`, which calls LangGraph's ``interrupt()``: the run ends with a durable checkpoint, and the
+turn resumes there, on any instance, with ``Command(resume=...)`` carrying what the user supplied.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from orc.contracts import SourceSpan
+from orc.conversations.context_requests import RequiredSlot
+from orc.graph.context import TurnContext
+from orc.graph.context_needs import needed_context
+from orc.graph.state import TurnState
+from orc.graph.tool_router import available_documents
+
+PAUSE_EVENT = "_context_needed"
+"""The internal stream event that tells the orchestrator the turn pauses (never sent to a client)."""
+
+
+class Resumed(TypedDict):
+    """What the orchestrator resumes a paused turn with (checkpointed: plain JSON values)."""
+
+    action: Literal["supplied", "run_without"]
+    supplied: list[dict[str, Any]]
+    """SourceSpan fields of each supplied passage."""
+    note: str
+    """A sentence for the answer (answered without the context, and why); empty when context was supplied."""
+
+
+async def context_request(state: TurnState, ctx: TurnContext) -> list[RequiredSlot]:
+    """The slots the turn should ask for, if any (the available documents are loaded only when it asks)."""
+    question = state["question"]  # the user's own words: the retrieval query also carries the conversation's
+    slots = needed_context(
+        question,
+        state.get("sources") or [],
+        state.get("unavailable_documents") or [],
+        state.get("available_documents"),
+        state.get("blob_names") or [],
+        state.get("history") or [],
+    )
+    if slots and state.get("available_documents") is None and ctx.documents is not None:
+        # Suggestions offer the focus context's documents: read them only for a turn that asks.
+        documents = await available_documents(state, ctx)
+        slots = needed_context(
+            question,
+            state.get("sources") or [],
+            state.get("unavailable_documents") or [],
+            documents,
+            state.get("blob_names") or [],
+            state.get("history") or [],
+        )
+    return slots
+
+
+def emit_pause(slots: list[RequiredSlot]) -> None:
+    """Tell the orchestrator that this turn pauses for ``slots``."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # a node called directly, outside a run
+        return
+    writer({"type": PAUSE_EVENT, "required": [slot.model_dump(mode="json") for slot in slots]})
+
+
+def context_pause(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
+    """Wait for the context (``interrupt``); on resume, what was supplied becomes the first of the sources."""
+    del runtime
+    resumed: Resumed = interrupt([slot.model_dump(mode="json") for slot in state.get("context_request") or []])
+    supplied = [SourceSpan.model_validate(item) for item in resumed.get("supplied", [])]
+    return {
+        "supplied": supplied,
+        "sources": [*supplied, *(state.get("sources") or [])],
+        "handoff_note": resumed.get("note", ""),
+    }
+
+
+__all__ = ["PAUSE_EVENT", "Resumed", "context_pause", "context_request", "emit_pause"]

@@ -1,0 +1,375 @@
+"""The life cycle of a context request around a paused turn (context handoff): pause, supply, run without it,
+cancel, supersede and expire.
+
+The orchestrator runs the graph; this module decides what a request may do next and turns what the user supplied
+into sources the answer can cite: a text becomes a ``supplied::<slot>-<n>`` source, a document the best spans of it
+for the question, a SourceRef that span. Every transition is an ETag-conditional write of the request, so one
+request resumes its turn once, whichever instance the supply reaches.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from orc.clock import utc_now
+from orc.contracts import SourceSpan, UnavailableDocument
+from orc.conversations import ConversationRepository, FocusContext
+from orc.conversations.context_requests import (
+    ContextRequestRecord,
+    ContextRequests,
+    RequiredSlot,
+    Supply,
+    deadline,
+)
+from orc.documents.availability import DocumentScope
+from orc.documents.library import DocumentLibrary
+from orc.documents.records import ContextRef
+from orc.errors import Conflict, InvalidInput, NotFound, OrcError, PayloadTooLarge
+from orc.graph.pause import Resumed
+from orc.principal import Principal
+from orc.telemetry import metrics
+from orc.turns import ContextRequired
+
+log = logging.getLogger(__name__)
+
+MAX_PAYLOADS = 20
+MAX_TEXT_CHARS = 20_000
+SUPPLIED_DOCUMENT = "supplied"
+"""The document name of supplied texts' SourceRefs (``supplied::evidence-1``)."""
+SPANS_PER_DOCUMENT = 3
+
+
+class SupplyPayload(BaseModel):
+    """One supplied piece of context: a text, a document or a span the caller can see."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slot: str = Field(max_length=300)
+    text: str | None = Field(default=None, description=f"At most {MAX_TEXT_CHARS} characters.")
+    document_id: str | None = Field(default=None, max_length=200)
+    source_ref: str | None = Field(default=None, max_length=1200)
+    name: str | None = Field(default=None, max_length=300, description="An uploaded file's name (multipart).")
+
+    @model_validator(mode="after")
+    def _one_reference(self) -> SupplyPayload:
+        given = [value for value in (self.text, self.document_id, self.source_ref) if value is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of text, document_id or source_ref")
+        return self
+
+
+class ContextUpdate(BaseModel):
+    """A request's state after a partial supply (the turn still waits for ``missing``)."""
+
+    status: Literal["context_required"] = "context_required"
+    conversation_id: str
+    request_id: str
+    supplied: list[str]
+    missing: list[str]
+    required: list[RequiredSlot]
+    expires_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resumption:
+    """A request that may resume its turn now, and what to resume it with."""
+
+    record: ContextRequestRecord
+    resume: Resumed
+    outcome: Literal["supplied", "run_without", "expired"]
+
+
+class Handoff:
+    """Context requests of paused turns: created when a turn pauses, moved on by supply, run-without, cancel, a
+    new message (supersede) or the deadline."""
+
+    def __init__(
+        self,
+        requests: ContextRequests,
+        conversations: ConversationRepository,
+        documents: DocumentLibrary,
+        *,
+        default_mode: Literal["allow", "never"] = "never",
+        timeout_seconds: float = 300.0,
+    ) -> None:
+        self.requests = requests
+        self._conversations = conversations
+        self._documents = documents
+        self.default_mode = default_mode
+        self.timeout_seconds = timeout_seconds
+
+    # -- pausing ------------------------------------------------------------------------------------------------
+
+    async def pause(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        question: str,
+        blob_names: list[str],
+        focus: FocusContext | None,
+        model_alias: str | None,
+        unavailable: list[UnavailableDocument],
+        required: Sequence[dict[str, Any]],
+    ) -> ContextRequired:
+        """Store the request of a turn that just paused; the user message waits (``waiting_context``)."""
+        summary = await self._conversations.get(principal, conversation_id)
+        after_seq = summary.message_count // 2 if summary else 0
+        now = datetime.now(UTC)
+        record = ContextRequestRecord(
+            request_id=ContextRequests.new_id(),
+            conversation_id=conversation_id,
+            user_message_id=f"msg-{after_seq + 1}-user",
+            question=question,
+            blob_names=blob_names,
+            focus_context=focus,
+            model=model_alias,
+            principal=principal,
+            after_seq=after_seq,
+            unavailable=unavailable,
+            required=[RequiredSlot.model_validate(slot) for slot in required],
+            created_at=now.isoformat(),
+            expires_at=deadline(now, self.timeout_seconds),
+        )
+        await self.requests.create(record)
+        metrics().context_requests.add(1, {"orc.handoff.event": "requested"})
+        log.info("context request %s: %d slot(s)", record.request_id, len(record.required))
+        return ContextRequired(
+            conversation_id=conversation_id,
+            user_message_id=record.user_message_id,
+            request_id=record.request_id,
+            required=record.required,
+            expires_at=record.expires_at,
+        )
+
+    # -- moving a request on -----------------------------------------------------------------------------------
+
+    async def supply(
+        self, principal: Principal, conversation_id: str, request_id: str, payloads: Sequence[SupplyPayload]
+    ) -> Resumption | ContextUpdate:
+        """Add payloads; when every required slot has something, the request resolves and the turn resumes."""
+        if not payloads:
+            raise InvalidInput("supply at least one payload", code="no_payloads")
+        if len(payloads) > MAX_PAYLOADS:
+            raise PayloadTooLarge(f"at most {MAX_PAYLOADS} payloads per supply", code="too_many_payloads")
+        record, etag = await self._pending(principal, conversation_id, request_id)
+        slots = {slot.slot for slot in record.required}
+        for payload in payloads:
+            if payload.slot not in slots:
+                raise InvalidInput(
+                    f"unknown slot {payload.slot[:80]!r}; the request needs: {', '.join(sorted(slots))}",
+                    code="unknown_slot",
+                )
+            if payload.text is not None and len(payload.text) > MAX_TEXT_CHARS:
+                raise PayloadTooLarge(
+                    f"a supplied text may be at most {MAX_TEXT_CHARS} characters", code="supplied_text_too_large"
+                )
+            if payload.text is not None and not payload.text.strip():
+                raise InvalidInput("a supplied text is empty", code="empty_supply")
+        # Resolve references now: one the caller cannot see is refused before anything is stored.
+        for payload in payloads:
+            await self._sources(record, payload, 0)
+        now = utc_now()
+        supplies = [
+            Supply(
+                slot=payload.slot,
+                kind="file" if payload.name else "text" if payload.text is not None else
+                "document" if payload.document_id else "span",
+                text=payload.text,
+                document_id=payload.document_id,
+                source_ref=payload.source_ref,
+                name=payload.name,
+                supplied_by=principal.user,
+                supplied_at=now,
+            )
+            for payload in payloads
+        ]  # fmt: skip
+        record = record.model_copy(update={"supplies": [*record.supplies, *supplies]})
+        metrics().context_requests.add(len(supplies), {"orc.handoff.event": "supplied"})
+        if record.missing_slots:
+            await self.requests.replace(record, etag)
+            return ContextUpdate(
+                conversation_id=conversation_id,
+                request_id=request_id,
+                supplied=sorted({supply.slot for supply in record.supplies}),
+                missing=record.missing_slots,
+                required=record.required,
+                expires_at=record.expires_at,
+            )
+        sources = [
+            source
+            for index, supply in enumerate(record.supplies)
+            for source in await self._sources(record, _payload_of(supply), index)
+        ]
+        resume = Resumed(action="supplied", supplied=[source.model_dump(mode="json") for source in sources], note="")
+        return await self._end(record, etag, "resolved", "supplied", resume)
+
+    async def run_without(self, principal: Principal, conversation_id: str, request_id: str) -> Resumption:
+        """Resume the turn without the context; its answer says so."""
+        record, etag = await self._pending(principal, conversation_id, request_id)
+        note = "\n\n(Answered without the requested context: you chose to go on without it.)"
+        return await self._end(
+            record, etag, "resolved", "run_without", Resumed(action="run_without", supplied=[], note=note)
+        )
+
+    async def cancel(self, principal: Principal, conversation_id: str, request_id: str) -> ContextRequestRecord:
+        """End the request without an answer."""
+        record, etag = await self._pending(principal, conversation_id, request_id)
+        ended = record.model_copy(
+            update={
+                "status": "cancelled",
+                "user_message_status": "cancelled",
+                "ended_at": utc_now(),
+                "outcome": "cancelled",
+            }
+        )
+        await self.requests.replace(ended, etag)
+        metrics().context_requests.add(1, {"orc.handoff.event": "cancelled"})
+        return ended
+
+    async def expire(self, partition_key: str, request_id: str, now: datetime) -> Resumption | None:
+        """The fallback of a request whose deadline passed: resume without the context (``None`` when it ended
+        meanwhile or was superseded)."""
+        found = await self.requests.by_partition(partition_key, request_id)
+        if found is None:
+            return None
+        record, etag = found
+        if record.status != "pending" or record.expires_at > now.astimezone(UTC).isoformat():
+            return None
+        if await self._superseded(record, etag):
+            return None
+        minutes = max(1, round(self.timeout_seconds / 60))
+        note = f"\n\n(Answered without the requested context: none was supplied within {minutes} minute(s).)"
+        try:
+            return await self._end(
+                record, etag, "expired", "expired", Resumed(action="run_without", supplied=[], note=note)
+            )
+        except Conflict:
+            return None  # another instance moved it on
+
+    async def history(self, principal: Principal, conversation_id: str) -> list[dict[str, object]]:
+        """The conversation's requests with their supplies, for its history."""
+        return [record.public() for record in await self.requests.for_conversation(principal, conversation_id)]
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+
+    async def _pending(
+        self, principal: Principal, conversation_id: str, request_id: str
+    ) -> tuple[ContextRequestRecord, str]:
+        record, etag = await self.requests.get(principal, conversation_id, request_id)
+        if record.status != "pending":
+            raise Conflict(f"the context request is {record.status}", code=f"context_request_{record.status}")
+        if await self._superseded(record, etag):
+            raise Conflict("a newer message superseded the context request", code="context_request_superseded")
+        if record.expires_at <= datetime.now(UTC).isoformat():
+            raise Conflict("the context request expired; the turn answers without it", code="context_request_expired")
+        return record, etag
+
+    async def _superseded(self, record: ContextRequestRecord, etag: str) -> bool:
+        """Whether a newer turn was stored in the conversation since the pause (it then marks the request)."""
+        summary = await self._conversations.get(record.principal, record.conversation_id)
+        if summary is None or summary.message_count // 2 <= record.after_seq:
+            return False
+        await self.supersede(record, etag)
+        return True
+
+    async def supersede(self, record: ContextRequestRecord, etag: str) -> None:
+        """Mark a pending request superseded by a newer message."""
+        ended = record.model_copy(
+            update={
+                "status": "superseded",
+                "user_message_status": "cancelled",
+                "ended_at": utc_now(),
+                "outcome": "superseded",
+            }
+        )
+        try:
+            await self.requests.replace(ended, etag)
+        except Conflict:
+            return
+        metrics().context_requests.add(1, {"orc.handoff.event": "superseded"})
+
+    async def supersede_pending(self, principal: Principal, conversation_id: str) -> None:
+        """Mark the conversation's pending requests superseded (a new message was answered)."""
+        for record in await self.requests.for_conversation(principal, conversation_id):
+            if record.status == "pending":
+                try:
+                    _, etag = await self.requests.get(principal, conversation_id, record.request_id)
+                except NotFound:
+                    continue
+                await self.supersede(record, etag)
+
+    async def _end(
+        self,
+        record: ContextRequestRecord,
+        etag: str,
+        status: Literal["resolved", "expired"],
+        outcome: Literal["supplied", "run_without", "expired"],
+        resume: Resumed,
+    ) -> Resumption:
+        ended = record.model_copy(
+            update={"status": status, "user_message_status": "answered", "ended_at": utc_now(), "outcome": outcome}
+        )
+        await self.requests.replace(ended, etag)  # only one instance gets past this with the same ETag
+        waited = (datetime.now(UTC) - datetime.fromisoformat(record.created_at)).total_seconds()
+        metrics().context_requests.add(1, {"orc.handoff.event": outcome})
+        metrics().context_fulfilment.record(waited * 1000, {"orc.handoff.outcome": outcome})
+        log.info("context request %s: %s after %.1f s", record.request_id, outcome, waited)
+        return Resumption(ended, resume, outcome)
+
+    async def _sources(self, record: ContextRequestRecord, payload: SupplyPayload, index: int) -> list[SourceSpan]:
+        if payload.text is not None:
+            label = payload.slot.replace(":", "-").replace(" ", "-")[:60]
+            return [
+                SourceSpan(
+                    ref=f"{SUPPLIED_DOCUMENT}::{label}-{index + 1}",
+                    document=payload.name or SUPPLIED_DOCUMENT,
+                    span_id=f"{label}-{index + 1}",
+                    page=None,
+                    text=payload.text.strip(),
+                )
+            ]
+        scope = DocumentScope(
+            session_id=record.conversation_id,
+            focus=ContextRef.parse(record.focus_context.type, record.focus_context.id)
+            if record.focus_context
+            else None,
+            include_historical=True,
+        )
+        principal = record.principal
+        try:
+            if payload.source_ref is not None:
+                found = await self._documents.span(principal, scope, payload.source_ref)
+                return [
+                    SourceSpan(
+                        ref=span.ref, document=found.document, span_id=span.span_id, page=span.page, text=span.text
+                    )
+                    for span in found.spans
+                ]
+            assert payload.document_id is not None
+            hits = await self._documents.search(
+                principal, scope, record.question, limit=SPANS_PER_DOCUMENT, document_ids=[payload.document_id]
+            )
+        except OrcError as exc:
+            if exc.status == 404:
+                raise NotFound("that document or span is not available here", code="supply_not_found") from None
+            raise
+        return [
+            SourceSpan(ref=hit.ref, document=hit.document, span_id=hit.span_id, page=hit.page, text=hit.text)
+            for hit in hits.results
+        ]
+
+
+def _payload_of(supply: Supply) -> SupplyPayload:
+    return SupplyPayload(
+        slot=supply.slot,
+        text=supply.text,
+        document_id=supply.document_id,
+        source_ref=supply.source_ref,
+        name=supply.name,
+    )
