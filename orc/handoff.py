@@ -64,6 +64,14 @@ class SupplyPayload(BaseModel):
         return self
 
 
+class SupplyBody(BaseModel):
+    """What the user supplies: texts, or documents and spans they can see, each for one of the request's slots."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payloads: list[SupplyPayload] = Field(max_length=MAX_PAYLOADS)
+
+
 class ContextUpdate(BaseModel):
     """A request's state after a partial supply (the turn still waits for ``missing``)."""
 

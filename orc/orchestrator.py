@@ -217,10 +217,11 @@ class Orchestrator:
         async for event in self.stream_prepared(prepared):
             yield event
 
-    async def stream_prepared(self, turn: PreparedTurn) -> AsyncIterator[Event]:
-        """The events of a prepared turn; a failure becomes a final ``error`` event and nothing is stored."""
+    async def stream_prepared(self, turn: PreparedTurn, resume: Resumed | None = None) -> AsyncIterator[Event]:
+        """The events of a prepared (or resumed) turn; a failure becomes a final ``error`` event and nothing is
+        stored."""
         try:
-            async for event in self.run(turn):
+            async for event in self.run(turn, resume):
                 yield event
         except InternalError as exc:
             yield turn_failed(exc)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from orc.contracts import CacheOutcome, Citation, FileRef, Grounding, ToolCallRecord, UnavailableDocument, Usage
 from orc.conversations import FocusContext

@@ -26,8 +26,10 @@ from orc.text import tokenize
 MIN_COVERAGE = 0.5
 """The share of the question's content words the best span must contain for the evidence to count as good."""
 MAX_SUGGESTIONS = 5
+_EXTENSIONS = r"(?:pdf|docx?|pptx?|xlsx?|csv|txt|md|json|html?)"
 _FILE_NAME = re.compile(
-    r"(?<![\w.-])([\w][\w .()-]{0,80}?\.(?:pdf|docx?|pptx?|xlsx?|csv|txt|md|json|html?))\b", re.IGNORECASE
+    rf"[\"“']([^\"”'\n]{{1,120}}\.{_EXTENSIONS})[\"”']|(?<![\w.-])([\w][\w.()-]{{0,120}}\.{_EXTENSIONS})\b",
+    re.IGNORECASE,
 )
 
 
@@ -85,7 +87,7 @@ def coverage(question: str, sources: Sequence[SourceSpan]) -> float:
 
 
 def _named_files(question: str) -> list[str]:
-    return list(dict.fromkeys(match.strip() for match in _FILE_NAME.findall(question)))
+    return list(dict.fromkeys((quoted or bare).strip() for quoted, bare in _FILE_NAME.findall(question)))
 
 
 def _suggestions(

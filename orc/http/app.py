@@ -21,6 +21,7 @@ from orc.http import (
     routes_context,
     routes_contexts,
     routes_documents,
+    routes_handoff,
     routes_orc,
     routes_sessions,
 )
@@ -28,6 +29,7 @@ from orc.http.admission import EarlyRefusal
 from orc.http.auth import Authenticator, authenticator_for
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
+from orc.http.openapi_events import add_event_schemas
 from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
 from orc.quotas import Quotas
 from orc.settings import Settings
@@ -146,10 +148,12 @@ def create_app(
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )
+    add_event_schemas(api)
     api.state.authenticator = authenticator
     problems.install(api)
     api.include_router(routes_orc.router, prefix="/api", tags=["chat"])
     api.include_router(routes_sessions.router, prefix="/api", tags=["sessions"])
+    api.include_router(routes_handoff.router, prefix="/api", tags=["context requests"])
     api.include_router(routes_context.router, prefix="/api", tags=["context files"])
     api.include_router(routes_contexts.router, prefix="/api", tags=["contexts"])
     api.include_router(routes_documents.router, prefix="/api", tags=["documents"])

@@ -10,6 +10,7 @@ from starlette.responses import Response, StreamingResponse
 
 from orc.http.dependencies import Caller, Keys, Limits, Orc
 from orc.http.idempotent import claim, idempotent, recorded_stream, replay
+from orc.http.openapi_events import STREAM_RESPONSES
 from orc.http.streaming import MEDIA_TYPES, encode, negotiate
 from orc.idempotency import StoredResponse
 from orc.principal import Principal
@@ -24,7 +25,7 @@ router = APIRouter()
     response_model=TurnResult | ContextRequired,
     summary="Ask a question in a conversation",
     responses={
-        200: {"content": {"application/x-ndjson": {}, "text/event-stream": {}}},
+        **STREAM_RESPONSES,
         429: {"description": "Over the caller's rate limit, token quota or concurrent turns (see Retry-After)."},
     },
 )

@@ -11,6 +11,8 @@ from starlette.responses import Response
 from orc.artifacts import MAX_LIMIT, ArtifactKind, ArtifactPage
 from orc.conversations import ConversationSummary, Feedback
 from orc.conversations.export import MEDIA_TYPES, ExportFormat
+from orc.conversations.titles import title_from_question
+from orc.errors import NotFound
 from orc.http.dependencies import Artifacts, Caller, Keys, Orc
 from orc.http.idempotent import idempotent
 
@@ -33,6 +35,11 @@ class SessionHistory(BaseModel):
     conversation_id: str
     title: str
     messages: list[dict[str, Any]]
+    context_requests: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Requests of paused turns, with what was supplied (who, when, what) and how each ended; a "
+        "pending one's question is waiting_context.",
+    )
 
 
 @router.get("/sessions", response_model=SessionList, summary="List your conversations")
@@ -44,12 +51,23 @@ async def list_sessions(orchestrator: Orc, principal: Caller) -> SessionList:
 @router.get("/sessions/{session_id}", response_model=SessionHistory, summary="Get a conversation")
 async def get_session(session_id: str, orchestrator: Orc, principal: Caller) -> SessionHistory:
     """Every message with its citations, tool calls and file references."""
-    conversation = await orchestrator.get_session(session_id, principal)
+    try:
+        conversation = await orchestrator.get_session(session_id, principal)
+    except NotFound:
+        # A conversation whose first turn paused has no stored turn yet, but its request is part of its history.
+        requests = await orchestrator.context_requests(session_id, principal)
+        if not requests:
+            raise
+        title = title_from_question(str(requests[0]["question"]))
+        return SessionHistory(conversation_id=session_id, title=title, messages=[], context_requests=requests)
     messages: list[dict[str, Any]] = []
     for turn in conversation.turns:
         messages.append(turn.user.model_dump(mode="json"))
         messages.append(turn.assistant.model_dump(mode="json"))
-    return SessionHistory(conversation_id=session_id, title=conversation.summary.title, messages=messages)
+    requests = await orchestrator.context_requests(session_id, principal)
+    return SessionHistory(
+        conversation_id=session_id, title=conversation.summary.title, messages=messages, context_requests=requests
+    )
 
 
 @router.delete("/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete a conversation")

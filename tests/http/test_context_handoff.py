@@ -1,0 +1,237 @@
+"""Context handoff over HTTP: a turn that lacks context pauses for a client that allows it, and supply,
+run-without, cancel, supersede and the deadline move it on (context-handoff-plan, issue "Context handoff")."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from orc.composition import build_runtime
+from orc.documents.uploads import Upload
+from orc.errors import Conflict
+from orc.handoff import SupplyPayload
+from orc.principal import LOCAL_PRINCIPAL
+from orc.settings import Settings
+from orc.turns import ContextRequired, TurnRequest
+from tests.http.conftest import ClientFactory, settled, upload
+
+LEASE = (
+    b"Residential lease.\n\nThe monthly rent is 1,450 euros, payable on the first day of each month.\n\n"
+    b"The deposit is two months of rent and is returned within 30 days of the end of the lease."
+)
+KEYS = {"key-a": {"organization": "acme", "user": "a"}, "key-b": {"organization": "acme", "user": "b"}}
+NDJSON = {"Accept": "application/x-ndjson"}
+
+
+def turn(question: str, **extra: Any) -> dict[str, Any]:
+    return {"question": question, "conversation_id": "c1", "blob_names": ["lease.txt"], **extra}
+
+
+def events(response: httpx.Response) -> list[dict[str, Any]]:
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+
+def supply_path(request_id: str, action: str = "supply") -> str:
+    return f"/api/sessions/c1/context-requests/{request_id}/{action}"
+
+
+async def paused(client: httpx.AsyncClient, question: str = "What is the parking fee?", **extra: Any) -> dict[str, Any]:
+    response = await client.post("/api/orc", json=turn(question, context_requests="allow"), **extra)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    assert body["status"] == "context_required", body
+    return body
+
+
+async def test_a_lease_without_parking_pauses_and_the_supplied_text_answers_with_a_citation(
+    client: httpx.AsyncClient,
+) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+
+    request = await paused(client)
+    (slot,) = request["required"]
+    answer = await client.post(
+        supply_path(request["request_id"]),
+        json={"payloads": [{"slot": slot["slot"], "text": "Parking costs 80 euros per month."}]},
+    )
+    history = (await client.get("/api/sessions/c1")).json()
+
+    assert request["user_message_id"] == "msg-1-user" and slot["kind"] == "evidence" and slot["suggestions"]
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["status"] == "answered" and "80 euros" in body["answer"]
+    assert [citation["ref"] for citation in body["citations"]] == ["supplied::evidence-1"]
+    assert body["metadata"]["model_calls"] == 1  # the pause cost no model call
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+    (stored,) = history["context_requests"]
+    assert stored["status"] == "resolved" and stored["outcome"] == "supplied"
+    assert stored["supplies"][0]["text"] == "Parking costs 80 euros per month."
+    assert stored["supplies"][0]["supplied_by"] and stored["supplies"][0]["supplied_at"]
+
+
+async def test_clients_that_do_not_allow_requests_get_an_answer_as_before(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+
+    answered = (await client.post("/api/orc", json=turn("What is the parking fee?"))).json()
+
+    assert answered["status"] == "answered" and answered["answer"]
+    assert (await client.get("/api/sessions/c1")).json()["context_requests"] == []
+
+
+async def test_the_server_default_can_allow_requests(client_factory: ClientFactory) -> None:
+    async with client_factory(Settings(context_requests="allow")) as client:
+        await upload(client, "c1", ("lease.txt", LEASE))
+        default = (await client.post("/api/orc", json=turn("What is the parking fee?"))).json()
+        never = (await client.post("/api/orc", json=turn("What is the parking fee?", context_requests="never"))).json()
+
+    assert default["status"] == "context_required" and never["status"] == "answered"
+
+
+async def test_streams_end_with_context_required_and_the_supply_streams_the_resumed_answer(
+    client: httpx.AsyncClient,
+) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+
+    asked = events(
+        await client.post("/api/orc", json=turn("What is the parking fee?", context_requests="allow"), headers=NDJSON)
+    )
+    request = asked[-1]
+    resumed = events(
+        await client.post(
+            supply_path(request["request_id"]),
+            json={"payloads": [{"slot": "evidence", "text": "Parking costs 80 euros per month."}]},
+            headers=NDJSON,
+        )
+    )
+
+    assert request["type"] == "context_required" and not any(e["type"] == "token" for e in asked)
+    assert resumed[0] == {"type": "context_resolved", "request_id": request["request_id"], "outcome": "supplied"}
+    assert resumed[-1]["type"] == "final" and "80 euros" in resumed[-1]["answer"]
+    assert "80 euros" in "".join(e["text"] for e in resumed if e["type"] == "token")
+
+
+async def test_server_sent_events_carry_the_request_too(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+
+    response = await client.post(
+        "/api/orc",
+        json=turn("What is the parking fee?", context_requests="allow"),
+        headers={"Accept": "text/event-stream"},
+    )
+
+    assert "event: context_required" in response.text
+
+
+async def test_a_partial_supply_answers_the_updated_request_and_the_last_slot_resumes_the_turn(
+    client: httpx.AsyncClient,
+) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client, "What does budget.xlsx say about the parking fee?")
+    slots = [slot["slot"] for slot in request["required"]]
+    assert "document:budget.xlsx" in slots
+
+    first = await client.post(
+        supply_path(request["request_id"]), json={"payloads": [{"slot": slots[0], "text": "Parking is 80 euros."}]}
+    )
+    if len(slots) > 1:
+        assert first.json()["status"] == "context_required"
+        assert first.json()["missing"] == slots[1:] and first.json()["supplied"] == [slots[0]]
+        streamed = events(
+            await client.post(
+                supply_path(request["request_id"]),
+                json={"payloads": [{"slot": s, "text": "Parking is 80 euros."} for s in slots[1:2]]},
+                headers=NDJSON,
+            )
+        )
+        assert streamed[0]["type"] == "context_resolved" and streamed[-1]["type"] == "final"
+    else:
+        assert first.json()["status"] == "answered"
+
+
+async def test_a_partial_supply_streams_a_context_update(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE), ("scan.pdf", b"%PDF-1.4 not a pdf"))
+    await settled(client, "c1")
+    body = turn(
+        "What does budget.xlsx say about parking?", context_requests="allow", blob_names=["lease.txt", "scan.pdf"]
+    )
+    request = (await client.post("/api/orc", json=body)).json()
+    slots = [slot["slot"] for slot in request["required"]]
+
+    update = events(
+        await client.post(
+            supply_path(request["request_id"]),
+            json={"payloads": [{"slot": slots[0], "text": "80 euros"}]},
+            headers=NDJSON,
+        )
+    )
+
+    assert slots == ["document:scan.pdf", "document:budget.xlsx"]
+    assert update == [
+        {
+            "type": "context_update",
+            "request_id": request["request_id"],
+            "status": "pending",
+            "supplied": ["document:scan.pdf"],
+            "missing": ["document:budget.xlsx"],
+        }
+    ]
+
+
+async def test_run_without_answers_and_says_the_context_was_not_supplied(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client)
+
+    answer = (await client.post(supply_path(request["request_id"], "run-without"))).json()
+    again = await client.post(supply_path(request["request_id"], "run-without"))
+
+    assert answer["status"] == "answered" and "Answered without the requested context" in answer["answer"]
+    assert (again.status_code, again.json()["code"]) == (409, "context_request_resolved")
+
+
+async def test_a_cancelled_request_takes_no_supply_and_leaves_no_answer(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client)
+
+    cancelled = await client.post(supply_path(request["request_id"], "cancel"))
+    late = await client.post(supply_path(request["request_id"]), json={"payloads": [{"slot": "evidence", "text": "x"}]})
+    history = (await client.get("/api/sessions/c1")).json()
+
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert (late.status_code, late.json()["code"]) == (409, "context_request_cancelled")
+    assert history["messages"] == [] and history["context_requests"][0]["user_message_status"] == "cancelled"
+
+
+async def test_a_new_message_supersedes_a_pending_request(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client)
+
+    newer = await client.post("/api/orc", json=turn("What is the monthly rent?"))
+    late = await client.post(supply_path(request["request_id"]), json={"payloads": [{"slot": "evidence", "text": "x"}]})
+
+    assert newer.json()["status"] == "answered"
+    assert (late.status_code, late.json()["code"]) == (409, "context_request_superseded")
+    stored = (await client.get(f"/api/sessions/c1/context-requests/{request['request_id']}")).json()
+    assert stored["status"] == "superseded"
+
+
+async def test_past_its_deadline_a_request_is_answered_without_the_context() -> None:
+    async with build_runtime(Settings(context_request_timeout=120)) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        request = await orc.orchestrator.ask(TurnRequest(**turn("What is the parking fee?", context_requests="allow")))
+        assert isinstance(request, ContextRequired)
+        not_yet = await orc.orchestrator.expire_due(datetime.now(UTC))
+        expired = await orc.orchestrator.expire_due(datetime.now(UTC) + timedelta(minutes=3))
+        with pytest.raises(Conflict) as late:
+            await orc.orchestrator.supply("c1", request.request_id, [SupplyPayload(slot="evidence", text="x")])
+        conversation = await orc.orchestrator.get_session("c1")
+        (stored,) = await orc.orchestrator.context_requests("c1")
+
+    assert (not_yet, expired) == (0, 1)
+    assert late.value.code == "context_request_expired"
+    assert "none was supplied within 2 minute(s)" in conversation.turns[0].assistant.content
+    assert stored["status"] == "expired" and stored["outcome"] == "expired"
