@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from orc.documents.extraction import extract
 from orc.documents.uploads import Upload, check_uploads
-from orc.errors import InvalidInput
+from orc.errors import InvalidInput, PayloadTooLarge
 from orc.graph.pause import Resumed
 from orc.handoff import MAX_PAYLOADS, MAX_TEXT_CHARS, ContextUpdate, SupplyBody, SupplyPayload
 from orc.http.dependencies import Caller, Context, Keys, Orc
@@ -190,7 +190,7 @@ async def _payloads(request: Request, max_upload_bytes: int) -> list[SupplyPaylo
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
         if any(error.get("type") == "too_long" and error.get("loc") == ("payloads",) for error in errors):
-            raise InvalidInput(f"at most {MAX_PAYLOADS} payloads per supply", code="too_many_payloads") from None
+            raise PayloadTooLarge(f"at most {MAX_PAYLOADS} payloads per supply", code="too_many_payloads") from None
         detail = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in errors[:5])
         raise InvalidInput(f"the supply does not match the schema: {detail}", code="invalid_supply") from None
     return body.payloads

@@ -16,7 +16,7 @@ from orc.errors import Conflict
 from orc.handoff import SupplyPayload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
-from orc.turns import ContextRequired, TurnRequest
+from orc.turns import ContextRequired, TurnRequest, TurnResult
 from tests.http.conftest import ClientFactory, settled, upload
 
 LEASE = (
@@ -25,6 +25,9 @@ LEASE = (
 )
 KEYS = {"key-a": {"organization": "acme", "user": "a"}, "key-b": {"organization": "acme", "user": "b"}}
 NDJSON = {"Accept": "application/x-ndjson"}
+PARKING = TurnRequest(
+    question="What is the parking fee?", conversation_id="c1", blob_names=["lease.txt"], context_requests="allow"
+)
 
 
 def turn(question: str, **extra: Any) -> dict[str, Any]:
@@ -235,3 +238,145 @@ async def test_past_its_deadline_a_request_is_answered_without_the_context() -> 
     assert late.value.code == "context_request_expired"
     assert "none was supplied within 2 minute(s)" in conversation.turns[0].assistant.content
     assert stored["status"] == "expired" and stored["outcome"] == "expired"
+
+
+# -- bad input ------------------------------------------------------------------------------------------------------
+
+
+async def test_unknown_and_foreign_requests_are_not_found(client_factory: ClientFactory) -> None:
+    async with client_factory(Settings(auth="api-key", api_keys=json.dumps(KEYS))) as client:
+        a, b = {"X-API-Key": "key-a"}, {"X-API-Key": "key-b"}
+        await upload(client, "c1", ("lease.txt", LEASE), headers=a)
+        request = await paused(client, headers=a)
+        body = {"payloads": [{"slot": "evidence", "text": "Parking costs 80 euros."}]}
+        foreign = await client.post(supply_path(request["request_id"]), json=body, headers=b)
+        unknown = await client.post(supply_path("req-0000000000000000"), json=body, headers=a)
+        foreign_read = await client.get(f"/api/sessions/c1/context-requests/{request['request_id']}", headers=b)
+        still = (await client.get(f"/api/sessions/c1/context-requests/{request['request_id']}", headers=a)).json()
+
+    for response in (foreign, unknown, foreign_read):
+        assert (response.status_code, response.json()["code"]) == (404, "context_request_not_found")
+    assert still["status"] == "pending" and still["supplies"] == []  # nothing stored by the refused calls
+
+
+async def test_bad_supplies_are_refused_with_stable_codes_and_store_nothing(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client)
+    path = supply_path(request["request_id"])
+
+    async def post(*payloads: dict[str, Any], **kwargs: Any) -> httpx.Response:
+        return (
+            await client.post(path, json={"payloads": list(payloads)}, **kwargs)
+            if not kwargs
+            else await client.post(path, **kwargs)
+        )
+
+    exe = [("files", ("tool.exe", b"MZ\x90\x00" * 10, "application/octet-stream"))]
+    cases = {
+        "unknown slot": (await post({"slot": "secrets", "text": "x"}), 400, "unknown_slot"),
+        "two references": (await post({"slot": "evidence", "text": "x", "source_ref": "a::S1"}), 400, "invalid_supply"),
+        "no payloads": (await post(), 400, "no_payloads"),
+        "extra field": (await post(json={"payloads": [], "admin": True}), 400, "invalid_supply"),
+        "not json": (await post(content=b"{", headers={"Content-Type": "application/json"}), 400, "invalid_supply"),
+        "text too long": (await post({"slot": "evidence", "text": "x" * 20_001}), 413, "supplied_text_too_large"),
+        "blank text": (await post({"slot": "evidence", "text": "  "}), 400, "empty_supply"),
+        "span of nothing": (await post({"slot": "evidence", "source_ref": "other.pdf::S1"}), 404, "supply_not_found"),
+        "wrong file type": (await post(data={"slot": "evidence"}, files=exe), 415, "unsupported_media_type"),
+        "too many payloads": (await post(*[{"slot": "evidence", "text": "x"}] * 21), 413, "too_many_payloads"),
+    }
+    stored = (await client.get(f"/api/sessions/c1/context-requests/{request['request_id']}")).json()
+
+    for name, (response, status, code) in cases.items():
+        assert (response.status_code, response.json().get("code")) == (status, code), name
+    assert stored["status"] == "pending" and stored["supplies"] == []
+
+
+async def test_a_supplied_file_is_read_for_its_text(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client)
+
+    answer = await client.post(
+        supply_path(request["request_id"]),
+        data={"slot": "evidence"},
+        files=[("files", ("parking.md", b"# Parking\n\nParking costs 80 euros per month.", "text/markdown"))],
+    )
+
+    assert answer.status_code == 200, answer.text
+    assert "80 euros" in answer.json()["answer"]
+    stored = (await client.get("/api/sessions/c1")).json()["context_requests"][0]["supplies"][0]
+    assert stored["kind"] == "file" and stored["name"] == "parking.md"
+
+
+async def test_one_idempotency_key_resumes_the_turn_once_and_replays_its_answer(client: httpx.AsyncClient) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client)
+    body = {"payloads": [{"slot": "evidence", "text": "Parking costs 80 euros per month."}]}
+    key = {"Idempotency-Key": "supply-1"}
+
+    first = await client.post(supply_path(request["request_id"]), json=body, headers=key)
+    second = await client.post(supply_path(request["request_id"]), json=body, headers=key)
+    history = (await client.get("/api/sessions/c1")).json()
+
+    assert first.status_code == second.status_code == 200
+    assert second.headers.get("Idempotent-Replayed") == "true"
+    assert second.json()["message_id"] == first.json()["message_id"]
+    assert len(history["messages"]) == 2  # one resumed turn
+
+
+async def test_a_supplied_document_or_span_is_cited_as_itself(client: httpx.AsyncClient) -> None:
+    await upload(
+        client, "c1", ("lease.txt", LEASE), ("parking.txt", b"Parking policy.\n\nParking costs 80 euros per month.")
+    )
+    request = await paused(client)
+    suggestion_refs = [s["supply"]["source_ref"] for s in request["required"][0]["suggestions"] if s["kind"] == "span"]
+
+    manifest = (await client.get("/api/sessions/c1/context")).json()
+    parking_id = {f["filename"]: f["file_id"] for f in manifest["files"]}["parking.txt"]
+    answer = (
+        await client.post(
+            supply_path(request["request_id"]), json={"payloads": [{"slot": "evidence", "document_id": parking_id}]}
+        )
+    ).json()
+
+    assert suggestion_refs and all(ref.startswith("lease.txt::") for ref in suggestion_refs)
+    assert "80 euros" in answer["answer"]
+    assert [c["ref"] for c in answer["citations"]] == ["parking.txt::S1"]
+
+
+# -- durability -----------------------------------------------------------------------------------------------------
+
+
+async def test_a_paused_turn_survives_a_restart_and_resumes_on_another_process_on_sqlite() -> None:
+    async with build_runtime(Settings()) as first:
+        await first.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        request = await first.orchestrator.ask(
+            TurnRequest(**turn("What is the parking fee?", context_requests="allow"))
+        )
+    assert isinstance(request, ContextRequired)
+
+    async with build_runtime(Settings()) as second:
+        answer = await second.orchestrator.supply(
+            "c1", request.request_id, [SupplyPayload(slot="evidence", text="Parking costs 80 euros per month.")]
+        )
+
+    assert isinstance(answer, TurnResult) and "80 euros" in answer.answer
+
+
+async def test_a_paused_turn_resumes_on_another_instance_on_cosmos_db_and_blob_storage(
+    azure_settings: Settings,
+) -> None:
+    async with build_runtime(azure_settings) as first:
+        await first.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        request = await first.orchestrator.ask(
+            TurnRequest(**turn("What is the parking fee?", context_requests="allow"))
+        )
+    assert isinstance(request, ContextRequired)
+
+    async with build_runtime(azure_settings) as second:
+        answer = await second.orchestrator.supply(
+            "c1", request.request_id, [SupplyPayload(slot="evidence", text="Parking costs 80 euros per month.")]
+        )
+        (stored,) = await second.orchestrator.context_requests("c1")
+
+    assert isinstance(answer, TurnResult) and "80 euros" in answer.answer
+    assert stored["status"] == "resolved"
