@@ -27,8 +27,8 @@ from orc.conversations import FocusContext
 from orc.documents.records import ContextRef
 from orc.documents.spans import source_ref
 from orc.documents.uploads import Upload
+from orc.graph.answer_prompt import answer_system_prompt
 from orc.models.messages import approx_tokens
-from orc.models.prompting import format_sources, load_prompt
 from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import TurnRequest
 
@@ -116,7 +116,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
                            page=s.page, text=s.text)
                 for s in index.text.spans
             )  # fmt: skip
-        bundled_system = load_prompt("answer.system").render(sources=format_sources(every_span), context_block="")
+        bundled_system = answer_system_prompt("document", sources=every_span)
         ratios = []
         correct = 0
         for number, (name, _, question, _, expected) in enumerate(SUBJECTS):

@@ -14,6 +14,7 @@ from langgraph.types import Command
 from orc.contracts import Citation, SourceSpan
 from orc.documents.attachments import unavailable_note
 from orc.graph.answer_checks import corrected_answer
+from orc.graph.answer_prompt import answer_system_prompt
 from orc.graph.citations import extract_citations, unique_sources
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
@@ -23,7 +24,7 @@ from orc.graph.state import PriorTurn, SourceContext, TurnState
 from orc.graph.suggestions import follow_up_suggestions
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
 from orc.models.budget import HistoryTurn, history_within, within_budget
-from orc.models.prompting import format_sources, load_prompt
+from orc.models.sheets import Mode
 from orc.models.tokens import TokenCounter
 from orc.telemetry import model_call
 from orc.turns import TokenEvent
@@ -40,9 +41,13 @@ def tool_answers(state: TurnState) -> str:
     return "\n".join(parts)
 
 
-def context_block(state: TurnState) -> str:
-    """The prompt's context block (focus, historical contexts, available documents, priority) and tool answers."""
-    return "\n\n".join(part for part in (render_context_block(state), tool_answers(state)) if part)
+def interaction_mode(state: TurnState) -> Mode:
+    """Which prompt sheet the answer uses: a resumed turn's, a tool-planned turn's, or a document turn's."""
+    if state.get("supplied") or state.get("handoff_note"):
+        return "resumed"
+    if state.get("planning_messages"):
+        return "planned"
+    return "document"
 
 
 def context_labels(source_contexts: Mapping[str, SourceContext]) -> dict[str, str]:
@@ -146,8 +151,14 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     progress("answer", "Writing the answer", 80)
     sources = answer_sources(state, ctx.token_counter, ctx.sources_tokens)
     origins = state.get("source_contexts") or {}
-    system = load_prompt("answer.system").render(
-        sources=format_sources(sources, context_labels(origins)), context_block=context_block(state)
+    supplied = state.get("supplied") or []
+    system = answer_system_prompt(
+        interaction_mode(state),
+        sources=[source for source in sources if source not in supplied],
+        supplied=supplied,
+        contexts=render_context_block(state),
+        tool_answers=tool_answers(state),
+        labels=context_labels(origins),
     )
     messages: list[BaseMessage] = [
         SystemMessage(system),

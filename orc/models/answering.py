@@ -38,6 +38,7 @@ HEADING_WORDS = 3
 """A sentence this short (``"Rent."``, ``"Security deposit."``) is a heading: it is joined to the next one."""
 
 _SOURCES_BLOCK = re.compile(r"<sources>(.*?)</sources>", re.DOTALL)
+_SUPPLIED_BLOCK = re.compile(r"<supplied_context>(.*?)</supplied_context>", re.DOTALL)
 _SOURCE = re.compile(r"<source\b([^>]*)>(.*?)</source\s*>", re.DOTALL)
 _ATTRIBUTE = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
@@ -59,9 +60,13 @@ class _Sentence:
 
 
 def find_sources(system_text: str) -> list[Source] | None:
-    """The sources of the last ``<sources>`` block in ``system_text``; None when there is no block."""
+    """The sources of the last ``<sources>`` block in ``system_text``, after what the user supplied for the
+    question (a ``<supplied_context>`` block, which comes first); None when there is no sources block."""
     blocks = _SOURCES_BLOCK.findall(system_text)
-    return parse_sources(blocks[-1]) if blocks else None
+    if not blocks:
+        return None
+    supplied = _SUPPLIED_BLOCK.findall(system_text)
+    return (parse_sources(supplied[-1]) if supplied else []) + parse_sources(blocks[-1])
 
 
 def parse_sources(block: str) -> list[Source]:

@@ -5,7 +5,7 @@ wording and the order of its sections change without a release. One sheet per in
 (``answer.document``, ``answer.planned``, ``answer.resumed``); each is a TOML file::
 
     version = "1"
-    instructions = "answer.system"     # a prompt file with the rules, rendered first
+    instructions = "answer.instructions"  # a prompt file with the rules, rendered first
 
     [[sections]]
     name = "sources"                   # one of SECTION_NAMES: what the code fills in

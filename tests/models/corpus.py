@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 
 from orc.contracts import SourceSpan
-from orc.models.prompting import format_sources, load_prompt
+from orc.graph.answer_prompt import answer_system_prompt
 
 DATA = Path(__file__).parent / "data"
 CITATION = re.compile(r"\[([^\[\]]+::S\d+)\]")
@@ -47,7 +47,7 @@ def question_set(filename: str) -> QuestionSet:
 
 def answer_prompt(sources: list[SourceSpan]) -> str:
     """The real answer prompt, exactly as the graph's answer node renders it."""
-    return load_prompt("answer.system").render(sources=format_sources(sources), context_block="")
+    return answer_system_prompt("document", sources=sources)
 
 
 def cited_refs(answer: str) -> list[str]:

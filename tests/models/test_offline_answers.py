@@ -5,6 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessageChunk, HumanMessage, SystemMessage
 
 from orc.contracts import SourceSpan
+from orc.graph.answer_prompt import answer_system_prompt
 from orc.models.answering import NOT_FOUND, find_sources
 from orc.models.offline import OFFLINE_MODEL_NAME, UNSUPPORTED_REPLY, OfflineExtractiveModel
 from orc.models.prompting import format_sources, load_prompt
@@ -77,8 +78,8 @@ def test_escaped_refs_pages_and_text_are_read_back_exactly() -> None:
 
 async def test_the_document_chat_prompt_and_extra_context_are_answered_the_same_way() -> None:
     system = load_prompt("document_chat.system").render(sources=format_sources(LEASE))
-    with_context = load_prompt("answer.system").render(
-        sources=format_sources(LEASE), context_block="<tool_answer>The rent is high.</tool_answer>"
+    with_context = answer_system_prompt(
+        "planned", sources=LEASE, tool_answers='<tool_answer tool="documents.search">The rent is high.</tool_answer>'
     )
     model = OfflineExtractiveModel()
 

@@ -87,7 +87,7 @@ def sheet_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
             "in that order",
         ),
         (
-            lambda text: text.replace('instructions = "answer.instructions"', 'instructions = "answer.system"'),
+            lambda text: text.replace('instructions = "answer.instructions"', 'instructions = "document_chat.system"'),
             "no variables",
         ),
         (lambda text: text.replace('heading = "Session digest"', 'headline = "Session digest"'), "unknown keys"),
