@@ -31,6 +31,7 @@ from orc.conversations.context_requests import ContextRequests
 from orc.conversations.title_writer import TitleWriter
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
+from orc.digests.prompt_digest import PromptDigests
 from orc.digests.runner import DigestRunner
 from orc.digests.sessions import SessionDigests
 from orc.digests.signals import SessionSignals
@@ -464,6 +465,7 @@ async def build_runtime(
                 default_mode=settings.context_requests,
                 timeout_seconds=settings.context_request_timeout,
             ),
+            session_digest=PromptDigests(services.context_files).text,
             # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
             token_counter=await asyncio.to_thread(token_counter_for, services.model_label),
         )

@@ -131,6 +131,7 @@ class Orchestrator:
         token_counter: TokenCounter | None = None,
         titles: TitleWriter | None = None,
         handoff: Handoff | None = None,
+        session_digest: Callable[[Principal, str], Awaitable[str]] | None = None,
     ) -> None:
         self._graph = graph
         self._models = models
@@ -148,6 +149,7 @@ class Orchestrator:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._titles = titles
         self._handoff = handoff
+        self._session_digest = session_digest
 
     async def settle(self) -> None:
         """Wait for the work a turn leaves running after its answer (a conversation's generated title)."""
@@ -299,6 +301,7 @@ class Orchestrator:
             stream_tokens=stream,
             corrective_retry=not isinstance(turn.model.model, OfflineExtractiveModel),
             context_requests=turn.allow_pause and resume is None,
+            session_digest=self._session_digest,
         )
         paused: list[Any] | None = None
         # No callbacks on the run: the nodes record their model requests on the meter themselves.

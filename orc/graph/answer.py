@@ -152,12 +152,14 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     sources = answer_sources(state, ctx.token_counter, ctx.sources_tokens)
     origins = state.get("source_contexts") or {}
     supplied = state.get("supplied") or []
+    digest = await ctx.session_digest(ctx.principal, ctx.conversation_id) if ctx.session_digest else ""
     system = answer_system_prompt(
         interaction_mode(state),
         sources=[source for source in sources if source not in supplied],
         supplied=supplied,
         contexts=render_context_block(state),
         tool_answers=tool_answers(state),
+        digest=digest,
         labels=context_labels(origins),
     )
     messages: list[BaseMessage] = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,8 @@ class TurnContext:
     """Budget of the recent history in the answer request (``ORC_HISTORY_TOKENS``)."""
     sources_tokens: int = 12_000
     """Budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
+    session_digest: Callable[[Principal, str], Awaitable[str]] | None = None
+    """The session's ready aggregate digest as prompt text (empty when none), for the answer prompt's sheet."""
     context_requests: bool = False
     """Whether the caller can show a context request: then a turn that lacks context pauses and asks for it."""
     corrective_retry: bool = False
