@@ -301,6 +301,9 @@ class Orchestrator:
             stream_tokens=stream,
             corrective_retry=not isinstance(turn.model.model, OfflineExtractiveModel),
             context_requests=turn.allow_pause and resume is None,
+            offers_request_context=turn.allow_pause
+            and resume is None
+            and not isinstance(turn.model.model, OfflineExtractiveModel),
             session_digest=self._session_digest,
         )
         paused: list[Any] | None = None

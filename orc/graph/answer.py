@@ -19,7 +19,9 @@ from orc.graph.citations import extract_citations, unique_sources
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.grounding import MarkerFilter, grounding_report
+from orc.graph.pause import emit_pause
 from orc.graph.progress import emit, progress
+from orc.graph.request_context import requested_context, with_request_context
 from orc.graph.state import PriorTurn, SourceContext, TurnState
 from orc.graph.suggestions import follow_up_suggestions
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
@@ -168,6 +170,8 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         HumanMessage(state["question"]),
     ]
     tools = await answer_tools(state, ctx)
+    if ctx.offers_request_context:
+        tools = with_request_context(tools)
     if tools:
         # The calls made so far and their results (the planning prompt's own system and question aside), after
         # the question they answer.
@@ -177,6 +181,11 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     markers = MarkerFilter({source.ref for source in sources})
     with model_call("answer"):
         reply, text = await _request(model, messages, ctx, markers, stream=ctx.stream_tokens, keep_reply=bool(tools))
+    asked = requested_context(reply, state) if ctx.offers_request_context else []
+    if asked:
+        # The model asked the user for context: the turn pauses here, as when the rules ask.
+        emit_pause(asked)
+        return Command(update={"context_request": asked}, goto="context_pause")
     calls = requested_calls(reply, tools) if tools and reply is not None else []
     if calls and reply is not None:
         progress("answer", "Consulting more documents first", 85)

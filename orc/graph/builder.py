@@ -44,7 +44,7 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGra
         "context_builder", node("context_builder", context_builder), destinations=("answer", "context_pause")
     )
     graph.add_node("context_pause", node("context_pause", context_pause))
-    graph.add_node("answer", node("answer", answer), destinations=("mcp_executor", END))
+    graph.add_node("answer", node("answer", answer), destinations=("mcp_executor", "context_pause", END))
     graph.add_edge(START, "query_planner")
     graph.add_edge("mcp_executor", "context_builder")
     graph.add_edge("context_pause", "answer")

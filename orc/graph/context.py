@@ -48,6 +48,8 @@ class TurnContext:
     session_digest: Callable[[Principal, str], Awaitable[str]] | None = None
     """The session's ready aggregate digest as prompt text (empty when none), for the answer prompt's sheet."""
     context_requests: bool = False
+    offers_request_context: bool = False
+    """Whether the answer request offers a real model the ``request_context`` tool (caller allows requests)."""
     """Whether the caller can show a context request: then a turn that lacks context pauses and asks for it."""
     corrective_retry: bool = False
     """Whether an answer that is mostly uncited is asked for once more with citations (real models only: the

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from orc.contracts import SourceSpan, UnavailableDocument
 from orc.conversations.context_requests import RequiredSlot, SuggestedSupply, Suggestion
-from orc.graph.state import ListedDocument, PriorTurn
+from orc.graph.state import ListedDocument, PriorTurn, TurnState
 from orc.text import tokenize
 
 MIN_COVERAGE = 0.5
@@ -136,3 +136,13 @@ def _suggestions(
 def _excerpt(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def suggestions_for(state: TurnState) -> list[Suggestion]:
+    """The one-click suggestions of a turn's state (for a slot the model asked for)."""
+    return _suggestions(
+        state.get("sources") or [],
+        state.get("available_documents"),
+        state.get("blob_names") or [],
+        state.get("history") or [],
+    )

@@ -27,7 +27,7 @@ from orc.tool_contract import DOCUMENT_TOOLS, NEVER_PLANNED
 
 AfterPlanner = Literal["tool_router", "mcp_executor"]
 AfterRouter = Literal["mcp_executor", "answer"]
-AfterAnswer = Literal["mcp_executor", "__end__"]
+AfterAnswer = Literal["mcp_executor", "context_pause", "__end__"]
 
 
 def after_planner(state: TurnState) -> AfterPlanner:

@@ -16,6 +16,7 @@ EXPECTED_EDGES = {
     ("context_builder", "context_pause", True),
     ("context_pause", "answer", False),
     ("answer", "mcp_executor", True),
+    ("answer", "context_pause", True),
     ("answer", "__end__", True),
 }
 
