@@ -214,16 +214,16 @@ class Handoff:
             for index, supply in enumerate(record.supplies)
             for source in await self._sources(record, _payload_of(supply), index)
         ]
-        resume = Resumed(action="supplied", supplied=[source.model_dump(mode="json") for source in sources], note="")
+        supplied = [source.model_dump(mode="json") for source in sources]
+        resume = Resumed(action="supplied", request_id=request_id, outcome="supplied", supplied=supplied, note="")
         return await self._end(record, etag, "resolved", "supplied", resume)
 
     async def run_without(self, principal: Principal, conversation_id: str, request_id: str) -> Resumption:
         """Resume the turn without the context; its answer says so."""
         record, etag = await self._pending(principal, conversation_id, request_id)
         note = "\n\n(Answered without the requested context: you chose to go on without it.)"
-        return await self._end(
-            record, etag, "resolved", "run_without", Resumed(action="run_without", supplied=[], note=note)
-        )
+        resume = Resumed(action="run_without", request_id=request_id, outcome="run_without", supplied=[], note=note)
+        return await self._end(record, etag, "resolved", "run_without", resume)
 
     async def cancel(self, principal: Principal, conversation_id: str, request_id: str) -> ContextRequestRecord:
         """End the request without an answer."""
@@ -254,9 +254,8 @@ class Handoff:
         minutes = max(1, round(self.timeout_seconds / 60))
         note = f"\n\n(Answered without the requested context: none was supplied within {minutes} minute(s).)"
         try:
-            return await self._end(
-                record, etag, "expired", "expired", Resumed(action="run_without", supplied=[], note=note)
-            )
+            resume = Resumed(action="run_without", request_id=request_id, outcome="expired", supplied=[], note=note)
+            return await self._end(record, etag, "expired", "expired", resume)
         except Conflict:
             return None  # another instance moved it on
 

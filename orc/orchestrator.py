@@ -62,6 +62,7 @@ from orc.telemetry import turn_span
 from orc.turns import (
     ContextRequired,
     ContextRequiredEvent,
+    ContextResolvedEvent,
     ErrorEvent,
     Event,
     TurnMetadata,
@@ -238,6 +239,10 @@ class Orchestrator:
 
         Raises :class:`OrcError` on failure; nothing is stored for a failed turn.
         """
+        if resume is not None:
+            yield ContextResolvedEvent(
+                type="context_resolved", request_id=resume["request_id"], outcome=resume["outcome"]
+            )
         async with self._turn_lock(turn) as key:
             async for item in self._run_locked(turn, key, stream=True, resume=resume):
                 if isinstance(item, ContextRequired):

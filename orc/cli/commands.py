@@ -22,6 +22,7 @@ from orc.cli.documents import (
     put_context,
     remove_document,
 )
+from orc.cli.handoff import ReadLine, resume_interactively
 from orc.composition import Services, build_runtime
 from orc.conversations import FocusContext
 from orc.documents.records import ContextRef
@@ -30,7 +31,7 @@ from orc.documents.uploads import Upload
 from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
-from orc.turns import Event, TurnRequest
+from orc.turns import ContextRequiredEvent, Event, TurnRequest
 
 DEMO_CONVERSATION = "demo"
 DEMO_QUESTIONS = (
@@ -83,6 +84,8 @@ class Console:
                 f" cache: {metadata['cache'] or 'n/a'}; conversation {event['conversation_id']})",
                 file=self.err,
             )
+        elif event["type"] == "context_resolved":
+            print(f"  [context] {event['outcome'].replace('_', ' ')}", file=self.err, flush=True)
         elif event["type"] == "error":
             self._answering = False
             print(f"\nerror ({event['code']}): {event['message']}", file=self.err)
@@ -96,13 +99,25 @@ class Console:
                 )
 
 
-async def ask(orchestrator: Orchestrator, console: Console, request: TurnRequest) -> bool:
-    """Stream one turn to ``console``; ``False`` when it ended in an error."""
+async def ask(
+    orchestrator: Orchestrator, console: Console, request: TurnRequest, read_line: ReadLine | None = None
+) -> bool:
+    """Stream one turn to ``console``; ``False`` when it ended in an error. With ``read_line`` (a terminal), a turn
+    that pauses for context asks the user for it and goes on."""
     ok = True
-    async for event in orchestrator.stream(request):
-        console.event(event)
-        ok = ok and event["type"] != "error"
-    return ok
+    if read_line is not None:
+        request = request.model_copy(update={"context_requests": "allow"})
+    events = orchestrator.stream(request)
+    while True:
+        paused: ContextRequiredEvent | None = None
+        async for event in events:
+            console.event(event)
+            ok = ok and event["type"] != "error"
+            if event["type"] == "context_required":
+                paused = event
+        if paused is None or read_line is None:
+            return ok
+        events = resume_interactively(orchestrator, paused, read_line, console.err)
 
 
 async def upload(files: SessionFiles, conversation_id: str, paths: Sequence[Path], console: Console) -> list[str]:
@@ -188,7 +203,8 @@ async def run_ask(settings: Settings, console: Console, args: argparse.Namespace
         request = TurnRequest(
             question=args.question, conversation_id=conversation_id, blob_names=names, context=context
         )
-        ok = await ask(services.orchestrator, console, request)
+        # Only a person at a terminal can answer a context request; a piped run always gets an answer.
+        ok = await ask(services.orchestrator, console, request, input if sys.stdin.isatty() else None)
     return 0 if ok else 1
 
 

@@ -30,6 +30,8 @@ class Resumed(TypedDict):
     """What the orchestrator resumes a paused turn with (checkpointed: plain JSON values)."""
 
     action: Literal["supplied", "run_without"]
+    request_id: str
+    outcome: Literal["supplied", "run_without", "expired"]
     supplied: list[dict[str, Any]]
     """SourceSpan fields of each supplied passage."""
     note: str

@@ -29,7 +29,7 @@ from orc.http.routes_orc import stream_result
 from orc.http.streaming import MEDIA_TYPES, encode, negotiate
 from orc.idempotency import StoredResponse
 from orc.orchestrator import Orchestrator, PreparedTurn
-from orc.turns import ContextRequired, ContextResolvedEvent, ContextUpdateEvent, Event, TurnResult
+from orc.turns import ContextRequired, ContextUpdateEvent, Event, TurnResult
 
 router = APIRouter()
 _PATH = "/sessions/{session_id}/context-requests/{request_id}"
@@ -102,7 +102,7 @@ async def supply(
             missing=begun.missing,
         )
         return _streaming(_one(update), fmt)
-    events = _resumed(orchestrator, *begun, request_id, "supplied")
+    events = _resumed(orchestrator, *begun)
     if claimed is not None:
         events = recorded_stream(events, keys, claimed, stream_result)
     return _streaming(events, fmt)
@@ -136,7 +136,7 @@ async def run_without(
         if claimed is not None:
             await keys.abandon(claimed)
         raise
-    events = _resumed(orchestrator, turn, resume, request_id, "run_without")
+    events = _resumed(orchestrator, turn, resume)
     if claimed is not None:
         events = recorded_stream(events, keys, claimed, stream_result)
     return _streaming(events, fmt)
@@ -225,11 +225,8 @@ async def _uploaded(request: Request, max_upload_bytes: int) -> list[SupplyPaylo
     return payloads
 
 
-async def _resumed(
-    orchestrator: Orchestrator, turn: PreparedTurn, resume: Resumed, request_id: str, outcome: Any
-) -> AsyncIterator[Event]:
-    yield ContextResolvedEvent(type="context_resolved", request_id=request_id, outcome=outcome)
-    async for event in orchestrator.stream_prepared(turn, resume):
+async def _resumed(orchestrator: Orchestrator, turn: PreparedTurn, resume: Resumed) -> AsyncIterator[Event]:
+    async for event in orchestrator.stream_prepared(turn, resume):  # starts with context_resolved
         yield event
 
 

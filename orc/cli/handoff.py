@@ -1,0 +1,99 @@
+"""``orc ask`` in a terminal: a turn that pauses for context shows what it needs and takes it from the user.
+
+For each required slot the user pastes text (ending with an empty line), gives a file path (its text is read),
+picks a numbered suggestion, or presses Enter to skip; when every slot is skipped the turn answers without the
+context. Only an interactive terminal is asked: piped runs never see a paused turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TextIO
+
+from orc.documents.extraction import extract
+from orc.errors import OrcError
+from orc.handoff import MAX_TEXT_CHARS, SupplyPayload
+from orc.orchestrator import Orchestrator
+from orc.principal import LOCAL_PRINCIPAL
+from orc.turns import ContextRequiredEvent, ContextSuggestion, Event
+
+ReadLine = Callable[[str], str]
+
+
+def show_request(event: ContextRequiredEvent, err: TextIO) -> None:
+    """Print what the paused turn needs, with numbered suggestions."""
+    print("\nThe documents do not answer this yet; the answer needs:", file=err)
+    number = 0
+    for slot in event["required"]:
+        print(f"- {slot['description']}", file=err)
+        for suggestion in slot["suggestions"]:
+            number += 1
+            print(f"    [{number}] {suggestion['label']}", file=err)
+
+
+async def resume_interactively(
+    orchestrator: Orchestrator, event: ContextRequiredEvent, read_line: ReadLine, err: TextIO
+) -> AsyncIterator[Event]:
+    """Ask the user for each slot and resume the turn with the answers (or without, when all are skipped)."""
+    show_request(event, err)
+    numbered = [suggestion for slot in event["required"] for suggestion in slot["suggestions"]]
+    payloads: list[SupplyPayload] = []
+    for slot in event["required"]:
+        payload = await _ask_for(slot["slot"], numbered, read_line, err)
+        if payload is not None:
+            payloads.append(payload)
+    conversation, request = event["conversation_id"], event["request_id"]
+    if not payloads:
+        turn, resume = await orchestrator.begin_run_without(conversation, request, LOCAL_PRINCIPAL)
+    else:
+        begun = await orchestrator.begin_supply(conversation, request, payloads, LOCAL_PRINCIPAL)
+        if not isinstance(begun, tuple):  # a skipped slot is still missing: go on without it
+            turn, resume = await orchestrator.begin_run_without(conversation, request, LOCAL_PRINCIPAL)
+        else:
+            turn, resume = begun
+    async for resumed in orchestrator.stream_prepared(turn, resume):
+        yield resumed
+
+
+async def _ask_for(
+    slot: str, numbered: list[ContextSuggestion], read_line: ReadLine, err: TextIO
+) -> SupplyPayload | None:
+    prompt = f"\n{slot}: paste text (end with an empty line), a file path, a suggestion number, or Enter to skip\n> "
+    first = (await asyncio.to_thread(read_line, prompt)).strip()
+    if not first:
+        return None
+    if first.isdigit() and 1 <= int(first) <= len(numbered):
+        supply = numbered[int(first) - 1]["supply"]
+        return SupplyPayload(
+            slot=slot,
+            text=supply.get("text"),
+            document_id=supply.get("document_id"),
+            source_ref=supply.get("source_ref"),
+        )
+    path = await asyncio.to_thread(_existing_file, first)
+    if path is not None:
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+            text = (await asyncio.to_thread(extract, data, path.name, None)).text.strip()
+        except (OSError, OrcError) as exc:
+            print(f"  could not read {path.name}: {exc}", file=err)
+            return None
+        return SupplyPayload(slot=slot, text=text[:MAX_TEXT_CHARS], name=path.name) if text else None
+    lines = [first]
+    while True:
+        line = await asyncio.to_thread(read_line, "")
+        if not line.strip():
+            break
+        lines.append(line)
+    return SupplyPayload(slot=slot, text="\n".join(lines)[:MAX_TEXT_CHARS])
+
+
+def _existing_file(text: str) -> Path | None:
+    """``text`` as the path of an existing file, or ``None`` (it is then pasted text)."""
+    try:
+        path = Path(text).expanduser()
+        return path if len(text) < 4096 and path.is_file() else None
+    except (OSError, ValueError):
+        return None
