@@ -73,17 +73,19 @@ async def test_an_unpaged_citation_is_shown_in_the_text_around_it(app: ASGIApp) 
 async def test_the_content_route_serves_the_uploaded_bytes_inline_for_pdfs_and_as_attachments_otherwise(
     app: ASGIApp,
 ) -> None:
+    # Made once: a document's bytes carry the second they were written, so two makings may differ.
+    pdf_bytes, docx_bytes = lease_pdf(), handbook_docx()
     async with client(app, "key-alice") as alice:
-        await upload(alice, "both", ("lease.pdf", lease_pdf()), ("handbook.docx", handbook_docx()))
+        await upload(alice, "both", ("lease.pdf", pdf_bytes), ("handbook.docx", docx_bytes))
         manifest = await settled(alice, "both")
         ids = {file["filename"]: file["file_id"] for file in manifest["files"]}
         pdf = await alice.get(f"/api/sessions/both/documents/{ids['lease.pdf']}/content")
         word = await alice.get(f"/api/sessions/both/documents/{ids['handbook.docx']}/content")
         saved = await alice.get(f"/api/sessions/both/documents/{ids['lease.pdf']}/content?download=true")
 
-    assert pdf.status_code == 200 and pdf.content == lease_pdf()
+    assert pdf.status_code == 200 and pdf.content == pdf_bytes
     assert pdf.headers["content-disposition"].startswith("inline")
-    assert word.content == handbook_docx() and word.headers["content-disposition"].startswith("attachment")
+    assert word.content == docx_bytes and word.headers["content-disposition"].startswith("attachment")
     assert saved.headers["content-disposition"].startswith("attachment")
     # Nothing uploaded may run as a page of this origin.
     assert "sandbox" in pdf.headers["content-security-policy"]
