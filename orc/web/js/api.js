@@ -93,6 +93,14 @@ export async function* askStream(turn, signal) {
   }
 }
 
+/** The events of a resumed turn (supply or run-without, NDJSON). */
+async function* resumeStream(path, options) {
+  const response = await request(path, { method: "POST", accept: "application/x-ndjson", ...options });
+  for await (const line of lines(response)) {
+    if (line.trim()) yield JSON.parse(line);
+  }
+}
+
 /** Server-sent events read with fetch (EventSource cannot send the API key header): {event, data}. */
 export async function* serverEvents(path, signal) {
   const response = await request(path, { accept: "text/event-stream", signal });
@@ -137,8 +145,36 @@ export const api = {
     }),
   context: (type, id) => getJson(`/api/contexts/${encodeURIComponent(type)}/${encodeURIComponent(id)}`),
   source: (id, ref) => getJson(`/api/sessions/${encodeURIComponent(id)}/sources?ref=${encodeURIComponent(ref)}`),
+  rename: (id, title) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}`, { method: "PATCH", json: { title } }),
+  /** An export as a Blob (the API key cannot ride on a plain link) and the name the server gave it. */
+  async exportSession(id, format) {
+    const response = await request(`/api/sessions/${encodeURIComponent(id)}/export?format=${format}`);
+    const disposition = response.headers.get("content-disposition") || "";
+    const name = /filename="([^"]+)"/.exec(disposition)?.[1] || `conversation.${format}`;
+    return { blob: await response.blob(), name };
+  },
+  feedback: (id, messageId, rating) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/messages/${encodeURIComponent(messageId)}/feedback`, {
+      method: "POST",
+      json: { rating },
+    }),
+  supply: (id, requestId, payloads) =>
+    resumeStream(`${requestPath(id, requestId)}/supply`, { json: { payloads } }),
+  supplyFiles(id, requestId, slot, files) {
+    const form = new FormData();
+    form.append("slot", slot);
+    for (const file of files) form.append("files", file, file.name);
+    return resumeStream(`${requestPath(id, requestId)}/supply`, { body: form });
+  },
+  runWithout: (id, requestId) => resumeStream(`${requestPath(id, requestId)}/run-without`),
+  cancelRequest: (id, requestId) => getJson(`${requestPath(id, requestId)}/cancel`, { method: "POST" }),
   /** The document's bytes (pdf.js needs them as data: it cannot send the API key itself). */
   async content(url) {
     return new Uint8Array(await (await request(url)).arrayBuffer());
   },
 };
+
+function requestPath(id, requestId) {
+  return `/api/sessions/${encodeURIComponent(id)}/context-requests/${encodeURIComponent(requestId)}`;
+}

@@ -2,6 +2,7 @@
 // stream. Everything the model or a document says is rendered by chat.js (sanitized) or as text.
 import { api, askStream, auth } from "./api.js";
 import { Messages } from "./chat.js";
+import { RequestCard } from "./handoff.js";
 import { $, h, when } from "./dom.js";
 import { FileChips } from "./files.js";
 import { SourceViewer } from "./viewer.js";
@@ -28,7 +29,10 @@ function clearError() {
 }
 
 const viewer = new SourceViewer({ onError: showError });
-const messages = new Messages({ onCitation: (citation, opener) => viewer.open(state.sessionId, citation, opener) });
+const messages = new Messages({
+  onCitation: (citation, opener) => viewer.open(state.sessionId, citation, opener),
+  onRate: (messageId, rating) => api.feedback(state.sessionId, messageId, rating).catch(showError),
+});
 const chips = new FileChips({ onError: showError });
 
 // -- sign-in -----------------------------------------------------------------------------------------------
@@ -97,6 +101,16 @@ async function loadConversations() {
         ),
         h(
           "button",
+          {
+            type: "button",
+            class: "icon-button conversation-rename",
+            onclick: (event) => renameConversation(session, event.currentTarget.closest("li")),
+          },
+          "✎",
+          h("span", { class: "visually-hidden" }, ` Rename “${session.title || "Untitled"}”`),
+        ),
+        h(
+          "button",
           { type: "button", class: "icon-button conversation-delete", onclick: () => deleteConversation(session) },
           "✕",
           h("span", { class: "visually-hidden" }, ` Delete “${session.title || "Untitled"}”`),
@@ -139,6 +153,12 @@ async function openConversation(id) {
     const conversation = await api.session(id);
     $("chat-title").textContent = conversation.title || "Untitled";
     messages.history(conversation.messages);
+    // A question still waiting for context shows its card again, so it can be answered later.
+    for (const pending of (conversation.context_requests || []).filter((r) => r.status === "pending")) {
+      messages.question(pending.question, pending.blob_names);
+      const view = messages.answer();
+      view.request(requestCard(view, { ...pending, conversation_id: id }));
+    }
   } catch (error) {
     showError(error);
   }
@@ -205,7 +225,8 @@ async function ask(question) {
   messages.question(question, files);
   const view = messages.answer();
   $("send").disabled = true;
-  const turn = { question, conversation_id: sessionId, blob_names: files };
+  // The page can show a context request, so a turn that lacks context may pause and ask for it.
+  const turn = { question, conversation_id: sessionId, blob_names: files, context_requests: "allow" };
   const context = focusContext();
   if (context) turn.context = context;
   try {
@@ -241,11 +262,16 @@ function handle(view, event) {
       break;
     case "final":
       view.finish(event.answer, event.metadata);
+      view.suggest(event.suggestions, (text) => ask(text));
+      view.rate(event.message_id, null, (messageId, rating) => api.feedback(state.sessionId, messageId, rating));
       if ($("chat-title").textContent === "New chat") $("chat-title").textContent = "Conversation";
       break;
     case "context_required":
-      // The handoff flow (a request card with slots) slots in here once the server sends one.
-      view.error(event.message || "The answer needs more context.");
+      view.request(requestCard(view, event));
+      break;
+    case "context_update":
+    case "context_resolved":
+      view.step({ type: "progress", message: event.type === "context_update" ? "Context received" : "Context supplied" });
       break;
     case "error":
       view.error(event.message || "The answer failed.");
@@ -255,9 +281,81 @@ function handle(view, event) {
   }
 }
 
+/** The card of a paused turn: supplying (or running without) continues the same answer in place. */
+function requestCard(view, event) {
+  const sessionId = state.sessionId;
+  const resume = async (events) => {
+    let partial = false;
+    view.body.classList.add("streaming");
+    for await (const resumed of events) {
+      if (resumed.type === "context_update") partial = true;
+      handle(view, resumed);
+    }
+    if (partial) view.body.classList.remove("streaming");
+    else await loadConversations().catch(showError);
+    return partial ? "partial" : "done";
+  };
+  return new RequestCard(event, {
+    supply: (payloads) => resume(api.supply(sessionId, event.request_id, payloads)),
+    upload: (slot, files) => resume(api.supplyFiles(sessionId, event.request_id, slot, files)),
+    runWithout: () => resume(api.runWithout(sessionId, event.request_id)),
+    cancel: async () => {
+      await api.cancelRequest(sessionId, event.request_id);
+      view.error("Cancelled: this question was not answered.");
+    },
+  });
+}
+
+// -- conversations: rename and export -----------------------------------------------------------------------
+
+function renameConversation(session, item) {
+  const input = h("input", {
+    class: "rename-input",
+    value: session.title || "",
+    "aria-label": "New title",
+    maxlength: "200",
+  });
+  const save = async () => {
+    const title = input.value.trim();
+    if (title && title !== session.title) {
+      try {
+        await api.rename(session.conversation_id, title);
+        if (session.conversation_id === state.sessionId) $("chat-title").textContent = title;
+      } catch (error) {
+        showError(error);
+      }
+    }
+    await loadConversations().catch(showError);
+  };
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") { event.preventDefault(); input.blur(); }
+    if (event.key === "Escape") { input.value = session.title || ""; input.blur(); }
+  });
+  input.addEventListener("blur", save, { once: true });
+  item.querySelector(".conversation-open").replaceWith(input);
+  input.focus();
+  input.select();
+}
+
+async function exportConversation(format) {
+  if (!state.sessionId) return;
+  try {
+    const { blob, name } = await api.exportSession(state.sessionId, format);
+    const link = h("a", { href: URL.createObjectURL(blob), download: name, hidden: true });
+    document.body.append(link);
+    link.click();
+    setTimeout(() => { URL.revokeObjectURL(link.href); link.remove(); }, 1000);
+  } catch (error) {
+    showError(error);
+  }
+}
+
 // -- wiring ------------------------------------------------------------------------------------------------
 
 function wire() {
+  for (const button of document.querySelectorAll("#export-menu button[data-format]")) {
+    button.addEventListener("click", () => exportConversation(button.dataset.format));
+  }
   $("new-chat").addEventListener("click", newChat);
   $("toggle-sidebar").addEventListener("click", () => setSidebar(!document.body.classList.contains("sidebar-open")));
   $("composer").addEventListener("submit", (event) => {

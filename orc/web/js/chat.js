@@ -95,6 +95,43 @@ export class AnswerView {
     if (!this.steps.children.length) this.how.hidden = true;
   }
 
+  /** Follow-up questions the documents can answer, as chips that ask them. */
+  suggest(suggestions, onAsk) {
+    this.element.querySelector(".suggestions")?.remove();
+    if (!suggestions?.length) return;
+    const chips = suggestions.map((text) =>
+      h("li", {}, h("button", { type: "button", class: "suggestion", onclick: () => onAsk(text) }, text)));
+    this.element.append(h("ul", { class: "suggestions", "aria-label": "Suggested follow-up questions" }, ...chips));
+  }
+
+  /** Thumbs up and down for a stored answer; ``rated`` is the rating given before (reopened conversations). */
+  rate(messageId, rated, onRate) {
+    if (!messageId) return;
+    this.element.querySelector(".feedback")?.remove();
+    const buttons = [["up", "👍", "Helpful"], ["down", "👎", "Not helpful"]].map(([rating, icon, label]) =>
+      h("button", {
+        type: "button",
+        class: `feedback-${rating}`,
+        "aria-pressed": String(rated === rating),
+        "aria-label": label,
+        onclick: async (event) => {
+          const pressed = event.currentTarget;
+          await onRate(messageId, rating);
+          for (const button of box.querySelectorAll("button")) button.setAttribute("aria-pressed", "false");
+          pressed.setAttribute("aria-pressed", "true");
+        },
+      }, icon));
+    const box = h("div", { class: "feedback", role: "group", "aria-label": "Rate this answer" }, ...buttons);
+    this.element.append(box);
+  }
+
+  /** A context request card under this (paused) answer. */
+  request(card) {
+    this.body.classList.remove("streaming");
+    this.body.removeAttribute("aria-busy");
+    this.element.append(card.element);
+  }
+
   /** Replace "[report.pdf::S3]" in text nodes by a button that opens that citation. */
   linkRefs(fragment) {
     if (!this.citations.length) return;
@@ -125,8 +162,9 @@ export class AnswerView {
 }
 
 export class Messages {
-  constructor({ onCitation }) {
+  constructor({ onCitation, onRate }) {
     this.onCitation = onCitation;
+    this.onRate = onRate;
     this.list = $("messages");
   }
 
@@ -167,6 +205,7 @@ export class Messages {
       for (const call of message.tool_calls || []) view.step({ type: "tool", ...call });
       for (const citation of message.citations || []) view.citation(citation);
       view.finish(message.content, { focus_context: message.focus_context, historical_contexts: [] });
+      if (this.onRate) view.rate(message.message_id, message.feedback?.rating, this.onRate);
     }
     this.list.lastElementChild?.scrollIntoView({ block: "end" });
   }
