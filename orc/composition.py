@@ -42,6 +42,7 @@ from orc.documents.contexts import ContextDirectory
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.library import DocumentLibrary
+from orc.documents.limits import ExtractionLimits
 from orc.documents.processing import DocumentProcessor, ProcessingJob
 from orc.documents.reprocessing import Reprocessor
 from orc.documents.scopes import DocumentScopes
@@ -241,6 +242,7 @@ async def build_document_services(
         chat_model,
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
+        limits=extraction_limits(settings),
         # What the document processor stored is read, not extracted again, and file ids hold across instances.
         texts=SessionTexts(
             library.session_files, TextStore(await stores.collections.collection("document_text")), library.indexes
@@ -289,6 +291,7 @@ async def _document_library(
         indexes,
         max_document_bytes=settings.max_upload_bytes,
         dispatch=dispatch if queues is not None else None,
+        limits=extraction_limits(settings),
     )
     # Registered after the stores, so background jobs stop before the stores close.
     stack.push_async_callback(processor.aclose)
@@ -522,6 +525,13 @@ async def build_orchestrator(
         settings, model=model, stores=stores, mcp_extensions=mcp_extensions, digest_model=digest_model
     ) as services:
         yield services.orchestrator
+
+
+def extraction_limits(settings: Settings) -> ExtractionLimits:
+    """The bounds of one document's extraction (decompression bombs, huge texts)."""
+    return ExtractionLimits(
+        max_decompressed_bytes=settings.max_decompressed_bytes, max_extracted_chars=settings.max_extracted_chars
+    )
 
 
 async def sweep_context_requests(orchestrator: Orchestrator, every_seconds: float) -> None:

@@ -77,6 +77,14 @@ class Settings(BaseSettings):
     # -- limits -----------------------------------------------------------------------------------------
     max_question_chars: int = 4000
     max_upload_bytes: int = 20 * 1024 * 1024
+    max_decompressed_bytes: int = Field(
+        default=200 * 1024 * 1024,
+        gt=0,
+        description="How far one DOCX/PPTX/XLSX may expand when unzipped; a larger one fails as a decompression bomb.",
+    )
+    max_extracted_chars: int = Field(
+        default=10_000_000, gt=0, description="Characters of text one document may yield; more fails that document."
+    )
     max_request_bytes: int = 1024 * 1024
     max_blob_names: int = 20
     max_tool_rounds: int = 4

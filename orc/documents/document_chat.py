@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan, Usage
 from orc.documents.extraction import extract
 from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.search import SpanIndex, build_index
 from orc.documents.session_texts import NOTHING_PROCESSED, ProcessedTexts
 from orc.documents.spans import Span, source_ref
@@ -66,9 +67,9 @@ class _LoadedFile:
         return self.index.text.spans
 
 
-def _extract_and_index(data: bytes, name: str, content_type: str) -> SpanIndex:
+def _extract_and_index(data: bytes, name: str, content_type: str, limits: ExtractionLimits) -> SpanIndex:
     """The processor's own steps (extract → spans → index), for a blob it never processed."""
-    return build_index(process_extracted(extract(data, name, content_type)))
+    return build_index(process_extracted(extract(data, name, content_type, limits)))
 
 
 class DocumentChatService:
@@ -92,10 +93,12 @@ class DocumentChatService:
         max_question_chars: int = 4000,
         max_documents: int = 20,
         model_timeout_seconds: float = 120.0,
+        limits: ExtractionLimits = DEFAULT_LIMITS,
     ) -> None:
         if max_sources < 1 or max_documents < 1 or max_question_chars < 1 or max_document_bytes < 1:
             raise ValueError("limits must be positive")
         self._blobs = blobs
+        self._limits = limits
         self._cache = cache
         self._texts = texts
         self._model = model
@@ -278,7 +281,7 @@ class DocumentChatService:
             raise _not_found(name) from None
         if len(data) > self._max_document_bytes:
             raise _too_large(name, self._max_document_bytes)
-        return await asyncio.to_thread(_extract_and_index, data, name, info.content_type)
+        return await asyncio.to_thread(_extract_and_index, data, name, info.content_type, self._limits)
 
     def _select_sources(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int]:
         """The best-matching spans across all files (the first spans of each file when nothing matches), and the

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.errors import ExtractionError, UnsupportedMediaType
 
 PDF = "application/pdf"
@@ -113,11 +114,18 @@ def detect_media_type(data: bytes, filename: str, content_type: str | None = Non
     raise UnsupportedMediaType(f"{filename!r} is not a supported document type (supported: {supported})")
 
 
-def extract(data: bytes, filename: str, content_type: str | None = None) -> ExtractedDocument:
-    """Extract the text of ``data``; raise :class:`UnsupportedMediaType` or :class:`ExtractionError`."""
+def extract(
+    data: bytes, filename: str, content_type: str | None = None, limits: ExtractionLimits = DEFAULT_LIMITS
+) -> ExtractedDocument:
+    """Extract the text of ``data`` within ``limits``; raise :class:`UnsupportedMediaType` or
+    :class:`ExtractionError` (``decompression_limit`` and ``text_limit`` for a document over them)."""
     media_type = detect_media_type(data, filename, content_type)
+    if media_type in (DOCX, PPTX, XLSX):
+        limits.check_archive(data, filename)
     extractor = _EXTRACTORS[media_type]
-    pages = [_clean(page) for page in extractor(data, filename)]
+    raw = extractor(data, filename)
+    limits.check_text(sum(len(page) for page in raw), filename)
+    pages = [_clean(page) for page in raw]
     if not any(page for page in pages):
         hint = " (a scanned PDF needs OCR first)" if media_type == PDF else ""
         raise ExtractionError(f"{filename!r} contains no extractable text{hint}", code="empty_document")

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from orc.clock import utc_now
 from orc.documents.extraction import extract
+from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.records import estimate_tokens
 from orc.documents.search import IndexCache, SpanIndex, build_index
 from orc.documents.text_store import DocumentText, TextStore, process_extracted
@@ -70,9 +71,9 @@ class _Processed:
     index: SpanIndex
 
 
-def _process_bytes(data: bytes, filename: str, content_type: str | None) -> _Processed:
+def _process_bytes(data: bytes, filename: str, content_type: str | None, limits: ExtractionLimits) -> _Processed:
     """Everything CPU-bound about one document, in one thread hop."""
-    text = process_extracted(extract(data, filename, content_type))
+    text = process_extracted(extract(data, filename, content_type, limits))
     return _Processed(text=text, index=build_index(text))
 
 
@@ -89,10 +90,12 @@ class DocumentProcessor:
         max_concurrency: int = 2,
         max_document_bytes: int = 20 * 1024 * 1024,
         dispatch: Callable[[ProcessingJob], Coroutine[Any, Any, None]] | None = None,
+        limits: ExtractionLimits = DEFAULT_LIMITS,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         self._catalog = catalog
+        self._limits = limits
         self._blobs = blobs
         self._texts = texts
         self._indexes = indexes
@@ -192,7 +195,7 @@ class DocumentProcessor:
             return ProcessingResult(location.document_id, "superseded")
         try:
             processed = await asyncio.to_thread(
-                _process_bytes, data, location.filename, job.content_type or info.content_type
+                _process_bytes, data, location.filename, job.content_type or info.content_type, self._limits
             )
         except (ExtractionError, UnsupportedMediaType) as exc:
             return await self._fail(job, exc.message)
