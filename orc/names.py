@@ -13,6 +13,8 @@ from functools import lru_cache
 from orc.errors import InvalidName
 
 MAX_NAME_BYTES = 1024
+MAX_SEGMENT_BYTES = 255
+"""The longest file or folder name file systems accept (ext4, NTFS, APFS): a longer segment cannot be stored."""
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -66,7 +68,30 @@ def _checked_blob_name(name: str) -> str:
             raise InvalidName("blob name must not contain '.' or '..' segments")
         if segment != segment.strip():
             raise InvalidName("blob name segments must not start or end with white space")
+        if segment.endswith("."):
+            # Windows drops a trailing dot: "report." and "report" would be one file there.
+            raise InvalidName("blob name segments must not end with '.'")
+        if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+            raise InvalidName(f"each part of a blob name must be at most {MAX_SEGMENT_BYTES} bytes")
     return name
+
+
+def folder_conflicts(new: Iterable[str], existing: Iterable[str]) -> list[str]:
+    """The names of ``new`` that would be both a file and a folder with the others (``dir`` beside
+    ``dir/f.md``): a folder-based store cannot hold both, so they are refused on every backend alike."""
+    names = list(new)
+    everything = set(names) | set(existing)
+    folders = {name.rsplit("/", 1)[0] for name in everything if "/" in name}
+    parents: set[str] = set()
+    for folder in folders:
+        parts = folder.split("/")
+        parents.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    conflicting = []
+    for name in names:
+        under_a_file = any(name.startswith(other + "/") for other in everything if other != name)
+        if name in parents or under_a_file:
+            conflicting.append(name)
+    return conflicting
 
 
 def normalize_blob_names(names: Iterable[str]) -> list[str]:

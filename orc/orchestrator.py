@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import unicodedata
 import uuid
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
@@ -161,9 +162,7 @@ class Orchestrator:
 
     async def prepare(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> PreparedTurn:
         """Validate the request; raises a :class:`orc.errors.CallerError` before anything is stored or streamed."""
-        question = request.question.strip()
-        if not question:
-            raise InvalidInput("the question is empty", code="empty_question")
+        question = checked_question(request.question)
         if len(question) > self._limits.max_question_chars:
             raise PayloadTooLarge(
                 f"the question is longer than {self._limits.max_question_chars} characters",
@@ -698,3 +697,23 @@ def context_required_event(paused: ContextRequired) -> ContextRequiredEvent:
         required=body["required"],
         expires_at=body["expires_at"],
     )
+
+
+_INVISIBLE = {"Cf", "Zl", "Zp"}
+_ALLOWED_CONTROLS = {"\n", "\t", "\r"}
+
+
+def checked_question(text: str) -> str:
+    """The question, stripped; refused before anything runs when it has nothing visible (``empty_question``) or
+    characters no text should hold: lone surrogates, NUL and other control characters (``invalid_question``)."""
+    question = text.strip()
+    for char in question:
+        category = unicodedata.category(char)
+        if category == "Cs" or (category == "Cc" and char not in _ALLOWED_CONTROLS):
+            raise InvalidInput(
+                "the question contains characters that are not text (a lone surrogate or a control character)",
+                code="invalid_question",
+            )
+    if not any(unicodedata.category(char) not in _INVISIBLE and not char.isspace() for char in question):
+        raise InvalidInput("the question is empty", code="empty_question")
+    return question

@@ -17,6 +17,7 @@ from orc.clock import utc_now
 from orc.documents.contexts import ContextDirectory, organization_partition
 from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingJob, ProcessingResult
 from orc.documents.records import ContextDocument, ContextRef
+from orc.documents.sessions.service import refuse_folder_conflicts
 from orc.documents.text_store import TextStore
 from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads
 from orc.errors import NotFound
@@ -98,6 +99,7 @@ class ContextDocuments:
         check_uploads(uploads, self._max_upload_bytes)
         await self._directory.get(principal, ref)
         existing = {record.filename: record for record in await self.documents(principal, ref)}
+        refuse_folder_conflicts([upload.filename for upload in uploads], existing)
         touched: list[UploadedDocument] = []
         for upload in uploads:
             previous = existing.get(upload.filename)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from orc.clock import utc_now
@@ -37,8 +37,16 @@ from orc.documents.sessions.models import (
 from orc.documents.sessions.planning import PlannedFile, Planner
 from orc.documents.text_store import TextStore
 from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads, screen_uploads
-from orc.errors import ETagMismatch, InvalidInput, ItemAlreadyExists, ItemNotFound, NotFound, StorageUnavailable
-from orc.names import validate_identifier
+from orc.errors import (
+    Conflict,
+    ETagMismatch,
+    InvalidInput,
+    ItemAlreadyExists,
+    ItemNotFound,
+    NotFound,
+    StorageUnavailable,
+)
+from orc.names import folder_conflicts, validate_identifier
 from orc.principal import Principal
 from orc.storage.ports import BlobStore, DocumentCollection, StoredItem
 
@@ -141,7 +149,10 @@ class SessionFiles:
         # A file orc cannot take is refused on its own and listed in the response; the others go on.
         accepted, refused = screen_uploads(uploads, self._max_upload_bytes)
         plan = planning.plan_uploads(accepted)
-        mutation = await self._mutate(principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds)
+        names = [upload.filename for upload in accepted]
+        mutation = await self._mutate(
+            principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds, new_names=names
+        )
         return mutation.model_copy(
             update={
                 "refused": [
@@ -216,10 +227,12 @@ class SessionFiles:
         *,
         if_match: int | None,
         wait_seconds: float | None,
+        new_names: Sequence[str] = (),
     ) -> Mutation:
         jobs: list[asyncio.Task[ProcessingResult]] = []
         async with self._session_lock(principal, conversation_id):
             records = await self._records_by_name(principal, conversation_id)
+            refuse_folder_conflicts(new_names, records.keys())
             header, planned = await self._commit(principal, conversation_id, records, plan, if_match=if_match)
             for item in planned:
                 if item.upload is not None:
@@ -415,3 +428,13 @@ class SessionFiles:
 
 def _stored_header(item: StoredItem | None) -> SessionHeader | None:
     return SessionHeader.model_validate(item.body) if item is not None else None
+
+
+def refuse_folder_conflicts(new: Sequence[str], existing: Iterable[str]) -> None:
+    """409 ``name_conflict`` before anything is written when a name would be both a file and a folder."""
+    conflicting = folder_conflicts(new, existing)
+    if conflicting:
+        raise Conflict(
+            f"{conflicting[0]!r} would be both a file and a folder (like 'dir' beside 'dir/f.md'); rename it",
+            code="name_conflict",
+        )

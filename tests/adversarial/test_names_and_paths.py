@@ -1,0 +1,89 @@
+"""Names and paths an attacker (or an unlucky user) sends: names a folder-based store cannot hold are refused as
+names before anything is written, and questions that are not text are refused before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.http.conftest import open_client, upload
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with open_client() as client:
+        yield client
+
+
+def problem(response: httpx.Response) -> tuple[int, str]:
+    return response.status_code, response.json().get("code")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("dir/f.md", "dir"), ("dir", "dir/f.md"), ("a/b/c.txt", "a/b"), ("a", "a/b/c.txt")],
+)
+async def test_a_name_that_would_be_both_a_file_and_a_folder_is_refused_and_leaves_no_trace(
+    http: httpx.AsyncClient, first: str, second: str
+) -> None:
+    assert (await upload(http, "s1", (first, b"first file"))).status_code == 201
+    before = (await http.get("/api/sessions/s1/context")).json()
+
+    refused = await upload(http, "s1", (second, b"second file"))
+    after = (await http.get("/api/sessions/s1/context")).json()
+
+    assert problem(refused) == (409, "name_conflict")
+    assert after["revision"] == before["revision"]
+    assert [f["filename"] for f in after["files"]] == [first]  # no failed ghost entry
+
+
+async def test_one_upload_cannot_hold_a_file_and_a_folder_of_the_same_name(http: httpx.AsyncClient) -> None:
+    refused = await upload(http, "s1", ("dir", b"a"), ("dir/f.md", b"b"))
+
+    assert problem(refused) == (409, "name_conflict")
+    assert (await http.get("/api/sessions/s1/context")).status_code == 404  # nothing was stored
+
+
+async def test_context_documents_refuse_the_same_conflicts(http: httpx.AsyncClient) -> None:
+    await http.put("/api/contexts/folder/legal", json={"name": "Legal"})
+    stored = await http.post(
+        "/api/contexts/folder/legal/documents", files=[("files", ("dir/f.md", b"a", "text/plain"))]
+    )
+    refused = await http.post("/api/contexts/folder/legal/documents", files=[("files", ("dir", b"b", "text/plain"))])
+    listed = (await http.get("/api/contexts/folder/legal/documents")).json()
+
+    assert stored.status_code in (201, 202)
+    assert problem(refused) == (409, "name_conflict")
+    assert [d["filename"] for d in listed["documents"]] == ["dir/f.md"]
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("report.", "end with '.'"), ("notes/draft./x.md", "end with '.'"), ("a" * 256 + ".md", "at most 255 bytes")],
+)
+async def test_names_a_file_system_cannot_store_are_invalid_names_not_server_errors(
+    http: httpx.AsyncClient, name: str, why: str
+) -> None:
+    refused = await upload(http, "s1", (name, b"text"))
+
+    assert problem(refused) == (400, "invalid_name") and why in refused.json()["detail"]
+    assert (await http.get("/api/sessions/s1/context")).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b'{"question": "What is \\ud800 the rent?"}', "invalid_question"),  # a lone surrogate
+        (b'{"question": "What is\\u0000 the rent?"}', "invalid_question"),
+        (b'{"question": "\\u200b\\u200d\\ufeff"}', "empty_question"),  # zero-width characters only
+    ],
+)
+async def test_questions_that_are_not_text_are_refused_before_anything_runs(
+    http: httpx.AsyncClient, raw: bytes, code: str
+) -> None:
+    refused = await http.post("/api/orc", content=raw, headers={"Content-Type": "application/json"})
+
+    assert problem(refused) == (400, code)
+    assert (await http.get("/api/sessions")).json()["sessions"] == []  # nothing stored
