@@ -15,6 +15,9 @@ _MESSAGE_ID = re.compile(r"msg-([1-9][0-9]{0,11})-(user|assistant)")
 class FocusContext(BaseModel):
     """The context a turn focuses on: an organization, one of its folders or a usecase inside a folder."""
 
+    # A misspelt key ("ID", "kind") would otherwise be dropped silently and the turn focus on something else.
+    model_config = ConfigDict(extra="forbid")
+
     type: Literal["organization", "folder", "usecase"]
     id: str
 

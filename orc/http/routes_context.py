@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from orc.digests.context import WATCH_MAX_SECONDS, WATCH_POLL_SECONDS, ContextFiles
 from orc.digests.sessions import session_key
 from orc.documents.sessions import ContextFile, ContextSet, Mutation
+from orc.documents.sessions.planning import EXISTS
 from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, NotFound
 from orc.http.dependencies import Caller, Context, Keys
@@ -233,10 +234,13 @@ async def delete_file(
 
 
 def _if_match(request: Request) -> int | None:
-    """The expected revision from ``If-Match`` (``3``, ``"3"`` or ``W/"3"``); ``*`` or none means any."""
+    """The expected revision from ``If-Match`` (``3``, ``"3"`` or ``W/"3"``); ``*``: the session must exist;
+    none: any."""
     value = request.headers.get("if-match")
-    if value is None or value.strip() == "*":
+    if value is None:
         return None
+    if value.strip() == "*":
+        return EXISTS
     match = _IF_MATCH.fullmatch(value.strip())
     if match is None:
         raise InvalidInput("If-Match must be the revision to expect, e.g. If-Match: 3", code="invalid_if_match")

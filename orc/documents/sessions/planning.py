@@ -31,6 +31,10 @@ Records = Mapping[str, ContextFile]
 """A session's file records by filename."""
 
 
+EXISTS = -1
+"""``if_match`` for ``If-Match: *``: the session must exist (any revision), per RFC 9110 §13.1.1."""
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedFile:
     """One file of a mutation: what it does and, when content must be stored, the upload to store."""
@@ -126,7 +130,12 @@ def plan_commit(
     ``parsing`` on a change. Raises :class:`PreconditionFailed` (``revision_mismatch``) when ``if_match`` is not
     the header's revision and :class:`InvalidInput` (``too_many_files``) past ``max_files``.
     """
-    if if_match is not None and header.revision != if_match:
+    if if_match == EXISTS:
+        if header.revision == 0:
+            raise PreconditionFailed(
+                "If-Match: * asks for an existing session, and this one has no files yet", code="revision_mismatch"
+            )
+    elif if_match is not None and header.revision != if_match:
         raise PreconditionFailed(
             f"the session is at revision {header.revision}, not {if_match}; reload it and retry",
             code="revision_mismatch",
