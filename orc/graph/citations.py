@@ -13,39 +13,53 @@ from orc.text import rank, split_sentences
 
 _MARKER = re.compile(r"\[([^\[\]]*?::[^\[\]]*?)\]")
 _SPLIT_REFS = re.compile(r"\s*[;,]\s*(?=[^;,]*::)")
-MAX_QUOTE_CHARS = 400
+MAX_QUOTE_CHARS = 1200
+"""A span's largest size: a whole sentence is quoted whole."""
+MIN_VERBATIM_WORDS = 4
 
 
 def _quote(claim: str, span: SourceSpan) -> str:
-    """The sentence of the span that best supports ``claim`` (the span's opening when none stands out)."""
+    """The sentence of the span that ``claim`` quotes or, for a claim in the model's own words, the one that best
+    supports it (the span's opening when none stands out)."""
+    verbatim = _verbatim(claim, span.text)
+    if verbatim is not None:
+        return verbatim
     sentences = split_sentences(span.text)
     best = rank(claim, sentences, limit=1) if claim else []
     quote = sentences[best[0].index] if best else span.text.strip()
     return quote if len(quote) <= MAX_QUOTE_CHARS else quote[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
 
 
+def _verbatim(claim: str, text: str) -> str | None:
+    """The claim's last sentence when the span holds it word for word (an extractive answer quotes whole
+    sentences; the span's own sentence splitting may have cut them elsewhere)."""
+    pieces = split_sentences(claim)
+    sentence = " ".join(pieces[-1].split()) if pieces else ""
+    if len(sentence.split()) < MIN_VERBATIM_WORDS or len(sentence) > MAX_QUOTE_CHARS:
+        return None
+    return sentence if sentence in " ".join(text.split()) else None
+
+
 def extract_citations(answer: str, sources: Iterable[SourceSpan]) -> list[Citation]:
-    """Citations in order of first mention, one per distinct span."""
+    """Citations in order of first mention, one per distinct span and quote (two sentences quoting one span are
+    two citations)."""
     by_ref = {source.ref: source for source in sources}
     citations: list[Citation] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     last_end = 0
     for match in _MARKER.finditer(answer):
         claim = answer[last_end : match.start()]
         last_end = match.end()
         for ref in _SPLIT_REFS.split(match.group(1).strip()):
             span = by_ref.get(ref.strip())
-            if span is None or span.ref in seen:
+            if span is None:
                 continue
-            seen.add(span.ref)
+            quote = _quote(claim.strip(), span)
+            if (span.ref, quote) in seen:
+                continue
+            seen.add((span.ref, quote))
             citations.append(
-                Citation(
-                    ref=span.ref,
-                    document=span.document,
-                    span_id=span.span_id,
-                    page=span.page,
-                    quote=_quote(claim.strip(), span),
-                )
+                Citation(ref=span.ref, document=span.document, span_id=span.span_id, page=span.page, quote=quote)
             )
     return citations
 

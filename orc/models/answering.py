@@ -13,15 +13,17 @@ When no sentence qualifies the answer is :data:`NOT_FOUND`: an honest refusal be
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from orc.models.questions import Expect, analyse, satisfies, terms
+from orc.models.questions import SYNONYMS, Expect, analyse, defines, satisfies, terms, terms_of
 from orc.models.rewriting import split_context
-from orc.text import rank, split_sentences
+from orc.text import rank, split_sentences, tokenize
 
 __all__ = ["NOT_FOUND", "Source", "answer_question", "find_sources", "parse_sources"]
 
@@ -29,13 +31,31 @@ NOT_FOUND = "I couldn't find an answer to that in the documents."
 
 MAX_SENTENCES = 3
 MIN_COVERAGE = 0.5
-"""Share of the question's specific words (idf-weighted) a sentence must contain to be used."""
+"""Share of the question's specific words (idf-weighted) a sentence must exceed to be used: half is not enough
+("How do I reset my password?" is not answered by a sentence about passwords)."""
 MIN_COVERAGE_YES_NO = 0.65
 """Yes/no questions have few content words and each matters ("Can the tenant *sublet*?"): ask for more."""
 EXTRA_SENTENCE_RATIO = 0.75
 """A second or third sentence must score at least this share of the best sentence's score."""
 HEADING_WORDS = 3
 """A sentence this short (``"Rent."``, ``"Security deposit."``) is a heading: it is joined to the next one."""
+TITLE_WORDS = 8
+"""Longest section title told apart from a sentence by its capitalised words."""
+NEARBY_CREDIT = 0.5
+PAIR_BONUS = 0.5
+DEFINITION_BONUS = 2.0
+"""Added (twice for ``"X" means…``) to the score of a sentence that defines what "what does X mean" asks."""
+
+_NONE: frozenset[str] = frozenset()
+_TERMINAL = (".", "!", "?", ":", ";")
+_CLOSING = (".", "!", "?", ":", ";", ")", '"', "'", "”", "’")
+_MARKER = re.compile(r"^\s*(?:\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]?|\(?[a-zA-Z][.)]|\([ivx]{1,4}\))\s*")
+_SENTENCE_START = re.compile(r"^(?:\(?[a-zA-Z0-9]{1,3}(?:\.[0-9]{1,3})*[.)]\s+)*[\"'“‘(\[]?[A-Z0-9•*-]")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s|\(?[a-z0-9]{1,3}[.)]\s)")
+# The next list item's marker left at a sentence's end ("…by this document. b."), not a number ("…is 100.").
+_TRAILING_MARKER = re.compile(r"(?<=[.;:])\s+\(?[a-z][.)]$")
+_SENTENCE_STOP = re.compile(r"[.!?][\"')\]”’]*(?=\s|$)")
+_MINOR_WORDS = frozenset("a an and as at by for from in into of on or the to with without under per via vs".split())
 
 _SOURCES_BLOCK = re.compile(r"<sources>(.*?)</sources>", re.DOTALL)
 _SUPPLIED_BLOCK = re.compile(r"<supplied_context>(.*?)</supplied_context>", re.DOTALL)
@@ -57,6 +77,14 @@ class _Sentence:
     source: Source
     text: str
     terms: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    """Adjacent word pairs, to prefer "default weight" side by side over the two words apart."""
+    context: frozenset[str]
+    """Terms of the sentence's section heading: it scopes the sentence."""
+    name: frozenset[str]
+    """Terms of the document's file name."""
+    nearby: frozenset[str]
+    """Terms of the sentences just before and after it in the same source."""
 
 
 def find_sources(system_text: str) -> list[Source] | None:
@@ -90,50 +118,173 @@ def answer_question(question: str, sources: Sequence[Source]) -> str:
     """Up to three best-matching sentences, each followed by ``[ref]``; or :data:`NOT_FOUND`."""
     main, context = split_context(question)
     shape = analyse(main)
-    sentences = [
-        _Sentence(source=source, text=text, terms=terms(text)) for source in sources for text in _sentences(source.text)
-    ]
+    sentences = [sentence for source in sources for sentence in _source_sentences(source)]
     if not shape.terms or not sentences:
         return NOT_FOUND
     weights = _idf_weights(shape.terms, sentences)
-    total_weight = sum(weights.values())
+    context_terms = terms(" ".join(context)) - shape.terms
+    pairs = _pairs(tokenize(main))
     minimum = MIN_COVERAGE_YES_NO if shape.expect is Expect.YES_NO else MIN_COVERAGE
     query = " ".join([main, *context])
     candidates: list[tuple[float, int]] = []
+    exact_definitions: set[int] = set()
     for ranked in rank(query, [sentence.text for sentence in sentences]):
         sentence = sentences[ranked.index]
-        coverage = sum(weights[term] for term in shape.terms & sentence.terms) / total_weight
-        if coverage >= minimum and satisfies(sentence.text, shape.expect):
-            # Coverage of the specific words decides; BM25 (which also sees rewrite context) breaks ties.
-            candidates.append((coverage * 10 + ranked.score, ranked.index))
+        coverage = _coverage(shape.terms, shape.scope, weights, sentence)
+        if coverage <= minimum or not satisfies(sentence.text, shape.expect):
+            continue
+        if not shape.required <= sentence.terms | sentence.context:
+            continue
+        # Coverage of the specific words decides; a definition of the asked-for words, the question's words side
+        # by side, the words of the question a follow-up continues and BM25 (which also sees them) break ties.
+        score = coverage * 10 + ranked.score + PAIR_BONUS * len(pairs & sentence.pairs)
+        if shape.defined:
+            plainness = defines(sentence.text, shape.defined, sentence.terms)
+            score += DEFINITION_BONUS * plainness
+            if plainness == 2:
+                exact_definitions.add(ranked.index)
+        if context_terms:
+            score += len(context_terms & (sentence.terms | sentence.context | sentence.name)) / len(context_terms)
+        candidates.append((score, ranked.index))
     if not candidates:
         return NOT_FOUND
     candidates.sort(key=lambda item: (-item[0], item[1]))
     best_score = candidates[0][0]
     chosen = [index for score, index in candidates[:MAX_SENTENCES] if score >= best_score * EXTRA_SENTENCE_RATIO]
+    if candidates[0][1] in exact_definitions:
+        # '"X" means…' answers "what does X mean?" on its own: the sentences merely using X would dilute it.
+        chosen = [index for index in chosen if index in exact_definitions]
     # Document order reads better than score order once the sentences are chosen.
     return " ".join(f"{sentences[index].text} [{sentences[index].source.ref}]" for index in sorted(chosen))
 
 
-def _sentences(text: str) -> list[str]:
-    """Sentences of a span, with heading-like fragments joined to the sentence that follows them.
+def _coverage(
+    question_terms: frozenset[str], scope: frozenset[str], weights: dict[str, float], sentence: _Sentence
+) -> float:
+    """The idf-weighted share of the question's words a sentence covers.
 
-    Titles (short pieces without closing punctuation, e.g. "3. Security deposit") are not answers and
-    are left out; labels ending in ":" introduce what follows and are kept with it.
+    A word the sentence, its section heading or a neighbouring sentence (for half) holds counts. Words that
+    name the sentence's document ("the Apache License" for ``apache-2.0.txt``) say which document to look in,
+    not what the answer says: for that document's sentences they are left out, so the rest of the question
+    must be covered; for other documents' sentences they count as missing. So do the other words of the
+    question's closing scope ("in the Apache *License*") when the scope names the document.
     """
-    merged: list[str] = []
-    pending = ""
-    for sentence in split_sentences(text):
-        if len(sentence.split()) <= HEADING_WORDS and not sentence.endswith((".", "!", "?", ":", ";")):
+    named = question_terms & sentence.name
+    if named and scope & sentence.name:
+        named |= scope
+    # A naming word the sentence holds anyway counts as covered, like any other.
+    named -= sentence.terms
+    asked = question_terms - named or question_terms
+    total = sum(weights[term] for term in asked)
+    covered = 0.0
+    for term in asked:
+        if term in sentence.terms or term in sentence.context or SYNONYMS.get(term, _NONE) & sentence.terms:
+            covered += weights[term]
+        elif term in sentence.nearby:
+            covered += weights[term] * NEARBY_CREDIT
+    return covered / total
+
+
+def _pairs(tokens: Sequence[str]) -> frozenset[tuple[str, str]]:
+    """Adjacent and next-but-one word pairs of a question ("default glob weight" → default·weight too)."""
+    return frozenset(itertools.pairwise(tokens)) | frozenset(zip(tokens, tokens[2:], strict=False))
+
+
+def _source_sentences(source: Source) -> list[_Sentence]:
+    """The answerable sentences of one source, each with its heading, neighbours and file name as context."""
+    name = _name_terms(source.ref.rsplit("::", 1)[0])
+    pieces = _sentences(source.text)
+    piece_tokens = [tokenize(text) for text, _ in pieces]
+    piece_terms = [terms_of(tokens) for tokens in piece_tokens]
+    result = []
+    for index, (text, heading) in enumerate(pieces):
+        whole = _whole(text, first=index == 0, last=index == len(pieces) - 1)
+        if whole is None or _is_title(whole):
             continue
-        if len(sentence.split()) <= HEADING_WORDS and sentence.endswith((".", ":")):
+        tokens = piece_tokens[index] if whole == text else tokenize(whole)
+        nearby = frozenset().union(*piece_terms[max(index - 1, 0) : index], *piece_terms[index + 1 : index + 2])
+        result.append(
+            _Sentence(
+                source=source,
+                text=whole,
+                terms=piece_terms[index] if whole == text else terms_of(tokens),
+                pairs=frozenset(itertools.pairwise(tokens)),
+                context=terms(heading) if heading else frozenset(),
+                name=name,
+                nearby=nearby,
+            )
+        )
+    return result
+
+
+@lru_cache(maxsize=1024)
+def _name_terms(filename: str) -> frozenset[str]:
+    """The words of a file name, without its extension: ``apache-2.0.txt`` → apach, 2, 0."""
+    stem = filename.rsplit(".", 1)[0] if "." in filename else filename
+    return terms(re.sub(r"[-_.]+", " ", stem))
+
+
+def _sentences(text: str) -> list[tuple[str, str]]:
+    """Sentences of a span, each with the heading above it (``""`` when none).
+
+    Headings and titles ("3. Security deposit", "Grant of Patent License.") are not answers: they become the
+    context of the sentences under them. A bare number or list marker ("9.", "b)") is joined to what follows.
+    """
+    merged: list[tuple[str, str]] = []
+    pending = ""
+    heading = ""
+    for sentence in split_sentences(text):
+        words = len(sentence.split())
+        if _is_title(sentence) or (words <= HEADING_WORDS and not sentence.endswith(_TERMINAL)):
+            heading = _MARKER.sub("", sentence).strip(" *")
+            pending = ""
+            continue
+        if _MARKER.fullmatch(sentence):
             pending = f"{pending} {sentence}".strip()
             continue
-        merged.append(f"{pending} {sentence}".strip())
+        if words <= HEADING_WORDS and sentence.endswith((".", ":")):
+            pending = f"{pending} {sentence}".strip()
+            continue
+        merged.append((f"{pending} {sentence}".strip(), heading))
         pending = ""
-    if pending:
-        merged.append(pending)
+    if pending and not _MARKER.fullmatch(pending):
+        merged.append((pending, heading))
     return merged
+
+
+def _is_title(sentence: str) -> bool:
+    """A section title rather than a sentence: a few words, most of them capitalised, no clause of its own
+    ("2. Grant of Copyright License.", "* 6. Disclaimer of Warranty *", "TERMS AND CONDITIONS")."""
+    text = _MARKER.sub("", sentence.strip(" *")).strip(" *.:")
+    words = re.findall(r"[^\W\d_][\w'’-]*", text)
+    if not words or len(words) > TITLE_WORDS or text.endswith((",", ";")):
+        return False
+    significant = [word for word in words if word.lower() not in _MINOR_WORDS]
+    return bool(significant) and all(word[0].isupper() for word in significant)
+
+
+def _whole(text: str, *, first: bool, last: bool) -> str | None:
+    """``text`` as a whole sentence, or None when it is a piece a span boundary cut off.
+
+    A source's first piece may start in the middle of a sentence (the span before it holds the beginning), its
+    last may stop short (the next span or page holds the rest): such a piece is left out, or cut back to the
+    last sentence it does complete.
+    """
+    text = _TRAILING_MARKER.sub("", text).strip()
+    if first and text[:1].islower() and not _MARKER.match(text):
+        return None
+    if not _SENTENCE_START.match(text):
+        # A clause of a list ("(a) such Covered Software must…; and") or a template line ("<program> Copyright…")
+        # does not stand as a sentence.
+        return None
+    if not text.endswith(_CLOSING):
+        # A list item may go without a full stop ("- Rent: 1,450 euros"); other unclosed text is a title line
+        # ("Version 2.0, January 2004") or the part of a sentence the span boundary left.
+        if not last and _LIST_ITEM.match(text) and len(text.split()) > HEADING_WORDS:
+            return text
+        ends = [match.end() for match in _SENTENCE_STOP.finditer(text)]
+        return text[: ends[-1]].strip() if ends else None
+    return text
 
 
 def _idf_weights(question_terms: frozenset[str], sentences: Sequence[_Sentence]) -> dict[str, float]:

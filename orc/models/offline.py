@@ -81,9 +81,12 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
             calls = plan_tool_calls(question, messages, tools)
             if calls:
                 return Reply(tool_calls=calls)
-            # A planning prompt has no sources: an empty reply means "no more tools, go and answer".
-            return Reply(text=answer_question(question, sources) if sources is not None else "")
+            if sources is None:
+                # A planning prompt has no sources: an empty reply means "no more tools, go and answer".
+                return Reply(text="")
         if sources is not None:
+            # The answer request may offer the tools again: the listing a tool returned still answers
+            # "which documents do I have?".
             listing = listed_documents(system_text) if wants_document_list(question) else None
             return Reply(text=listing or answer_question(question, sources))
         return Reply(text=UNSUPPORTED_REPLY)

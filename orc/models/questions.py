@@ -7,12 +7,13 @@ The extractive answerer uses this to refuse sentences that share the question's 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
 from orc.text import tokenize
 
-__all__ = ["Expect", "QuestionShape", "analyse", "satisfies", "terms"]
+__all__ = ["SYNONYMS", "Expect", "QuestionShape", "analyse", "defines", "satisfies", "terms", "terms_of"]
 
 
 class Expect(Enum):
@@ -20,16 +21,25 @@ class Expect(Enum):
 
     ANYTHING = "anything"
     QUANTITY = "quantity"
+    DURATION = "duration"
     TIME = "time"
     YES_NO = "yes_no"
+    DEFINITION = "definition"
+    HOLDER = "holder"
 
 
 @dataclass(frozen=True, slots=True)
 class QuestionShape:
-    """The topic terms of a question and the kind of answer it expects."""
+    """The topic terms of a question, the kind of answer it expects and, for a definition, the defined words."""
 
     terms: frozenset[str]
     expect: Expect
+    defined: frozenset[str] = frozenset()
+    required: frozenset[str] = frozenset()
+    """Terms the answering sentence itself must hold: the verb of "Who founded…" (a sentence about the
+    foundation that does not say who founded it does not answer)."""
+    scope: frozenset[str] = frozenset()
+    """Terms of a closing "in the Apache License", "under the MPL": they say where to look, not what to find."""
 
 
 # "How much", "how many", "how long": the second word asks for a quantity; the text will not contain it.
@@ -38,7 +48,31 @@ _QUANTITY_NOUN = re.compile(
     r"^\s*what\s+(?:is|are|was|were)\s+(?:the\s+)?(?:\w+\s+)?(price|cost|fee|amount|number|total|percentage)s?\b",
     re.I,
 )
+# "How long does the licence last?" is answered by "perpetual" or "until…" as well as by "two years".
+_HOW_LONG = re.compile(r"\b(?:for\s+)?how\s+long\b|\buntil\s+when\b", re.I)
+_LASTING = re.compile(r"\b(?:last|run|stay|remain|apply|continue)s?\W*$", re.I)
 _WHEN = re.compile(r"^\s*when\b", re.I)
+# "What does X mean?", "What is meant by X?", "Define X", "What is a X?", "What does X refer to?"
+_DEFINITION = re.compile(
+    r"^\s*(?:what\s+(?:does|do)\s+(?P<a>.+?)\s+(?:mean|refer\s+to|stand\s+for)\b"
+    r"|what\s+is\s+meant\s+by\s+(?P<b>.+?)$"
+    r"|define\s+(?P<c>.+?)$"
+    r"|what\s+(?:is|are)\s+(?:a|an)\s+(?P<d>.+?)$"
+    r"|what\s+is\s+the\s+meaning\s+of\s+(?P<e>.+?)$"
+    r"|how\s+(?:does|do)\s+.+?\s+define\s+(?P<f>.+?)$"
+    r"|how\s+(?:is|are)\s+(?P<g>.+?)\s+defined\b)",
+    re.I,
+)
+_SCOPE = re.compile(r"\b(?:under|in|of|for|from|within|according\s+to)\s+(?:the\s+)?([^?,]+?)\W*$", re.I)
+_WHAT_IS_THE = re.compile(r"^\s*what\s+(?:is|are)\s+the\s+(.+?)$", re.I)
+# "Who holds the copyright…", "Who owns it?": the answer names a holder (a copyright line, an owner).
+_HOLDER = re.compile(r"^\s*who\s+(?:holds?|owns?|has)\b", re.I)
+_WHO_VERB = re.compile(r"^\s*who\s+(?:(?:may|can|could|should|must|will|would|did|does|do)\s+)?([a-z]+)", re.I)
+_COPULAS = frozenset({"is", "are", "was", "were", "be", "has", "have", "had"})
+_HOLDER_VERBS = frozenset({"hold", "own", "has"})
+_DEFINITION_CUES = frozenset({"mean", "meant", "refer", "defin", "stand", "definit"})
+# Words that stand for any person or thing: "Can anyone…" is answered by "no one other than…".
+_GENERIC = frozenset({"anyon", "anybodi", "someon", "somebodi", "anyth", "someth", "everyon", "everyth", "thing"})
 _YES_NO = re.compile(
     r"^\s*(is|are|was|were|do|does|did|can|could|may|might|must|should|will|would|has|have|had)\b", re.I
 )
@@ -52,6 +86,28 @@ _TIME = re.compile(
     rf"(?<![^\W\d_])\d|\b({_NUMBER_WORDS}|january|february|march|april|may|june|july|august|september|october|november|"
     r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|before|after|until|"
     r"within|during|daily|weekly|monthly|annually|yearly|immediately)\b",
+    re.I,
+)
+_DURATION = re.compile(
+    r"\b(perpetual|permanent(?:ly)?|indefinite(?:ly)?|forever|irrevocabl[ey]|until|unless|as long as|"
+    r"terminat\w*|expir\w*|for the (?:maximum )?duration|for the term)\b",
+    re.I,
+)
+# An event answers "when" as well as a date does: "…ends upon written notice", "…as of the date…is filed".
+_EVENT = re.compile(
+    r"\b(when|whenever|upon|once|if|as of|as soon as|at the time|prior to|following|in the event|date|"
+    r"provided that|after|before)\b",
+    re.I,
+)
+_QUOTED_DEFINITION = re.compile(
+    r"[\"“]([^\"”]{1,60})[\"”](?:\s+for\s+[\w\s]{1,40}?)?\s+(?:means|shall\s+mean|refers?\s+to|is|are|stands?\s+for)\b",
+    re.I,
+)
+_COPYRIGHT_LINE = re.compile(r"\bcopyright\s*(?:\(c\)|©|\d{4})", re.I)
+_OWNER = re.compile(r"\b(owned by|owner|holder|belongs? to|held by|is the (?:license )?steward)\b", re.I)
+_DEFINES = re.compile(
+    r"\b(means|shall mean|refers? to|is defined as|is called|are called|stands? for|is any|is either|"
+    r"is a work|is an? \w+ (?:that|which|of))\b|^\W*\w[\w\s.-]{0,40}[\"”]\s+(?:is|are)\b",
     re.I,
 )
 # Snowball leaves irregular verb forms alone; map the common ones so "paid" meets "pay", "taken" meets "take".
@@ -78,31 +134,103 @@ _IRREGULAR = {
     "ran": "run",
     "grew": "grow",
     "grown": "grow",
+    # British spellings meet American ones ("licence" in a question, "license" in the text).
+    "licenc": "licens",
+    "defenc": "defens",
+    "offenc": "offens",
+    "colour": "color",
+    "behaviour": "behavior",
+    "favour": "favor",
+    "honour": "honor",
+    "organis": "organ",
+    "authoris": "author",
 }
+
+
+# Everyday words a question uses for what documents say otherwise: "the parking fee" is what "parking costs 80
+# euros" gives, "let me use" is what "permission to use" grants. Stems; each word is answered by any of its group.
+_FAMILIES = (
+    frozenset({"price", "cost", "fee", "charg", "pay", "rate", "euro", "dollar", "usd", "eur"}),
+    frozenset({"let", "allow", "permit", "permiss", "grant", "may"}),
+)
+SYNONYMS: dict[str, frozenset[str]] = {word: family for family in _FAMILIES for word in family}
 
 
 def terms(text: str) -> frozenset[str]:
     """Stemmed content words of ``text``, with irregular verb forms normalised."""
-    return frozenset(_IRREGULAR.get(term, term) for term in tokenize(text))
+    return terms_of(tokenize(text))
+
+
+def terms_of(tokens: Iterable[str]) -> frozenset[str]:
+    """:func:`terms` of text already tokenized."""
+    return frozenset(_IRREGULAR.get(term, term) for term in tokens)
 
 
 def analyse(question: str) -> QuestionShape:
     """The topic terms of ``question`` and the kind of answer it expects."""
-    if _HOW_QUANTITY.search(question) or _QUANTITY_NOUN.search(question):
+    topic = question
+    defined: frozenset[str] = frozenset()
+    definition = _DEFINITION.search(question)
+    if _HOW_LONG.search(question):
+        expect = Expect.DURATION
+        topic = _LASTING.sub(" ", _HOW_LONG.sub(" ", question))
+    elif _HOW_QUANTITY.search(question) or _QUANTITY_NOUN.search(question):
         expect = Expect.QUANTITY
+        topic = _HOW_QUANTITY.sub(" ", question)
     elif _WHEN.search(question):
         expect = Expect.TIME
+    elif _HOLDER.search(question):
+        expect = Expect.HOLDER
+    elif definition:
+        expect = Expect.DEFINITION
+        phrase = next(group for group in definition.groups() if group)
+        # "What is a Larger Work under the MPL?": the defined words stop where the scope begins.
+        phrase = re.split(r"\s+(?:under|in|of|for|according)\b|[?,]", phrase, maxsplit=1)[0]
+        defined = terms(phrase) - _DEFINITION_CUES
     elif _YES_NO.search(question):
         expect = Expect.YES_NO
     else:
         expect = Expect.ANYTHING
-    return QuestionShape(terms=terms(_HOW_QUANTITY.sub(" ", question)), expect=expect)
+        # "What is the source code of a work?" is often answered by the sentence that defines "source code".
+        subject = _WHAT_IS_THE.search(question)
+        if subject:
+            defined = terms(re.split(r"\s+(?:under|in|of|for|according)\b|[?,]", subject.group(1), maxsplit=1)[0])
+    found = terms(topic) - _GENERIC
+    if expect is Expect.DEFINITION:
+        found -= _DEFINITION_CUES
+    elif expect is Expect.HOLDER:
+        found -= _HOLDER_VERBS
+    scope = _SCOPE.search(question)
+    verb = _WHO_VERB.search(question)
+    required = terms(verb.group(1)) if verb and verb.group(1).lower() not in _COPULAS else frozenset()
+    return QuestionShape(
+        required=required & found,
+        terms=found or terms(topic),
+        expect=expect,
+        defined=defined,
+        scope=terms(scope.group(1)) if scope else frozenset(),
+    )
 
 
 def satisfies(sentence: str, expect: Expect) -> bool:
     """Whether ``sentence`` can hold the kind of answer expected (a number for "how much", a date for "when")."""
     if expect is Expect.QUANTITY:
         return bool(_QUANTITY.search(sentence))
+    if expect is Expect.DURATION:
+        return bool(_QUANTITY.search(sentence) or _DURATION.search(sentence))
     if expect is Expect.TIME:
-        return bool(_TIME.search(sentence))
+        return bool(_TIME.search(sentence) or _EVENT.search(sentence))
+    if expect is Expect.HOLDER:
+        return bool(_COPYRIGHT_LINE.search(sentence) or _OWNER.search(sentence))
     return True
+
+
+def defines(sentence: str, defined: frozenset[str], sentence_terms: frozenset[str] | None = None) -> int:
+    """How plainly ``sentence`` defines the ``defined`` words: 2 for ``"X" means…`` (exactly those words,
+    quoted), 1 for another definition that names them (``…X refers to…``), 0 otherwise."""
+    if not defined or not defined <= (terms(sentence) if sentence_terms is None else sentence_terms):
+        return 0
+    quoted = _QUOTED_DEFINITION.search(sentence)
+    if quoted and terms(quoted.group(1)) == defined:
+        return 2
+    return 1 if _DEFINES.search(sentence) else 0

@@ -8,6 +8,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n{2,}|\n(?=\s*(
 _HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s")
 _TERMINAL = (".", "!", "?", ":", ";", ",")
 _MAX_TITLE_CHARS = 60
+# A numbered section title run into its first sentence, as PDF text has it: "2.5. The magic files The magic
+# data is stored…" — the title ends where a capitalised word follows a lower-case one.
+_GLUED_TITLE = re.compile(r"^([A-Z][^.!?:;\"“]{0,60}?[a-z])\s+(?=[A-Z][a-z])")
+_SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)+\.?$")
 
 
 def _is_heading(lines: list[str], index: int) -> bool:
@@ -29,6 +33,14 @@ def _is_heading(lines: list[str], index: int) -> bool:
     )
 
 
+def _untitled(sentence: str) -> list[str]:
+    """``sentence`` (which follows a section number), or the title run into it and the sentence itself."""
+    glued = _GLUED_TITLE.match(sentence)
+    if glued is None:
+        return [sentence]
+    return [glued.group(1), sentence[glued.end() :]]
+
+
 def split_sentences(text: str) -> list[str]:
     """Split prose into sentences and list items; a heading or title line is a piece of its own (without ``#``).
 
@@ -40,7 +52,12 @@ def split_sentences(text: str) -> list[str]:
 
     def flush() -> None:
         block = "\n".join(current)
-        sentences.extend(" ".join(piece.split()) for piece in _SENTENCE_END.split(block) if piece and piece.strip())
+        after_number = False
+        for piece in _SENTENCE_END.split(block):
+            if piece and piece.strip():
+                piece = " ".join(piece.split())
+                sentences.extend(_untitled(piece) if after_number else [piece])
+                after_number = bool(_SECTION_NUMBER.match(piece))
         current.clear()
 
     for index, line in enumerate(lines):
