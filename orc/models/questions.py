@@ -148,7 +148,8 @@ _IRREGULAR = {
 
 
 # Everyday words a question uses for what documents say otherwise: "the parking fee" is what "parking costs 80
-# euros" gives, "let me use" is what "permission to use" grants, "the notice period" is "60 days' notice". Stems; each word is answered by any of its group.
+# euros" gives, "let me use" is what "permission to use" grants, "the notice period" is "60 days' notice".
+# Stems; each word is answered by any of its group.
 _FAMILIES = (
     frozenset({"price", "cost", "fee", "charg", "pay", "rate", "euro", "dollar", "usd", "eur"}),
     frozenset({"let", "allow", "permit", "permiss", "grant", "may"}),
