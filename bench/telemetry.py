@@ -61,10 +61,13 @@ async def run(args: argparse.Namespace) -> BenchResult:
             with telemetry.providers(*((tracer_provider, meter_provider) if mode == "on" else (None, None))):
                 await attach_samples(services, "bench")
                 await services.orchestrator.ask(question("bench"))  # warm: fills the file cache
-        for _ in range(args.blocks):
-            for services, mode in ((off, "off"), (on, "on")):
-                with telemetry.providers(*((tracer_provider, meter_provider) if mode == "on" else (None, None))):
-                    for _ in range(args.turns):
+        for block in range(args.blocks):
+            # ABBA order: whatever drifts during a block (a conversation's growing history, the collector's
+            # periodic work) weighs on both sides alike.
+            order = ((off, "off"), (on, "on")) if block % 2 == 0 else ((on, "on"), (off, "off"))
+            for turn in range(args.turns):
+                for services, mode in order if turn % 2 == 0 else order[::-1]:
+                    with telemetry.providers(*((tracer_provider, meter_provider) if mode == "on" else (None, None))):
                         started = time.perf_counter()
                         answer = await services.orchestrator.ask(question("bench"))
                         samples[mode].append((time.perf_counter() - started) * 1000)
