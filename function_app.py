@@ -36,3 +36,10 @@ async def expire_context_requests(timer: func.TimerRequest) -> None:
     """Answer, without their context, the paused turns whose deadline passed (ORC_CONTEXT_REQUEST_TIMEOUT)."""
     services = await jobs.get()
     await services.orchestrator.expire_due()
+
+
+@app.timer_trigger(arg_name="timer", schedule="*/15 * * * * *", run_on_startup=True)
+async def recover_interrupted_documents(timer: func.TimerRequest) -> None:
+    """Resume (or fail) uploads and processing that an instance stopped mid-way (orc.documents.recovery)."""
+    services = await jobs.get()
+    await services.recovery.sweep()

@@ -41,9 +41,11 @@ from orc.documents.context_documents import ContextDocuments
 from orc.documents.contexts import ContextDirectory
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.leases import ProcessingLeases
 from orc.documents.library import DocumentLibrary
 from orc.documents.limits import ExtractionLimits
 from orc.documents.processing import DocumentProcessor, ProcessingJob
+from orc.documents.recovery import DocumentRecovery, sweep_interrupted_documents
 from orc.documents.reprocessing import Reprocessor
 from orc.documents.scopes import DocumentScopes
 from orc.documents.search import IndexCache
@@ -124,6 +126,7 @@ class DocumentServices:
     model: BaseChatModel
     model_label: str
     jobs: JobWorker
+    recovery: DocumentRecovery
 
 
 async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:
@@ -233,7 +236,7 @@ async def build_document_services(
     )
     conversations = ConversationRepository(await stores.collections.collection("conversations"))
     queues = job_queues if job_queues is not None else open_job_queues(settings, stack)
-    library, context, jobs = await _document_library(
+    library, context, jobs, recovery = await _document_library(
         settings, stack, stores, catalog, digests_by, idempotency, conversations, queues
     )
     document_chat = DocumentChatService(
@@ -261,6 +264,7 @@ async def build_document_services(
         model=chat_model,
         model_label=label,
         jobs=jobs,
+        recovery=recovery,
     )
 
 
@@ -273,7 +277,7 @@ async def _document_library(
     idempotency: IdempotencyKeys,
     conversations: ConversationRepository,
     queues: JobQueues | None,
-) -> tuple[DocumentLibrary, ContextFiles, JobWorker]:
+) -> tuple[DocumentLibrary, ContextFiles, JobWorker, DocumentRecovery]:
     """Contexts, session and context documents, the processing pipeline, the search index cache and digests."""
     texts = TextStore(await stores.collections.collection("document_text"))
     indexes = IndexCache()
@@ -284,6 +288,9 @@ async def _document_library(
     async def dispatch(job: ProcessingJob) -> None:
         await documents_queue.enqueue(processing_message(job))
 
+    leases = ProcessingLeases(
+        await stores.collections.collection("processing_leases"), lease_seconds=settings.processing_lease_seconds
+    )
     processor = DocumentProcessor(
         catalog,
         stores.blobs,
@@ -292,6 +299,7 @@ async def _document_library(
         max_document_bytes=settings.max_upload_bytes,
         dispatch=dispatch if queues is not None else None,
         limits=extraction_limits(settings),
+        leases=leases,
     )
     # Registered after the stores, so background jobs stop before the stores close.
     stack.push_async_callback(processor.aclose)
@@ -333,7 +341,7 @@ async def _document_library(
         reprocessor=Reprocessor(catalog, processor),
         summaries=summaries,
     )
-    return library, context, jobs
+    return library, context, jobs, DocumentRecovery(leases, catalog, stores.blobs, processor)
 
 
 def in_memory_mcp(server: FastMCP) -> McpConnection:
@@ -399,6 +407,8 @@ class Services:
     """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
     jobs: JobWorker
     """The queue worker (``orc worker``, the queue-triggered functions); idle with in-process jobs."""
+    recovery: DocumentRecovery
+    """Resumes or fails uploads and processing a crash interrupted (swept in the background when embedded)."""
     artifacts: SessionArtifacts
     """What a session offers to supply to a context request: documents, digest facts, earlier answers."""
 
@@ -478,6 +488,13 @@ async def build_runtime(
             # Embedded: this process answers paused turns whose deadline passed (on Azure a timer function does).
             sweeper = asyncio.create_task(sweep_context_requests(orchestrator, settings.context_sweep_seconds))
             stack.push_async_callback(_stop, sweeper)
+        # Uploads and processing a crash interrupted (here or on another instance) are resumed or failed; with
+        # queues on Azure a timer function sweeps instead, and `orc worker` does.
+        if settings.jobs == "inprocess":
+            recovering = asyncio.create_task(
+                sweep_interrupted_documents(services.recovery, settings.processing_sweep_seconds)
+            )
+            stack.push_async_callback(_stop, recovering)
         yield Services(
             settings=settings,
             stores=services.stores,
@@ -491,6 +508,7 @@ async def build_runtime(
             mcp_server=services.server,
             quotas=await build_quotas(settings, services.stores),
             jobs=services.jobs,
+            recovery=services.recovery,
             published_mcp_server=published,
             artifacts=SessionArtifacts(
                 library=services.documents, context_files=services.context_files, conversations=services.conversations

@@ -109,6 +109,15 @@ class Settings(BaseSettings):
     context_sweep_seconds: float = Field(
         default=15.0, gt=0, description="How often the embedded sweeper answers paused turns past their deadline."
     )
+    processing_lease_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long an upload's or processing job's lease holds unrenewed: work a crash interrupts is "
+        "resumed (or failed) by the next sweep after it lapses, on any instance.",
+    )
+    processing_sweep_seconds: float = Field(
+        default=15.0, gt=0, description="How often the embedded process sweeps for interrupted document work."
+    )
     generated_titles: bool = Field(
         default=True,
         description="With a real model, title each conversation from its first exchange in the background (the "

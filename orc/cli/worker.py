@@ -32,7 +32,9 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows; not the main thread
             loop.add_signal_handler(signum, stop.set)
-    from orc.composition import build_runtime  # imported here: `orc --help` must not load the backends
+    # Imported here: `orc --help` must not load the backends.
+    from orc.composition import build_runtime
+    from orc.documents.recovery import sweep_interrupted_documents
 
     async with build_runtime(settings) as services:
         print(
@@ -40,5 +42,14 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
             file=sys.stderr,
             flush=True,
         )
-        await services.jobs.run(stop, concurrency=concurrency or settings.worker_concurrency)
+        # Uploads an instance left mid-way never reached the queue: the worker finds them by their lapsed leases.
+        recovering = asyncio.create_task(
+            sweep_interrupted_documents(services.recovery, settings.processing_sweep_seconds)
+        )
+        try:
+            await services.jobs.run(stop, concurrency=concurrency or settings.worker_concurrency)
+        finally:
+            recovering.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await recovering
     return 0

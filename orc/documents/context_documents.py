@@ -139,6 +139,9 @@ class ContextDocuments:
             updated_at=now,
         )
         location = context_location(principal.organization, record)
+        submitted = ProcessingJob(location, digest, upload.content_type)
+        # Leased first: a crash from here on leaves work the next sweep finds (orc.documents.recovery).
+        await self._processor.hold(submitted)
         # The record first, so the upload shows as "uploading" while a large blob is being written.
         await self._catalog.upsert(location.partition_key, location.item_id, _body(record))
         try:
@@ -153,7 +156,7 @@ class ContextDocuments:
             raise
         record = record.model_copy(update={"status": "processing", "updated_at": utc_now()})
         await self._catalog.upsert(location.partition_key, location.item_id, _body(record))
-        job = self._processor.submit(ProcessingJob(location, digest, upload.content_type))
+        job = self._processor.submit(submitted)
         return record, job
 
     async def _current(self, principal: Principal, record: ContextDocument) -> ContextDocument:

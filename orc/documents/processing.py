@@ -10,11 +10,12 @@ on; a job whose document was replaced or deleted meanwhile steps aside (``supers
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from orc.clock import utc_now
 from orc.documents.extraction import extract
@@ -77,6 +78,18 @@ def _process_bytes(data: bytes, filename: str, content_type: str | None, limits:
     return _Processed(text=text, index=build_index(text))
 
 
+class JobLeases(Protocol):
+    """What the processor needs of the leases that let interrupted work be found (:mod:`orc.documents.leases`)."""
+
+    lease_seconds: float
+
+    async def hold(self, job: ProcessingJob) -> None: ...
+
+    async def renew(self, job: ProcessingJob) -> None: ...
+
+    async def release(self, job: ProcessingJob) -> None: ...
+
+
 class DocumentProcessor:
     """Runs processing jobs in the background with bounded concurrency; close it to cancel what is left."""
 
@@ -91,6 +104,7 @@ class DocumentProcessor:
         max_document_bytes: int = 20 * 1024 * 1024,
         dispatch: Callable[[ProcessingJob], Coroutine[Any, Any, None]] | None = None,
         limits: ExtractionLimits = DEFAULT_LIMITS,
+        leases: JobLeases | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -106,6 +120,13 @@ class DocumentProcessor:
         # With a job queue, submit() hands the job to it and follows the record until a worker settles it.
         self._dispatch = dispatch
         self._enqueued: dict[asyncio.Task[ProcessingResult], asyncio.Task[None]] = {}
+        # Uploads and in-process jobs hold a lease on their document, so work a crash interrupts is resumed.
+        self._leases = leases
+
+    async def hold(self, job: ProcessingJob) -> None:
+        """Lease ``job``'s document before its upload writes anything (a no-op without leases)."""
+        if self._leases is not None:
+            await self._leases.hold(job)
 
     def submit(self, job: ProcessingJob) -> asyncio.Task[ProcessingResult]:
         """Start processing (or join the job already processing the same content of the same document)."""
@@ -116,7 +137,7 @@ class DocumentProcessor:
         if current is not None and current[0] == job.content_hash and not current[1].done():
             return current[1]
         if self._dispatch is None:
-            work = self._run(job)
+            work = self._run(job, leased=True)
         else:
             enqueued = asyncio.create_task(self._dispatch(job), name=f"enqueue-{job.location.document_id}")
             work = self._dispatched(job, enqueued)
@@ -167,9 +188,35 @@ class DocumentProcessor:
 
     async def _dispatched(self, job: ProcessingJob, enqueued: asyncio.Task[None]) -> ProcessingResult:
         await enqueued
+        if self._leases is not None:
+            await self._leases.release(job)  # the queue redelivers it now if a worker dies
         return await follow_record(self._catalog, job)
 
-    async def _run(self, job: ProcessingJob) -> ProcessingResult:
+    async def _run(self, job: ProcessingJob, *, leased: bool = False) -> ProcessingResult:
+        if not leased or self._leases is None:
+            return await self._run_in_slot(job)
+        leases = self._leases
+        heartbeat = asyncio.create_task(self._renew(leases, job), name=f"lease-{job.location.document_id}")
+        try:
+            result = await self._run_in_slot(job)
+        finally:
+            # Cancelled (shutdown) or not, renewing stops; the lease is dropped only once the record is settled,
+            # so a job a shutdown interrupts is picked up again when its lease lapses.
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+        with contextlib.suppress(Exception):  # a lease left behind only costs a sweep a record read
+            await leases.release(job)
+        return result
+
+    @staticmethod
+    async def _renew(leases: JobLeases, job: ProcessingJob) -> None:
+        while True:
+            with contextlib.suppress(Exception):  # a storage hiccup: the lease has two more chances to be renewed
+                await leases.renew(job)
+            await asyncio.sleep(leases.lease_seconds / 3)
+
+    async def _run_in_slot(self, job: ProcessingJob) -> ProcessingResult:
         async with self._slots:
             try:
                 return await self._process(job)
@@ -224,6 +271,17 @@ class DocumentProcessor:
         # The record now points at this version; older versions of the document are garbage.
         await self._texts.delete(location.partition_key, location.document_id, keep_content_hash=job.content_hash)
         return ProcessingResult(location.document_id, "ready")
+
+    async def fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
+        """Settle ``job``'s document as ``failed`` with ``reason`` (if its record still describes that content)."""
+        return await self._fail(job, reason)
+
+    async def resume(self, job: ProcessingJob) -> asyncio.Task[ProcessingResult] | None:
+        """Process again a document whose processing was interrupted (its record is moved on from ``uploading``);
+        None when the record no longer describes ``job``'s content."""
+        if not await self._mark(job, {"status": "processing"}):
+            return None
+        return self.submit(job)
 
     async def _fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
         fields = {"status": "failed", "status_reason": reason, "processed_at": utc_now()}

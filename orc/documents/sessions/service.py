@@ -288,6 +288,9 @@ class SessionFiles:
         assert upload is not None
         record = planning.new_record(planned, now=utc_now(), digests=self._listener is not None)
         location = session_location(principal, conversation_id, record)
+        job = ProcessingJob(location, record.content_hash, upload.content_type)
+        # Leased first: a crash from here on leaves work the next sweep finds (orc.documents.recovery).
+        await self._processor.hold(job)
         # The record first, so the upload shows as "uploading" while a large blob is being written.
         await self._catalog.upsert(location.partition_key, location.item_id, record_body(conversation_id, record))
         try:
@@ -309,7 +312,7 @@ class SessionFiles:
             raise
         record = record.model_copy(update={"status": "processing", "updated_at": utc_now()})
         await self._catalog.upsert(location.partition_key, location.item_id, record_body(conversation_id, record))
-        return self._processor.submit(ProcessingJob(location, record.content_hash, upload.content_type))
+        return self._processor.submit(job)
 
     async def _delete(self, principal: Principal, conversation_id: str, record: ContextFile) -> None:
         """Delete a file's blob, stored text and record."""

@@ -1,0 +1,87 @@
+"""Finishing the document work a crashed process left: uploads and processing whose lease lapsed.
+
+Each sweep takes over the lapsed leases (:mod:`orc.documents.leases`) one by one — a conditional write, so two
+instances sweeping at once never both resume a document — and looks at the document as stored:
+
+- its record is gone, describes newer content, or is already ``ready``/``failed`` → the lease is dropped;
+- its blob is missing or holds other bytes (the crash came while the upload was being written) → ``failed``,
+  "upload it again";
+- it was taken over too many times (a document that brings its process down) → ``failed``;
+- otherwise it is processed again, in this process or, with queues, by a queue worker.
+
+Embedded, the runtime sweeps every ``ORC_PROCESSING_SWEEP_SECONDS``; on Azure a timer function does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from orc.documents.leases import Lease, ProcessingLeases
+from orc.documents.processing import DocumentProcessor, ProcessingResult
+from orc.storage.ports import BlobStore, DocumentCollection
+
+__all__ = ["INTERRUPTED_UPLOAD", "MAX_TAKE_OVERS", "DocumentRecovery"]
+
+logger = logging.getLogger(__name__)
+
+MAX_TAKE_OVERS = 3
+INTERRUPTED_UPLOAD = "the upload was interrupted before the file was stored; upload it again"
+INTERRUPTED_TOO_OFTEN = "processing this document was interrupted {count} times; upload it again or another copy"
+
+
+class DocumentRecovery:
+    """Sweeps lapsed leases and resumes or fails the documents they name."""
+
+    def __init__(
+        self, leases: ProcessingLeases, catalog: DocumentCollection, blobs: BlobStore, processor: DocumentProcessor
+    ) -> None:
+        self._leases = leases
+        self._catalog = catalog
+        self._blobs = blobs
+        self._processor = processor
+
+    async def sweep(self) -> list[asyncio.Task[ProcessingResult]]:
+        """One pass: every lapsed lease this process wins is settled or resumed; returns the resumed jobs."""
+        resumed = []
+        for lapsed in await self._leases.lapsed():
+            lease = await self._leases.take_over(lapsed)
+            if lease is None:
+                continue  # another instance took it
+            task = await self._recover(lease)
+            if task is not None:
+                resumed.append(task)
+        return resumed
+
+    async def _recover(self, lease: Lease) -> asyncio.Task[ProcessingResult] | None:
+        job = lease.job
+        location = job.location
+        item = await self._catalog.get(location.partition_key, location.item_id)
+        if (
+            item is None
+            or item.body.get("content_hash") != job.content_hash
+            or item.body.get("status") not in ("uploading", "processing")
+        ):
+            await self._leases.drop(lease)
+            return None
+        logger.info("resuming the interrupted work on document %s", location.document_id)
+        if lease.attempts > MAX_TAKE_OVERS:
+            await self._processor.fail(job, INTERRUPTED_TOO_OFTEN.format(count=lease.attempts))
+            await self._leases.drop(lease)
+            return None
+        stored = await self._blobs.head(location.blob_path)
+        if stored is None or stored.metadata.get("sha256") != job.content_hash:
+            await self._processor.fail(job, INTERRUPTED_UPLOAD)
+            await self._leases.drop(lease)
+            return None
+        return await self._processor.resume(job)
+
+
+async def sweep_interrupted_documents(recovery: DocumentRecovery, every_seconds: float) -> None:
+    """Sweep every ``every_seconds`` for the life of the process (the embedded runtime's background task)."""
+    while True:
+        try:
+            await recovery.sweep()
+        except Exception as exc:  # storage hiccup: the next sweep tries again
+            logger.warning("resuming interrupted documents failed: %s", type(exc).__name__)
+        await asyncio.sleep(every_seconds)

@@ -1,0 +1,251 @@
+"""Uploads and processing a crash interrupted are resumed or failed, bounded in time, on any instance (issue 14 §9).
+
+A process killed mid-way leaves a record ``uploading``/``processing`` and a lease nobody renews; the next sweep
+(the restarted process, or another instance sharing the store) finds the lapsed lease and settles the document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from orc.composition import build_runtime
+from orc.documents.leases import ProcessingLeases
+from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingJob
+from orc.documents.records import ContextRef
+from orc.documents.recovery import INTERRUPTED_UPLOAD, MAX_TAKE_OVERS, DocumentRecovery
+from orc.documents.search import IndexCache
+from orc.documents.text_store import TextStore
+from orc.documents.uploads import Upload
+from orc.principal import LOCAL_PRINCIPAL
+from orc.settings import Settings
+from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+
+REPO = Path(__file__).resolve().parents[2]
+TEXT = b"The warranty lasts two years from the date of purchase.\n\n"
+
+
+class Clock:
+    """Seconds that move only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Store:
+    """Real memory stores, a processor and its leases, as one process of a deployment sees them."""
+
+    def __init__(self, clock: Clock, provider: MemoryCollectionProvider, blobs: MemoryBlobStore) -> None:
+        self.provider, self.blobs, self.clock = provider, blobs, clock
+
+    async def process(self) -> tuple[DocumentProcessor, DocumentRecovery, ProcessingLeases]:
+        catalog = await self.provider.collection("catalog")
+        leases = ProcessingLeases(await self.provider.collection("processing_leases"), clock=self.clock)
+        texts = TextStore(await self.provider.collection("document_text"))
+        processor = DocumentProcessor(catalog, self.blobs, texts, IndexCache(), leases=leases)
+        return processor, DocumentRecovery(leases, catalog, self.blobs, processor), leases
+
+
+def job_for(data: bytes, name: str = "warranty.txt") -> ProcessingJob:
+    location = DocumentLocation("org|ctx", f"item-{name}", f"doc-{name}", f"docs/{name}", name)
+    return ProcessingJob(location, hashlib.sha256(data).hexdigest(), "text/plain")
+
+
+async def left_by_a_crash(store: Store, job: ProcessingJob, *, status: str, blob: bytes | None) -> None:
+    """What a process killed mid-upload leaves: its lease, the record, and the blob if it got that far."""
+    _, _, leases = await store.process()
+    await leases.hold(job)
+    catalog = await store.provider.collection("catalog")
+    body = {"document_id": job.location.document_id, "content_hash": job.content_hash, "status": status}
+    await catalog.upsert(job.location.partition_key, job.location.item_id, body)
+    if blob is not None:
+        await store.blobs.put(job.location.blob_path, blob, metadata={"sha256": hashlib.sha256(blob).hexdigest()})
+
+
+async def status_of(store: Store, job: ProcessingJob) -> tuple[str, str | None]:
+    item = await (await store.provider.collection("catalog")).get(job.location.partition_key, job.location.item_id)
+    assert item is not None
+    return item.body["status"], item.body.get("status_reason")
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store(Clock(), MemoryCollectionProvider(), MemoryBlobStore())
+
+
+async def test_processing_a_crash_interrupted_is_resumed_once_its_lease_lapses(store: Store) -> None:
+    job = job_for(TEXT)
+    await left_by_a_crash(store, job, status="processing", blob=TEXT)
+    processor, recovery, _ = await store.process()
+
+    assert await recovery.sweep() == []  # the lease still holds: its holder may be alive
+    store.clock.now += 31
+    resumed = await recovery.sweep()
+    results = await asyncio.gather(*resumed)
+
+    assert [result.outcome for result in results] == ["ready"]
+    assert await status_of(store, job) == ("ready", None)
+    assert await recovery.sweep() == []  # settled: the lease is gone
+    await processor.aclose()
+
+
+async def test_an_upload_cut_before_its_file_was_stored_ends_failed_with_a_reason(store: Store) -> None:
+    job = job_for(TEXT)
+    await left_by_a_crash(store, job, status="uploading", blob=None)
+    _, recovery, _ = await store.process()
+    store.clock.now += 31
+
+    assert await recovery.sweep() == []
+
+    assert await status_of(store, job) == ("failed", INTERRUPTED_UPLOAD)
+
+
+async def test_an_upload_cut_while_its_file_was_written_ends_failed(store: Store) -> None:
+    job = job_for(TEXT)
+    await left_by_a_crash(store, job, status="uploading", blob=TEXT[:10])  # other bytes than the record says
+    _, recovery, _ = await store.process()
+    store.clock.now += 31
+
+    await recovery.sweep()
+
+    assert await status_of(store, job) == ("failed", INTERRUPTED_UPLOAD)
+
+
+async def test_a_document_whose_processing_keeps_being_interrupted_ends_failed_instead_of_retried_forever(
+    store: Store,
+) -> None:
+    job = job_for(TEXT)
+    await left_by_a_crash(store, job, status="processing", blob=TEXT)
+    _, _, leases = await store.process()
+    for _ in range(MAX_TAKE_OVERS):
+        store.clock.now += 31
+        (lapsed,) = await leases.lapsed()
+        assert await leases.take_over(lapsed) is not None  # each time a process took it and died
+    _, recovery, _ = await store.process()
+    store.clock.now += 31
+
+    assert await recovery.sweep() == []
+
+    status, reason = await status_of(store, job)
+    assert status == "failed" and reason is not None and "interrupted" in reason
+
+
+async def test_two_instances_sweeping_at_once_resume_an_interrupted_document_once(store: Store) -> None:
+    job = job_for(TEXT)
+    await left_by_a_crash(store, job, status="processing", blob=TEXT)
+    first_processor, first, _ = await store.process()
+    second_processor, second, _ = await store.process()
+    store.clock.now += 31
+
+    resumed = await asyncio.gather(first.sweep(), second.sweep())
+
+    assert sorted(len(tasks) for tasks in resumed) == [0, 1]
+    await asyncio.gather(*resumed[0], *resumed[1])
+    assert await status_of(store, job) == ("ready", None)
+    await first_processor.aclose()
+    await second_processor.aclose()
+
+
+async def test_a_lease_of_a_document_replaced_or_deleted_since_is_dropped_without_work(store: Store) -> None:
+    job = job_for(TEXT)
+    await left_by_a_crash(store, job, status="processing", blob=TEXT)
+    catalog = await store.provider.collection("catalog")
+    await catalog.delete(job.location.partition_key, job.location.item_id)
+    _, recovery, leases = await store.process()
+    store.clock.now += 31
+
+    assert await recovery.sweep() == []
+    assert await leases.lapsed() == []
+
+
+async def test_finished_uploads_leave_no_lease_behind(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
+    async with build_runtime(settings) as services:
+        folder = ContextRef("folder", "legal")
+        await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
+        (added,) = await services.documents.context_documents.add(
+            LOCAL_PRINCIPAL, folder, [upload("warranty.txt", TEXT)], wait_seconds=30
+        )
+        leases = await services.stores.collections.collection("processing_leases")
+
+        assert added.record.status == "ready"
+        assert await leases.query("leases") == []
+
+
+def upload(name: str, data: bytes) -> Upload:
+    return Upload(name, data)
+
+
+CRASHING_UPLOAD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from orc.composition import build_runtime
+    from orc.documents.records import ContextRef
+    from orc.documents.uploads import Upload
+    from orc.principal import LOCAL_PRINCIPAL
+    from orc.settings import Settings
+
+    async def main() -> None:
+        settings = Settings(home=Path(sys.argv[1]), model="offline", storage="embedded", auth="none",
+                            processing_lease_seconds=2)
+        async with build_runtime(settings) as services:
+            folder = ContextRef("folder", "legal")
+            await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
+            big = b"".join(b"Clause %d: the tenant keeps the garden tidy and pays on time.\\n\\n" % n
+                           for n in range(120_000))
+            await services.documents.context_documents.add(
+                LOCAL_PRINCIPAL, folder, [Upload("big.txt", big)], wait_seconds=0)
+            print("stored", flush=True)
+            await asyncio.Event().wait()  # killed while the document is processing
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_process_killed_while_processing_an_upload_leaves_nothing_stuck_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CRASHING_UPLOAD,
+        str(home),
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(child.stdout.readline(), timeout=60)
+        assert line.strip() == b"stored"
+    finally:
+        child.send_signal(signal.SIGKILL)  # no shutdown code runs: what a crash leaves
+        await asyncio.wait_for(child.wait(), timeout=30)
+
+    settings = Settings(home=home, model="offline", storage="embedded", auth="none", processing_sweep_seconds=0.2)
+    async with build_runtime(settings) as services:
+        folder = ContextRef("folder", "legal")
+        (left,) = await services.documents.context_documents.documents(LOCAL_PRINCIPAL, folder)
+        assert left.status in ("uploading", "processing")  # what the kill left
+        deadline = time.monotonic() + 60
+        status = left.status
+        while status != "ready" and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            (record,) = await services.documents.context_documents.documents(LOCAL_PRINCIPAL, folder)
+            status = record.status
+
+    assert status == "ready"
