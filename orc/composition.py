@@ -40,6 +40,7 @@ from orc.digests.summaries import DigestSummaries
 from orc.documents.context_documents import ContextDocuments
 from orc.documents.contexts import ContextDirectory
 from orc.documents.document_chat import DocumentChatService
+from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.leases import ProcessingLeases
 from orc.documents.library import DocumentLibrary
@@ -236,8 +237,10 @@ async def build_document_services(
     )
     conversations = ConversationRepository(await stores.collections.collection("conversations"))
     queues = job_queues if job_queues is not None else open_job_queues(settings, stack)
+    # Registered before the processor, so it stops after the jobs that use it.
+    pool = extraction_pool(settings, stack)
     library, context, jobs, recovery = await _document_library(
-        settings, stack, stores, catalog, digests_by, idempotency, conversations, queues
+        settings, stack, stores, catalog, digests_by, idempotency, conversations, queues, pool
     )
     document_chat = DocumentChatService(
         stores.blobs,
@@ -246,6 +249,7 @@ async def build_document_services(
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
         limits=extraction_limits(settings),
+        extraction_pool=pool,
         # What the document processor stored is read, not extracted again, and file ids hold across instances.
         texts=SessionTexts(
             library.session_files, TextStore(await stores.collections.collection("document_text")), library.indexes
@@ -277,6 +281,7 @@ async def _document_library(
     idempotency: IdempotencyKeys,
     conversations: ConversationRepository,
     queues: JobQueues | None,
+    pool: ExtractionPool | None,
 ) -> tuple[DocumentLibrary, ContextFiles, JobWorker, DocumentRecovery]:
     """Contexts, session and context documents, the processing pipeline, the search index cache and digests."""
     texts = TextStore(await stores.collections.collection("document_text"))
@@ -300,6 +305,7 @@ async def _document_library(
         dispatch=dispatch if queues is not None else None,
         limits=extraction_limits(settings),
         leases=leases,
+        extraction_pool=pool,
     )
     # Registered after the stores, so background jobs stop before the stores close.
     stack.push_async_callback(processor.aclose)
@@ -550,6 +556,16 @@ def extraction_limits(settings: Settings) -> ExtractionLimits:
     return ExtractionLimits(
         max_decompressed_bytes=settings.max_decompressed_bytes, max_extracted_chars=settings.max_extracted_chars
     )
+
+
+def extraction_pool(settings: Settings, stack: AsyncExitStack) -> ExtractionPool | None:
+    """The process's extraction workers (shared by the processor and document_chat), or None to parse in threads
+    (``ORC_EXTRACTION_PROCESSES=0``). Started on first use, stopped with the runtime."""
+    if settings.extraction_processes == 0:
+        return None
+    pool = ExtractionPool(settings.extraction_processes, settings.extraction_memory_mb << 20)
+    stack.push_async_callback(pool.aclose)
+    return pool
 
 
 async def sweep_context_requests(orchestrator: Orchestrator, every_seconds: float) -> None:

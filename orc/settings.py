@@ -109,6 +109,15 @@ class Settings(BaseSettings):
     context_sweep_seconds: float = Field(
         default=15.0, gt=0, description="How often the embedded sweeper answers paused turns past their deadline."
     )
+    extraction_processes: int = Field(
+        default=1,
+        ge=0,
+        description="Worker processes that parse uploaded documents, each under ORC_EXTRACTION_MEMORY_MB, so a "
+        "hostile file cannot exhaust the serving process; 0 parses in threads of the serving process.",
+    )
+    extraction_memory_mb: int = Field(
+        default=1024, ge=256, description="Address-space limit of each extraction worker process, in MiB."
+    )
     processing_lease_seconds: float = Field(
         default=30.0,
         gt=0,

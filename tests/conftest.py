@@ -24,6 +24,9 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     # Scripted models answer requests in order and tests count them: a background title request would take a
     # scripted reply. Titles have their own tests (tests/http/test_generated_titles.py), which switch them on.
     monkeypatch.setenv("ORC_GENERATED_TITLES", "false")
+    # Extraction worker processes cost a second to start per runtime: tests parse in threads, except the tests of
+    # the pool itself (tests/documents/test_extraction_pool.py), which ask for workers.
+    monkeypatch.setenv("ORC_EXTRACTION_PROCESSES", "0")
     yield home
 
 

@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan, Usage
 from orc.documents.extraction import extract
+from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.search import SpanIndex, build_index
@@ -94,11 +95,13 @@ class DocumentChatService:
         max_documents: int = 20,
         model_timeout_seconds: float = 120.0,
         limits: ExtractionLimits = DEFAULT_LIMITS,
+        extraction_pool: ExtractionPool | None = None,
     ) -> None:
         if max_sources < 1 or max_documents < 1 or max_question_chars < 1 or max_document_bytes < 1:
             raise ValueError("limits must be positive")
         self._blobs = blobs
         self._limits = limits
+        self._pool = extraction_pool
         self._cache = cache
         self._texts = texts
         self._model = model
@@ -281,7 +284,10 @@ class DocumentChatService:
             raise _not_found(name) from None
         if len(data) > self._max_document_bytes:
             raise _too_large(name, self._max_document_bytes)
-        return await asyncio.to_thread(_extract_and_index, data, name, info.content_type, self._limits)
+        if self._pool is None:
+            return await asyncio.to_thread(_extract_and_index, data, name, info.content_type, self._limits)
+        extracted = await self._pool.extract(data, name, info.content_type, self._limits)
+        return await asyncio.to_thread(lambda: build_index(process_extracted(extracted)))
 
     def _select_sources(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int]:
         """The best-matching spans across all files (the first spans of each file when nothing matches), and the

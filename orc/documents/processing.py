@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from orc.clock import utc_now
-from orc.documents.extraction import extract
+from orc.documents.extraction import ExtractedDocument, extract
+from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.records import estimate_tokens
 from orc.documents.search import IndexCache, SpanIndex, build_index
@@ -78,6 +79,12 @@ def _process_bytes(data: bytes, filename: str, content_type: str | None, limits:
     return _Processed(text=text, index=build_index(text))
 
 
+def _indexed(extracted: ExtractedDocument) -> _Processed:
+    """The CPU-bound steps after extraction (spans, hashes, index), in one thread hop."""
+    text = process_extracted(extracted)
+    return _Processed(text=text, index=build_index(text))
+
+
 class JobLeases(Protocol):
     """What the processor needs of the leases that let interrupted work be found (:mod:`orc.documents.leases`)."""
 
@@ -105,6 +112,7 @@ class DocumentProcessor:
         dispatch: Callable[[ProcessingJob], Coroutine[Any, Any, None]] | None = None,
         limits: ExtractionLimits = DEFAULT_LIMITS,
         leases: JobLeases | None = None,
+        extraction_pool: ExtractionPool | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -122,6 +130,8 @@ class DocumentProcessor:
         self._enqueued: dict[asyncio.Task[ProcessingResult], asyncio.Task[None]] = {}
         # Uploads and in-process jobs hold a lease on their document, so work a crash interrupts is resumed.
         self._leases = leases
+        # Parsing in worker processes with a memory cap, when configured (orc.documents.extraction_pool).
+        self._pool = extraction_pool
 
     async def hold(self, job: ProcessingJob) -> None:
         """Lease ``job``'s document before its upload writes anything (a no-op without leases)."""
@@ -240,10 +250,13 @@ class DocumentProcessor:
             )
         if hashlib.sha256(data).hexdigest() != job.content_hash:
             return ProcessingResult(location.document_id, "superseded")
+        content_type = job.content_type or info.content_type
         try:
-            processed = await asyncio.to_thread(
-                _process_bytes, data, location.filename, job.content_type or info.content_type, self._limits
-            )
+            if self._pool is None:
+                processed = await asyncio.to_thread(_process_bytes, data, location.filename, content_type, self._limits)
+            else:
+                extracted = await self._pool.extract(data, location.filename, content_type, self._limits)
+                processed = await asyncio.to_thread(_indexed, extracted)
         except (ExtractionError, UnsupportedMediaType) as exc:
             return await self._fail(job, exc.message)
         except OrcError as exc:

@@ -1,0 +1,80 @@
+"""Extraction in worker processes under a memory cap (issue 14 §1): a PDF bomb fails in a worker, the serving
+process's memory does not grow, and the next document is parsed as usual."""
+
+from __future__ import annotations
+
+import io
+import resource
+import zlib
+from pathlib import Path
+
+from orc.composition import build_runtime
+from orc.documents.records import ContextRef
+from orc.documents.uploads import Upload
+from orc.principal import LOCAL_PRINCIPAL
+from orc.settings import Settings
+
+INFLATED_BYTES = 400 * 1024 * 1024
+
+
+def pdf_bomb() -> bytes:
+    """A 1.2 MB PDF whose one page content stream inflates to 400 MB of text operators."""
+    operators = b"BT /F1 12 Tf 72 712 Td (A) Tj ET\n" * 32_768  # 1 MiB, compressed piece by piece
+    compressor = zlib.compressobj(9)
+    stream = b"".join(compressor.compress(operators) for _ in range(INFLATED_BYTES // len(operators)))
+    stream += compressor.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def test_a_pdf_bomb_fails_in_a_worker_and_the_serving_process_does_not_grow(tmp_path: Path) -> None:
+    settings = Settings(
+        home=tmp_path / "home",
+        model="offline",
+        storage="embedded",
+        auth="none",
+        extraction_processes=1,
+        extraction_memory_mb=512,
+    )
+    bomb = pdf_bomb()
+    async with build_runtime(settings) as services:
+        folder = ContextRef("folder", "legal")
+        await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
+        library = services.documents.context_documents
+        # The worker starts with the first document (a second or two): not part of what is measured.
+        (warm,) = await library.add(LOCAL_PRINCIPAL, folder, [Upload("warm.txt", b"Warm up.")], wait_seconds=60)
+        before = peak_rss_mb()
+
+        (bombed,) = await library.add(LOCAL_PRINCIPAL, folder, [Upload("bomb.pdf", bomb)], wait_seconds=60)
+        grown = peak_rss_mb() - before
+        (after,) = await library.add(
+            LOCAL_PRINCIPAL, folder, [Upload("after.txt", b"The rent is 900 euros.")], wait_seconds=60
+        )
+
+    assert len(bomb) < 2 * 1024 * 1024
+    assert warm.record.status == "ready"
+    assert bombed.record.status == "failed" and bombed.record.status_reason
+    assert grown < 100, f"the serving process grew by {grown:.0f} MB"
+    assert after.record.status == "ready"
