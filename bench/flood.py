@@ -9,8 +9,9 @@ Two API keys on one server (uvicorn on loopback, embedded storage, the offline m
 - ``no-quotas``: the same without rate limit and with an unbounded concurrency cap (how orc was before issue 14).
 
 Target: the calm caller's p95 under flood ≤ 2× its idle p95, and the flooder gets 429s. The server is ``orc serve``
-(one worker, ``ORC_`` settings in its environment) in a process of its own; the load generator is aiohttp in the
-bench process. Both share the machine's 2 cores, so the flooder's client CPU competes with the server's.
+(one worker, ``ORC_`` settings in its environment) in a process of its own; the flooder is aiohttp in another
+process, the calm caller aiohttp in the bench process. All share the machine's 2 cores, so the flooder's client
+CPU competes with the server's.
 
     python -m bench.flood [--calm-turns 40] [--flood-requests 1000] [--flood-concurrency 150]
 """
@@ -81,6 +82,16 @@ async def flood(session: aiohttp.ClientSession, base_url: str, requests: int, co
     return statuses
 
 
+async def flood_only(base_url: str, requests: int, concurrency: int) -> dict[str, int]:
+    """The flooder process: say it is starting, flood, return the statuses it got."""
+    connector = aiohttp.TCPConnector(limit=concurrency + 8)
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False) as session:
+        print("flooding", flush=True)
+        statuses = await flood(session, base_url, requests, concurrency)
+    return {str(code): count for code, count in sorted(statuses.items())}
+
+
 @contextlib.contextmanager
 def orc_serve(home: Path, settings: dict[str, str]) -> Iterator[str]:
     """``orc serve`` on a free loopback port with ``settings`` as ``ORC_`` variables; its base URL when healthy."""
@@ -116,9 +127,27 @@ async def run_row(name: str, calm: int, requests: int, concurrency: int) -> dict
         async with aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False) as session:
             await calm_turns(session, base_url, 5)  # warm-up: imports and first-use caches
             idle = await calm_turns(session, base_url, calm)
-            flooding = asyncio.create_task(flood(session, base_url, requests, concurrency))
+            # The flooder is a process of its own: in this event loop, its 150 connections' client work would
+            # delay the calm caller's own reads and be measured as the server's doing.
+            flooder = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bench.flood",
+                "--flood-only",
+                base_url,
+                "--flood-requests",
+                str(requests),
+                "--flood-concurrency",
+                str(concurrency),
+                stdout=asyncio.subprocess.PIPE,
+            )
+            assert flooder.stdout is not None
+            ready = await asyncio.wait_for(flooder.stdout.readline(), START_TIMEOUT)
+            if ready.strip() != b"flooding":
+                raise RuntimeError(f"the flooder did not start: {ready!r}")
             under_flood = await calm_turns(session, base_url, calm)
-            statuses = await flooding
+            output, _ = await asyncio.wait_for(flooder.communicate(), 300)
+            statuses = Counter({int(code): count for code, count in json.loads(output).items()})
     idle_p95, flood_p95 = percentile(idle, 95), percentile(under_flood, 95)
     return {
         "row": name,
@@ -136,7 +165,11 @@ def main() -> None:
     parser.add_argument("--flood-requests", type=int, default=1000)
     parser.add_argument("--flood-concurrency", type=int, default=150)
     parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--flood-only", metavar="URL", help="be the flooder process of a run (internal)")
     args = parser.parse_args()
+    if args.flood_only:
+        print(json.dumps(asyncio.run(flood_only(args.flood_only, args.flood_requests, args.flood_concurrency))))
+        return
     for name in args.rows:
         row = asyncio.run(run_row(name, args.calm_turns, args.flood_requests, args.flood_concurrency))
         print(json.dumps(row, indent=2))
