@@ -7,7 +7,8 @@ It is a real LangChain chat model, so the graph treats it like any other (``ainv
 - a ``<sources>`` block in the system prompt → an extractive answer with citations (:mod:`orc.models.answering`),
   or, for a question about which documents exist, the listing a ``…list`` tool returned. Earlier
   ``HumanMessage``s are the conversation's history: an elliptical follow-up ("and the notice period?") is made
-  standalone from them (:func:`orc.models.rewriting.rewrite_follow_up`) inside the same call;
+  standalone from them (:func:`orc.models.rewriting.rewrite_follow_up`) inside the same call, and one that counts
+  into the previous answer ("and the second one?") is answered with that item (:mod:`orc.models.ordinals`);
 - a ``TASK: PER_FILE_DIGEST`` or ``TASK: AGGREGATE_DIGEST`` envelope → a valid, extractive context digest
   (:mod:`orc.models.digesting`);
 - anything else → a short, honest statement of what it cannot do.
@@ -21,12 +22,13 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
 from orc.models.answering import answer_question, find_sources
 from orc.models.digesting import digest_reply
 from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools, reply_chunks, reply_result, usage_for
+from orc.models.ordinals import ordinal_index, pick_item
 from orc.models.planning import plan_tool_calls, wants_document_list
 from orc.models.rewriting import rewrite_follow_up
 
@@ -72,6 +74,14 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
         system_text = "\n".join(message.text for message in messages if isinstance(message, SystemMessage))
         asked = [message.text for message in messages if isinstance(message, HumanMessage)]
         question = asked[-1] if asked else ""
+        answered = [message.text for message in messages if isinstance(message, AIMessage) and message.text]
+        position = ordinal_index(question) if answered and not offered_tools(kwargs) else None
+        if position is not None:
+            # "And the second one?": the second cited sentence of the previous answer, cited again.
+            sources_now = find_sources(system_text) or []
+            item = pick_item(answered[-1], position, {source.ref for source in sources_now})
+            if item is not None:
+                return Reply(text=item)
         if len(asked) > 1:
             # History arrives as Human/AI pairs before the question: resolve a follow-up against it.
             question = rewrite_follow_up(question, [("user", text) for text in asked[:-1]])

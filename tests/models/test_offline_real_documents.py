@@ -11,14 +11,20 @@ from pathlib import Path
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from bench.offline_answers import QUESTION_SETS, evaluate, is_fragment, report
+from bench.offline_answers import QUESTION_SETS, SET, evaluate, is_fragment, report
+from orc.composition import build_runtime
 from orc.contracts import SourceSpan
+from orc.documents.uploads import Upload
 from orc.graph.citations import extract_citations
 from orc.models.answering import NOT_FOUND
 from orc.models.offline import OfflineExtractiveModel
+from orc.principal import LOCAL_PRINCIPAL
+from orc.settings import Settings
+from orc.turns import TurnRequest, TurnResult
 from tests.models.corpus import answer_prompt
 
 MIN_ANSWERED = 0.8
+REAL_DOCUMENTS = SET / "documents"
 
 
 def span(ref: str, text: str, page: int | None = None) -> SourceSpan:
@@ -195,3 +201,19 @@ async def test_which_documents_do_i_have_answers_with_the_listing_even_when_the_
     reply = OfflineExtractiveModel().respond([system, HumanMessage("Which documents do I have?")], tools=tools)
 
     assert reply.text == listing
+
+
+async def test_and_the_second_one_answers_with_the_second_item_of_the_previous_answer(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
+    bsd = (REAL_DOCUMENTS / "bsd-3-clause.txt").read_bytes()
+    async with build_runtime(settings) as services:
+        await services.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("bsd-3-clause.txt", bsd)])
+        turn = {"conversation_id": "c1", "blob_names": ["bsd-3-clause.txt"]}
+        first = await services.orchestrator.ask(
+            TurnRequest(question="What must redistributions of the software retain or reproduce?", **turn)
+        )
+        second = await services.orchestrator.ask(TurnRequest(question="And the second one?", **turn))
+
+    assert isinstance(first, TurnResult) and isinstance(second, TurnResult)
+    assert len(first.citations) >= 2
+    assert second.citations and second.citations[0].quote == first.citations[1].quote
