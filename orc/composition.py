@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -45,7 +45,7 @@ from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.leases import ProcessingLeases
 from orc.documents.library import DocumentLibrary
 from orc.documents.limits import ExtractionLimits
-from orc.documents.processing import DocumentProcessor, ProcessingJob
+from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingJob
 from orc.documents.recovery import DocumentRecovery, sweep_interrupted_documents
 from orc.documents.reprocessing import Reprocessor
 from orc.documents.scopes import DocumentScopes
@@ -63,6 +63,7 @@ from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.factory import build_chat_model, model_label
 from orc.models.tokens import token_counter_for
 from orc.orchestrator import Orchestrator, TurnLimits
+from orc.principal import Principal
 from orc.quotas import Quotas, RateLimit
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
@@ -347,7 +348,14 @@ async def _document_library(
         reprocessor=Reprocessor(catalog, processor),
         summaries=summaries,
     )
-    return library, context, jobs, DocumentRecovery(leases, catalog, stores.blobs, processor)
+    def digest_again(location: DocumentLocation, record: Mapping[str, Any]) -> None:
+        # A session file whose processing a crash interrupted gets its digests made once it is processed.
+        if record.get("kind") == "session_file" and isinstance(record.get("conversation_id"), str):
+            organization, _, user = location.partition_key.partition("/")
+            session_digests.schedule(Principal(organization=organization, user=user), record["conversation_id"])
+
+    recovery = DocumentRecovery(leases, catalog, stores.blobs, processor, on_resumed=digest_again)
+    return library, context, jobs, recovery
 
 
 def in_memory_mcp(server: FastMCP) -> McpConnection:

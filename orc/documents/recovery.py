@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from orc.documents.leases import Lease, ProcessingLeases
-from orc.documents.processing import DocumentProcessor, ProcessingResult
+from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingResult
 from orc.storage.ports import BlobStore, DocumentCollection
 
 __all__ = ["INTERRUPTED_UPLOAD", "MAX_TAKE_OVERS", "DocumentRecovery"]
@@ -34,12 +36,20 @@ class DocumentRecovery:
     """Sweeps lapsed leases and resumes or fails the documents they name."""
 
     def __init__(
-        self, leases: ProcessingLeases, catalog: DocumentCollection, blobs: BlobStore, processor: DocumentProcessor
+        self,
+        leases: ProcessingLeases,
+        catalog: DocumentCollection,
+        blobs: BlobStore,
+        processor: DocumentProcessor,
+        *,
+        on_resumed: Callable[[DocumentLocation, Mapping[str, Any]], None] | None = None,
     ) -> None:
         self._leases = leases
         self._catalog = catalog
         self._blobs = blobs
         self._processor = processor
+        # Told of each resumed document (its record as stored): a session file's digests are scheduled again.
+        self._on_resumed = on_resumed
 
     async def sweep(self) -> list[asyncio.Task[ProcessingResult]]:
         """One pass: every lapsed lease this process wins is settled or resumed; returns the resumed jobs."""
@@ -74,7 +84,10 @@ class DocumentRecovery:
             await self._processor.fail(job, INTERRUPTED_UPLOAD)
             await self._leases.drop(lease)
             return None
-        return await self._processor.resume(job)
+        task = await self._processor.resume(job)
+        if task is not None and self._on_resumed is not None:
+            self._on_resumed(location, item.body)
+        return task
 
 
 async def sweep_interrupted_documents(recovery: DocumentRecovery, every_seconds: float) -> None:

@@ -23,6 +23,7 @@ from orc.documents.processing import DocumentLocation, DocumentProcessor, Proces
 from orc.documents.records import ContextRef
 from orc.documents.recovery import INTERRUPTED_UPLOAD, MAX_TAKE_OVERS, DocumentRecovery
 from orc.documents.search import IndexCache
+from orc.documents.sessions.locations import session_location
 from orc.documents.text_store import TextStore
 from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
@@ -249,3 +250,33 @@ async def test_a_process_killed_while_processing_an_upload_leaves_nothing_stuck_
             status = record.status
 
     assert status == "ready"
+
+
+async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_path: Path) -> None:
+    settings = Settings(
+        home=tmp_path / "home", model="offline", storage="embedded", auth="none", processing_sweep_seconds=3600
+    )
+    async with build_runtime(settings) as services:
+        await services.session_files.add(LOCAL_PRINCIPAL, "c1", [upload("warranty.txt", TEXT)])
+        assert await services.context_files.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
+        (record,) = (await services.context_files.files.manifest(LOCAL_PRINCIPAL, "c1")).files
+        location = session_location(LOCAL_PRINCIPAL, "c1", record)
+        # What a process killed while processing the file leaves: the record mid-way and a lease nobody renews.
+        catalog = await services.stores.collections.collection("catalog")
+        item = await catalog.get(location.partition_key, location.item_id)
+        assert item is not None
+        await catalog.replace(
+            location.partition_key,
+            location.item_id,
+            {**item.body, "status": "processing", "digest_status": "parsing"},
+        )
+        lapsed = ProcessingLeases(await services.stores.collections.collection("processing_leases"), lease_seconds=-1)
+        await lapsed.hold(ProcessingJob(location, record.content_hash, "text/plain"))
+
+        resumed = await services.recovery.sweep()
+        await asyncio.gather(*resumed)
+        assert await services.context_files.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
+        (after,) = (await services.context_files.manifest(LOCAL_PRINCIPAL, "c1")).files
+
+    assert len(resumed) == 1
+    assert (after.status, after.digest_status) == ("ready", "ready")
