@@ -348,6 +348,7 @@ async def _document_library(
         reprocessor=Reprocessor(catalog, processor),
         summaries=summaries,
     )
+
     def digest_again(location: DocumentLocation, record: Mapping[str, Any]) -> None:
         # A session file whose processing a crash interrupted gets its digests made once it is processed.
         if record.get("kind") == "session_file" and isinstance(record.get("conversation_id"), str):
