@@ -69,9 +69,11 @@ class ProcessingLeases:
         """Extend the lease while working on ``job``, keeping its count of take-overs."""
         lease_id = _lease_id(job.location)
         item = await self._collection.get(PARTITION, lease_id)
-        if item is None or item.body.get("content_hash") != job.content_hash:
+        if item is None:
             await self._collection.upsert(PARTITION, lease_id, self._body(job, attempts=0))
             return
+        if item.body.get("content_hash") != job.content_hash:
+            return  # a newer upload of the document holds the lease: this job's result will not count
         body = {**item.body, "lease_until": self._clock() + self.lease_seconds, "holder": self.holder}
         # Released or taken over meanwhile: the record decides whose result counts.
         with contextlib.suppress(ETagMismatch, ItemNotFound):

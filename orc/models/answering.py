@@ -50,7 +50,7 @@ _NONE: frozenset[str] = frozenset()
 _TERMINAL = (".", "!", "?", ":", ";")
 _CLOSING = (".", "!", "?", ":", ";", ")", '"', "'", "”", "’")
 _MARKER = re.compile(r"^\s*(?:\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]?|\(?[a-zA-Z][.)]|\([ivx]{1,4}\))\s*")
-_SENTENCE_START = re.compile(r"^(?:\(?[a-zA-Z0-9]{1,3}(?:\.[0-9]{1,3})*[.)]\s+)*[\"'“‘(\[]?[A-Z0-9•*-]")
+_LEADING_MARKERS = re.compile(r"^(?:\(?[a-zA-Z0-9]{1,3}(?:\.[0-9]{1,3})*[.)]\s+)*[\"'“‘«„(\[]?")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s|\(?[a-z0-9]{1,3}[.)]\s)")
 # The next list item's marker left at a sentence's end ("…by this document. b."), not a number ("…is 100.").
 _TRAILING_MARKER = re.compile(r"(?<=[.;:])\s+\(?[a-z][.)]$")
@@ -263,6 +263,13 @@ def _is_title(sentence: str) -> bool:
     return bool(significant) and all(word[0].isupper() for word in significant)
 
 
+def _starts_a_sentence(text: str) -> bool:
+    """Whether ``text``, after a list marker and an opening quote, starts as a sentence does: not in lower case
+    (any script: "État", "Дата" and "数据" start sentences), not as markup ("<program>", "{")."""
+    rest = text[_LEADING_MARKERS.match(text).end() :]  # type: ignore[union-attr]  # the pattern always matches
+    return bool(rest) and not rest[0].islower() and rest[0] not in "<{"
+
+
 def _whole(text: str, *, first: bool, last: bool) -> str | None:
     """``text`` as a whole sentence, or None when it is a piece a span boundary cut off.
 
@@ -273,7 +280,7 @@ def _whole(text: str, *, first: bool, last: bool) -> str | None:
     text = _TRAILING_MARKER.sub("", text).strip()
     if first and text[:1].islower() and not _MARKER.match(text):
         return None
-    if not _SENTENCE_START.match(text):
+    if not _starts_a_sentence(text):
         # A clause of a list ("(a) such Covered Software must…; and") or a template line ("<program> Copyright…")
         # does not stand as a sentence.
         return None

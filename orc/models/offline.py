@@ -75,10 +75,10 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
         asked = [message.text for message in messages if isinstance(message, HumanMessage)]
         question = asked[-1] if asked else ""
         answered = [message.text for message in messages if isinstance(message, AIMessage) and message.text]
-        position = ordinal_index(question) if answered and not offered_tools(kwargs) else None
-        if position is not None:
-            # "And the second one?": the second cited sentence of the previous answer, cited again.
-            sources_now = find_sources(system_text) or []
+        sources_now = find_sources(system_text)
+        position = ordinal_index(question) if answered and sources_now is not None else None
+        if position is not None and sources_now is not None:
+            # "And the second one?" in an answer request: the second cited sentence of the previous answer, again.
             item = pick_item(answered[-1], position, {source.ref for source in sources_now})
             if item is not None:
                 return Reply(text=item)

@@ -280,3 +280,18 @@ async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_pat
 
     assert len(resumed) == 1
     assert (after.status, after.digest_status) == ("ready", "ready")
+
+
+async def test_an_older_job_renewing_its_lease_never_takes_it_from_a_newer_upload_of_the_document(
+    store: Store,
+) -> None:
+    older, newer = job_for(TEXT), job_for(TEXT + b"A new clause.\n")
+    _, _, leases = await store.process()
+    await leases.hold(older)
+    await leases.hold(newer)  # the document was uploaded again while the first version was processing
+
+    await leases.renew(older)
+    store.clock.now += 31
+    (lapsed,) = await leases.lapsed()
+
+    assert lapsed.job.content_hash == newer.content_hash

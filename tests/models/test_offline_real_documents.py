@@ -217,3 +217,11 @@ async def test_and_the_second_one_answers_with_the_second_item_of_the_previous_a
     assert isinstance(first, TurnResult) and isinstance(second, TurnResult)
     assert len(first.citations) >= 2
     assert second.citations and second.citations[0].quote == first.citations[1].quote
+
+
+def test_a_sentence_starting_with_an_accented_or_non_latin_capital_is_still_an_answer() -> None:
+    french = span("bail.txt::S1", "Équipement fourni : un réfrigérateur et un four.\n\nÉtat des lieux à l'entrée.")
+
+    text = answer("Which équipement is fourni?", [french])
+
+    assert text.startswith("Équipement fourni : un réfrigérateur et un four.")
