@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -37,6 +38,11 @@ def _limit_memory(memory_bytes: int) -> None:
         logger.debug("could not limit the extraction worker's memory", exc_info=True)
 
 
+def _probe() -> bool:
+    """The first job of a new pool: proves the workers start (they import the program's ``__main__``)."""
+    return True
+
+
 def _extract_in_worker(data: bytes, filename: str, content_type: str | None, limits: ExtractionLimits) -> Any:
     try:
         return extract(data, filename, content_type, limits)
@@ -48,14 +54,29 @@ def _extract_in_worker(data: bytes, filename: str, content_type: str | None, lim
 
 
 class ExtractionPool:
-    """A lazily started pool of ``workers`` extraction processes, each limited to ``memory_bytes``."""
+    """A lazily started pool of ``workers`` extraction processes, each limited to ``memory_bytes``.
 
-    def __init__(self, workers: int, memory_bytes: int) -> None:
+    Workers are started with ``spawn``, so each imports the program's ``__main__`` module again; a program that
+    does its work at import time (no ``if __name__ == "__main__":`` guard) cannot start them. The pool's first job
+    is a probe: when it fails, documents are parsed in threads of this process from then on, with a warning,
+    instead of every upload failing.
+    """
+
+    def __init__(self, workers: int, memory_bytes: int, *, initializer: Callable[[int], None] = _limit_memory) -> None:
         if workers < 1:
             raise ValueError("an extraction pool needs at least one worker")
         self._workers = workers
         self._memory_bytes = memory_bytes
+        self._initializer = initializer
         self._executor: ProcessPoolExecutor | None = None
+        self._probed = False
+        self._in_threads = False
+        self._probing = asyncio.Lock()
+
+    @property
+    def in_threads(self) -> bool:
+        """Whether the workers could not start and extraction runs in threads of this process."""
+        return self._in_threads
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
@@ -63,22 +84,43 @@ class ExtractionPool:
             self._executor = ProcessPoolExecutor(
                 max_workers=self._workers,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_limit_memory,
+                initializer=self._initializer,
                 initargs=(self._memory_bytes,),
             )
         return self._executor
+
+    async def _started(self) -> ProcessPoolExecutor | None:
+        """The pool once its workers are known to start, or None when they cannot (extract in threads)."""
+        async with self._probing:
+            if not self._probed and not self._in_threads:
+                try:
+                    await asyncio.get_running_loop().run_in_executor(self._pool(), _probe)
+                    self._probed = True
+                except BrokenProcessPool:
+                    self._reset()
+                    self._in_threads = True
+                    logger.warning(
+                        "extraction worker processes could not start, so documents are parsed in this process "
+                        "without a memory limit; a program that embeds orc must guard its entry point with "
+                        '`if __name__ == "__main__":` (or set ORC_EXTRACTION_PROCESSES=0)'
+                    )
+        return None if self._in_threads else self._pool()
 
     async def extract(
         self, data: bytes, filename: str, content_type: str | None, limits: ExtractionLimits
     ) -> ExtractedDocument:
         """Extract ``data`` in a worker process; :class:`ExtractionError` when the document is over a bound."""
+        pool = await self._started()
+        if pool is None:
+            return await asyncio.to_thread(extract, data, filename, content_type, limits)
         loop = asyncio.get_running_loop()
         try:
             result: ExtractedDocument = await loop.run_in_executor(
-                self._pool(), _extract_in_worker, data, filename, content_type, limits
+                pool, _extract_in_worker, data, filename, content_type, limits
             )
         except BrokenProcessPool:
-            # The worker died (killed by the kernel, or the cap hit where Python could not raise): start afresh.
+            # The worker died on this document (killed by the kernel, or the cap hit where Python could not
+            # raise): the document fails, and the next one gets a fresh pool.
             self._reset()
             raise ExtractionError(
                 f"{filename!r} needs more memory to extract than one document may use", code="extraction_memory"
@@ -87,6 +129,7 @@ class ExtractionPool:
 
     def _reset(self) -> None:
         executor, self._executor = self._executor, None
+        self._probed = False
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
 

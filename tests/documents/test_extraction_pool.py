@@ -8,7 +8,11 @@ import resource
 import zlib
 from pathlib import Path
 
+import pytest
+
 from orc.composition import build_runtime
+from orc.documents.extraction_pool import ExtractionPool
+from orc.documents.limits import ExtractionLimits
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
@@ -78,3 +82,22 @@ async def test_a_pdf_bomb_fails_in_a_worker_and_the_serving_process_does_not_gro
     assert bombed.record.status == "failed" and bombed.record.status_reason
     assert grown < 100, f"the serving process grew by {grown:.0f} MB"
     assert after.record.status == "ready"
+
+
+def worker_that_cannot_start(memory_bytes: int) -> None:
+    """An extraction worker's initializer that fails, as a worker of an unguarded program's ``__main__`` does."""
+    raise SystemExit(f"cannot start (cap {memory_bytes})")
+
+
+async def test_when_the_workers_cannot_start_documents_are_still_parsed_in_threads_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool = ExtractionPool(1, 512 << 20, initializer=worker_that_cannot_start)
+    try:
+        extracted = await pool.extract(b"The rent is 900 euros.", "lease.txt", "text/plain", ExtractionLimits())
+    finally:
+        await pool.aclose()
+
+    assert extracted.pages == ["The rent is 900 euros."]
+    assert pool.in_threads
+    assert "could not start" in caplog.text
