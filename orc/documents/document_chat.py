@@ -22,7 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan, Usage
-from orc.documents.extraction import extract
+from orc.documents.extraction import ExtractedDocument, extract
 from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
@@ -70,7 +70,12 @@ class _LoadedFile:
 
 def _extract_and_index(data: bytes, name: str, content_type: str, limits: ExtractionLimits) -> SpanIndex:
     """The processor's own steps (extract → spans → index), for a blob it never processed."""
-    return build_index(process_extracted(extract(data, name, content_type, limits)))
+    return _index(extract(data, name, content_type, limits))
+
+
+def _index(extracted: ExtractedDocument) -> SpanIndex:
+    """Spans and index of text already extracted."""
+    return build_index(process_extracted(extracted))
 
 
 class DocumentChatService:
@@ -287,7 +292,7 @@ class DocumentChatService:
         if self._pool is None:
             return await asyncio.to_thread(_extract_and_index, data, name, info.content_type, self._limits)
         extracted = await self._pool.extract(data, name, info.content_type, self._limits)
-        return await asyncio.to_thread(lambda: build_index(process_extracted(extracted)))
+        return await asyncio.to_thread(_index, extracted)
 
     def _select_sources(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int]:
         """The best-matching spans across all files (the first spans of each file when nothing matches), and the

@@ -108,15 +108,8 @@ class ProcessingLeases:
         return self._lease(item.body, item.etag)
 
     def _body(self, job: ProcessingJob, *, attempts: int) -> dict[str, Any]:
-        location = job.location
         return {
-            "partition_key": location.partition_key,
-            "item_id": location.item_id,
-            "document_id": location.document_id,
-            "blob_path": location.blob_path,
-            "filename": location.filename,
-            "content_hash": job.content_hash,
-            "content_type": job.content_type,
+            **job.as_json(),
             "lease_until": self._clock() + self.lease_seconds,
             "holder": self.holder,
             "attempts": attempts,
@@ -124,16 +117,8 @@ class ProcessingLeases:
 
     @staticmethod
     def _lease(body: dict[str, Any], etag: str) -> Lease:
-        location = DocumentLocation(
-            partition_key=body["partition_key"],
-            item_id=body["item_id"],
-            document_id=body["document_id"],
-            blob_path=body["blob_path"],
-            filename=body["filename"],
-        )
-        job = ProcessingJob(location, body["content_hash"], body.get("content_type"))
         return Lease(
-            job=job,
+            job=ProcessingJob.from_json(body),
             until=float(body["lease_until"]),
             holder=str(body.get("holder", "")),
             attempts=int(body.get("attempts", 0)),

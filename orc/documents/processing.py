@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -54,6 +54,32 @@ class ProcessingJob:
     claim: str | None = None
     """Set by a queue worker: the record's ``processing_claim`` must still name it when the result is written."""
 
+    def as_json(self) -> dict[str, Any]:
+        """The job as JSON fields (a queue message's, a lease's); the claim is not part of it."""
+        location = self.location
+        return {
+            "partition_key": location.partition_key,
+            "item_id": location.item_id,
+            "document_id": location.document_id,
+            "blob_path": location.blob_path,
+            "filename": location.filename,
+            "content_hash": self.content_hash,
+            "content_type": self.content_type,
+        }
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> ProcessingJob:
+        """The job :meth:`as_json` wrote; ``KeyError`` when a field is missing."""
+        location = DocumentLocation(
+            partition_key=str(body["partition_key"]),
+            item_id=str(body["item_id"]),
+            document_id=str(body["document_id"]),
+            blob_path=str(body["blob_path"]),
+            filename=str(body["filename"]),
+        )
+        content_type = body.get("content_type")
+        return cls(location, str(body["content_hash"]), str(content_type) if content_type else None)
+
 
 Outcome = Literal["ready", "failed", "superseded"]
 
@@ -75,8 +101,7 @@ class _Processed:
 
 def _process_bytes(data: bytes, filename: str, content_type: str | None, limits: ExtractionLimits) -> _Processed:
     """Everything CPU-bound about one document, in one thread hop."""
-    text = process_extracted(extract(data, filename, content_type, limits))
-    return _Processed(text=text, index=build_index(text))
+    return _indexed(extract(data, filename, content_type, limits))
 
 
 def _indexed(extracted: ExtractedDocument) -> _Processed:

@@ -74,18 +74,17 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
         system_text = "\n".join(message.text for message in messages if isinstance(message, SystemMessage))
         asked = [message.text for message in messages if isinstance(message, HumanMessage)]
         question = asked[-1] if asked else ""
+        sources = find_sources(system_text)
         answered = [message.text for message in messages if isinstance(message, AIMessage) and message.text]
-        sources_now = find_sources(system_text)
-        position = ordinal_index(question) if answered and sources_now is not None else None
-        if position is not None and sources_now is not None:
+        position = ordinal_index(question) if answered and sources is not None else None
+        if position is not None and sources is not None:
             # "And the second one?" in an answer request: the second cited sentence of the previous answer, again.
-            item = pick_item(answered[-1], position, {source.ref for source in sources_now})
+            item = pick_item(answered[-1], position, {source.ref for source in sources})
             if item is not None:
                 return Reply(text=item)
         if len(asked) > 1:
             # History arrives as Human/AI pairs before the question: resolve a follow-up against it.
             question = rewrite_follow_up(question, [("user", text) for text in asked[:-1]])
-        sources = find_sources(system_text)
         tools = offered_tools(kwargs)
         if tools:
             calls = plan_tool_calls(question, messages, tools)
