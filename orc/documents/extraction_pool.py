@@ -7,6 +7,11 @@ address-space limit (``ORC_EXTRACTION_MEMORY_MB``). A worker that hits it fails 
 (``extraction_memory``) and is replaced; the serving process's memory and event loop are untouched, and a parse
 holding a worker's GIL never holds the server's. ``ORC_EXTRACTION_PROCESSES=0`` keeps extraction in threads of
 the serving process (what tests and tiny set-ups may prefer: no worker start-up).
+
+Small plain-text documents (text, Markdown, CSV, JSON, HTML up to :data:`IN_PROCESS_MAX_BYTES`) are parsed in a
+thread of the serving process even with a pool: they cannot decompress, and their parse costs less than the trip
+to a worker and back (a 600-byte text: 0.24 ms in a thread, 0.64 ms through a worker; 100 at once 18 vs 38 ms,
+since one worker takes them one by one). A set-up that only ever sees such documents never starts a worker.
 """
 
 from __future__ import annotations
@@ -19,13 +24,30 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from orc.documents.extraction import ExtractedDocument, extract
+from orc.documents.extraction import CSV, HTML, JSON, MARKDOWN, TEXT, ExtractedDocument, detect_media_type, extract
 from orc.documents.limits import ExtractionLimits
-from orc.errors import ExtractionError
+from orc.errors import ExtractionError, UnsupportedMediaType
 
-__all__ = ["ExtractionPool"]
+__all__ = ["IN_PROCESS_MAX_BYTES", "ExtractionPool", "parses_in_process"]
+
+IN_PROCESS_MAX_BYTES = 128 * 1024
+"""Plain-text documents up to this size are parsed in the serving process (a few ms at most, bounded memory)."""
+
+_PLAIN_TEXT = frozenset({TEXT, MARKDOWN, CSV, JSON, HTML})
 
 logger = logging.getLogger(__name__)
+
+
+def parses_in_process(data: bytes, filename: str, content_type: str | None) -> bool:
+    """Whether ``data`` is light enough to parse in the serving process: plain text of at most
+    :data:`IN_PROCESS_MAX_BYTES`. PDFs and office files always go to a worker, whatever their size: a small
+    compressed file can inflate to gigabytes."""
+    if len(data) > IN_PROCESS_MAX_BYTES:
+        return False
+    try:
+        return detect_media_type(data, filename, content_type) in _PLAIN_TEXT
+    except UnsupportedMediaType:
+        return True  # refused at once by extract(), wherever it runs
 
 
 def _limit_memory(memory_bytes: int) -> None:
@@ -109,7 +131,10 @@ class ExtractionPool:
     async def extract(
         self, data: bytes, filename: str, content_type: str | None, limits: ExtractionLimits
     ) -> ExtractedDocument:
-        """Extract ``data`` in a worker process; :class:`ExtractionError` when the document is over a bound."""
+        """Extract ``data`` in a worker process (small plain text in a thread of this one); :class:`ExtractionError`
+        when the document is over a bound."""
+        if parses_in_process(data, filename, content_type):
+            return await asyncio.to_thread(extract, data, filename, content_type, limits)
         pool = await self._started()
         if pool is None:
             return await asyncio.to_thread(extract, data, filename, content_type, limits)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from orc.composition import build_runtime
-from orc.documents.extraction_pool import ExtractionPool
+from orc.documents.extraction_pool import IN_PROCESS_MAX_BYTES, ExtractionPool, parses_in_process
 from orc.documents.limits import ExtractionLimits
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
@@ -67,8 +67,10 @@ async def test_a_pdf_bomb_fails_in_a_worker_and_the_serving_process_does_not_gro
         folder = ContextRef("folder", "legal")
         await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
         library = services.documents.context_documents
-        # The worker starts with the first document (a second or two): not part of what is measured.
-        (warm,) = await library.add(LOCAL_PRINCIPAL, folder, [Upload("warm.txt", b"Warm up.")], wait_seconds=60)
+        # The worker starts with the first document it gets (a second or two): not part of what is measured.
+        # Small plain text is parsed in this process, so the warm-up is a text over that size.
+        warm_text = b"Warm up. " * (IN_PROCESS_MAX_BYTES // 8)
+        (warm,) = await library.add(LOCAL_PRINCIPAL, folder, [Upload("warm.txt", warm_text)], wait_seconds=60)
         before = peak_rss_mb()
 
         (bombed,) = await library.add(LOCAL_PRINCIPAL, folder, [Upload("bomb.pdf", bomb)], wait_seconds=60)
@@ -93,11 +95,46 @@ async def test_when_the_workers_cannot_start_documents_are_still_parsed_in_threa
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     pool = ExtractionPool(1, 512 << 20, initializer=worker_that_cannot_start)
+    text = b"The rent is 900 euros. " * (IN_PROCESS_MAX_BYTES // 20)  # over the in-process size: for a worker
     try:
-        extracted = await pool.extract(b"The rent is 900 euros.", "lease.txt", "text/plain", ExtractionLimits())
+        extracted = await pool.extract(text, "lease.txt", "text/plain", ExtractionLimits())
     finally:
         await pool.aclose()
 
-    assert extracted.pages == ["The rent is 900 euros."]
+    assert extracted.pages[0].startswith("The rent is 900 euros.")
     assert pool.in_threads
     assert "could not start" in caplog.text
+
+
+async def test_small_plain_text_is_parsed_in_this_process_without_starting_a_worker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A worker that cannot start would log a warning and switch the pool to threads if anything were sent to it.
+    pool = ExtractionPool(1, 512 << 20, initializer=worker_that_cannot_start)
+    try:
+        extracted = [
+            await pool.extract(data, name, None, ExtractionLimits())
+            for name, data in [
+                ("lease.txt", b"The rent is 900 euros."),
+                ("notes.md", b"# Notes\n\nPay on the first."),
+                ("table.csv", b"item,price\nrent,900\n"),
+            ]
+        ]
+    finally:
+        await pool.aclose()
+
+    assert ["900 euros" in extracted[0].text, "Pay on the first" in extracted[1].text, "900" in extracted[2].text] == [
+        True,
+        True,
+        True,
+    ]
+    assert not pool.in_threads
+    assert "could not start" not in caplog.text
+
+
+def test_pdfs_and_office_files_go_to_a_worker_whatever_their_size() -> None:
+    assert parses_in_process(b"The rent is 900 euros.", "lease.txt", "text/plain")
+    assert parses_in_process(b'{"rent": 900}', "lease.json", None)
+    assert not parses_in_process(b"x" * (IN_PROCESS_MAX_BYTES + 1), "big.txt", "text/plain")
+    assert not parses_in_process(pdf_bomb()[:2000], "small.pdf", None)  # a PDF's magic bytes decide, not its size
+    assert not parses_in_process(b"%PDF-1.4\n", "renamed.txt", "text/plain")
