@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 from langchain_core.messages import AIMessage
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Sum
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -242,3 +242,26 @@ def test_an_unreachable_collector_does_not_log_a_warning_for_every_dropped_span(
     provider.shutdown()
 
     assert not [record for record in caplog.records if "Queue full" in record.getMessage()]
+
+
+async def test_counts_reach_a_collector_as_monotonic_sums_with_their_attributes(recorded: Recorded) -> None:
+    async with open_runtime() as orc:
+        await orc.orchestrator.ask(TurnRequest(question="Hello?"))
+    collected = recorded.metrics.get_metrics_data()
+    assert collected is not None
+    sums = {
+        metric.name: metric.data
+        for resource in collected.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name in ("orc.turns", "orc.tokens", "orc.model.calls")
+    }
+
+    assert set(sums) == {"orc.turns", "orc.tokens", "orc.model.calls"}
+    assert all(isinstance(data, Sum) and data.is_monotonic for data in sums.values())
+    assert {point.attributes.get("orc.outcome") for point in sums["orc.turns"].data_points if point.attributes} == {
+        "ok"
+    }
+    assert {
+        point.attributes.get("orc.token.direction") for point in sums["orc.tokens"].data_points if point.attributes
+    } == {"input", "output"}
