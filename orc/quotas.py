@@ -8,15 +8,29 @@ the collection never grows beyond two items per principal.
 Inside one process the updates of one principal are serialized by a lock, so a flood from one caller does not
 turn into an ETag retry storm; once a window is full, the process remembers it until the window ends and answers
 429 without touching the store. Concurrent turns are counted in process only (a turn holds its slot while it runs).
+
+A caller this process refused in the last :data:`FLOODING_SECONDS` is *flooding*, and two things slow it down
+rather than everyone else:
+
+- its turns give way at their yield points (:mod:`orc.scheduling`): before each graph node, such a turn waits while
+  another caller's turn runs (at most :data:`MAX_YIELD_SECONDS` per node: slowed, never starved), and its steps
+  run one at a time;
+- a refusal answered before the route (:meth:`Quotas.hold_refusal`) is held up to :data:`REFUSAL_HOLD_SECONDS`
+  before it is sent (at most :data:`MAX_HELD_REFUSALS` at once), so a client that retries as soon as it is
+  refused sends one request a second per connection instead of thousands: a held refusal costs a timer, an
+  answered one a request's parse, response and log line.
+
+Measured with ``python -m bench.flood`` (``bench/README.md``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +45,8 @@ from orc.errors import (
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection
 
+_LIMIT_REFUSALS = (TooManyConcurrentTurns, RateLimited, TokenQuotaExceeded)
+
 # The same form as orc.settings checks (settings are read at the edge only, so the pattern is repeated here).
 _RATE_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
 _WINDOWS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
@@ -38,6 +54,15 @@ _DAY = 86400
 _MAX_ATTEMPTS = 20
 _RATE_ID = "rate"
 _TOKENS_ID = "tokens"
+
+FLOODING_SECONDS = 5.0
+"""How long after a refusal a caller's turns give way to other callers' turns."""
+MAX_YIELD_SECONDS = 2.0
+"""The longest a flooding caller's turn waits at one yield point."""
+REFUSAL_HOLD_SECONDS = 1.0
+"""The longest an early refusal is held before it is sent (never longer than its ``Retry-After``)."""
+MAX_HELD_REFUSALS = 1024
+"""Refusals held at once per process; beyond them refusals are sent at once (each holds a connection)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +85,15 @@ class RateLimit:
 
 
 class TurnSlot:
-    """One running turn of a principal; :meth:`release` frees it (once, however often it is called)."""
+    """One running turn of a principal; :meth:`release` frees it (once, however often it is called).
 
-    def __init__(self, running: dict[str, int], key: str) -> None:
-        self._running = running
+    It is also the turn's :class:`orc.scheduling.TurnGate`: while its principal is flooding and another principal's
+    turn runs, the turn gives way at its yield points."""
+
+    __slots__ = ("_held", "_key", "_quotas")
+
+    def __init__(self, quotas: Quotas, key: str) -> None:
+        self._quotas = quotas
         self._key = key
         self._held = True
 
@@ -72,11 +102,18 @@ class TurnSlot:
         if not self._held:
             return
         self._held = False
-        left = self._running[self._key] - 1
-        if left:
-            self._running[self._key] = left
-        else:
-            del self._running[self._key]
+        self._quotas._released(self._key)
+
+    def yielding(self) -> bool:
+        """Whether the turn must give way before its next step (never once the slot is released)."""
+        return self._held and self._quotas._flooding(self._key)
+
+    @contextlib.asynccontextmanager
+    async def step(self) -> AsyncIterator[None]:
+        """Wait while other principals' turns run (bounded), then hold the principal's one step lane."""
+        async with self._quotas._lane(self._key):
+            await self._quotas._give_way(self._key)
+            yield
 
     def __enter__(self) -> TurnSlot:
         return self
@@ -86,7 +123,9 @@ class TurnSlot:
 
 
 class Quotas:
-    """Admits or refuses a principal's turns; ``None`` limits are off (``ORC_AUTH=none`` turns all of them off)."""
+    """Admits or refuses a principal's turns; ``None`` limits are off (``ORC_AUTH=none`` turns all of them off).
+
+    The flooding bounds default to this module's constants (tests shorten them)."""
 
     def __init__(
         self,
@@ -96,6 +135,10 @@ class Quotas:
         daily_tokens: int | None,
         max_concurrent: int | None,
         clock: Callable[[], float] = time.time,
+        flooding_seconds: float = FLOODING_SECONDS,
+        max_yield_seconds: float = MAX_YIELD_SECONDS,
+        refusal_hold_seconds: float = REFUSAL_HOLD_SECONDS,
+        max_held_refusals: int = MAX_HELD_REFUSALS,
     ) -> None:
         self._collection = collection
         self._rate = rate
@@ -106,6 +149,14 @@ class Quotas:
         # principal -> end of a window known to be full (or of a day whose tokens are spent): answer from memory.
         self._full_until: dict[tuple[str, str], float] = {}
         self._running: dict[str, int] = {}
+        self._flooding_seconds = flooding_seconds
+        self._max_yield = max_yield_seconds
+        self._refusal_hold = refusal_hold_seconds
+        self._max_held_refusals = max_held_refusals
+        self._refused_at: dict[str, float] = {}
+        self._lanes: dict[str, asyncio.Lock] = {}
+        self._turn_ended = asyncio.Event()
+        self._held_refusals = 0
 
     @property
     def enabled(self) -> bool:
@@ -116,15 +167,29 @@ class Quotas:
         """Raise the refusal this process already knows the principal will get (a full concurrency cap, a window
         known to be full), from memory only: a flood is turned away before its requests are parsed further."""
         key = principal.partition_key
-        if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
-            raise TooManyConcurrentTurns(
-                f"at most {self._max_concurrent} turns may run at once; wait for one to finish", retry_after=1
-            )
         now = self._clock()
+        if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
+            self._refused_at[key] = now
+            raise self._too_many()
         for counter in (_TOKENS_ID, _RATE_ID):
             until = self._full_until.get((key, counter), 0.0)
             if until > now:
+                self._refused_at[key] = now
                 raise self._refusal(counter, until - now)
+
+    async def hold_refusal(self, refusal: BaseException) -> None:
+        """Hold an early 429 for up to :data:`REFUSAL_HOLD_SECONDS` (its ``Retry-After`` at most) before it is
+        sent, unless :data:`MAX_HELD_REFUSALS` are held already; other refusals are not held."""
+        retry_after = getattr(refusal, "retry_after", None)
+        if not isinstance(refusal, _LIMIT_REFUSALS) or retry_after is None:
+            return
+        if self._held_refusals >= self._max_held_refusals:
+            return
+        self._held_refusals += 1
+        try:
+            await asyncio.sleep(min(self._refusal_hold, retry_after))
+        finally:
+            self._held_refusals -= 1
 
     async def admit(self, principal: Principal) -> None:
         """Count one request; :class:`RateLimited` or :class:`TokenQuotaExceeded` (with ``retry_after``) when over."""
@@ -135,6 +200,7 @@ class Quotas:
         for counter in (_TOKENS_ID, _RATE_ID):
             until = self._full_until.get((key, counter), 0.0)
             if until > now:
+                self._refused_at[key] = now
                 raise self._refusal(counter, until - now)
         async with self._lock(key):
             if self._daily_tokens is not None:
@@ -142,6 +208,7 @@ class Quotas:
                 used = await self._read(key, _TOKENS_ID, day_start)
                 if used >= self._daily_tokens:
                     self._full_until[(key, _TOKENS_ID)] = day_start + _DAY
+                    self._refused_at[key] = now
                     raise self._refusal(_TOKENS_ID, day_start + _DAY - now)
             if self._rate is not None:
                 window_start = now - now % self._rate.window_seconds
@@ -150,6 +217,7 @@ class Quotas:
                 counted = await self._add(key, _RATE_ID, window_start, 1, cap=limit)
                 if counted is None:
                     self._full_until[(key, _RATE_ID)] = window_end
+                    self._refused_at[key] = now
                     raise self._refusal(_RATE_ID, window_end - now)
 
     async def charge(self, principal: Principal, tokens: int) -> None:
@@ -168,11 +236,59 @@ class Quotas:
         """
         key = principal.partition_key
         if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
-            raise TooManyConcurrentTurns(
-                f"at most {self._max_concurrent} turns may run at once; wait for one to finish", retry_after=1
-            )
+            self._refused_at[key] = self._clock()
+            raise self._too_many()
         self._running[key] = self._running.get(key, 0) + 1
-        return TurnSlot(self._running, key)
+        return TurnSlot(self, key)
+
+    # -- fair turns (orc.scheduling) -----------------------------------------------------------------------
+
+    def _released(self, key: str) -> None:
+        left = self._running[key] - 1
+        if left:
+            self._running[key] = left
+        else:
+            del self._running[key]
+            self._lanes.pop(key, None)  # nobody holds it: the principal has no turn running
+        # Wake the turns giving way, so they look again (a new event for the next wait).
+        self._turn_ended.set()
+        self._turn_ended = asyncio.Event()
+
+    def _flooding(self, key: str) -> bool:
+        refused = self._refused_at.get(key)
+        if refused is None:
+            return False
+        if self._clock() - refused < self._flooding_seconds:
+            return True
+        del self._refused_at[key]
+        return False
+
+    def _others_running(self, key: str) -> bool:
+        return any(other != key and not self._flooding(other) for other in self._running)
+
+    def _lane(self, key: str) -> asyncio.Lock:
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = asyncio.Lock()
+        return lane
+
+    async def _give_way(self, key: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._max_yield
+        while self._others_running(key):
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            try:
+                async with asyncio.timeout(left):
+                    await self._turn_ended.wait()
+            except TimeoutError:
+                return
+
+    def _too_many(self) -> TooManyConcurrentTurns:
+        return TooManyConcurrentTurns(
+            f"at most {self._max_concurrent} turns may run at once; wait for one to finish", retry_after=1
+        )
 
     # -- counters -----------------------------------------------------------------------------------------
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -14,9 +17,20 @@ from orc.graph.pause import context_pause
 from orc.graph.query_planner import query_planner
 from orc.graph.state import CHECKPOINTED_TYPES, TurnState
 from orc.graph.tool_router import tool_router
-from orc.telemetry import node
+from orc.scheduling import scheduled
+from orc.telemetry import node as traced
 
 TurnGraph = CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def node(name: str, function: Callable[P, T]) -> Callable[P, T]:
+    """A node in its span (orc.telemetry), behind a yield point where a flooding caller's turn gives way
+    (orc.scheduling); both are a context-variable lookup when unused."""
+    return traced(name, scheduled(function))
 
 
 def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGraph:
@@ -36,7 +50,7 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGra
         # a resumed turn gets them back whole (and LangGraph logs no "unregistered type").
         checkpointer = checkpointer.with_allowlist([(cls.__module__, cls.__name__) for cls in CHECKPOINTED_TYPES])
     graph = StateGraph(TurnState, context_schema=TurnContext)
-    # Each node runs in its own span (orc.telemetry; a no-op unless tracing is configured).
+    # Each node runs in its own span (orc.telemetry; a no-op unless tracing is configured), after a yield point.
     graph.add_node("query_planner", node("query_planner", query_planner), destinations=("tool_router", "mcp_executor"))
     graph.add_node("tool_router", node("tool_router", tool_router), destinations=("mcp_executor", "answer"))
     graph.add_node("mcp_executor", node("mcp_executor", mcp_executor))

@@ -32,6 +32,7 @@ class EarlyRefusal:
             try:
                 limits.refuse_early(self.authenticator.authenticate(headers))
             except OrcError as exc:  # Unauthenticated included: the same answer the route would give
+                await limits.hold_refusal(exc)  # a flood's 429s wait a little: its next request comes later
                 await problems.problem_for(exc)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

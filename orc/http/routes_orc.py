@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
+from orc import scheduling
 from orc.http.dependencies import Caller, Keys, Limits, Orc
 from orc.http.idempotent import claim, idempotent, recorded_stream, replay
 from orc.http.openapi_events import STREAM_RESPONSES
@@ -49,6 +50,8 @@ async def ask(
     """
     # The in-process concurrency cap first: a caller over it is refused without touching the store.
     slot = quotas.turn_slot(principal)
+    # The slot is the turn's gate at its yield points (orc.scheduling), for this task and the ones it starts.
+    scheduling.enter(slot)
     try:
         await quotas.admit(principal)
         turn = await orchestrator.prepare(body, principal)

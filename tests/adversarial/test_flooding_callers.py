@@ -1,0 +1,147 @@
+"""A caller who floods gives way to everyone else: once this process refuses a principal, that principal's admitted
+turns wait at their yield points (before each graph node) while other callers' turns run, for a bounded time, and
+its early refusals are held a moment before they are sent (issue 14 §2, the flood target of ``bench.flood``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from orc import scheduling
+from orc.composition import build_runtime
+from orc.errors import TooManyConcurrentTurns, Unauthenticated
+from orc.principal import Principal
+from orc.quotas import Quotas
+from orc.settings import Settings
+from orc.turns import TurnRequest, TurnResult
+from tests.http.conftest import open_client
+
+FLOODER = Principal(organization="acme", user="flooder")
+CALM = Principal(organization="acme", user="calm")
+
+
+def limits(**bounds: float) -> Quotas:
+    return Quotas(None, rate=None, daily_tokens=None, max_concurrent=1, **bounds)  # type: ignore[arg-type]
+
+
+def refused(quotas: Quotas, principal: Principal) -> None:
+    with pytest.raises(TooManyConcurrentTurns):
+        quotas.turn_slot(principal)
+
+
+async def test_a_caller_that_was_never_refused_never_gives_way() -> None:
+    quotas = limits()
+    mine = quotas.turn_slot(FLOODER)
+    with quotas.turn_slot(CALM):
+        assert not mine.yielding()
+
+
+async def test_a_refused_callers_turn_gives_way_only_while_another_callers_turn_runs() -> None:
+    quotas = limits()
+    mine = quotas.turn_slot(FLOODER)
+    refused(quotas, FLOODER)
+    async with asyncio.timeout(5), mine.step():  # alone: nobody to give way to, the step runs at once
+        pass
+
+    calm = quotas.turn_slot(CALM)
+    entered = asyncio.Event()
+
+    async def step() -> None:
+        async with mine.step():
+            entered.set()
+
+    task = asyncio.create_task(step())
+    for _ in range(20):  # every chance to run: it must still be waiting
+        await asyncio.sleep(0)
+    assert mine.yielding() and not entered.is_set()
+
+    calm.release()
+    await asyncio.wait_for(task, 5)
+    assert entered.is_set()
+
+
+async def test_a_released_slot_never_yields_and_flooding_ends_when_refusals_stop() -> None:
+    now = [1_000.0]
+    quotas = limits(flooding_seconds=5)
+    quotas._clock = lambda: now[0]
+    mine = quotas.turn_slot(FLOODER)
+    refused(quotas, FLOODER)
+    with quotas.turn_slot(CALM):
+        assert mine.yielding()
+        now[0] += 6
+        assert not mine.yielding()
+        mine.release()
+        assert not mine.yielding()
+
+
+async def test_a_flooding_turn_waits_at_most_the_bound_even_while_others_keep_running() -> None:
+    quotas = limits(max_yield_seconds=0.05)
+    mine = quotas.turn_slot(FLOODER)
+    refused(quotas, FLOODER)
+    with quotas.turn_slot(CALM):
+        async with asyncio.timeout(5):
+            async with mine.step():
+                pass
+
+
+async def test_early_refusals_are_held_up_to_the_bound_and_beyond_the_count_sent_at_once() -> None:
+    quotas = limits(refusal_hold_seconds=30, max_held_refusals=2)
+    refusal = TooManyConcurrentTurns("busy", retry_after=30)
+    held = [asyncio.create_task(quotas.hold_refusal(refusal)) for _ in range(2)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+    async with asyncio.timeout(5):
+        await quotas.hold_refusal(refusal)  # the third is not held
+        await quotas.hold_refusal(Unauthenticated("no key"))  # and a 401 never is
+    assert not any(task.done() for task in held)
+    for task in held:
+        task.cancel()
+    await asyncio.gather(*held, return_exceptions=True)
+    assert quotas._held_refusals == 0
+
+
+async def test_a_flooders_turn_through_the_graph_waits_for_the_calm_callers_turn(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
+    quotas = limits(max_yield_seconds=60)
+    async with build_runtime(settings) as orc:
+        await orc.orchestrator.ask(TurnRequest(question="Warm up?"))  # imports and first-use caches
+        flooder_slot = quotas.turn_slot(FLOODER)
+        refused(quotas, FLOODER)
+        calm_slot = quotas.turn_slot(CALM)
+
+        async def flooder_turn() -> TurnResult:
+            scheduling.enter(flooder_slot)
+            result = await orc.orchestrator.ask(TurnRequest(question="What is the rent?"), FLOODER)
+            flooder_slot.release()
+            assert isinstance(result, TurnResult)
+            return result
+
+        flooder = asyncio.create_task(flooder_turn())
+        for question in ("Hello?", "What is the rent?", "Thanks!"):  # three whole turns meanwhile
+            assert isinstance(await orc.orchestrator.ask(TurnRequest(question=question), CALM), TurnResult)
+        assert not flooder.done()  # held at its first node while the calm caller's turns ran
+
+        calm_slot.release()
+        answered = await asyncio.wait_for(flooder, 30)
+
+    assert answered.answer
+
+
+async def test_an_early_refusal_over_http_is_held_about_a_second_and_keeps_its_code() -> None:
+    keys = json.dumps({"key-flood": {"organization": "acme", "user": "flooder"}})
+    async with open_client(Settings(auth="api-key", api_keys=keys, rate_limit="1/hour")) as client:
+        request = {"json": {"question": "Hello?"}, "headers": {"X-API-Key": "key-flood"}}
+        assert (await client.post("/api/orc", **request)).status_code == 200  # type: ignore[arg-type]
+        assert (await client.post("/api/orc", **request)).status_code == 429  # type: ignore[arg-type]
+        started = time.monotonic()
+        early = await client.post("/api/orc", **request)  # type: ignore[arg-type]
+        held = time.monotonic() - started
+
+    assert early.status_code == 429 and early.json()["code"] == "rate_limited"
+    assert int(early.headers["retry-after"]) >= 1
+    assert held >= 0.9  # the window is known to be full: answered before the route, after the hold
