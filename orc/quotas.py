@@ -13,8 +13,9 @@ A caller this process refused in the last :data:`FLOODING_SECONDS` is *flooding*
 rather than everyone else:
 
 - its turns give way at their yield points (:mod:`orc.scheduling`): before each graph node, such a turn waits while
-  another caller's turn runs (at most :data:`MAX_YIELD_SECONDS` per node: slowed, never starved), and its steps
-  run one at a time;
+  another caller's turn runs, and for :data:`ANTICIPATION_SECONDS` after one ends (a caller asking one question
+  after another is between two turns, not gone), at most :data:`MAX_YIELD_SECONDS` per node: slowed, never
+  starved; and its steps run one at a time;
 - a refusal answered before the route (:meth:`Quotas.hold_refusal`) is held up to :data:`REFUSAL_HOLD_SECONDS`
   before it is sent (at most :data:`MAX_HELD_REFUSALS` at once), so a client that retries as soon as it is
   refused sends one request a second per connection instead of thousands: a held refusal costs a timer, an
@@ -59,6 +60,8 @@ FLOODING_SECONDS = 5.0
 """How long after a refusal a caller's turns give way to other callers' turns."""
 MAX_YIELD_SECONDS = 2.0
 """The longest a flooding caller's turn waits at one yield point."""
+ANTICIPATION_SECONDS = 0.025
+"""After another caller's last running turn ends, how long flooding turns still give way (its next turn comes)."""
 REFUSAL_HOLD_SECONDS = 1.0
 """The longest an early refusal is held before it is sent (never longer than its ``Retry-After``)."""
 MAX_HELD_REFUSALS = 1024
@@ -139,6 +142,7 @@ class Quotas:
         max_yield_seconds: float = MAX_YIELD_SECONDS,
         refusal_hold_seconds: float = REFUSAL_HOLD_SECONDS,
         max_held_refusals: int = MAX_HELD_REFUSALS,
+        anticipation_seconds: float = ANTICIPATION_SECONDS,
     ) -> None:
         self._collection = collection
         self._rate = rate
@@ -153,6 +157,8 @@ class Quotas:
         self._max_yield = max_yield_seconds
         self._refusal_hold = refusal_hold_seconds
         self._max_held_refusals = max_held_refusals
+        self._anticipation = anticipation_seconds
+        self._anticipated: dict[str, float] = {}
         self._refused_at: dict[str, float] = {}
         self._lanes: dict[str, asyncio.Lock] = {}
         self._turn_ended = asyncio.Event()
@@ -250,6 +256,9 @@ class Quotas:
         else:
             del self._running[key]
             self._lanes.pop(key, None)  # nobody holds it: the principal has no turn running
+            if not self._flooding(key):
+                # A caller whose turns come one after the other is between two of them: anticipate the next.
+                self._anticipated[key] = time.monotonic() + self._anticipation
         # Wake the turns giving way, so they look again (a new event for the next wait).
         self._turn_ended.set()
         self._turn_ended = asyncio.Event()
@@ -263,8 +272,18 @@ class Quotas:
         del self._refused_at[key]
         return False
 
-    def _others_running(self, key: str) -> bool:
-        return any(other != key and not self._flooding(other) for other in self._running)
+    def _others_active(self, key: str) -> float | None:
+        """``0`` when another (not flooding) principal's turn runs; the seconds until the latest one's anticipation
+        ends when one just finished; ``None`` when nobody else is active."""
+        if any(other != key and not self._flooding(other) for other in self._running):
+            return 0.0
+        now = time.monotonic()
+        latest = max((until for other, until in self._anticipated.items() if other != key), default=now)
+        if latest <= now:
+            for ended in [other for other, until in self._anticipated.items() if until <= now]:
+                del self._anticipated[ended]
+            return None
+        return latest - now
 
     def _lane(self, key: str) -> asyncio.Lock:
         lane = self._lanes.get(key)
@@ -275,15 +294,17 @@ class Quotas:
     async def _give_way(self, key: str) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._max_yield
-        while self._others_running(key):
+        while (active := self._others_active(key)) is not None:
             left = deadline - loop.time()
             if left <= 0:
                 return
             try:
-                async with asyncio.timeout(left):
+                # Wake when a turn ends, or when a caller who just finished one has not sent the next in time.
+                async with asyncio.timeout(min(left, active) if active else left):
                     await self._turn_ended.wait()
             except TimeoutError:
-                return
+                if not active:
+                    return
 
     def _too_many(self) -> TooManyConcurrentTurns:
         return TooManyConcurrentTurns(

@@ -64,6 +64,26 @@ async def test_a_refused_callers_turn_gives_way_only_while_another_callers_turn_
     assert entered.is_set()
 
 
+async def test_a_flooding_turn_also_gives_way_just_after_another_callers_turn_ends_then_goes_on() -> None:
+    # A caller asking one question after another is between two turns, not gone: anticipate its next one.
+    quotas = limits(anticipation_seconds=0.2)
+    mine = quotas.turn_slot(FLOODER)
+    refused(quotas, FLOODER)
+    quotas.turn_slot(CALM).release()
+    entered = asyncio.Event()
+
+    async def step() -> None:
+        async with mine.step():
+            entered.set()
+
+    task = asyncio.create_task(step())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not entered.is_set()  # the calm caller finished a turn just now
+
+    await asyncio.wait_for(task, 5)  # and once it has not come back for a moment, the flooder goes on
+
+
 async def test_a_released_slot_never_yields_and_flooding_ends_when_refusals_stop() -> None:
     now = [1_000.0]
     quotas = limits(flooding_seconds=5)
