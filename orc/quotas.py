@@ -46,6 +46,8 @@ from orc.errors import (
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection
 
+_MAX_REMEMBERED = 4096
+"""Refused principals remembered before the ones whose refusals no longer matter are forgotten."""
 _LIMIT_REFUSALS = (TooManyConcurrentTurns, RateLimited, TokenQuotaExceeded)
 
 # The same form as orc.settings checks (settings are read at the edge only, so the pattern is repeated here).
@@ -160,6 +162,7 @@ class Quotas:
         self._anticipation = anticipation_seconds
         self._anticipated: dict[str, float] = {}
         self._refused_at: dict[str, float] = {}
+        self._forget_beyond = _MAX_REMEMBERED
         self._lanes: dict[str, asyncio.Lock] = {}
         self._turn_ended = asyncio.Event()
         self._held_refusals = 0
@@ -175,12 +178,12 @@ class Quotas:
         key = principal.partition_key
         now = self._clock()
         if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
-            self._refused_at[key] = now
+            self._refused(key, now)
             raise self._too_many()
         for counter in (_TOKENS_ID, _RATE_ID):
             until = self._full_until.get((key, counter), 0.0)
             if until > now:
-                self._refused_at[key] = now
+                self._refused(key, now)
                 raise self._refusal(counter, until - now)
 
     async def hold_refusal(self, refusal: BaseException) -> None:
@@ -206,7 +209,7 @@ class Quotas:
         for counter in (_TOKENS_ID, _RATE_ID):
             until = self._full_until.get((key, counter), 0.0)
             if until > now:
-                self._refused_at[key] = now
+                self._refused(key, now)
                 raise self._refusal(counter, until - now)
         async with self._lock(key):
             if self._daily_tokens is not None:
@@ -214,7 +217,7 @@ class Quotas:
                 used = await self._read(key, _TOKENS_ID, day_start)
                 if used >= self._daily_tokens:
                     self._full_until[(key, _TOKENS_ID)] = day_start + _DAY
-                    self._refused_at[key] = now
+                    self._refused(key, now)
                     raise self._refusal(_TOKENS_ID, day_start + _DAY - now)
             if self._rate is not None:
                 window_start = now - now % self._rate.window_seconds
@@ -223,7 +226,7 @@ class Quotas:
                 counted = await self._add(key, _RATE_ID, window_start, 1, cap=limit)
                 if counted is None:
                     self._full_until[(key, _RATE_ID)] = window_end
-                    self._refused_at[key] = now
+                    self._refused(key, now)
                     raise self._refusal(_RATE_ID, window_end - now)
 
     async def charge(self, principal: Principal, tokens: int) -> None:
@@ -242,7 +245,7 @@ class Quotas:
         """
         key = principal.partition_key
         if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
-            self._refused_at[key] = self._clock()
+            self._refused(key, self._clock())
             raise self._too_many()
         self._running[key] = self._running.get(key, 0) + 1
         return TurnSlot(self, key)
@@ -262,6 +265,16 @@ class Quotas:
         # Wake the turns giving way, so they look again (a new event for the next wait).
         self._turn_ended.set()
         self._turn_ended = asyncio.Event()
+
+    def _refused(self, key: str, now: float) -> None:
+        """Note a refusal (the principal is flooding for a while); forget old ones once there are many."""
+        self._refused_at[key] = now
+        if len(self._refused_at) > self._forget_beyond:
+            horizon = now - self._flooding_seconds
+            self._refused_at = {other: at for other, at in self._refused_at.items() if at >= horizon}
+            self._full_until = {entry: until for entry, until in self._full_until.items() if until > now}
+            # Amortized: when most refusals are recent, the next clean-up waits for twice as many.
+            self._forget_beyond = max(_MAX_REMEMBERED, 2 * len(self._refused_at))
 
     def _flooding(self, key: str) -> bool:
         refused = self._refused_at.get(key)

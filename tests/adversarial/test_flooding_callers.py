@@ -98,6 +98,23 @@ async def test_a_released_slot_never_yields_and_flooding_ends_when_refusals_stop
         assert not mine.yielding()
 
 
+async def test_refusals_that_no_longer_matter_are_forgotten_once_many_callers_were_refused() -> None:
+    now = [1_000.0]
+    quotas = limits(flooding_seconds=5)
+    quotas._clock = lambda: now[0]
+    for number in range(5_000):  # a process that met many callers, each refused once
+        caller = Principal(organization="acme", user=f"user-{number}")
+        quotas.turn_slot(caller)
+        refused(quotas, caller)
+    now[0] += 6
+    latest = quotas.turn_slot(FLOODER)
+    refused(quotas, FLOODER)
+
+    assert len(quotas._refused_at) < 1_000
+    with quotas.turn_slot(CALM):
+        assert latest.yielding()
+
+
 async def test_a_flooding_turn_waits_at_most_the_bound_even_while_others_keep_running() -> None:
     quotas = limits(max_yield_seconds=0.05)
     mine = quotas.turn_slot(FLOODER)
