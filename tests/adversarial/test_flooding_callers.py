@@ -102,7 +102,7 @@ async def test_refusals_that_no_longer_matter_are_forgotten_once_many_callers_we
     now = [1_000.0]
     quotas = limits(flooding_seconds=5)
     quotas._clock = lambda: now[0]
-    for number in range(5_000):  # a process that met many callers, each refused once
+    for number in range(4_096):  # a process that met many callers, each refused once
         caller = Principal(organization="acme", user=f"user-{number}")
         quotas.turn_slot(caller)
         refused(quotas, caller)
@@ -110,7 +110,7 @@ async def test_refusals_that_no_longer_matter_are_forgotten_once_many_callers_we
     latest = quotas.turn_slot(FLOODER)
     refused(quotas, FLOODER)
 
-    assert len(quotas._refused_at) < 1_000
+    assert len(quotas._refused_at) == 1  # the latest refusal only
     with quotas.turn_slot(CALM):
         assert latest.yielding()
 
