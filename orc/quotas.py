@@ -48,6 +48,8 @@ from orc.storage.ports import DocumentCollection
 
 _MAX_REMEMBERED = 4096
 """Refused principals remembered before the ones whose refusals no longer matter are forgotten."""
+_MAX_ANTICIPATED = 256
+"""Callers between two turns remembered before the ones whose anticipation ended are forgotten."""
 _LIMIT_REFUSALS = (TooManyConcurrentTurns, RateLimited, TokenQuotaExceeded)
 
 # The same form as orc.settings checks (settings are read at the edge only, so the pattern is repeated here).
@@ -259,9 +261,13 @@ class Quotas:
         else:
             del self._running[key]
             self._lanes.pop(key, None)  # nobody holds it: the principal has no turn running
-            if not self._flooding(key):
-                # A caller whose turns come one after the other is between two of them: anticipate the next.
-                self._anticipated[key] = time.monotonic() + self._anticipation
+            if self._refused_at and not self._flooding(key):
+                # A caller whose turns come one after the other is between two of them: anticipate the next
+                # (only worth noting while someone is flooding: nobody else asks).
+                now = time.monotonic()
+                if len(self._anticipated) > _MAX_ANTICIPATED:
+                    self._anticipated = {other: until for other, until in self._anticipated.items() if until > now}
+                self._anticipated[key] = now + self._anticipation
         # Wake the turns giving way, so they look again (a new event for the next wait).
         self._turn_ended.set()
         self._turn_ended = asyncio.Event()

@@ -84,6 +84,14 @@ async def test_a_flooding_turn_also_gives_way_just_after_another_callers_turn_en
     await asyncio.wait_for(task, 5)  # and once it has not come back for a moment, the flooder goes on
 
 
+async def test_nothing_is_remembered_of_callers_between_turns_while_nobody_floods() -> None:
+    quotas = limits()
+    for number in range(1_000):
+        quotas.turn_slot(Principal(organization="acme", user=f"user-{number}")).release()
+
+    assert not quotas._anticipated and not quotas._refused_at and not quotas._running
+
+
 async def test_a_released_slot_never_yields_and_flooding_ends_when_refusals_stop() -> None:
     now = [1_000.0]
     quotas = limits(flooding_seconds=5)
