@@ -178,10 +178,18 @@ class Quotas:
         """Raise the refusal this process already knows the principal will get (a full concurrency cap, a window
         known to be full), from memory only: a flood is turned away before its requests are parsed further."""
         key = principal.partition_key
-        now = self._clock()
+        self._refuse_at_cap(key)
+        self._refuse_known_full(key, self._clock())
+
+    def _refuse_at_cap(self, key: str) -> None:
         if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
-            self._refused(key, now)
-            raise self._too_many()
+            self._refused(key, self._clock())
+            raise TooManyConcurrentTurns(
+                f"at most {self._max_concurrent} turns may run at once; wait for one to finish", retry_after=1
+            )
+
+    def _refuse_known_full(self, key: str, now: float) -> None:
+        """Refuse from memory when a window (or the day's tokens) is known to be used up."""
         for counter in (_TOKENS_ID, _RATE_ID):
             until = self._full_until.get((key, counter), 0.0)
             if until > now:
@@ -208,11 +216,7 @@ class Quotas:
             return
         now = self._clock()
         key = principal.partition_key
-        for counter in (_TOKENS_ID, _RATE_ID):
-            until = self._full_until.get((key, counter), 0.0)
-            if until > now:
-                self._refused(key, now)
-                raise self._refusal(counter, until - now)
+        self._refuse_known_full(key, now)
         async with self._lock(key):
             if self._daily_tokens is not None:
                 day_start = now - now % _DAY
@@ -246,9 +250,7 @@ class Quotas:
         The slot is freed by :meth:`TurnSlot.release` (or by leaving it as a context manager).
         """
         key = principal.partition_key
-        if self._max_concurrent is not None and self._running.get(key, 0) >= self._max_concurrent:
-            self._refused(key, self._clock())
-            raise self._too_many()
+        self._refuse_at_cap(key)
         self._running[key] = self._running.get(key, 0) + 1
         return TurnSlot(self, key)
 
@@ -324,11 +326,6 @@ class Quotas:
             except TimeoutError:
                 if not active:
                     return
-
-    def _too_many(self) -> TooManyConcurrentTurns:
-        return TooManyConcurrentTurns(
-            f"at most {self._max_concurrent} turns may run at once; wait for one to finish", retry_after=1
-        )
 
     # -- counters -----------------------------------------------------------------------------------------
 

@@ -15,13 +15,13 @@ import functools
 import inspect
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-__all__ = ["TurnGate", "enter", "leave", "scheduled"]
+__all__ = ["TurnGate", "enter", "scheduled"]
 
 
 class TurnGate(Protocol):
@@ -39,17 +39,12 @@ class TurnGate(Protocol):
 _gate: ContextVar[TurnGate | None] = ContextVar("orc_turn_gate", default=None)
 
 
-def enter(gate: TurnGate) -> Token[TurnGate | None]:
+def enter(gate: TurnGate) -> None:
     """Make ``gate`` the current turn's gate, for this task and every task it starts from now on.
 
     A gate outliving its turn (a stream's task keeps the context) must answer ``yielding() is False``.
     """
-    return _gate.set(gate)
-
-
-def leave(token: Token[TurnGate | None]) -> None:
-    """Undo :func:`enter` (in the same task)."""
-    _gate.reset(token)
+    _gate.set(gate)
 
 
 def scheduled(function: Callable[P, T]) -> Callable[P, T]:

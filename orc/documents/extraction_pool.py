@@ -133,9 +133,7 @@ class ExtractionPool:
     ) -> ExtractedDocument:
         """Extract ``data`` in a worker process (small plain text in a thread of this one); :class:`ExtractionError`
         when the document is over a bound."""
-        if parses_in_process(data, filename, content_type):
-            return await asyncio.to_thread(extract, data, filename, content_type, limits)
-        pool = await self._started()
+        pool = None if parses_in_process(data, filename, content_type) else await self._started()
         if pool is None:
             return await asyncio.to_thread(extract, data, filename, content_type, limits)
         loop = asyncio.get_running_loop()
