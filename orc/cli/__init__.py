@@ -1,5 +1,5 @@
-"""The ``orc`` command: ``demo``, ``ask``, ``chat``, ``docs``, ``contexts``, ``sessions``, ``serve``, ``mcp`` and
-``worker``.
+"""The ``orc`` command: ``demo``, ``ask``, ``chat``, ``docs``, ``contexts``, ``sessions``, ``serve``, ``mcp``,
+``worker`` and ``eval``.
 
 It acts as the embedded local principal. This module only parses arguments: what a command does lives in
 :mod:`orc.cli.commands` and :mod:`orc.cli.chat`, imported once the command is known, so ``orc --help`` and a
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from orc.cli.eval import add_eval_command
 from orc.cli.worker import add_worker_command
 
 CONTEXT_HELP = "focus on a context: organization:ID, folder:ID or usecase:ID"
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_document_commands(commands)
     _add_session_commands(commands)
     add_worker_command(commands)
+    add_eval_command(commands)
     return parser
 
 
@@ -211,6 +213,10 @@ def _run(args: argparse.Namespace) -> int:
         return event_loop.run(commands.run_contexts(settings, args, console))
     if args.command == "sessions":
         return event_loop.run(commands.run_sessions(settings, args, console))
+    if args.command == "eval":
+        from orc.cli.eval import run_eval
+
+        return event_loop.run(run_eval(settings, args))
     if args.command == "worker":
         from orc.cli.worker import run_worker
 

@@ -1,0 +1,149 @@
+"""How one case's answer is judged. Pure: nothing here runs a turn or reads storage.
+
+- An answerable case **hits** when one of the answer's citations quotes a sentence holding the expected phrase
+  (whitespace and case ignored) and the answer does not say it could not find the answer: a decline is never a
+  hit, whatever it cites.
+- An unanswerable case **passes** when the answer declines and cites nothing.
+- **Citation precision** is the share of an answerable case's citations that point into its target document (and
+  its page, when the case names one).
+- **Retrieval** is judged apart from the answer: whether ``documents.search`` over the case's documents ranks a
+  span holding the expected phrase within its first *k* results.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from orc.contracts import Citation
+from orc.evaluation.cases import EvalCase
+from orc.models.answering import NOT_FOUND
+
+# What models say when the documents do not hold the answer. The offline model always says NOT_FOUND; real
+# models phrase it in many ways, and a judge that missed one would count a refusal as an answer.
+_DECLINES = re.compile(
+    r"\b(?:(?:could ?n[o']t|can ?n[o']t|cannot|was unable to|am unable to|unable to|did ?n[o']t|do ?n[o']t)"
+    r" (?:find|locate|see|identify|determine)"
+    r"|(?:does ?n[o']t|do ?n[o']t|did ?n[o']t) (?:mention|say|state|specify|contain|cover|include|describe|address)"
+    r"|(?:is|are) not (?:mentioned|stated|specified|covered|described|addressed|included)"
+    r"|no (?:information|mention|answer|details?) (?:about|on|of|regarding|in|to)"
+    r"|not (?:found|available) in the (?:documents?|sources?|files?|provided))",
+    re.IGNORECASE,
+)
+
+
+def normal(text: str) -> str:
+    """``text`` compatibility-normalized (PDF ligatures such as "ﬁ" become "fi"), with whitespace collapsed,
+    typographic quotes made plain and case folded, for phrase matching."""
+    plain = unicodedata.normalize("NFKC", text)
+    plain = plain.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    return " ".join(plain.split()).casefold()
+
+
+def is_decline(answer: str) -> bool:
+    """Whether ``answer`` says the documents do not hold the answer."""
+    text = answer.strip()
+    return text.startswith(NOT_FOUND) or bool(_DECLINES.search(text[:400]))
+
+
+class CaseOutcome(BaseModel):
+    """What one case got, and how it was judged."""
+
+    id: str
+    question: str = Field(description="The scored (last) question.")
+    answerable: bool
+    follow_up: bool
+    passed: bool = Field(description="A hit for an answerable case; a clean decline for an unanswerable one.")
+    declined: bool
+    answer: str
+    quotes: list[str]
+    cited_documents: list[str]
+    citations_in_target: int
+    retrieval_rank: int | None = Field(
+        default=None, description="1-based rank of the first search result holding the phrase (None: not found)."
+    )
+    retrieval_checked: bool = False
+    latency_ms: float = Field(description="Time of the scored turn.")
+    total_latency_ms: float = Field(description="Time of every turn of the case.")
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+    error: str | None = Field(default=None, description="The coded error that stopped the case, if one did.")
+
+
+def judge(
+    case: EvalCase,
+    answer: str,
+    citations: Sequence[Citation],
+    *,
+    latency_ms: float,
+    total_latency_ms: float,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    model_calls: int = 0,
+    retrieval_rank: int | None = None,
+    retrieval_checked: bool = False,
+) -> CaseOutcome:
+    """Judge the answer to ``case``'s scored question."""
+    declined = is_decline(answer)
+    quotes = [citation.quote for citation in citations]
+    if case.answerable:
+        phrase = normal(case.scored.expect or "")
+        passed = not declined and any(phrase in normal(quote) for quote in quotes)
+    else:
+        passed = declined and not citations
+    in_target = sum(
+        1
+        for citation in citations
+        if citation.document == case.target and (case.page is None or citation.page == case.page)
+    )
+    return CaseOutcome(
+        id=case.id,
+        question=case.scored.question,
+        answerable=case.answerable,
+        follow_up=case.follow_up,
+        passed=passed,
+        declined=declined,
+        answer=answer,
+        quotes=quotes,
+        cited_documents=[citation.document for citation in citations],
+        citations_in_target=in_target,
+        retrieval_rank=retrieval_rank,
+        retrieval_checked=retrieval_checked,
+        latency_ms=round(latency_ms, 1),
+        total_latency_ms=round(total_latency_ms, 1),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        model_calls=model_calls,
+    )
+
+
+def failed(case: EvalCase, error: str, *, total_latency_ms: float = 0.0) -> CaseOutcome:
+    """A case a coded error stopped: it never passes."""
+    return CaseOutcome(
+        id=case.id,
+        question=case.scored.question,
+        answerable=case.answerable,
+        follow_up=case.follow_up,
+        passed=False,
+        declined=False,
+        answer="",
+        quotes=[],
+        cited_documents=[],
+        citations_in_target=0,
+        latency_ms=0.0,
+        total_latency_ms=round(total_latency_ms, 1),
+        error=error,
+    )
+
+
+def retrieval_rank(case: EvalCase, results: Sequence[tuple[str, str]]) -> int | None:
+    """The 1-based rank of the first ``(filename, text)`` result of the target that holds the expected phrase."""
+    phrase = normal(case.scored.expect or "")
+    for rank, (filename, text) in enumerate(results, start=1):
+        if filename == case.target and phrase in normal(text):
+            return rank
+    return None

@@ -1,0 +1,148 @@
+"""``orc eval``: a question set run as real turns, scored by expected phrase, declines, citations and retrieval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orc.cli import main
+from orc.contracts import Citation
+from orc.evaluation import EvalCase, is_decline
+from orc.evaluation.scoring import judge, normal
+
+SAMPLES = Path(__file__).resolve().parent.parent / "orc" / "samples"
+LEASE = "lease-agreement.md"
+HANDBOOK = "employee-handbook.txt"
+
+
+def write_set(path: Path, cases: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(case) + "\n" for case in cases), encoding="utf-8")
+    return path
+
+
+def test_eval_runs_each_case_as_a_real_turn_and_writes_json_and_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = write_set(
+        tmp_path / "lease.jsonl",
+        [
+            {
+                "id": "deposit",
+                "docs": [LEASE, HANDBOOK],
+                "target": LEASE,
+                "question": "How much is the security deposit?",
+                "expect": "security deposit of 2,900 euros",
+            },
+            {"id": "peru", "docs": [LEASE], "target": None, "question": "What is the capital of Peru?"},
+            {
+                "id": "rent-then-late",
+                "docs": [LEASE],
+                "target": LEASE,
+                "turns": [
+                    {"question": "What is the monthly rent?"},
+                    {"question": "And what if I pay it late?", "expect": "late fee of 40 euros"},
+                ],
+            },
+        ],
+    )
+
+    code = main(["eval", str(questions), "--docs", str(SAMPLES), "--out", str(tmp_path / "out" / "lease")])
+
+    assert code == 0
+    report = json.loads((tmp_path / "out" / "lease.json").read_text())
+    outcomes = {outcome["id"]: outcome for outcome in report["outcomes"]}
+    assert report["cases"] == 3 and report["errors"] == 0
+    assert outcomes["deposit"]["passed"] and outcomes["deposit"]["retrieval_rank"] == 1
+    assert outcomes["peru"]["passed"] and outcomes["peru"]["declined"] and outcomes["peru"]["quotes"] == []
+    assert outcomes["rent-then-late"]["follow_up"]
+    assert report["unanswerable_declined"] == {"passed": 1, "total": 1, "rate": 1.0}
+    assert report["retrieval_recall"]["@5"]["total"] == 1
+    assert report["model_calls"] >= 4  # every turn of every case was asked
+    assert report["latency_ms"]["p95"] > 0
+    markdown = (tmp_path / "out" / "lease.md").read_text()
+    assert "| deposit | pass |" in markdown and "| peru (unanswerable) | pass |" in markdown
+    assert "answer hits" in capsys.readouterr().out
+
+
+def test_an_answer_that_declines_is_never_a_hit_even_when_it_quotes_the_phrase() -> None:
+    case = EvalCase(id="c", docs=[LEASE], target=LEASE, question="Deposit?", expect="2,900 euros")
+    citation = Citation(ref=f"{LEASE}::S3", document=LEASE, span_id="S3", quote="A deposit of 2,900 euros.")
+
+    declined = judge(
+        case, "I couldn't find an answer to that in the documents.", [citation], latency_ms=1, total_latency_ms=1
+    )
+    answered = judge(case, "It is 2,900 euros [lease-agreement.md::S3].", [citation], latency_ms=1, total_latency_ms=1)
+
+    assert not declined.passed and declined.declined
+    assert answered.passed and answered.citations_in_target == 1
+
+
+def test_an_unanswerable_case_fails_when_the_answer_cites_anything() -> None:
+    case = EvalCase(id="u", docs=[LEASE], target=None, question="Capital of Peru?")
+    citation = Citation(ref=f"{LEASE}::S1", document=LEASE, span_id="S1", quote="This lease is made between…")
+
+    outcome = judge(case, "The documents do not mention it.", [citation], latency_ms=1, total_latency_ms=1)
+
+    assert outcome.declined and not outcome.passed
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I couldn't find an answer to that in the documents.",
+        "The provided documents do not mention a password option.",
+        "I could not find any information about Python bindings.",
+        "The sources don't say which port is used.",
+        "This is not specified in the documents.",
+        "There is no information about S3 backups in the files.",
+    ],
+)
+def test_the_ways_models_say_they_could_not_find_it_count_as_declines(answer: str) -> None:
+    assert is_decline(answer)
+
+
+def test_a_real_answer_is_not_taken_for_a_decline() -> None:
+    assert not is_decline("The deposit is 2,900 euros, equal to two months' rent [lease-agreement.md::S3].")
+
+
+def test_phrases_match_across_pdf_ligatures_line_breaks_and_typographic_quotes() -> None:
+    assert normal("config files") in normal("Monitor which con\ufb01g\n\ufb01les are loaded")
+    assert normal("don't delete") in normal("Keep (don\u2019t   delete) input files")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "lease.jsonl:2: not JSON"),
+        ('{"id": "x", "docs": ["lease-agreement.md"], "target": null}', 'either "question" or "turns"'),
+        (
+            '{"id": "x", "docs": ["lease-agreement.md"], "target": "lease-agreement.md", "question": "q"}',
+            'needs "expect"',
+        ),
+        ('{"id": "x", "docs": ["nowhere.pdf"], "target": null, "question": "q"}', "no such file"),
+        ('{"id": "x", "docs": ["lease-agreement.md"], "target": "other.md", "question": "q", "expect": "e"}', "target"),
+        ('{"id": "ok", "docs": ["lease-agreement.md"], "target": null, "question": "q", "extra": 1}', "extra"),
+    ],
+)
+def test_a_bad_case_is_refused_with_its_line_before_any_turn_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, message: str
+) -> None:
+    questions = tmp_path / "lease.jsonl"
+    questions.write_text(
+        '{"id": "ok", "docs": ["lease-agreement.md"], "target": null, "question": "q"}\n' + line + "\n"
+    )
+
+    code = main(["eval", str(questions), "--docs", str(SAMPLES), "--out", str(tmp_path / "never")])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "invalid_eval_set" in err and "lease.jsonl:2" in err and message in err
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_a_missing_set_or_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", str(tmp_path / "none.jsonl"), "--docs", str(SAMPLES)]) == 2
+    assert main(["eval", str(write_set(tmp_path / "s.jsonl", [])), "--docs", str(tmp_path / "nowhere")]) == 2
+    assert "no such" in capsys.readouterr().err
