@@ -21,6 +21,10 @@ class FileRef(BaseModel):
     blob_name: str
 
 
+SECTION_SEPARATOR = " › "
+"""Between the titles of a span's section path (``Installation › Requirements``), outermost first."""
+
+
 class SourceSpan(BaseModel):
     """A span of a document that a tool used as evidence; ``ref`` is the SourceRef ``<filename>::<span_id>``."""
 
@@ -29,6 +33,8 @@ class SourceSpan(BaseModel):
     span_id: str
     page: int | None = None
     text: str
+    section: str | None = None
+    """Title path of the span's section (a heading is never the quote; it travels here)."""
 
 
 class Citation(BaseModel):
@@ -39,6 +45,8 @@ class Citation(BaseModel):
     span_id: str
     page: int | None = None
     quote: str
+    section: str | None = None
+    """Title path of the cited span's section, when it has one."""
 
 
 class Usage(BaseModel):

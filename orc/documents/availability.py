@@ -152,6 +152,7 @@ def _info(
         media_type=record.media_type,
         page_count=record.page_count,
         span_count=record.span_count,
+        extractors=record.extractors,
         origin=origin,
         created_at=record.created_at,
         updated_at=record.updated_at,

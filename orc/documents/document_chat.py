@@ -330,6 +330,7 @@ class DocumentChatService:
                 span_id=span.span_id,
                 page=span.page,
                 text=span.text,
+                section=span.section,
             )
             for name, span in chosen
         ]

@@ -13,12 +13,13 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
 from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
+from orc.documents.pdf_text import read_pdf
 from orc.errors import ExtractionError, UnsupportedMediaType
 
 PDF = "application/pdf"
@@ -75,10 +76,17 @@ SUPPORTED_MEDIA_TYPES = frozenset(_CONTENT_TYPES.values())
 
 @dataclass(frozen=True, slots=True)
 class ExtractedDocument:
-    """The text of one file: one element per page for paged formats (PDF), a single element otherwise."""
+    """The text of one file: one element per page for paged formats (PDF), a single element otherwise.
+
+    ``extractors`` names, page by page, what produced the text (``pypdf`` or ``pypdfium2`` for a PDF's page, the
+    parser of any other format); empty for a document built without one (tests, older stored text). Headings of
+    Markdown, DOCX (Heading styles) and HTML (``h1``–``h6``) are Markdown heading lines (``## Title``) in the
+    text, so one reader (:mod:`orc.documents.sections`) finds the section titles of every format.
+    """
 
     pages: list[str]
     media_type: str
+    extractors: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -122,37 +130,21 @@ def extract(
     media_type = detect_media_type(data, filename, content_type)
     if media_type in (DOCX, PPTX, XLSX):
         limits.check_archive(data, filename)
-    extractor = _EXTRACTORS[media_type]
-    raw = extractor(data, filename)
+    names: Sequence[str]
+    if media_type == PDF:
+        raw, names = read_pdf(data, filename)
+    else:
+        raw = _EXTRACTORS[media_type](data, filename)
+        names = [_EXTRACTOR_NAMES[media_type]] * len(raw)
     limits.check_text(sum(len(page) for page in raw), filename)
     pages = [_clean(page) for page in raw]
     if not any(page for page in pages):
         hint = " (a scanned PDF needs OCR first)" if media_type == PDF else ""
         raise ExtractionError(f"{filename!r} contains no extractable text{hint}", code="empty_document")
-    return ExtractedDocument(pages=pages, media_type=media_type)
+    return ExtractedDocument(pages=pages, media_type=media_type, extractors=tuple(names))
 
 
 # -- formats -------------------------------------------------------------------------------------------
-
-
-def _extract_pdf(data: bytes, filename: str) -> list[str]:
-    from pypdf import PdfReader
-    from pypdf.errors import FileNotDecryptedError
-
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            # Many PDFs carry only an owner password and open with the empty user password; others cannot.
-            raise ExtractionError(f"{filename!r} is password protected; upload an unprotected copy")
-        return [page.extract_text() or "" for page in reader.pages]
-    except ExtractionError:
-        raise
-    except FileNotDecryptedError as exc:
-        raise ExtractionError(f"{filename!r} is password protected; upload an unprotected copy") from exc
-    except Exception as exc:
-        # A parser of untrusted bytes can fail in any way on a damaged file; every failure means the same
-        # thing to the caller, and the parser's message (offsets, object ids) would not help them.
-        raise ExtractionError(f"{filename!r} is not a readable PDF (damaged or truncated)") from exc
 
 
 def _extract_docx(data: bytes, filename: str) -> list[str]:
@@ -160,22 +152,40 @@ def _extract_docx(data: bytes, filename: str) -> list[str]:
 
     try:
         document = docx.Document(io.BytesIO(data))
-        blocks = list(_docx_blocks(document))
+        blocks = list(_docx_blocks(document, headings=True))
     except Exception as exc:
         # Same reasoning as for PDFs: a damaged package fails deep inside python-docx or lxml.
         raise ExtractionError(f"{filename!r} is not a readable DOCX file (damaged or truncated)") from exc
     return ["\n\n".join(block for block in blocks if block.strip())]
 
 
-def _docx_blocks(container: Any) -> Iterator[str]:
-    """Paragraphs and tables in document order; a table row becomes one ``cell | cell`` line."""
+def _docx_blocks(container: Any, *, headings: bool = False) -> Iterator[str]:
+    """Paragraphs and tables in document order; a table row becomes one ``cell | cell`` line. With ``headings``
+    (the body, not a table cell), a paragraph in a Title or Heading style becomes a Markdown heading line."""
     from docx.table import Table
 
     for item in container.iter_inner_content():
         if isinstance(item, Table):
             yield "\n".join(_docx_rows(item))
-        else:
-            yield item.text
+            continue
+        level = _docx_heading_level(item) if headings else None
+        text = " ".join(item.text.split()) if level else item.text
+        yield f"{'#' * level} {text}" if level and text else item.text
+
+
+def _docx_heading_level(paragraph: Any) -> int | None:
+    """1-6 for a paragraph in the Title or a Heading style (python-docx names built-in styles in English)."""
+    try:
+        name = (paragraph.style.name or "") if paragraph.style is not None else ""
+    except (KeyError, ValueError, AttributeError):
+        return None
+    if name == "Title":
+        return 1
+    match = _HEADING_STYLE.fullmatch(name)
+    return min(int(match.group(1)), 6) if match else None
+
+
+_HEADING_STYLE = re.compile(r"Heading ([1-9])")
 
 
 def _docx_rows(table: Any) -> Iterator[str]:
@@ -208,6 +218,12 @@ def _extract_html(data: bytes, filename: str) -> list[str]:
     if soup.head is not None:
         soup.head.decompose()
     # Block elements become line breaks so paragraphs, list items and table rows stay apart in the text.
+    for tag in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
+        # One line, as a Markdown heading: the section titles of every format are read the same way.
+        heading = " ".join(tag.get_text(" ").split())
+        tag.clear()
+        if heading:
+            tag.append(NavigableString(f"{'#' * int(tag.name[1])} {heading}"))
     for tag in soup.find_all(_HTML_PARAGRAPHS):
         tag.insert_before(NavigableString("\n\n"))
         tag.append(NavigableString("\n\n"))
@@ -343,7 +359,6 @@ def _extract_xlsx(data: bytes, filename: str) -> list[str]:
 
 
 _EXTRACTORS: dict[str, Callable[[bytes, str], list[str]]] = {
-    PDF: _extract_pdf,
     DOCX: _extract_docx,
     PPTX: _extract_pptx,
     XLSX: _extract_xlsx,
@@ -352,6 +367,16 @@ _EXTRACTORS: dict[str, Callable[[bytes, str], list[str]]] = {
     HTML: _extract_html,
     CSV: _extract_csv,
     JSON: _extract_json,
+}
+_EXTRACTOR_NAMES = {
+    DOCX: "python-docx",
+    PPTX: "python-pptx",
+    XLSX: "openpyxl",
+    TEXT: "text",
+    MARKDOWN: "text",
+    HTML: "beautifulsoup4",
+    CSV: "csv",
+    JSON: "json",
 }
 
 

@@ -350,7 +350,17 @@ class DocumentLibrary:
             document_id=document.info.document_id,
             filename=document.info.filename,
             document=document.ref_name,
-            spans=[SpanText(ref=source_ref, span_id=span_id, page=span.page, start=start, end=end, text=span.text)],
+            spans=[
+                SpanText(
+                    ref=source_ref,
+                    span_id=span_id,
+                    page=span.page,
+                    start=start,
+                    end=end,
+                    text=span.text,
+                    section=span.section,
+                )
+            ],
         )
 
     async def _ready_text(self, document: AvailableDocument) -> DocumentText:
@@ -465,6 +475,7 @@ def _hit(document: AvailableDocument, index: SpanIndex, position: int, score: fl
         span_id=span.span_id,
         page=span.page,
         locator=f"page {span.page}" if span.page is not None else f"characters {start}-{end}",
+        section=span.section,
         text=span.text,
         score=score,
         context_type=info.context_type,

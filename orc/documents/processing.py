@@ -23,7 +23,7 @@ from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.records import estimate_tokens
 from orc.documents.search import IndexCache, SpanIndex, build_index
-from orc.documents.text_store import DocumentText, TextStore, process_extracted
+from orc.documents.text_store import DocumentText, TextStore, extractor_pages, process_extracted
 from orc.errors import ETagMismatch, ExtractionError, ItemNotFound, OrcError, UnsupportedMediaType
 from orc.storage.ports import BlobStore, DocumentCollection
 
@@ -299,6 +299,7 @@ class DocumentProcessor:
             "chunking_version": text.chunking_version,
             "span_count": len(text.spans),
             "page_count": len(text.pages),
+            "extractors": extractor_pages(text.extractors) or None,
             "text_chars": text.total_chars,
             "token_estimate": estimate_tokens(text.total_chars),
             "processed_at": utc_now(),

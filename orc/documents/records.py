@@ -73,6 +73,11 @@ class ProcessingFields(BaseModel):
     chunking_version: str | None = None
     span_count: int | None = None
     page_count: int | None = None
+    extractors: dict[str, str] | None = Field(
+        default=None,
+        description='Which extractor produced which pages: {"pypdf": "1-3,5", "pypdfium2": "4"} (pypdfium2 reads '
+        "the PDF pages whose pypdf text was degenerate, e.g. words run together).",
+    )
     text_chars: int | None = None
     token_estimate: int | None = None
     digest_status: DigestStatus = "none"
@@ -150,6 +155,9 @@ class DocumentInfo(BaseModel):
     media_type: str | None = None
     page_count: int | None = None
     span_count: int | None = None
+    extractors: dict[str, str] | None = Field(
+        default=None, description='Which extractor produced which pages: {"pypdf": "1-3,5", "pypdfium2": "4"}.'
+    )
     origin: Origin | None = Field(
         default=None, description="session, focus or historical: why the document is available (listings only)."
     )

@@ -87,6 +87,7 @@ class SpanText(BaseModel):
     start: int
     end: int
     text: str
+    section: str | None = Field(default=None, description="Title path of the span's section, when it has one.")
 
 
 class SpanContent(BaseModel):
@@ -108,6 +109,9 @@ class SearchHit(BaseModel):
     span_id: str
     page: int | None = None
     locator: str = Field(description="Where the span is: a page, or a character range of the text.")
+    section: str | None = Field(
+        default=None, description="Title path of the section the span is in (``Setup › Requirements``), if any."
+    )
     text: str
     score: float
     context_type: str

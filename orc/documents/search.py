@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orc.documents.spans import Span
 from orc.documents.text_store import DocumentText
 from orc.text import Postings, best, index_passages, tokenize
 
@@ -41,8 +42,15 @@ def index_key(text: DocumentText) -> IndexKey:
 
 
 def build_index(text: DocumentText) -> SpanIndex:
-    """Tokenize every span (CPU-bound: run it in a thread for big documents)."""
-    return SpanIndex(text=text, postings=index_passages(tokenize(span.text) for span in text.spans))
+    """Tokenize every span with its section's titles (CPU-bound: run it in a thread for big documents).
+
+    A span is found by the words of the section it is in ("Requirements" finds the list under that heading)."""
+    return SpanIndex(text=text, postings=index_passages(tokenize(indexed_text(span)) for span in text.spans))
+
+
+def indexed_text(span: Span) -> str:
+    """What the lexical index reads of a span: its section path, then its text."""
+    return f"{span.section}\n{span.text}" if span.section else span.text
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,12 @@
 """Spans: the citable pieces of a document, ``S1..Sn`` in document order, with page and offset locators.
 
 A span is a paragraph-aware chunk of roughly 400-1200 characters. Chunks never cross a page, so a span's
-``start``/``end`` are offsets into one page's text and ``text == pages[page - 1][start:end]``. Changing how
-text is chunked changes what every ``S<n>`` points at: bump :data:`CHUNKING_VERSION` when you do.
+``start``/``end`` are offsets into one page's text and ``text == pages[page - 1][start:end]``. Chunks never cross
+a heading either (:mod:`orc.documents.sections`): a span belongs to one section and carries its title path in
+``section`` (a heading with no text of its own before the next one joins that next section). A table row (a
+``cell | cell`` line, a ``Row N:`` line) is never cut, and a table that fits :data:`TABLE_CHARS` stays in one
+span with its header. Changing how text is chunked changes what every ``S<n>`` points at: bump
+:data:`CHUNKING_VERSION` when you do.
 """
 
 from __future__ import annotations
@@ -11,12 +15,17 @@ import re
 from dataclasses import dataclass
 
 from orc.documents.extraction import PDF, ExtractedDocument
+from orc.documents.sections import find_headings, section_path
 
-CHUNKING_VERSION = "1"
+CHUNKING_VERSION = "2"
 
 MIN_CHARS = 400
 TARGET_CHARS = 800
 MAX_CHARS = 1200
+TABLE_CHARS = 2 * MAX_CHARS
+"""A table (a run of row lines) up to this size is one piece: its header stays with every row."""
+ROW_CHARS = 4 * MAX_CHARS
+"""A single table row up to this size is never cut; beyond it, it is cut like any text."""
 
 # Boundaries to split an over-long piece at, from the most to the least natural.
 _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
@@ -29,13 +38,15 @@ _SPLITTERS = (
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """One citable chunk of a document. ``page`` is 1-based for PDFs and ``None`` for unpaged formats."""
+    """One citable chunk of a document. ``page`` is 1-based for PDFs and ``None`` for unpaged formats;
+    ``section`` is the title path of the section it is in (``Setup › Requirements``), None before any heading."""
 
     span_id: str
     page: int | None
     start: int
     end: int
     text: str
+    section: str | None = None
 
 
 def source_ref(filename: str, span_id: str) -> str:
@@ -47,28 +58,55 @@ def make_spans(document: ExtractedDocument) -> list[Span]:
     """Chunk every page of ``document`` into spans numbered ``S1..Sn`` across the whole document."""
     paged = document.media_type == PDF
     spans: list[Span] = []
+    # The heading stack outlives a page: a PDF section goes on over the page break.
+    titles: list[tuple[int, str]] = []
     for page_number, page_text in enumerate(document.pages, start=1):
-        for start, end in _chunks(page_text):
-            spans.append(
-                Span(
-                    span_id=f"S{len(spans) + 1}",
-                    page=page_number if paged else None,
-                    start=start,
-                    end=end,
-                    text=page_text[start:end],
+        for part_start, part_end, section in _sections(page_text, document.media_type, titles):
+            for start, end in _chunks(page_text, part_start, part_end):
+                spans.append(
+                    Span(
+                        span_id=f"S{len(spans) + 1}",
+                        page=page_number if paged else None,
+                        start=start,
+                        end=end,
+                        text=page_text[start:end],
+                        section=section,
+                    )
                 )
-            )
     return spans
 
 
-def _chunks(text: str) -> list[tuple[int, int]]:
-    """Offsets of the chunks of one page: small pieces packed together, big ones split."""
+def _sections(text: str, media_type: str, titles: list[tuple[int, str]]) -> list[tuple[int, int, str | None]]:
+    """``(start, end, section path)`` of the parts of a page between its headings; ``titles`` (the heading stack
+    of the pages before) is updated in place. A heading with nothing under it before the next heading starts the
+    next part instead of being a part of its own."""
+    parts: list[tuple[int, int, str | None]] = []
+    cursor = body = 0
+    section = section_path(titles)
+    for heading in find_headings(text, media_type):
+        if text[body : heading.start].strip():
+            parts.append((cursor, heading.start, section))
+            cursor = heading.start
+        body = heading.end
+        while titles and titles[-1][0] >= heading.level:
+            titles.pop()
+        titles.append((heading.level, heading.title))
+        section = section_path(titles)
+    if text[cursor:].strip():
+        parts.append((cursor, len(text), section))
+    return parts
+
+
+def _chunks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Offsets of the chunks of ``text[start:end]``: small pieces packed together, big ones split."""
     pieces: list[tuple[int, int]] = []
-    for start, end in _split(text, 0, len(text), _PARAGRAPH):
-        if end - start <= MAX_CHARS:
-            pieces.append((start, end))
+    for piece_start, piece_end in _split(text, start, end, _PARAGRAPH):
+        if piece_end - piece_start <= MAX_CHARS or (
+            piece_end - piece_start <= TABLE_CHARS and _is_table(text[piece_start:piece_end])
+        ):
+            pieces.append((piece_start, piece_end))
         else:
-            pieces.extend(_split_long(text, start, end, 0))
+            pieces.extend(_split_long(text, piece_start, piece_end, 0))
 
     chunks: list[tuple[int, int]] = []
     for start, end in pieces:
@@ -99,11 +137,26 @@ def _split_long(text: str, start: int, end: int, level: int) -> list[tuple[int, 
         ]
     pieces: list[tuple[int, int]] = []
     for piece_start, piece_end in _split(text, start, end, _SPLITTERS[level]):
-        if piece_end - piece_start <= MAX_CHARS:
+        size = piece_end - piece_start
+        if size <= MAX_CHARS or (size <= ROW_CHARS and _is_row(text[piece_start:piece_end])):
             pieces.append((piece_start, piece_end))
         else:
             pieces.extend(_split_long(text, piece_start, piece_end, level + 1))
     return pieces
+
+
+_ROW = re.compile(r"^(?:Row [0-9]+: |Columns: |.*\S \| \S)")
+
+
+def _is_row(line: str) -> bool:
+    """A table row as extraction writes them: ``cell | cell`` (DOCX, PPTX, HTML), ``Row N: …`` (CSV, XLSX)."""
+    return "\n" not in line and _ROW.match(line) is not None
+
+
+def _is_table(piece: str) -> bool:
+    """A paragraph that is a table: every line of it is a row."""
+    lines = piece.split("\n")
+    return len(lines) > 1 and all(_is_row(line) for line in lines)
 
 
 def _split(text: str, start: int, end: int, boundary: re.Pattern[str]) -> list[tuple[int, int]]:

@@ -39,6 +39,8 @@ class DocumentText:
     extracted_text_hash: str
     spans_hash: str
     chunking_version: str
+    extractors: tuple[str, ...] = ()
+    """Per page, what produced its text (``pypdf``, ``pypdfium2``, …); empty for text stored before it was kept."""
     _page_starts: tuple[int, ...] = field(default=(), repr=False, compare=False)
     _span_starts: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
@@ -115,7 +117,39 @@ def process_extracted(document: ExtractedDocument) -> DocumentText:
         extracted_text_hash=text_hash(document.pages),
         spans_hash=spans_hash(spans),
         chunking_version=CHUNKING_VERSION,
+        extractors=document.extractors,
     )
+
+
+def extractor_pages(extractors: Sequence[str]) -> dict[str, str]:
+    """Which pages each extractor produced, compactly: ``{"pypdf": "1-3,5", "pypdfium2": "4"}``."""
+    pages: dict[str, list[int]] = {}
+    for number, name in enumerate(extractors, start=1):
+        pages.setdefault(name, []).append(number)
+    return {name: _ranges(numbers) for name, numbers in pages.items()}
+
+
+def _ranges(numbers: list[int]) -> str:
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and runs[-1][1] == number - 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return ",".join(f"{first}-{last}" if last > first else str(first) for first, last in runs)
+
+
+def _page_extractors(compact: dict[str, str], page_count: int) -> tuple[str, ...]:
+    """The per-page list :func:`extractor_pages` compacted (empty when it does not cover every page)."""
+    found: dict[int, str] = {}
+    for name, runs in compact.items():
+        for run in runs.split(","):
+            first, _, last = run.partition("-")
+            for number in range(int(first), int(last or first) + 1):
+                found[number] = name
+    if sorted(found) != list(range(1, page_count + 1)):
+        return ()
+    return tuple(found[number] for number in range(1, page_count + 1))
 
 
 def _version_prefix(document_id: str, content_hash: str) -> str:
@@ -133,6 +167,8 @@ class TextStore:
         joined = "".join(text.pages)
         parts = [joined[offset : offset + PART_CHARS] for offset in range(0, len(joined), PART_CHARS)] or [""]
         prefix = _version_prefix(document_id, content_hash)
+        sections = list(dict.fromkeys(span.section for span in text.spans if span.section))
+        numbering = {section: number for number, section in enumerate(sections)}
         # Parts first, head last: a reader that finds the head finds every part it names.
         for number, part in enumerate(parts, start=1):
             body = {"kind": "document_text_part", "document_id": document_id, "part": number, "text": part}
@@ -147,7 +183,13 @@ class TextStore:
             "media_type": text.media_type,
             "parts": len(parts),
             "page_lengths": [len(page) for page in text.pages],
-            "spans": [[span.span_id, span.page, span.start, span.end] for span in text.spans],
+            "extractors": extractor_pages(text.extractors),
+            # A section path is shared by many spans: stored once, each span naming it by its position.
+            "sections": sections,
+            "spans": [
+                [span.span_id, span.page, span.start, span.end, numbering.get(span.section or "", -1)]
+                for span in text.spans
+            ],
         }
         await self._items.upsert(partition_key, f"{prefix}00000", head)
 
@@ -167,9 +209,17 @@ class TextStore:
         for length in head["page_lengths"]:
             pages.append(joined[cursor : cursor + length])
             cursor += length
+        sections: list[str] = head.get("sections", [])
         spans = tuple(
-            Span(span_id=span_id, page=page, start=start, end=end, text=pages[(page - 1) if page else 0][start:end])
-            for span_id, page, start, end in head["spans"]
+            Span(
+                span_id=span_id,
+                page=page,
+                start=start,
+                end=end,
+                text=pages[(page - 1) if page else 0][start:end],
+                section=sections[rest[0]] if rest and 0 <= rest[0] < len(sections) else None,
+            )
+            for span_id, page, start, end, *rest in head["spans"]
         )
         return DocumentText(
             pages=tuple(pages),
@@ -178,6 +228,7 @@ class TextStore:
             extracted_text_hash=head["extracted_text_hash"],
             spans_hash=head["spans_hash"],
             chunking_version=head["chunking_version"],
+            extractors=_page_extractors(head.get("extractors") or {}, len(pages)),
         )
 
     async def delete(self, partition_key: str, document_id: str, *, keep_content_hash: str | None = None) -> None:

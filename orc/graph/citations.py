@@ -59,7 +59,14 @@ def extract_citations(answer: str, sources: Iterable[SourceSpan]) -> list[Citati
                 continue
             seen.add((span.ref, quote))
             citations.append(
-                Citation(ref=span.ref, document=span.document, span_id=span.span_id, page=span.page, quote=quote)
+                Citation(
+                    ref=span.ref,
+                    document=span.document,
+                    span_id=span.span_id,
+                    page=span.page,
+                    quote=quote,
+                    section=span.section,
+                )
             )
     return citations
 

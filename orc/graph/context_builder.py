@@ -42,6 +42,7 @@ def sources_in(structured: dict[str, Any] | None) -> list[SourceSpan]:
                         span_id=str(item.get("span_id") or span_id),
                         page=item.get("page") if isinstance(item.get("page"), int) else None,
                         text=str(item["text"]),
+                        section=item["section"] if isinstance(item.get("section"), str) else None,
                     )
                 )
     return found

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from orc.contracts import SECTION_SEPARATOR
 from orc.models.questions import SYNONYMS, Expect, analyse, defines, satisfies, terms, terms_of
 from orc.models.rewriting import split_context
 from orc.text import rank, split_sentences, tokenize
@@ -65,11 +66,12 @@ _ATTRIBUTE = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One ``<source>`` element: its SourceRef, page and text."""
+    """One ``<source>`` element: its SourceRef, page, text and the title path of its section."""
 
     ref: str
     page: int | None
     text: str
+    section: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,8 @@ def parse_sources(block: str) -> list[Source]:
             continue
         page = values.get("page", "").strip()
         text = html.unescape(body).strip()
-        sources.append(Source(ref=ref, page=int(page) if page.isdigit() else None, text=text))
+        section = values.get("section", "").strip() or None
+        sources.append(Source(ref=ref, page=int(page) if page.isdigit() else None, text=text, section=section))
     return sources
 
 
@@ -193,7 +196,7 @@ def _pairs(tokens: Sequence[str]) -> frozenset[tuple[str, str]]:
 def _source_sentences(source: Source) -> list[_Sentence]:
     """The answerable sentences of one source, each with its heading, neighbours and file name as context."""
     name = _name_terms(source.ref.rsplit("::", 1)[0])
-    pieces = _sentences(source.text)
+    pieces = _sentences(source.text, source.section)
     piece_tokens = [tokenize(text) for text, _ in pieces]
     piece_terms = [terms_of(tokens) for tokens in piece_tokens]
     result = []
@@ -224,18 +227,25 @@ def _name_terms(filename: str) -> frozenset[str]:
     return terms(re.sub(r"[-_.]+", " ", stem))
 
 
-def _sentences(text: str) -> list[tuple[str, str]]:
+def _sentences(text: str, section: str | None = None) -> list[tuple[str, str]]:
     """Sentences of a span, each with the heading above it (``""`` when none).
 
     Headings and titles ("3. Security deposit", "Grant of Patent License.") are not answers: they become the
-    context of the sentences under them. A bare number or list marker ("9.", "b)") is joined to what follows.
+    context of the sentences under them; so is every title of the span's ``section`` path (the headings extraction
+    found, however long), and the innermost one is the heading of the sentences before any in the span itself.
+    A bare number or list marker ("9.", "b)") is joined to what follows.
     """
     merged: list[tuple[str, str]] = []
     pending = ""
-    heading = ""
+    titles = {_heading_key(title) for title in section.split(SECTION_SEPARATOR)} if section else set()
+    heading = section.rsplit(SECTION_SEPARATOR, 1)[-1] if section else ""
     for sentence in split_sentences(text):
         words = len(sentence.split())
-        if _is_title(sentence) or (words <= HEADING_WORDS and not sentence.endswith(_TERMINAL)):
+        if (
+            _is_title(sentence)
+            or (words <= HEADING_WORDS and not sentence.endswith(_TERMINAL))
+            or _heading_key(sentence) in titles
+        ):
             heading = _MARKER.sub("", sentence).strip(" *")
             pending = ""
             continue
@@ -250,6 +260,11 @@ def _sentences(text: str) -> list[tuple[str, str]]:
     if pending and not _MARKER.fullmatch(pending):
         merged.append((pending, heading))
     return merged
+
+
+def _heading_key(text: str) -> str:
+    """A title as compared with a heading line: without ``#`` marks, emphasis and spacing differences."""
+    return " ".join(text.replace("*", " ").split()).strip(" #").casefold()
 
 
 def _is_title(sentence: str) -> bool:

@@ -82,5 +82,6 @@ def format_sources(sources: Iterable[SourceSpan], contexts: Mapping[str, str] | 
         page = f" page={quoteattr(str(source.page))}" if source.page is not None else ""
         label = (contexts or {}).get(source.ref)
         context = f" context={quoteattr(label)}" if label else ""
-        parts.append(f"<source ref={quoteattr(source.ref)}{page}{context}>\n{escape(source.text)}\n</source>")
+        section = f" section={quoteattr(source.section)}" if source.section else ""
+        parts.append(f"<source ref={quoteattr(source.ref)}{page}{section}{context}>\n{escape(source.text)}\n</source>")
     return "\n".join(parts)

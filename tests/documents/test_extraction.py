@@ -83,7 +83,7 @@ def test_a_docx_yields_its_paragraphs_and_table_cells_in_order() -> None:
 
     assert extracted.media_type == DOCX
     assert extracted.pages == [
-        "Service agreement\n\nThe supplier delivers every Monday.\n\nItem | Price\nWidget | 12 EUR\n\n"
+        "# Service agreement\n\nThe supplier delivers every Monday.\n\nItem | Price\nWidget | 12 EUR\n\n"
         "Payment within 30 days."
     ]
 
@@ -152,7 +152,7 @@ def test_html_drops_scripts_and_styles_and_keeps_blocks_apart() -> None:
     text = document.pages[0]
     assert "alert" not in text
     assert "color" not in text
-    assert text.startswith("Policy\n\nRefund policy\n\nRefunds take 14 days.")
+    assert text.startswith("Policy\n\n# Refund policy\n\nRefunds take 14 days.")
     assert "Keep the receipt\nUse the original box" in text
     assert "Plan | Days\nBasic | 14" in text
     assert "Line one\nLine two" in text
