@@ -99,6 +99,8 @@ def read_pdf(data: bytes, filename: str) -> tuple[list[str], list[PdfExtractor]]
         raise
     except FileNotDecryptedError as exc:
         raise ExtractionError(f"{filename!r} is password protected; upload an unprotected copy") from exc
+    except MemoryError:
+        raise  # a bomb: the extraction pool fails the document; a second parser must not take it on
     except Exception as exc:
         # A damaged file pypdf cannot open may still open with PDFium, which repairs cross-reference tables.
         pages = _pdfium_pages(data, None)
@@ -141,6 +143,8 @@ def _pypdf_page(page: object) -> str | None:
     """One page's text, or None when pypdf fails on this page (the other pages may still be fine)."""
     try:
         return page.extract_text() or ""  # type: ignore[attr-defined]
+    except MemoryError:
+        raise
     except Exception:
         logger.debug("pypdf could not read a page", exc_info=True)
         return None
