@@ -41,6 +41,7 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
 _SHEET = re.compile(r"^Sheet: (.+)$", re.MULTILINE)
 _LINE = re.compile(r"[^\n]+")
 _NUMBERED = re.compile(r"(?P<number>(?:[0-9]{1,2}|[A-Z])(?:\.[0-9]{1,2}){0,3})\.?[ \t]+(?P<title>\S.*)")
+_CODE_TOKEN = re.compile(r"_|[^\W\d_][0-9]|[0-9][^\W\d_]|^[0-9]+$")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _MINOR_WORDS = frozenset("a an and as at by for from in into of on or the to with without under per via vs".split())
 _NOT_IN_TITLES = frozenset("(){}[]=;<>|∗*/\\@$%^~`+")
@@ -129,6 +130,8 @@ def _pdf_heading_level(line: str, previous: str, following: str) -> int | None:
         words = _WORD.findall(title)
         if not words or len(title.split()) > PDF_TITLE_WORDS or not title[0].isupper():
             return None
+        if numbered.group("number").isalpha() or any(_CODE_TOKEN.search(token) for token in title.split()):
+            return None  # "K. For any section…" is a list item; "4 CARD32 N_ROOTS" a row of a format table
         if sum(1 for word in words if word[0].isupper() or word.lower() in _MINOR_WORDS) < len(words) / 2:
             return None
         number = numbered.group("number")
@@ -141,7 +144,9 @@ def _pdf_heading_level(line: str, previous: str, following: str) -> int | None:
     significant = [word for word in words if word.lower() not in _MINOR_WORDS]
     if not significant or not all(word[0].isupper() for word in significant):
         return None
-    if previous and not previous.endswith((".", "!", "?", ":")):
+    if not previous:
+        return None  # the first line of a page is as often its running header as a title
+    if not previous.endswith((".", "!", "?", ":")):
         return None
     if not following[:1].isupper() or len(following) <= len(line):
         return None
