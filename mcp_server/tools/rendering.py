@@ -84,11 +84,12 @@ def render_summary(summary: DocumentSummary) -> str:
 
 
 def render_search(result: SearchResults) -> str:
-    """The message, then each passage under its ref and locator."""
+    """The message, then each passage under its ref, locator and section title."""
     parts = [result.message]
     for hit in result.results:
         where = "session" if hit.context_type == "session" else f"{hit.context_type} {hit.context_id}"
         if hit.origin == "historical":
             where += ", historical context"
-        parts.append(f"[{hit.ref}] ({hit.locator}; {where})\n{hit.text}")
+        section = f"; section: {hit.section}" if hit.section else ""
+        parts.append(f"[{hit.ref}] ({hit.locator}{section}; {where})\n{hit.text}")
     return "\n\n".join(parts)

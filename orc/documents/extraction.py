@@ -80,8 +80,8 @@ class ExtractedDocument:
 
     ``extractors`` names, page by page, what produced the text (``pypdf`` or ``pypdfium2`` for a PDF's page, the
     parser of any other format); empty for a document built without one (tests, older stored text). Headings of
-    Markdown, DOCX (Heading styles) and HTML (``h1``–``h6``) are Markdown heading lines (``## Title``) in the
-    text, so one reader (:mod:`orc.documents.sections`) finds the section titles of every format.
+    Markdown, DOCX (Heading styles), HTML (``h1``–``h6``) and slide titles are Markdown heading lines (``## Title``)
+    in the text, so one reader (:mod:`orc.documents.sections`) finds the section titles of every format.
     """
 
     pages: list[str]
@@ -314,7 +314,14 @@ def _extract_pptx(data: bytes, filename: str) -> list[str]:
 
 def _pptx_slide(slide: Any) -> str:
     blocks: list[str] = []
+    title = slide.shapes.title
+    heading = " ".join(title.text_frame.text.split()) if title is not None and title.has_text_frame else ""
+    if heading:
+        # The slide's title is the section title of what the slide says (a Markdown heading, as for DOCX).
+        blocks.append(f"# {heading}")
     for shape in slide.shapes:
+        if heading and shape.shape_id == title.shape_id:
+            continue
         if getattr(shape, "has_table", False) and shape.has_table:
             rows = [" | ".join(" ".join(cell.text.split()) for cell in row.cells) for row in shape.table.rows]
             blocks.append("\n".join(row for row in rows if row.strip(" |")))

@@ -1,10 +1,10 @@
 """Section titles: the headings of a page's text, found the same way for every format that has them.
 
-Markdown, DOCX (Title/Heading styles) and HTML (``h1``–``h6``) reach here with their headings as Markdown
-heading lines (:mod:`orc.documents.extraction` writes them so); a spreadsheet's sheets are ``Sheet: name`` lines;
-a PDF has only its text lines, so a heading there is a short line that looks like one: numbered (``2.5 The magic
-files``) or a few capitalised words on a line of their own, between sentences. Plain text and source code have
-no headings (a ``#`` there is a comment).
+Markdown, DOCX (Title/Heading styles), HTML (``h1``–``h6``) and slides (their titles) reach here with their
+headings as Markdown heading lines (:mod:`orc.documents.extraction` writes them so); a spreadsheet's sheets are
+``Sheet: name`` lines; a PDF has only its text lines, so a heading there is a short line that looks like one:
+numbered (``2.5 The magic files``) or a few capitalised words on a line of their own, between sentences. Plain
+text and source code have no headings (a ``#`` there is a comment).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from orc.contracts import SECTION_SEPARATOR
-from orc.documents.extraction import DOCX, HTML, MARKDOWN, PDF, XLSX
+from orc.documents.extraction import DOCX, HTML, MARKDOWN, PDF, PPTX, XLSX
 
 __all__ = ["SECTION_SEPARATOR", "Heading", "find_headings", "section_path"]
 
@@ -49,7 +49,7 @@ _NOT_IN_TITLES = frozenset("(){}[]=;<>|∗*/\\@$%^~`+")
 
 def find_headings(text: str, media_type: str) -> list[Heading]:
     """The headings of one page of ``text`` extracted as ``media_type``, in order."""
-    if media_type in (MARKDOWN, DOCX, HTML):
+    if media_type in (MARKDOWN, DOCX, HTML, PPTX):
         return _markdown_headings(text)
     if media_type == XLSX:
         return [Heading(m.start(), m.end(), 1, _title(m.group(1))) for m in _SHEET.finditer(text)]

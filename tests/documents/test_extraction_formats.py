@@ -48,11 +48,11 @@ def test_a_slide_deck_reads_as_one_page_per_slide_with_tables_and_notes() -> Non
 
     assert document.media_type == PPTX
     assert len(document.pages) == 2
-    assert "Quarterly results" in document.pages[0]
+    assert document.pages[0].startswith("# Quarterly results\n\n")
     assert "Revenue grew 12 percent" in document.pages[0]
     assert "North | 4.2M" in document.pages[0]
     assert "Notes: Mention the new hires." in document.pages[0]
-    assert document.pages[1] == "Outlook"
+    assert document.pages[1] == "# Outlook"
 
 
 def test_a_spreadsheet_reads_like_a_csv_one_page_per_non_empty_sheet() -> None:

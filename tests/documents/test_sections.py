@@ -7,14 +7,18 @@ import io
 
 import docx
 
+from mcp_server.tools.rendering import render_search
 from orc.contracts import SourceSpan
 from orc.documents.extraction import PDF, ExtractedDocument, extract
+from orc.documents.records import ContextRef
 from orc.documents.search import bm25, build_index
 from orc.documents.spans import MAX_CHARS, make_spans
 from orc.documents.text_store import process_extracted
+from orc.documents.uploads import Upload
 from orc.graph.citations import extract_citations
 from orc.models.answering import answer_question, parse_sources
 from orc.models.prompting import format_sources
+from tests.documents.library_support import ACME, library_of, open_runtime
 from tests.documents.pdf_factory import make_pdf
 
 FILLER = "The text of this part goes on for a while with nothing in particular to say. " * 12
@@ -137,3 +141,18 @@ def test_table_rows_are_never_split_and_a_table_that_fits_keeps_its_header_with_
         assert len(holders) == 1, row
         line = next(line for line in holders[0].text.split("\n") if line.startswith(row))
         assert line.endswith("working days")
+
+
+async def test_documents_search_shows_the_section_of_each_hit() -> None:
+
+    text = "# Espresso machine\n\n## Descaling\n\nRun the descaling program once a month with fresh water."
+    async with open_runtime() as runtime:
+        library = library_of(runtime)
+        await library.context_documents.add(
+            ACME, ContextRef("organization", "acme"), [Upload("manual.md", text.encode())]
+        )
+        scope = await library.resolve_scope(ACME, context_type="organization", context_id="acme")
+        found = await library.search(ACME, scope, "how often descaling")
+
+    assert found.results[0].section == "Espresso machine › Descaling"
+    assert "section: Espresso machine › Descaling" in render_search(found)
