@@ -129,6 +129,7 @@ class CitationEvent(TypedDict):
     span_id: str
     page: int | None
     quote: str
+    section: str | None
 
 
 class ContextSuggestion(TypedDict):
@@ -240,6 +241,7 @@ def citation_event(citation: Citation) -> CitationEvent:
         span_id=citation.span_id,
         page=citation.page,
         quote=citation.quote,
+        section=citation.section,
     )
 
 

@@ -22,7 +22,7 @@ WIRE_KEYS: dict[str, list[str]] = {
     "progress": ["type", "step", "message", "percent"],
     "tool": ["type", "name", "status", "duration_ms"],
     "token": ["type", "text"],
-    "citation": ["type", "ref", "document", "span_id", "page", "quote"],
+    "citation": ["type", "ref", "document", "span_id", "page", "quote", "section"],
     "context_required": ["type", "conversation_id", "user_message_id", "request_id", "required", "expires_at"],
     "context_update": ["type", "request_id", "status", "supplied", "missing"],
     "context_resolved": ["type", "request_id", "outcome"],
