@@ -447,8 +447,13 @@ _TRAILING_SPACE = re.compile(r"[ \t\f\v]+\n")
 _BLANK_RUN = re.compile(r"\n{3,}")
 
 
+# Typographic ligatures (TeX PDFs set "conﬁguration" with U+FB01): nobody types them, so no search would match.
+_LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
+
+
 def _clean(text: str) -> str:
-    """Unify line endings, drop NULs and trailing spaces, keep at most one blank line in a row."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    """Unify line endings, drop NULs and trailing spaces, spell ligatures out, keep at most one blank line in a
+    row."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").translate(_LIGATURES)
     text = _TRAILING_SPACE.sub("\n", text + "\n")
     return _BLANK_RUN.sub("\n\n", text).strip()

@@ -112,3 +112,9 @@ async def test_the_fallback_runs_in_an_extraction_worker_under_its_memory_limit(
     assert not pool.in_threads
     assert document.extractors == ("pypdf", "pypdfium2")
     assert "created in 1993 by a small group" in document.pages[1]
+
+
+def test_typographic_ligatures_are_spelled_out_so_searches_match_them() -> None:
+    document = extract("The ﬁle conﬁguration is ﬂexible and eﬀective.".encode(), "notes.txt")
+
+    assert document.pages == ["The file configuration is flexible and effective."]
