@@ -73,6 +73,9 @@ _CONTENT_TYPES = {
 }
 SUPPORTED_MEDIA_TYPES = frozenset(_CONTENT_TYPES.values())
 
+TABLE_CHARS = 2400
+"""A table up to this many characters is kept in one span with its header (:mod:`orc.documents.spans`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ExtractedDocument:
@@ -166,7 +169,7 @@ def _docx_blocks(container: Any, *, headings: bool = False) -> Iterator[str]:
 
     for item in container.iter_inner_content():
         if isinstance(item, Table):
-            yield "\n".join(_docx_rows(item))
+            yield "\n".join(_table_lines(list(_docx_rows(item))))
             continue
         level = _docx_heading_level(item) if headings else None
         text = " ".join(item.text.split()) if level else item.text
@@ -188,7 +191,24 @@ def _docx_heading_level(paragraph: Any) -> int | None:
 _HEADING_STYLE = re.compile(r"Heading ([1-9])")
 
 
-def _docx_rows(table: Any) -> Iterator[str]:
+def _table_lines(rows: list[list[str]]) -> list[str]:
+    """A table's rows as ``cell | cell`` lines. A table longer than :data:`TABLE_CHARS` is cut between spans, so
+    each row after the first (the header) names its columns (``Part: Widget | Price: 12 EUR``): the header then
+    travels with every row, whichever span holds it."""
+    lines = [" | ".join(row) for row in rows]
+    if sum(len(line) + 1 for line in lines) <= TABLE_CHARS or len(rows) < 2:
+        return lines
+    header = rows[0]
+    labelled = [
+        " | ".join(f"{name}: {cell}" if name and cell else cell for name, cell in zip(header, row, strict=True))
+        if len(row) == len(header)
+        else line
+        for row, line in zip(rows[1:], lines[1:], strict=True)
+    ]
+    return [lines[0], *labelled]
+
+
+def _docx_rows(table: Any) -> Iterator[list[str]]:
     for row in table.rows:
         cells: list[str] = []
         previous = None
@@ -200,7 +220,7 @@ def _docx_rows(table: Any) -> Iterator[str]:
             text = " ".join(" ".join(block.split()) for block in _docx_blocks(cell) if block.strip())
             cells.append(text)
         if any(cells):
-            yield " | ".join(cells)
+            yield cells
 
 
 def _extract_text(data: bytes, filename: str) -> list[str]:
@@ -323,8 +343,8 @@ def _pptx_slide(slide: Any) -> str:
         if heading and shape.shape_id == title.shape_id:
             continue
         if getattr(shape, "has_table", False) and shape.has_table:
-            rows = [" | ".join(" ".join(cell.text.split()) for cell in row.cells) for row in shape.table.rows]
-            blocks.append("\n".join(row for row in rows if row.strip(" |")))
+            rows = [[" ".join(cell.text.split()) for cell in row.cells] for row in shape.table.rows]
+            blocks.append("\n".join(_table_lines([row for row in rows if any(row)])))
         elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
             blocks.append("\n".join(paragraph.text for paragraph in shape.text_frame.paragraphs))
     if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:

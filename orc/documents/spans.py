@@ -4,8 +4,9 @@ A span is a paragraph-aware chunk of roughly 400-1200 characters. Chunks never c
 ``start``/``end`` are offsets into one page's text and ``text == pages[page - 1][start:end]``. Chunks never cross
 a heading either (:mod:`orc.documents.sections`): a span belongs to one section and carries its title path in
 ``section`` (a heading with no text of its own before the next one joins that next section). A table row (a
-``cell | cell`` line, a ``Row N:`` line) is never cut, and a table that fits :data:`TABLE_CHARS` stays in one
-span with its header. Changing how text is chunked changes what every ``S<n>`` points at: bump
+``cell | cell`` line, a ``Row N:`` line) is never cut, and a table that fits
+:data:`~orc.documents.extraction.TABLE_CHARS` stays in one span with its header (a longer one names its
+columns in every row). Changing how text is chunked changes what every ``S<n>`` points at: bump
 :data:`CHUNKING_VERSION` when you do.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from orc.documents.extraction import PDF, ExtractedDocument
+from orc.documents.extraction import PDF, TABLE_CHARS, ExtractedDocument
 from orc.documents.sections import find_headings, section_path
 
 CHUNKING_VERSION = "2"
@@ -22,8 +23,6 @@ CHUNKING_VERSION = "2"
 MIN_CHARS = 400
 TARGET_CHARS = 800
 MAX_CHARS = 1200
-TABLE_CHARS = 2 * MAX_CHARS
-"""A table (a run of row lines) up to this size is one piece: its header stays with every row."""
 ROW_CHARS = 4 * MAX_CHARS
 """A single table row up to this size is never cut; beyond it, it is cut like any text."""
 
