@@ -238,6 +238,16 @@ def _extract_html(data: bytes, filename: str) -> list[str]:
     if soup.head is not None:
         soup.head.decompose()
     # Block elements become line breaks so paragraphs, list items and table rows stay apart in the text.
+    for table in soup.find_all("table"):
+        if table.parent is None or table.find_parent("table") is not None:
+            continue  # a table inside a table is read as part of the outer one's cell
+        rows = [
+            [" ".join(cell.get_text(" ").split()) for cell in row.find_all(["td", "th"])]
+            for row in table.find_all("tr")
+        ]
+        caption = " ".join(table.caption.get_text(" ").split()) if table.caption else ""
+        lines = ([caption] if caption else []) + _table_lines([row for row in rows if any(row)])
+        table.replace_with(NavigableString("\n\n" + "\n".join(lines) + "\n\n"))
     for tag in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
         # One line, as a Markdown heading: the section titles of every format are read the same way.
         heading = " ".join(tag.get_text(" ").split())

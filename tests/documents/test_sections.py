@@ -157,3 +157,22 @@ async def test_documents_search_shows_the_section_of_each_hit() -> None:
 
     assert found.results[0].section == "Espresso machine › Descaling"
     assert "section: Espresso machine › Descaling" in render_search(found)
+
+
+def test_a_long_html_table_names_its_columns_in_every_row_and_a_short_one_keeps_its_header_line() -> None:
+    def page(rows: int) -> bytes:
+        body = "".join(
+            f"<tr><td>Plan {row}</td><td>{row * 7} days of support by e-mail</td></tr>" for row in range(rows)
+        )
+        return f"<table><caption>Plans</caption><tr><th>Plan</th><th>Support</th></tr>{body}</table>".encode()
+
+    short = extract(page(3), "plans.html").pages[0]
+    long = extract(page(80), "plans.html").pages[0]
+
+    assert (
+        short
+        == "Plans\nPlan | Support\nPlan 0 | 0 days of support by e-mail\nPlan 1 | 7 days of support by e-mail\n"
+        + ("Plan 2 | 14 days of support by e-mail")
+    )
+    assert "\nPlan: Plan 79 | Support: 553 days of support by e-mail" in long
+    assert all(span.text.count("Plan: ") >= 1 for span in make_spans(extract(page(80), "plans.html"))[1:])
