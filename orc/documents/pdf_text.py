@@ -60,10 +60,10 @@ def defect_score(text: str) -> float:
     words = _LATIN_WORD.findall(text)
     letters = sum(len(word) for word in words)
     visible = sum(1 for char in text if not char.isspace())
-    if visible and letters < MIN_LETTERS:
-        return _soup_share(text, visible) if visible >= MIN_LETTERS else 0.0
-    if not visible:
+    if visible < MIN_LETTERS:
         return 0.0
+    if letters < MIN_LETTERS:
+        return _soup_share(text, visible)  # hardly any Latin letters: another script, or only glyph soup
     run_together = sum(len(word) for word in words if len(word) >= LONG_WORD) / letters
     single = sum(1 for word in words if len(word) == 1) / len(words)
     spaced = max(0.0, (single - 0.15) / 0.85)
