@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
+
+from asgi_lifespan import LifespanManager
 
 from orc.composition import Stores
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
@@ -48,3 +51,13 @@ def counting_stores() -> tuple[Stores, CallCounter]:
         blobs=ObservedBlobStore(MemoryBlobStore(), counter.observe),
     )
     return stores, counter
+
+
+LIFESPAN_SECONDS = 120.0
+"""asgi-lifespan's own bound is 5 s, which an app whose start-up spawns the extraction workers misses on a loaded
+machine; the per-test timeout still bounds a start-up that hangs."""
+
+
+def lifespan(app: Any) -> LifespanManager:
+    """Run ``app``'s lifespan (start-up now, shutdown on exit) with bounds a loaded machine meets."""
+    return LifespanManager(app, startup_timeout=LIFESPAN_SECONDS, shutdown_timeout=LIFESPAN_SECONDS)

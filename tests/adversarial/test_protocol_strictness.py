@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from asgi_lifespan import LifespanManager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
@@ -23,13 +22,14 @@ from orc.http.connection_limits import HeaderDeadlineProtocol, server_options
 from orc.settings import Settings
 from tests.http.conftest import open_client
 from tests.http.test_mcp_endpoint import KEYS, mcp_session
+from tests.support import lifespan
 
 DEADLINE_SECONDS = 10.0
 
 
 @pytest.fixture
 async def app() -> AsyncIterator[ASGIApp]:
-    async with LifespanManager(create_app(Settings(auth="api-key", api_keys=KEYS))) as manager:
+    async with lifespan(create_app(Settings(auth="api-key", api_keys=KEYS))) as manager:
         yield manager.app
 
 

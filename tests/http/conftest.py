@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 
 from orc.http import create_app
 from orc.settings import Settings
+from tests.support import lifespan
 
 ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
@@ -21,7 +21,7 @@ ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 async def open_client(settings: Settings | None = None, **app_kwargs: Any) -> AsyncIterator[httpx.AsyncClient]:
     """A client for an app built from ``settings`` (default: the test's environment)."""
     app = create_app(settings or Settings(), **app_kwargs)
-    async with LifespanManager(app) as manager:
+    async with lifespan(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
             yield client

@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from starlette.types import ASGIApp
@@ -17,6 +16,7 @@ from starlette.types import ASGIApp
 from mcp_server.tools import split_tool_error
 from orc.http import create_app
 from orc.settings import ApiKeyPrincipal, Settings
+from tests.support import lifespan
 
 KEYS = {
     "key-alice": ApiKeyPrincipal(organization="contoso", user="alice"),
@@ -30,7 +30,7 @@ SECRET = b"The merger code name is BLUEBIRD and the price is 42 million."
 
 @pytest.fixture
 async def app() -> AsyncIterator[ASGIApp]:
-    async with LifespanManager(create_app(Settings(auth="api-key", api_keys=KEYS))) as manager:
+    async with lifespan(create_app(Settings(auth="api-key", api_keys=KEYS))) as manager:
         yield manager.app
 
 

@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from starlette.types import ASGIApp
@@ -15,6 +14,7 @@ from starlette.types import ASGIApp
 from orc.http import create_app
 from orc.settings import ApiKeyPrincipal, Settings
 from tests.http.conftest import upload
+from tests.support import lifespan
 
 KEYS = {
     "key-alice": ApiKeyPrincipal(organization="contoso", user="alice"),
@@ -25,7 +25,7 @@ BASE = "http://127.0.0.1:8000"
 
 @pytest.fixture
 async def app() -> AsyncIterator[ASGIApp]:
-    async with LifespanManager(create_app(Settings(auth="api-key", api_keys=KEYS))) as manager:
+    async with lifespan(create_app(Settings(auth="api-key", api_keys=KEYS))) as manager:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url=BASE) as client:
             response = await upload(
                 client,

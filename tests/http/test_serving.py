@@ -5,13 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
-import signal
 import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +14,7 @@ import pytest
 
 from orc.http.serving import freeze_after_startup, serve, tcp_listener
 from tests.emulators import free_port
-
-START_DEADLINE_SECONDS = 60.0
+from tests.serving import orc_serve
 
 
 async def test_connections_accepted_on_the_listener_have_tcp_nodelay() -> None:
@@ -110,42 +103,6 @@ def worker_processes(pid: int) -> list[int]:
                 if parent == pid and b"spawn_main" in (entry / "cmdline").read_bytes():
                     found.append(int(entry.name))
     return found
-
-
-@contextlib.contextmanager
-def orc_serve(home: Path, *arguments: str) -> Iterator[tuple[str, int]]:
-    """Run ``orc serve`` in a process group of its own until it answers /api/health; yield its URL and process
-    id, then stop it."""
-    port = free_port()
-    env = {**os.environ, "ORC_HOME": str(home), "ORC_MODEL": "offline"}
-    command = [sys.executable, "-c", "import sys; from orc.cli import main; sys.exit(main())"]
-    log = home.parent / "serve.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [*command, "serve", "--port", str(port), *arguments],
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_DEADLINE_SECONDS
-        while True:
-            assert process.poll() is None, log.read_text(errors="replace")[-2000:]
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base_url}/api/health", timeout=2).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "orc serve did not answer in time"
-            time.sleep(0.1)  # poll interval, not a wait for readiness
-        yield base_url, process.pid
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
 
 
 def test_orc_serve_with_two_workers_answers_turns_on_one_port_and_stops_on_sigterm(tmp_path: Path) -> None:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asgi_lifespan import LifespanManager
-
 from orc.http import create_app
 from orc.settings import ApiKeyPrincipal, Settings
 from tests.http.test_mcp_endpoint import mcp_session
+from tests.support import lifespan
 
 
 async def test_the_http_endpoint_publishes_underscore_names_and_answers_calls(tmp_path: Path) -> None:
@@ -16,7 +15,7 @@ async def test_the_http_endpoint_publishes_underscore_names_and_answers_calls(tm
     settings = Settings(
         home=tmp_path, auth="api-key", api_keys=keys, mcp_tool_names="underscore", mcp_allowed_dirs=[tmp_path]
     )
-    async with LifespanManager(create_app(settings)) as manager, mcp_session(manager.app, "key-alice") as session:
+    async with lifespan(create_app(settings)) as manager, mcp_session(manager.app, "key-alice") as session:
         names = {tool.name for tool in (await session.list_tools()).tools}
         listed = await session.call_tool("documents_list", {})
 

@@ -1,7 +1,12 @@
-"""The MCP Inspector CLI (the reference MCP client) lists and calls every tool of ``python -m mcp_server``.
+"""The MCP Inspector CLI (the reference MCP client) lists and calls every tool of orc's MCP server.
 
-Needs ``npx`` (Node 20) and the inspector package, which npx runs from its cache. Without npx the test is
-skipped locally and fails in CI (``CI=true``), so a CI image that lost Node cannot pass silently.
+The inspector runs one method per invocation. Every tool is called over streamable HTTP against one ``orc serve``
+started for the test (a stdio server would cold-start once per call); the stdio transport is driven by the
+inspector in the underscore-names test, which is a stdio start-up option.
+
+The inspector is pinned in ``tools/emulators`` (``make test`` installs it with the emulators) and run with
+``node`` directly: through ``npx`` each call also resolved the package. Without it the test is skipped locally and
+fails in CI (``CI=true``), so a CI image that lost Node cannot pass silently.
 """
 
 from __future__ import annotations
@@ -22,33 +27,42 @@ from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from tests.documents.library_support import library_of
+from tests.serving import orc_serve
 
 REPO = Path(__file__).resolve().parents[2]
-INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
+INSPECTOR = (
+    REPO / "tools" / "emulators" / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build" / "index.js"
+)
 TIMEOUT_SECONDS = 120
-PARALLEL_CALLS = 3
+PARALLEL_CALLS = 8
 SESSION = "inspector-session"
 
 
-def _npx() -> str:
-    npx = shutil.which("npx")
-    if npx is None:
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None or not INSPECTOR.is_file():
         if os.environ.get("CI") == "true":
-            pytest.fail("npx is not installed: the MCP Inspector CLI test needs Node 20 and npx in CI")
-        pytest.skip("npx is not installed")
-    return npx
+            pytest.fail("node or the MCP Inspector CLI is missing: run `make emulators` (tools/emulators)")
+        pytest.skip("node or the MCP Inspector CLI (make emulators) is missing")
+    return node
 
 
-async def inspect(npx: str, home: Path, *arguments: str) -> dict[str, Any]:
-    """Run the inspector CLI against the stdio server once; its stdout is the JSON result."""
+def stdio(*options: str) -> list[str]:
+    """The inspector's target: ``python -m mcp_server`` over stdio, started by the inspector."""
+    return [sys.executable, "-m", "mcp_server", *options]
+
+
+def http(base_url: str) -> list[str]:
+    """The inspector's target: a running server's ``/api/mcp`` over streamable HTTP."""
+    return [f"{base_url}/api/mcp", "--transport", "http"]
+
+
+async def inspect(node: str, home: Path, target: list[str], *arguments: str) -> dict[str, Any]:
+    """Run the inspector CLI once against ``target``; its stdout is the JSON result."""
     process = await asyncio.create_subprocess_exec(
-        npx,
-        "-y",
-        INSPECTOR,
-        "--cli",
-        sys.executable,
-        "-m",
-        "mcp_server",
+        node,
+        str(INSPECTOR),
+        *target,
         *arguments,
         cwd=REPO,
         env={**os.environ, "ORC_HOME": str(home)},
@@ -90,12 +104,16 @@ async def seed(home: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
-    npx = _npx()
+    node = _node()
     home = tmp_path / "home"
     ids = await seed(home)
     focus = {"context_type": "organization", "context_id": "default", "session_id": SESSION}
+    with orc_serve(home) as (base_url, _):
+        await call_every_tool(node, home, http(base_url), ids, focus)
 
-    listed = await inspect(npx, home, "--method", "tools/list")
+
+async def call_every_tool(node: str, home: Path, target: list[str], ids: dict[str, str], focus: dict[str, str]) -> None:
+    listed = await inspect(node, home, target, "--method", "tools/list")
     reads = {
         "documents.list": call_arguments("documents.list", **focus),
         "documents.search": call_arguments("documents.search", query="front desk visitors", **focus),
@@ -115,16 +133,21 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
 
     async def bounded(arguments: list[str]) -> dict[str, Any]:
         async with slots:
-            return await inspect(npx, home, *arguments)
+            return await inspect(node, home, target, *arguments)
 
     read_results = dict(zip(reads, await asyncio.gather(*(bounded(a) for a in reads.values())), strict=True))
     # After get_summary (analyze makes the summary that get_summary refuses to invent).
-    analyzed = await inspect(npx, home, *call_arguments("documents.analyze", document_id=ids["policy"], **focus))
+    analyzed = await inspect(
+        node, home, target, *call_arguments("documents.analyze", document_id=ids["policy"], **focus)
+    )
     attached = await inspect(
-        npx, home, *call_arguments("session.attach_document", session_id=SESSION, filename="n.txt", content="Note.")
+        node,
+        home,
+        target,
+        *call_arguments("session.attach_document", session_id=SESSION, filename="n.txt", content="Note."),
     )
     removed = await inspect(
-        npx, home, *call_arguments("session.remove_document", session_id=SESSION, document_id=ids["memo"])
+        node, home, target, *call_arguments("session.remove_document", session_id=SESSION, document_id=ids["memo"])
     )
 
     assert {tool["name"] for tool in listed["tools"]} == {
@@ -152,12 +175,15 @@ async def test_the_inspector_lists_and_calls_every_tool(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 async def test_the_inspector_lists_and_calls_underscore_tool_names(tmp_path: Path) -> None:
-    npx = _npx()
+    node = _node()
     home = tmp_path / "home"
     await seed(home)
 
-    listed = await inspect(npx, home, "--tool-names", "underscore", "--method", "tools/list")
-    called = await inspect(npx, home, "--tool-names", "underscore", *call_arguments("documents_list"))
+    target = stdio("--tool-names", "underscore")
+    listed, called = await asyncio.gather(
+        inspect(node, home, target, "--method", "tools/list"),
+        inspect(node, home, target, *call_arguments("documents_list")),
+    )
 
     assert "documents_list" in {tool["name"] for tool in listed["tools"]}
     assert [doc["filename"] for doc in called["structuredContent"]["documents"]] == ["policy.md"]

@@ -17,7 +17,7 @@ import pytest
 
 from tests.documents.pdf_factory import make_pdf
 from tests.http.conftest import client, client_factory  # noqa: F401  (the API fixtures, for the page's routes)
-from tests.http.test_serving import orc_serve
+from tests.serving import orc_serve
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

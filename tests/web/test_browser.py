@@ -12,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.http.test_serving import orc_serve
+from tests.serving import orc_serve
 from tests.web.conftest import COUNT_TOKEN_UPDATES, attachments, screenshot_folder
 
 pytestmark = pytest.mark.slow

@@ -8,12 +8,12 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp
 
 from orc.http import create_app
 from orc.settings import ApiKeyPrincipal, Settings
 from tests.http.conftest import settled, upload
+from tests.support import lifespan
 from tests.web.conftest import handbook_docx, lease_pdf
 
 KEYS = {
@@ -26,7 +26,7 @@ BASE = "http://127.0.0.1:8000"
 
 @pytest.fixture
 async def app() -> AsyncIterator[ASGIApp]:
-    async with LifespanManager(create_app(Settings(auth="api-key", api_keys=KEYS))) as manager:
+    async with lifespan(create_app(Settings(auth="api-key", api_keys=KEYS))) as manager:
         yield manager.app
 
 
