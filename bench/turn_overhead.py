@@ -61,9 +61,8 @@ from orc.composition import build_document_services, build_runtime, in_memory_mc
 from orc.documents.uploads import Upload
 from orc.http import create_app
 from orc.mcp_client import McpToolbox, ToolOutcome
-from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
-from orc.turns import TurnRequest
+from orc.turns import Orchestrator, TurnRequest
 
 CONVERSATION = "bench-overhead"
 QUESTION = "What is the monthly rent?"

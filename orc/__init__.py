@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Orchestrator": "orc.orchestrator",
+    "Orchestrator": "orc.turns",
     "OrcError": "orc.errors",
     "Principal": "orc.principal",
     "Services": "orc.composition",
@@ -42,10 +42,9 @@ __all__ = [
 if TYPE_CHECKING:
     from orc.composition import Services, build_orchestrator, build_runtime
     from orc.errors import OrcError
-    from orc.orchestrator import Orchestrator
     from orc.principal import Principal
     from orc.settings import Settings
-    from orc.turns import TurnRequest, TurnResult
+    from orc.turns import Orchestrator, TurnRequest, TurnResult
 
 
 def __getattr__(name: str) -> Any:

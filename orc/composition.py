@@ -25,7 +25,6 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from mcp_server.scope import in_process_session
 from mcp_server.server import build_mcp_server
 from mcp_server.services import McpServices
-from orc.artifacts import SessionArtifacts
 from orc.conversations import ConversationRepository
 from orc.conversations.context_requests import ContextRequests
 from orc.conversations.title_writer import TitleWriter
@@ -54,7 +53,7 @@ from orc.documents.session_texts import SessionTexts
 from orc.documents.sessions import SessionFiles
 from orc.documents.text_store import TextStore
 from orc.graph import build_graph
-from orc.handoff import Handoff
+from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
 from orc.jobs.messages import processing_message
 from orc.jobs.worker import JobWorker
@@ -62,7 +61,6 @@ from orc.mcp_client import McpConnection
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.factory import build_chat_model, model_label
 from orc.models.tokens import token_counter_for
-from orc.orchestrator import Orchestrator, TurnLimits
 from orc.principal import Principal
 from orc.quotas import Quotas, RateLimit
 from orc.settings import Settings
@@ -75,6 +73,7 @@ from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
 from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
 from orc.telemetry import configure_telemetry, tracing_enabled
 from orc.tool_contract import DOCUMENT_CHAT
+from orc.turns.service import Orchestrator, TurnLimits
 
 logger = logging.getLogger(__name__)
 

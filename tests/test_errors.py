@@ -22,7 +22,7 @@ from orc.errors import (
     StorageUnavailable,
 )
 from orc.http.problems import problem_for
-from orc.orchestrator import error_event, turn_failed
+from orc.turns import error_event, turn_failed
 
 PRODUCT_PACKAGES = ("orc", "mcp_server")
 

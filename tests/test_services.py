@@ -9,9 +9,9 @@ import typing
 import pytest
 
 from orc.composition import Services, Stores, build_runtime
-from orc.orchestrator import Orchestrator
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+from orc.turns import Orchestrator
 
 TURNS_AND_SESSIONS = {
     "prepare",

@@ -28,10 +28,10 @@ from orc.conversations import FocusContext
 from orc.documents.records import ContextRef
 from orc.documents.sessions import SessionFiles
 from orc.documents.uploads import Upload
-from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.turns import ContextRequiredEvent, Event, TurnRequest
+from orc.turns.service import Orchestrator
 
 DEMO_CONVERSATION = "demo"
 DEMO_QUESTIONS = (

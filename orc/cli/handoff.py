@@ -15,9 +15,9 @@ from typing import TextIO
 from orc.documents.extraction import extract
 from orc.errors import OrcError
 from orc.handoff import MAX_TEXT_CHARS, SupplyPayload
-from orc.orchestrator import Orchestrator
 from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import ContextRequiredEvent, ContextSuggestion, Event
+from orc.turns.service import Orchestrator
 
 ReadLine = Callable[[str], str]
 

@@ -18,6 +18,7 @@ from orc.graph.answer_prompt import answer_system_prompt
 from orc.graph.citations import extract_citations, unique_sources
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
+from orc.graph.events import TokenEvent
 from orc.graph.grounding import MarkerFilter, grounding_report
 from orc.graph.pause import emit_pause
 from orc.graph.progress import emit, progress
@@ -29,7 +30,6 @@ from orc.models.budget import HistoryTurn, history_within, within_budget
 from orc.models.sheets import Mode
 from orc.models.tokens import TokenCounter
 from orc.telemetry import model_call
-from orc.turns import TokenEvent
 
 MAX_ANSWER_SOURCES = 12
 

@@ -8,11 +8,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from orc.graph.context import TurnContext
+from orc.graph.events import ToolEvent
 from orc.graph.progress import emit, progress
 from orc.graph.state import PlannedCall, ToolResult, TurnState
 from orc.mcp_client import ToolOutcome
 from orc.tool_contract import DOCUMENT_CHAT
-from orc.turns import ToolEvent
 
 
 def document_chat_arguments(state: TurnState) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langgraph.config import get_stream_writer
 
-from orc.turns import Event, ProgressEvent
+from orc.graph.events import Event, ProgressEvent
 
 
 def emit(event: Event) -> None:

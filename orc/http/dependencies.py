@@ -10,15 +10,15 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from orc.artifacts import SessionArtifacts
 from orc.composition import Services
 from orc.digests.context import ContextFiles
 from orc.documents.library import DocumentLibrary
 from orc.errors import ServiceUnavailable
+from orc.handoff import SessionArtifacts
 from orc.idempotency import IdempotencyKeys
-from orc.orchestrator import Orchestrator
 from orc.principal import Principal
 from orc.quotas import Quotas
+from orc.turns.service import Orchestrator
 
 
 async def services(request: Request) -> Services:

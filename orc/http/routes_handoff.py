@@ -28,8 +28,8 @@ from orc.http.openapi_events import STREAM_RESPONSES
 from orc.http.routes_orc import stream_result
 from orc.http.streaming import MEDIA_TYPES, encode, negotiate
 from orc.idempotency import StoredResponse
-from orc.orchestrator import Orchestrator, PreparedTurn
 from orc.turns import ContextRequired, ContextUpdateEvent, Event, TurnResult
+from orc.turns.service import Orchestrator, PreparedTurn
 
 router = APIRouter()
 _PATH = "/sessions/{session_id}/context-requests/{request_id}"

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Query, Request, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from orc.artifacts import MAX_LIMIT, ArtifactKind, ArtifactPage
 from orc.conversations import ConversationSummary, Feedback
 from orc.conversations.export import MEDIA_TYPES, ExportFormat
 from orc.conversations.titles import title_from_question
 from orc.errors import NotFound
+from orc.handoff import MAX_LIMIT, ArtifactKind, ArtifactPage
 from orc.http.dependencies import Artifacts, Caller, Keys, Orc
 from orc.http.idempotent import idempotent
 

@@ -12,10 +12,9 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from orc.composition import build_runtime
 from orc.conversations import FocusContext
 from orc.errors import NotFound
-from orc.orchestrator import Orchestrator
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
-from orc.turns import TurnRequest, TurnResult
+from orc.turns import Orchestrator, TurnRequest, TurnResult
 from tests.documents.library_support import ACME, SESSION, build_tree, library_of, memory_stores
 
 _REF = re.compile(r'<source ref="([^"]+)"')

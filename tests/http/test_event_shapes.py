@@ -13,9 +13,8 @@ from langchain_core.messages import BaseMessage
 
 from orc.errors import OrcError, ServiceUnavailable
 from orc.http.streaming import encode
-from orc.orchestrator import error_event
 from orc.testing import FunctionChatModel
-from orc.turns import Event, EventType
+from orc.turns import Event, EventType, error_event
 from tests.http.conftest import ClientFactory, upload
 
 WIRE_KEYS: dict[str, list[str]] = {

@@ -1,4 +1,4 @@
-"""The Orchestrator: validates a turn, runs the graph, streams its events and stores the turn whole."""
+"""The turn service (``Orchestrator``): validates a turn, runs the graph, streams its events, stores the turn."""
 
 from __future__ import annotations
 
@@ -45,8 +45,9 @@ from orc.errors import (
     PayloadTooLarge,
     ServiceUnavailable,
 )
-from orc.graph import TurnContext
 from orc.graph.builder import TurnGraph
+from orc.graph.context import TurnContext
+from orc.graph.events import ContextRequiredEvent, ContextResolvedEvent, ErrorEvent, Event, citation_event
 from orc.graph.pause import PAUSE_EVENT, Resumed
 from orc.graph.state import TurnState, fresh_turn_input
 from orc.handoff import ContextUpdate, Handoff, SupplyPayload
@@ -60,18 +61,7 @@ from orc.names import normalize_blob_names, validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.storage.checkpoints import NEW_TURN
 from orc.telemetry import turn_span
-from orc.turns import (
-    ContextRequired,
-    ContextRequiredEvent,
-    ContextResolvedEvent,
-    ErrorEvent,
-    Event,
-    TurnMetadata,
-    TurnRequest,
-    TurnResult,
-    citation_event,
-    final_event,
-)
+from orc.turns.contract import ContextRequired, TurnMetadata, TurnRequest, TurnResult, final_event
 
 log = logging.getLogger(__name__)
 
@@ -376,7 +366,7 @@ class Orchestrator:
             finally:
                 await parts.aclose()
             if stored is None and paused is not None and self._handoff is not None:
-                yield await self._handoff.pause(
+                record = await self._handoff.pause(
                     turn.principal,
                     turn.conversation_id,
                     turn.question,
@@ -386,6 +376,7 @@ class Orchestrator:
                     turn.unavailable,
                     paused,
                 )
+                yield ContextRequired.of(record)
                 return
             if stored is None:
                 raise OrcError("the turn ended without an answer; nothing was stored")

@@ -1,10 +1,10 @@
 """The life cycle of a context request around a paused turn (context handoff): pause, supply, run without it,
 cancel, supersede and expire.
 
-The orchestrator runs the graph; this module decides what a request may do next and turns what the user supplied
-into sources the answer can cite: a text becomes a ``supplied::<slot>-<n>`` source, a document the best spans of it
-for the question, a SourceRef that span. Every transition is an ETag-conditional write of the request, so one
-request resumes its turn once, whichever instance the supply reaches.
+The turn service (:mod:`orc.turns`) runs the graph; this module decides what a request may do next and turns what
+the user supplied into sources the answer can cite: a text becomes a ``supplied::<slot>-<n>`` source, a document the
+best spans of it for the question, a SourceRef that span. Every transition is an ETag-conditional write of the
+request, so one request resumes its turn once, whichever instance the supply reaches.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from orc.errors import Conflict, InvalidInput, NotFound, OrcError, PayloadTooLar
 from orc.graph.pause import Resumed
 from orc.principal import Principal
 from orc.telemetry import metrics
-from orc.turns import ContextRequired
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ class Handoff:
         model_alias: str | None,
         unavailable: list[UnavailableDocument],
         required: Sequence[dict[str, Any]],
-    ) -> ContextRequired:
+    ) -> ContextRequestRecord:
         """Store the request of a turn that just paused; the user message waits (``waiting_context``)."""
         summary = await self._conversations.get(principal, conversation_id)
         after_seq = summary.message_count // 2 if summary else 0
@@ -147,13 +146,7 @@ class Handoff:
         await self.requests.create(record)
         metrics().context_requests.add(1, {"orc.handoff.event": "requested"})
         log.info("context request %s: %d slot(s)", record.request_id, len(record.required))
-        return ContextRequired(
-            conversation_id=conversation_id,
-            user_message_id=record.user_message_id,
-            request_id=record.request_id,
-            required=record.required,
-            expires_at=record.expires_at,
-        )
+        return record
 
     # -- moving a request on -----------------------------------------------------------------------------------
 
