@@ -147,4 +147,5 @@ def citation_event(citation: Citation) -> CitationEvent:
         span_id=citation.span_id,
         page=citation.page,
         quote=citation.quote,
+        section=citation.section,
     )
