@@ -52,6 +52,7 @@ from orc.documents.search import IndexCache
 from orc.documents.session_texts import SessionTexts
 from orc.documents.sessions import SessionFiles
 from orc.documents.text_store import TextStore
+from orc.documents.vectors import SpanVectors, SpanVectorStore
 from orc.graph import build_graph
 from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
@@ -59,6 +60,7 @@ from orc.jobs.messages import processing_message
 from orc.jobs.worker import JobWorker
 from orc.mcp_client import McpConnection
 from orc.models.choice import ChosenModel, ModelChoice
+from orc.models.embeddings import build_embedding_model
 from orc.models.factory import build_chat_model, model_label
 from orc.models.tokens import token_counter_for
 from orc.principal import Principal
@@ -186,6 +188,29 @@ def model_from_settings(
     )
 
 
+async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores) -> SpanVectors | None:
+    """Span vectors with the ``ORC_EMBEDDINGS`` model (none when it is ``off``); background embeddings stop
+    with the stack, before the stores close."""
+    model = build_embedding_model(
+        settings.embeddings,
+        base_url=settings.embeddings_base_url,
+        api_key=settings.embeddings_api_key.get_secret_value() if settings.embeddings_api_key else None,
+        timeout=settings.embeddings_timeout_seconds,
+        max_retries=settings.embeddings_max_retries,
+        batch_size=settings.embeddings_batch_size,
+        resources=stack,
+    )
+    if model is None:
+        return None
+    vectors = SpanVectors(
+        model,
+        SpanVectorStore(await stores.collections.collection("document_text")),
+        query_timeout=settings.embeddings_timeout_seconds,
+    )
+    stack.push_async_callback(vectors.aclose)
+    return vectors
+
+
 def digest_model_for(
     settings: Settings,
     chat_model: BaseChatModel,
@@ -239,8 +264,9 @@ async def build_document_services(
     queues = job_queues if job_queues is not None else open_job_queues(settings, stack)
     # Registered before the processor, so it stops after the jobs that use it.
     pool = extraction_pool(settings, stack)
+    vectors = await span_vectors(settings, stack, stores)
     library, context, jobs, recovery = await _document_library(
-        settings, stack, stores, catalog, digests_by, idempotency, conversations, queues, pool
+        settings, stack, stores, catalog, digests_by, idempotency, conversations, queues, pool, vectors
     )
     document_chat = DocumentChatService(
         stores.blobs,
@@ -252,8 +278,12 @@ async def build_document_services(
         extraction_pool=pool,
         # What the document processor stored is read, not extracted again, and file ids hold across instances.
         texts=SessionTexts(
-            library.session_files, TextStore(await stores.collections.collection("document_text")), library.indexes
+            library.session_files,
+            TextStore(await stores.collections.collection("document_text")),
+            library.indexes,
+            vectors,
         ),
+        vectors=vectors,
     )
     services = McpServices(document_chat=document_chat, max_question_chars=settings.max_question_chars, library=library)
     return DocumentServices(
@@ -282,6 +312,7 @@ async def _document_library(
     conversations: ConversationRepository,
     queues: JobQueues | None,
     pool: ExtractionPool | None,
+    vectors: SpanVectors | None,
 ) -> tuple[DocumentLibrary, ContextFiles, JobWorker, DocumentRecovery]:
     """Contexts, session and context documents, the processing pipeline, the search index cache and digests."""
     texts = TextStore(await stores.collections.collection("document_text"))
@@ -306,6 +337,7 @@ async def _document_library(
         limits=extraction_limits(settings),
         leases=leases,
         extraction_pool=pool,
+        vectors=vectors,
     )
     # Registered after the stores, so background jobs stop before the stores close.
     stack.push_async_callback(processor.aclose)
@@ -346,6 +378,7 @@ async def _document_library(
         indexes=indexes,
         reprocessor=Reprocessor(catalog, processor),
         summaries=summaries,
+        vectors=vectors,
     )
 
     def digest_again(location: DocumentLocation, record: Mapping[str, Any]) -> None:

@@ -64,6 +64,28 @@ class Usage(BaseModel):
         )
 
 
+RetrievalLeg = Literal["lexical", "vector"]
+
+
+class RetrievalLegs(BaseModel):
+    """Which retrieval legs ran for a search or a turn (``metadata.retrieval``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    legs: list[RetrievalLeg] = Field(
+        description="The legs whose rankings were used: lexical, and vector with embeddings."
+    )
+    fusion: Literal["rrf"] | None = Field(default=None, description="How two rankings were fused.")
+    embeddings: str | None = Field(default=None, description="The embedding model of the vector leg.")
+    lexical_only: list[str] = Field(
+        default_factory=list,
+        description="Documents searched by the lexical leg only: their vectors are still being made.",
+    )
+    vector_error: str | None = Field(
+        default=None, description="Why the vector leg did not run although embeddings are configured."
+    )
+
+
 class DocumentChatMetadata(BaseModel):
     """What document_chat reports besides its answer."""
 
@@ -76,6 +98,7 @@ class DocumentChatMetadata(BaseModel):
         default=1, description="2 when the question's words were not in the documents and it was retrieved again."
     )
     elapsed_ms: float = 0.0
+    retrieval: RetrievalLegs | None = Field(default=None, description="Which retrieval legs ran.")
 
 
 class DocumentChatResult(BaseModel):

@@ -52,6 +52,18 @@ class Settings(BaseSettings):
         '"best": "azure:gpt-4.1"} (same forms as ORC_MODEL).',
     )
 
+    embeddings: str = Field(
+        default="off",
+        description="off | openai:<model> | azure:<deployment>: the embedding model of hybrid retrieval's vector "
+        "leg. With ORC_EMBEDDINGS_BASE_URL, openai:<model> talks to any OpenAI-compatible server (Ollama, vLLM, "
+        "LM Studio). Off: lexical retrieval only.",
+    )
+    embeddings_base_url: str | None = None
+    embeddings_api_key: SecretStr | None = None
+    embeddings_timeout_seconds: float = Field(default=30.0, gt=0)
+    embeddings_max_retries: int = Field(default=2, ge=0)
+    embeddings_batch_size: int = Field(default=256, ge=1, le=2048, description="Spans per embedding request.")
+
     # -- storage ----------------------------------------------------------------------------------------
     storage: Literal["embedded", "azure"] = "embedded"
     cosmos_endpoint: str | None = None

@@ -248,6 +248,8 @@ class Metrics:
     failed: Tally
     context_requests: Tally
     context_fulfilment: otel_metrics.Histogram
+    embedding_requests: Tally
+    embedded_texts: Tally
 
 
 _instruments: dict[int, tuple[otel_metrics.MeterProvider, Metrics]] = {}
@@ -283,6 +285,10 @@ def _make_metrics(meter: otel_metrics.Meter) -> Metrics:
         context_fulfilment=meter.create_histogram(
             "orc.context_requests.fulfilment", unit="ms", description="Time from a context request to its end"
         ),
+        embedding_requests=_counted(
+            meter, "orc.embeddings.requests", "{request}", "Embedding requests, by purpose: spans, query"
+        ),
+        embedded_texts=_counted(meter, "orc.embeddings.texts", "{text}", "Texts embedded, by purpose: spans, query"),
     )
 
 
@@ -330,6 +336,14 @@ def record_model_call(input_tokens: int, output_tokens: int, cache_read_tokens: 
                 "orc.model.cache": "hit" if cache_read_tokens else "miss",
             }
         )
+
+
+def record_embedding_request(purpose: str, texts: int) -> None:
+    """Count one embedding request (``spans`` at processing, ``query`` in a turn) and the texts it carried."""
+    instruments = metrics()
+    attributes: dict[str, AttributeValue] = {"orc.embeddings.purpose": purpose}
+    instruments.embedding_requests.add(1, attributes)
+    instruments.embedded_texts.add(texts, attributes)
 
 
 # -- logs ---------------------------------------------------------------------------------------------------------

@@ -21,15 +21,18 @@ from typing import Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, SourceSpan, Usage
+from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, RetrievalLegs, SourceSpan, Usage
 from orc.documents.extraction import ExtractedDocument, extract
 from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
+from orc.documents.hybrid import beside_lexical
 from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.search import SpanIndex, build_index
 from orc.documents.session_texts import NOTHING_PROCESSED, ProcessedTexts
 from orc.documents.spans import Span, source_ref
 from orc.documents.text_store import process_extracted
+from orc.documents.vectors import SpanVectors
 from orc.errors import (
     InvalidInput,
     ItemNotFound,
@@ -101,6 +104,7 @@ class DocumentChatService:
         model_timeout_seconds: float = 120.0,
         limits: ExtractionLimits = DEFAULT_LIMITS,
         extraction_pool: ExtractionPool | None = None,
+        vectors: SpanVectors | None = None,
     ) -> None:
         if max_sources < 1 or max_documents < 1 or max_question_chars < 1 or max_document_bytes < 1:
             raise ValueError("limits must be positive")
@@ -116,6 +120,7 @@ class DocumentChatService:
         self._max_question_chars = max_question_chars
         self._max_documents = max_documents
         self._model_timeout = model_timeout_seconds
+        self._vectors = vectors
 
     @property
     def max_documents(self) -> int:
@@ -157,7 +162,7 @@ class DocumentChatService:
         cached_ids = {ref.blob_name: ref.file_id for ref in cached_file_info or ()}
         files = await self._load_all(principal, conversation_id, scope, names, cached_ids)
 
-        sources, rounds = self._select_sources(question, files)
+        sources, rounds, retrieval = await self._retrieve(question, files)
         answer, model_calls, usage = "", 0, Usage()
         if mode == "answer":
             system = load_prompt("document_chat.system").render(sources=format_sources(sources))
@@ -189,6 +194,7 @@ class DocumentChatService:
                 sources=sources,
                 retrieval_rounds=rounds,
                 elapsed_ms=round(elapsed_ms, 1),
+                retrieval=retrieval,
             ),
         )
 
@@ -294,6 +300,35 @@ class DocumentChatService:
         extracted = await self._pool.extract(data, name, info.content_type, self._limits)
         return await asyncio.to_thread(_index, extracted)
 
+    async def _retrieve(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int, RetrievalLegs]:
+        """The lexical leg alone, or (with embeddings) fused with the vector leg by reciprocal rank fusion."""
+        if self._vectors is None:
+            sources, rounds = self._select_sources(question, files)
+            return sources, rounds, LEXICAL_ONLY
+        (sources, rounds), vector = await beside_lexical(
+            self._vectors,
+            question,
+            [file.index.text for file in files],
+            [1.0] * len(files),
+            lambda: self._select_sources(question, files),
+            self._max_sources,
+        )
+        retrieval = vector.legs(self._vectors.label, [file.blob_name for file in files])
+        if not vector.hits:
+            return sources, rounds, retrieval
+        nearest = [_source(files[hit.document].blob_name, files[hit.document].spans[hit.span]) for hit in vector.hits]
+        terms = tokenize(question)
+        # Without a shared word the lexical "ranking" is only the documents' first spans: the vector leg's alone.
+        matched = rounds > 1 or any(term in file.index.postings.terms for file in files for term in terms)
+        rankings = (
+            [[source.ref for source in sources], [source.ref for source in nearest]]
+            if matched
+            else [[source.ref for source in nearest]]
+        )
+        by_ref = {source.ref: source for source in (*sources, *nearest)}
+        fused = reciprocal_rank_fusion(rankings, self._max_sources)
+        return [by_ref[ref] for ref, _ in fused], rounds, retrieval
+
     def _select_sources(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int]:
         """The best-matching spans across all files (the first spans of each file when nothing matches), and the
         retrieval rounds it took."""
@@ -357,6 +392,12 @@ class DocumentChatService:
             raise model_fault(exc) or ServiceUnavailable(
                 "the language model failed to answer; try again later", code="model_unavailable"
             ) from exc
+
+
+def _source(name: str, span: Span) -> SourceSpan:
+    return SourceSpan(
+        ref=source_ref(name, span.span_id), document=name, span_id=span.span_id, page=span.page, text=span.text
+    )
 
 
 def _not_found(name: str) -> NotFound:

@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from orc.contracts import RetrievalLegs
 from orc.conversations import ConversationRepository, FocusContext
 from orc.documents.availability import Availability, AvailableDocument, DocumentScope
 from orc.documents.context_documents import ContextDocuments
 from orc.documents.contexts import ContextDirectory
 from orc.documents.extraction import PDF
+from orc.documents.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
+from orc.documents.hybrid import beside_lexical
 from orc.documents.records import ContextRef, DocumentInfo
 from orc.documents.reprocessing import Reprocessor, usable
 from orc.documents.results import (
@@ -38,6 +41,7 @@ from orc.documents.sessions import SessionFiles
 from orc.documents.spans import source_ref
 from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
 from orc.documents.text_store import DocumentText, TextStore
+from orc.documents.vectors import SpanVectors, VectorLocation
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -54,6 +58,9 @@ MAX_QUERY_CHARS = 2_000
 HISTORICAL_WEIGHT = 0.85
 """Search scores of historical documents are scaled down: the focus context comes first at equal relevance."""
 ANALYZE_WAIT_SECONDS = 3.0
+FUSION_DEPTH = 3
+"""Each leg ranks this many times the requested results before fusion, so a span ranked well by one leg only
+can still make the cut."""
 
 
 class DocumentLibrary:
@@ -73,8 +80,10 @@ class DocumentLibrary:
         indexes: IndexCache,
         reprocessor: Reprocessor,
         summaries: SummaryProvider | None = None,
+        vectors: SpanVectors | None = None,
     ) -> None:
         self.scopes = scopes
+        self._vectors = vectors
         self._texts = texts
         self._indexes = indexes
         self._reprocessor = reprocessor
@@ -414,15 +423,48 @@ class DocumentLibrary:
                 )
             )
         weights = [HISTORICAL_WEIGHT if doc.info.origin == "historical" else 1.0 for doc, _ in searchable]
-        hits = bm25(query, [index for _, index in searchable], weights, limit)
-        results = [_hit(searchable[hit.document][0], searchable[hit.document][1], hit.span, hit.score) for hit in hits]
+        ranked, retrieval = await self._ranked(query, searchable, weights, limit)
+        results = [
+            _hit(searchable[document][0], searchable[document][1], span, score) for document, span, score in ranked
+        ]
         return SearchResults(
             query=query,
             results=results,
             searched_documents=len(searchable),
             not_ready=pending,
             message=_search_message(len(results), len(searchable), pending),
+            retrieval=retrieval,
         )
+
+    async def _ranked(
+        self,
+        query: str,
+        searchable: Sequence[tuple[AvailableDocument, SpanIndex]],
+        weights: Sequence[float],
+        limit: int,
+    ) -> tuple[list[tuple[int, int, float]], RetrievalLegs]:
+        """``(document, span, score)`` of the best spans: BM25's, or (with embeddings) BM25 and the vector leg
+        fused by reciprocal rank fusion (the score is then the RRF score)."""
+        indexes = [index for _, index in searchable]
+        if self._vectors is None or not searchable:
+            hits = bm25(query, indexes, weights, limit)
+            return [(hit.document, hit.span, hit.score) for hit in hits], LEXICAL_ONLY
+        depth = max(limit * FUSION_DEPTH, limit)
+        hits, vector = await beside_lexical(
+            self._vectors,
+            query,
+            [index.text for index in indexes],
+            weights,
+            lambda: bm25(query, indexes, weights, depth),
+            depth,
+        )
+        retrieval = vector.legs(self._vectors.label, [document.ref_name for document, _ in searchable])
+        if not vector.hits:
+            return [(hit.document, hit.span, hit.score) for hit in hits[:limit]], retrieval
+        fused = reciprocal_rank_fusion(
+            [[(hit.document, hit.span) for hit in hits], [(hit.document, hit.span) for hit in vector.hits]], limit
+        )
+        return [(document, span, score) for (document, span), score in fused], retrieval
 
     # -- text ------------------------------------------------------------------------------------------------
 
@@ -431,6 +473,11 @@ class DocumentLibrary:
         assert document.extracted_text_hash is not None and document.chunking_version is not None
         cached = self._indexes.get((document.extracted_text_hash, document.chunking_version))
         if cached is not None:
+            if self._vectors is not None and not self._vectors.knows(cached.text):
+                location = document.location
+                self._vectors.remember(
+                    cached.text, VectorLocation(location.partition_key, location.document_id, document.content_hash)
+                )
             return cached
         location = document.location
         text = await self._texts.load(location.partition_key, location.document_id, document.content_hash)
@@ -438,6 +485,10 @@ class DocumentLibrary:
             return None
         index = await asyncio.to_thread(build_index, text)
         self._indexes.put(index)
+        if self._vectors is not None:
+            self._vectors.remember(
+                text, VectorLocation(location.partition_key, location.document_id, document.content_hash)
+            )
         return index
 
 

@@ -24,6 +24,7 @@ from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.records import estimate_tokens
 from orc.documents.search import IndexCache, SpanIndex, build_index
 from orc.documents.text_store import DocumentText, TextStore, extractor_pages, process_extracted
+from orc.documents.vectors import SpanVectors, VectorLocation
 from orc.errors import ETagMismatch, ExtractionError, ItemNotFound, OrcError, UnsupportedMediaType
 from orc.storage.ports import BlobStore, DocumentCollection
 
@@ -138,6 +139,7 @@ class DocumentProcessor:
         limits: ExtractionLimits = DEFAULT_LIMITS,
         leases: JobLeases | None = None,
         extraction_pool: ExtractionPool | None = None,
+        vectors: SpanVectors | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -157,6 +159,8 @@ class DocumentProcessor:
         self._leases = leases
         # Parsing in worker processes with a memory cap, when configured (orc.documents.extraction_pool).
         self._pool = extraction_pool
+        # Span vectors for hybrid retrieval, when embeddings are configured (orc.documents.vectors).
+        self._vectors = vectors
 
     async def hold(self, job: ProcessingJob) -> None:
         """Lease ``job``'s document before its upload writes anything (a no-op without leases)."""
@@ -290,6 +294,8 @@ class DocumentProcessor:
         await self._texts.save(location.partition_key, location.document_id, job.content_hash, processed.text)
         self._indexes.put(processed.index)
         text = processed.text
+        if self._vectors is not None:
+            await self._embed(job, text)
         fields: dict[str, Any] = {
             "status": "ready",
             "status_reason": None,
@@ -310,6 +316,18 @@ class DocumentProcessor:
         # The record now points at this version; older versions of the document are garbage.
         await self._texts.delete(location.partition_key, location.document_id, keep_content_hash=job.content_hash)
         return ProcessingResult(location.document_id, "ready")
+
+    async def _embed(self, job: ProcessingJob, text: DocumentText) -> None:
+        """Make and store the span vectors; a failure leaves them to be made lazily, the document stays usable."""
+        assert self._vectors is not None
+        location = job.location
+        where = VectorLocation(location.partition_key, location.document_id, job.content_hash)
+        try:
+            await self._vectors.embed_document(text, where)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.warning("embedding %s failed: %s", location.document_id, type(exc).__name__)
 
     async def fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
         """Settle ``job``'s document as ``failed`` with ``reason`` (if its record still describes that content)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from orc.contracts import RetrievalLegs
 from orc.documents.records import ContextType, DigestStatus, DocumentInfo, DocumentStatus, Origin
 from orc.documents.summaries import DocumentSummary
 
@@ -136,3 +137,4 @@ class SearchResults(BaseModel):
     searched_documents: int
     not_ready: list[PendingDocument] = Field(default_factory=list)
     message: str
+    retrieval: RetrievalLegs | None = Field(default=None, description="Which retrieval legs ran.")

@@ -14,6 +14,7 @@ from typing import Protocol
 from orc.documents.search import IndexCache, SpanIndex, build_index
 from orc.documents.spans import CHUNKING_VERSION
 from orc.documents.text_store import TextStore
+from orc.documents.vectors import SpanVectors, VectorLocation
 from orc.principal import Principal
 from orc.storage.ports import BlobInfo
 
@@ -69,10 +70,13 @@ NOTHING_PROCESSED = NothingProcessed()
 class SessionTexts:
     """:class:`ProcessedTexts` from the session records, the text store and the process's search index cache."""
 
-    def __init__(self, records: FileRecords, texts: TextStore, indexes: IndexCache) -> None:
+    def __init__(
+        self, records: FileRecords, texts: TextStore, indexes: IndexCache, vectors: SpanVectors | None = None
+    ) -> None:
         self._records = records
         self._texts = texts
         self._indexes = indexes
+        self._vectors = vectors
 
     async def indexes(
         self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
@@ -95,11 +99,15 @@ class SessionTexts:
     async def _index(self, principal: Principal, record: FileRecord) -> SpanIndex | None:
         assert record.extracted_text_hash is not None and record.chunking_version is not None
         cached = self._indexes.get((record.extracted_text_hash, record.chunking_version))
-        if cached is not None:
-            return cached
-        text = await self._texts.load(principal.partition_key, record.file_id, record.content_hash)
-        if text is None or text.extracted_text_hash != record.extracted_text_hash:
-            return None
-        index = await asyncio.to_thread(build_index, text)
-        self._indexes.put(index)
-        return index
+        if cached is None:
+            text = await self._texts.load(principal.partition_key, record.file_id, record.content_hash)
+            if text is None or text.extracted_text_hash != record.extracted_text_hash:
+                return None
+            cached = await asyncio.to_thread(build_index, text)
+            self._indexes.put(cached)
+        if self._vectors is not None:
+            # Where this text's vectors are stored, for the vector leg (it knows a text, not a record).
+            self._vectors.remember(
+                cached.text, VectorLocation(principal.partition_key, record.file_id, record.content_hash)
+            )
+        return cached

@@ -156,6 +156,12 @@ def _version_prefix(document_id: str, content_hash: str) -> str:
     return f"{_PREFIX}{document_id}:{content_hash[:24]}:"
 
 
+def version_prefix(document_id: str, content_hash: str) -> str:
+    """The id prefix of every item of one stored version: data filed under it (span vectors) shares the
+    version's life, deleted with it by :meth:`TextStore.delete` and :meth:`TextStore.discard`."""
+    return _version_prefix(document_id, content_hash)
+
+
 class TextStore:
     """Saves, loads and deletes processed versions of documents in the ``document_text`` collection."""
 
@@ -200,7 +206,8 @@ class TextStore:
         if not items or items[0].body.get("kind") != "document_text":
             return None
         head = items[0].body
-        parts = [item.body for item in items[1:]]
+        # Other data filed under the version (span vectors) is not part of the text.
+        parts = [item.body for item in items[1:] if item.body.get("kind") == "document_text_part"]
         if len(parts) != head["parts"] or [part["part"] for part in parts] != list(range(1, len(parts) + 1)):
             return None
         joined = "".join(part["text"] for part in parts)

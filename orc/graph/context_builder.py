@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
@@ -9,7 +10,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from orc.contracts import DocumentChatResult, SourceSpan, ToolCallRecord, Usage
+from orc.contracts import DocumentChatResult, RetrievalLegs, SourceSpan, ToolCallRecord, Usage
 from orc.graph.context import TurnContext
 from orc.graph.pause import context_request, emit_pause
 from orc.graph.progress import progress
@@ -145,11 +146,16 @@ async def context_builder(state: TurnState, runtime: Runtime[TurnContext]) -> Co
                 updates["uploaded_file_refs"] = chat.files
                 updates["cache"] = chat.metadata.cache
                 updates["retrieval_rounds"] = max(state.get("retrieval_rounds", 0), chat.metadata.retrieval_rounds)
+                updates["retrieval"] = chat.metadata.retrieval
                 tool_calls += chat.metadata.model_calls
                 usage = usage + chat.metadata.usage
         else:
             found = sources_in(result.structured)
             sources.extend(found)
+            if isinstance(result.structured, dict) and isinstance(result.structured.get("retrieval"), dict):
+                # documents.search reports its legs too; a malformed report is simply not shown.
+                with contextlib.suppress(ValidationError):
+                    updates["retrieval"] = RetrievalLegs.model_validate(result.structured["retrieval"])
             source_contexts.update(source_contexts_in(result.structured))
             # Evidence reaches the answer as sources; repeating its text as the tool's answer would double it.
             context_docs.append(ToolAnswer(tool=name, text=_summary(result.structured, text, found)))

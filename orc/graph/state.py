@@ -19,6 +19,7 @@ from orc.contracts import (
     Citation,
     FileRef,
     Grounding,
+    RetrievalLegs,
     SourceSpan,
     ToolCallRecord,
     UnavailableDocument,
@@ -165,6 +166,8 @@ class TurnState(TypedDict, total=False):
     tool_model_calls: int
     tool_usage: Usage
     retrieval_rounds: int
+    retrieval: RetrievalLegs | None
+    """Which retrieval legs ran (the last document search of the turn)."""
     context_request: list[RequiredSlot] | None
     """The slots the turn asks the user for, when it pauses (context handoff)."""
     supplied: list[SourceSpan]
@@ -211,6 +214,7 @@ def fresh_turn_input(
         tool_model_calls=0,
         tool_usage=Usage(),
         retrieval_rounds=0,
+        retrieval=None,
         context_request=None,
         supplied=[],
         handoff_note="",

@@ -7,7 +7,7 @@ retries: the OpenAI SDK retries 429 and 5xx answers with backoff and honours ``R
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -25,7 +25,15 @@ from orc.models.guard import (
 )
 from orc.models.offline import OfflineExtractiveModel
 
-__all__ = ["AZURE_SCOPE", "DEFAULT_AZURE_API_VERSION", "LOCAL_API_KEY", "build_chat_model", "model_label"]
+__all__ = [
+    "AZURE_SCOPE",
+    "DEFAULT_AZURE_API_VERSION",
+    "LOCAL_API_KEY",
+    "build_chat_model",
+    "entra_token_providers",
+    "guarded_http_clients",
+    "model_label",
+]
 
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
@@ -70,7 +78,7 @@ def build_chat_model(
     )
 
 
-def _http_clients(timeout: float, resources: AsyncExitStack | None) -> dict[str, Any]:
+def guarded_http_clients(timeout: float, resources: AsyncExitStack | None) -> dict[str, Any]:
     """Sync and async httpx clients carrying the model-request guard hook, closed with ``resources``."""
     sync_client = httpx.Client(timeout=timeout, follow_redirects=True, event_hooks={"request": [httpx_request_hook]})
     async_client = httpx.AsyncClient(
@@ -107,7 +115,7 @@ def _openai(
         timeout=timeout,
         max_retries=max_retries,
         stream_usage=True,
-        **_http_clients(timeout, resources),
+        **guarded_http_clients(timeout, resources),
     )
 
 
@@ -133,13 +141,25 @@ def _azure(
         "timeout": timeout,
         "max_retries": max_retries,
         "stream_usage": True,
-        **_http_clients(timeout, resources),
+        **guarded_http_clients(timeout, resources),
     }
     key = api_key or env.get("AZURE_OPENAI_API_KEY")
     if key:
         return AzureChatOpenAI(api_key=SecretStr(key), **settings)
-    # No key: Entra ID (managed identity, workload identity, az login…) through DefaultAzureCredential.
-    # Token acquisition is network I/O outside the guarded httpx clients, so the providers check the guard too.
+    sync_provider, async_provider = entra_token_providers(endpoint, resources)
+    return AzureChatOpenAI(
+        azure_ad_token_provider=sync_provider, azure_ad_async_token_provider=async_provider, **settings
+    )
+
+
+def entra_token_providers(
+    endpoint: str, resources: AsyncExitStack | None
+) -> tuple[Callable[[], str], Callable[[], Awaitable[str]]]:
+    """Guarded sync and async Entra ID bearer-token providers for ``endpoint`` (a key-less Azure OpenAI client).
+
+    Entra ID (managed identity, workload identity, az login…) comes through DefaultAzureCredential. Token
+    acquisition is network I/O outside the guarded httpx clients, so the providers check the guard too.
+    """
     from azure.identity import DefaultAzureCredential, get_bearer_token_provider
     from azure.identity.aio import DefaultAzureCredential as AsyncDefaultAzureCredential
     from azure.identity.aio import get_bearer_token_provider as get_async_bearer_token_provider
@@ -151,11 +171,7 @@ def _azure(
         resources.push_async_callback(async_credential.close)
     sync_provider = get_bearer_token_provider(credential, AZURE_SCOPE)
     async_provider = get_async_bearer_token_provider(async_credential, AZURE_SCOPE)
-    return AzureChatOpenAI(
-        azure_ad_token_provider=guard_token_provider(sync_provider, endpoint),
-        azure_ad_async_token_provider=guard_async_token_provider(async_provider, endpoint),
-        **settings,
-    )
+    return guard_token_provider(sync_provider, endpoint), guard_async_token_provider(async_provider, endpoint)
 
 
 def model_label(model: object) -> str:

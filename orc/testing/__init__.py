@@ -6,6 +6,7 @@
   simulate latency;
 - :func:`forbid_model_requests` / :func:`allow_model_requests` switch real model requests off and on
   process-wide; ``orc.testing.pytest_plugin`` has a ``no_model_requests`` fixture;
+- :class:`HashedEmbeddingModel` is a deterministic embedding model (hashed bag of words) that counts requests;
 - :class:`ObservedProvider` / :class:`ObservedBlobStore` wrap any store so every call can be counted, timed
   or made to fail.
 
@@ -16,11 +17,13 @@ and is therefore not imported here.
 
 from orc.errors import ScriptExhausted
 from orc.models.guard import allow_model_requests, forbid_model_requests, model_requests_allowed
+from orc.testing.embeddings import HashedEmbeddingModel
 from orc.testing.scripted import FunctionChatModel, ModelRequest, ResponseFunction, ScriptedChatModel, ScriptStep
 from orc.testing.storage import ObservedBlobStore, ObservedCollection, ObservedProvider, Observer
 
 __all__ = [
     "FunctionChatModel",
+    "HashedEmbeddingModel",
     "ModelRequest",
     "ObservedBlobStore",
     "ObservedCollection",

@@ -6,7 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orc.contracts import CacheOutcome, Citation, FileRef, Grounding, ToolCallRecord, UnavailableDocument, Usage
+from orc.contracts import (
+    CacheOutcome,
+    Citation,
+    FileRef,
+    Grounding,
+    RetrievalLegs,
+    ToolCallRecord,
+    UnavailableDocument,
+    Usage,
+)
 from orc.conversations import FocusContext
 from orc.conversations.context_requests import ContextRequestRecord, RequiredSlot
 from orc.graph.events import FinalEvent
@@ -72,6 +81,9 @@ class TurnMetadata(BaseModel):
     )
     retrieval_rounds: int = Field(
         default=0, description="Retrieval rounds over the attached files: 2 when weak evidence was retrieved again."
+    )
+    retrieval: RetrievalLegs | None = Field(
+        default=None, description='Which retrieval legs ran, e.g. {"legs": ["lexical", "vector"], "fusion": "rrf"}.'
     )
 
 

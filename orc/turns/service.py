@@ -418,6 +418,7 @@ class Orchestrator:
             grounding=state["grounding"],
             unavailable_documents=turn.unavailable,
             retrieval_rounds=state["retrieval_rounds"],
+            retrieval=state.get("retrieval"),
         )
         now = utc_now()
         stored = await self._conversations.append_turn(

@@ -1,4 +1,11 @@
-"""A small OpenAI-compatible ``POST /v1/chat/completions`` endpoint on loopback, for wire tests.
+"""A small OpenAI-compatible ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` endpoint on loopback, for
+wire tests.
+
+Embeddings are deterministic (:func:`orc.testing.embeddings.hashed_vector`: hashed bag of words), as floats or
+base64 float32 as the request's ``encoding_format`` asks. ``meanings`` stands in for what a real model knows:
+a word in it is embedded as its meaning ("wide" → "length characters"), so a paraphrase can be nearest a span
+that shares none of its words. ``embedding_faults`` are error replies given first; ``embedding_fault_for``
+picks a fault by request body (e.g. hang only the requests that embed spans).
 
 It answers from a queue of :class:`Reply` objects: text (JSON, or SSE chunks when ``stream`` is true), tool
 calls, an HTTP error with headers (e.g. 429 with ``retry-after-ms``, or 400 with an OpenAI error ``code`` such as
@@ -10,11 +17,14 @@ thread on a free port; startup is awaited by polling ``server.started`` against 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import re
 import socket
+import struct
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,7 +32,10 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from orc.testing.embeddings import hashed_vector
+
 STARTUP_DEADLINE_SECONDS = 10.0
+_WORDS = re.compile(r"[^\W_]+")
 
 
 @dataclass
@@ -47,12 +60,51 @@ class OpenAIEndpoint:
         self.released = threading.Event()
         self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_faults: list[Reply] = []
+        self.embedding_fault_for: Callable[[dict[str, Any]], Reply | None] | None = None
+        self.meanings: dict[str, str] = {}
         self.app = FastAPI()
         self.app.post("/v1/chat/completions")(self._chat_completions)
+        self.app.post("/v1/embeddings")(self._embeddings)
 
     def reset(self, *replies: Reply) -> None:
         self.replies = list(replies)
         self.requests = []
+        self.embedding_requests = []
+        self.embedding_faults = []
+        self.embedding_fault_for = None
+        self.meanings = {}
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = await request.json()
+        self.embedding_requests.append(body)
+        chosen = self.embedding_fault_for(body) if self.embedding_fault_for is not None else None
+        if chosen is not None or self.embedding_faults:
+            reply = chosen if chosen is not None else self.embedding_faults.pop(0)
+            if reply.fault == "hang":
+                await asyncio.to_thread(self.released.wait)
+                return Response(status_code=503)
+            error = {"error": {"message": reply.text or "error", "type": "scripted", "code": reply.code}}
+            return JSONResponse(error, status_code=reply.status, headers=reply.headers)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for index, text in enumerate(texts):
+            vector = hashed_vector(" ".join(self.meanings.get(word, word) for word in _WORDS.findall(str(text).lower())))
+            if body.get("encoding_format") == "base64":  # what the OpenAI SDK asks for unless told otherwise
+                embedding: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            else:
+                embedding = vector
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(len(str(text).split()) for text in texts)
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def _chat_completions(self, request: Request) -> Response:
         body = await request.json()

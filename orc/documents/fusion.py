@@ -1,0 +1,34 @@
+"""Fusing the lexical and the vector rankings into one: reciprocal rank fusion (Cormack et al., 2009).
+
+RRF scores an item by ``Σ 1 / (k + rank)`` over the rankings it appears in. It reads ranks, not scores, so BM25's
+unbounded scores and cosine similarities need no calibration against each other, and an item both legs rank
+well beats one that only a single leg ranks first. ``bench/embeddings.py`` measures it against a min-max
+normalized score blend on the project's question sets (figures in ``bench/README.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
+from orc.contracts import RetrievalLegs
+
+K = TypeVar("K", bound=Hashable)
+
+RRF_K = 60
+"""The rank constant of the original paper and of Azure AI Search's hybrid queries."""
+
+LEXICAL_ONLY = RetrievalLegs(legs=["lexical"])
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], limit: int, k: int = RRF_K) -> list[tuple[K, float]]:
+    """The ``limit`` best items of ``rankings`` (each best first) by RRF score; ties keep the first ranking's
+    order, then the next's."""
+    scores: dict[K, float] = {}
+    first_seen: dict[K, tuple[int, int]] = {}
+    for leg, ranking in enumerate(rankings):
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            first_seen.setdefault(item, (leg, rank))
+    ordered = sorted(scores, key=lambda item: (-scores[item], first_seen[item]))
+    return [(item, round(scores[item], 6)) for item in ordered[:limit]]

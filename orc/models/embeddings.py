@@ -1,0 +1,200 @@
+"""The embeddings port: turning the ``ORC_EMBEDDINGS`` spec into an embedding model, or none (``off``).
+
+Embeddings are a second, optional model port (DESIGN §6), configured like the chat model: ``azure:<deployment>``
+(``AZURE_OPENAI_ENDPOINT`` or ``ORC_EMBEDDINGS_BASE_URL``, a key or Entra ID), ``openai:<model>`` (OpenAI, or
+any OpenAI-compatible server — Ollama, vLLM, LM Studio — with ``ORC_EMBEDDINGS_BASE_URL``), or ``off``.
+
+The clients are langchain-openai's, built with the same guarded httpx clients as the chat model (so
+:mod:`orc.models.guard` forbids real requests in tests), a timeout, and the OpenAI SDK's bounded retries on 429,
+5xx and dropped connections. Two settings differ from langchain's defaults, on purpose:
+
+- ``check_embedding_ctx_length=False``: otherwise every call first tokenizes with tiktoken, which downloads its
+  encoding from the internet on first use (outside the guard) and sends token ids that OpenAI-compatible servers
+  reject. orc's spans are a few hundred words, far below every embedding model's context.
+- batches are made here, one :meth:`OpenAIEmbeddingModel.embed` call per request, so each request is counted
+  (telemetry ``orc.embeddings.requests``) and a caller can say how many requests a document cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import SecretStr
+
+from orc.errors import ConfigurationError
+from orc.models.factory import DEFAULT_AZURE_API_VERSION, LOCAL_API_KEY, entra_token_providers, guarded_http_clients
+from orc.telemetry import record_embedding_request
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "EmbeddingModel",
+    "EmbeddingPurpose",
+    "OpenAIEmbeddingModel",
+    "build_embedding_model",
+    "model_key",
+]
+
+DEFAULT_BATCH_SIZE = 256
+"""Texts per embedding request: well under OpenAI's 2,048 inputs and 300,000 tokens per request for spans of a
+few hundred words, and few enough that one slow request does not hold a whole document back."""
+
+EmbeddingPurpose = Literal["spans", "query"]
+"""What a request embeds: a document's spans (at processing) or a turn's retrieval query."""
+
+
+@runtime_checkable
+class EmbeddingModel(Protocol):
+    """An embedding model: texts in, one vector per text out, in order.
+
+    Contract: ``embed`` sends exactly one request for the texts it is given (callers batch) and returns one
+    vector per text, all of the same length; it raises on failure after the client's bounded retries (it never
+    returns a partial result). ``identity`` names the model and where it is served, so vectors stored under one
+    identity are never compared with another's: a change of model re-embeds. Safe to call concurrently.
+    """
+
+    @property
+    def identity(self) -> str:
+        """``<kind>:<model>@<endpoint>``: what makes two vectors comparable."""
+        ...
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per request."""
+        ...
+
+    async def embed(self, texts: Sequence[str], purpose: EmbeddingPurpose) -> list[list[float]]:
+        """One request: the vectors of ``texts`` (at most :attr:`batch_size` of them)."""
+        ...
+
+
+def model_key(model: EmbeddingModel) -> str:
+    """A short, storable key of ``model``'s identity (what stored vectors are filed under)."""
+    return hashlib.sha256(model.identity.encode()).hexdigest()[:16]
+
+
+class OpenAIEmbeddingModel:
+    """:class:`EmbeddingModel` over a langchain-openai ``OpenAIEmbeddings`` / ``AzureOpenAIEmbeddings``."""
+
+    def __init__(self, client: Any, *, identity: str, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be positive")
+        self._client = client
+        self._identity = identity
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._requests = 0
+
+    @property
+    def identity(self) -> str:
+        """``<kind>:<model>@<endpoint>``."""
+        return self._identity
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per request."""
+        return self._batch_size
+
+    @property
+    def requests(self) -> int:
+        """Requests sent so far by this model (retries inside the SDK not counted)."""
+        with self._lock:
+            return self._requests
+
+    async def embed(self, texts: Sequence[str], purpose: EmbeddingPurpose) -> list[list[float]]:
+        """One request for ``texts``."""
+        if len(texts) > self._batch_size:
+            raise ValueError(f"at most {self._batch_size} texts per request")
+        if not texts:
+            return []
+        with self._lock:
+            self._requests += 1
+        record_embedding_request(purpose, len(texts))
+        # chunk_size = len(texts): langchain sends them as one request.
+        vectors: list[list[float]] = await self._client.aembed_documents(list(texts), chunk_size=len(texts))
+        if len(vectors) != len(texts):
+            raise ValueError("the embedding model returned a different number of vectors than texts")
+        return vectors
+
+
+def build_embedding_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | SecretStr | None = None,
+    timeout: float = 30.0,
+    max_retries: int = 2,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    environ: Mapping[str, str] | None = None,
+    resources: AsyncExitStack | None = None,
+) -> EmbeddingModel | None:
+    """The embedding model ``spec`` names (``off``: none): ``openai:<model>`` or ``azure:<deployment>``.
+
+    ``environ`` (default: the process environment) supplies ``OPENAI_API_KEY``, ``AZURE_OPENAI_ENDPOINT``,
+    ``AZURE_OPENAI_API_KEY`` and ``OPENAI_API_VERSION``, as for the chat model; ``resources`` closes the HTTP
+    connection pools (and an Entra ID credential) when the stack closes.
+    """
+    env = os.environ if environ is None else environ
+    kind, _, name = spec.strip().partition(":")
+    kind, name = kind.strip().lower(), name.strip()
+    key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+    if kind == "off" and not name:
+        return None
+    common: dict[str, Any] = {
+        "check_embedding_ctx_length": False,
+        "request_timeout": timeout,
+        "max_retries": max_retries,
+    }
+    if kind == "openai" and name:
+        from langchain_openai import OpenAIEmbeddings
+
+        secret = key or env.get("OPENAI_API_KEY") or (LOCAL_API_KEY if base_url else None)
+        if not secret:
+            raise ConfigurationError(
+                f"ORC_EMBEDDINGS=openai:{name} needs an API key: set ORC_EMBEDDINGS_API_KEY or OPENAI_API_KEY "
+                "(or ORC_EMBEDDINGS_BASE_URL for a local OpenAI-compatible server)"
+            )
+        if base_url:
+            # Local servers (Ollama, LM Studio, older vLLM) do not all decode the SDK's default base64 vectors.
+            common["model_kwargs"] = {"encoding_format": "float"}
+        client = OpenAIEmbeddings(
+            model=name,
+            openai_api_base=base_url,
+            openai_api_key=SecretStr(secret),
+            **common,
+            **guarded_http_clients(timeout, resources),
+        )
+        return OpenAIEmbeddingModel(
+            client, identity=f"openai:{name}@{base_url or 'api.openai.com'}", batch_size=batch_size
+        )
+    if kind == "azure" and name:
+        from langchain_openai import AzureOpenAIEmbeddings
+
+        endpoint = base_url or env.get("AZURE_OPENAI_ENDPOINT")
+        if not endpoint:
+            raise ConfigurationError(
+                f"ORC_EMBEDDINGS=azure:{name} needs AZURE_OPENAI_ENDPOINT (or ORC_EMBEDDINGS_BASE_URL)"
+            )
+        settings: dict[str, Any] = {
+            "azure_deployment": name,
+            "azure_endpoint": endpoint,
+            "api_version": env.get("OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION,
+            **common,
+            **guarded_http_clients(timeout, resources),
+        }
+        secret = key or env.get("AZURE_OPENAI_API_KEY")
+        if secret:
+            client = AzureOpenAIEmbeddings(openai_api_key=SecretStr(secret), **settings)
+        else:
+            sync_provider, async_provider = entra_token_providers(endpoint, resources)
+            client = AzureOpenAIEmbeddings(
+                azure_ad_token_provider=sync_provider, azure_ad_async_token_provider=async_provider, **settings
+            )
+        return OpenAIEmbeddingModel(client, identity=f"azure:{name}@{endpoint}", batch_size=batch_size)
+    raise ConfigurationError(
+        f"ORC_EMBEDDINGS={spec!r} is not an embeddings spec: use off, openai:<model> or azure:<deployment>"
+    )
