@@ -90,7 +90,9 @@ class OpenAIEndpoint:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         data = []
         for index, text in enumerate(texts):
-            vector = hashed_vector(" ".join(self.meanings.get(word, word) for word in _WORDS.findall(str(text).lower())))
+            vector = hashed_vector(
+                " ".join(self.meanings.get(word, word) for word in _WORDS.findall(str(text).lower()))
+            )
             if body.get("encoding_format") == "base64":  # what the OpenAI SDK asks for unless told otherwise
                 embedding: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
             else:

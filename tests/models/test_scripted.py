@@ -118,6 +118,12 @@ def test_the_sync_api_replays_the_script_too() -> None:
 
 def test_all_matches_the_public_api() -> None:
     public = {name for name in vars(orc.testing) if not name.startswith("_")}
-    modules = {"scripted", "storage", "pytest_plugin", "conformance"}  # submodules, once something imported them
+    modules = {
+        "scripted",
+        "storage",
+        "embeddings",
+        "pytest_plugin",
+        "conformance",
+    }  # submodules, once something imported them
 
     assert set(orc.testing.__all__) == public - modules
