@@ -265,3 +265,19 @@ async def test_counts_reach_a_collector_as_monotonic_sums_with_their_attributes(
     assert {
         point.attributes.get("orc.token.direction") for point in sums["orc.tokens"].data_points if point.attributes
     } == {"input", "output"}
+
+
+async def test_embedding_requests_and_texts_are_counted_by_purpose(recorded: Recorded) -> None:
+    from orc.models.embeddings import OpenAIEmbeddingModel
+
+    class Client:
+        async def aembed_documents(self, texts: list[str], chunk_size: int) -> list[list[float]]:
+            return [[1.0, 0.0] for _ in texts]
+
+    model = OpenAIEmbeddingModel(Client(), identity="openai:e@local", batch_size=8)
+    await model.embed(["a", "b", "c"], "spans")
+    await model.embed(["q"], "query")
+
+    points = recorded.metric_points()
+    assert (points["orc.embeddings.requests"], points["orc.embeddings.texts"]) == (2, 4)
+    assert recorded.metric_attributes("orc.embeddings.requests", "orc.embeddings.purpose") == {"spans", "query"}

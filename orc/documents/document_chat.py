@@ -26,13 +26,13 @@ from orc.documents.extraction import ExtractedDocument, extract
 from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
-from orc.documents.hybrid import beside_lexical
+from orc.documents.hybrid import beside_lexical, start_query
 from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.search import SpanIndex, build_index
 from orc.documents.session_texts import NOTHING_PROCESSED, ProcessedTexts
 from orc.documents.spans import Span, source_ref
 from orc.documents.text_store import process_extracted
-from orc.documents.vectors import SpanVectors
+from orc.documents.vectors import Matrix, SpanVectors
 from orc.errors import (
     InvalidInput,
     ItemNotFound,
@@ -160,9 +160,16 @@ class DocumentChatService:
         scope = BlobPaths.session_prefix(principal.organization, principal.user, conversation_id)
 
         cached_ids = {ref.blob_name: ref.file_id for ref in cached_file_info or ()}
-        files = await self._load_all(principal, conversation_id, scope, names, cached_ids)
+        # The query's vector is fetched while the files load and the lexical leg ranks.
+        query_vector = start_query(self._vectors, question) if self._vectors is not None else None
+        try:
+            files = await self._load_all(principal, conversation_id, scope, names, cached_ids)
+        except BaseException:
+            if query_vector is not None:
+                query_vector.cancel()
+            raise
 
-        sources, rounds, retrieval = await self._retrieve(question, files)
+        sources, rounds, retrieval = await self._retrieve(question, files, query_vector)
         answer, model_calls, usage = "", 0, Usage()
         if mode == "answer":
             system = load_prompt("document_chat.system").render(sources=format_sources(sources))
@@ -300,14 +307,16 @@ class DocumentChatService:
         extracted = await self._pool.extract(data, name, info.content_type, self._limits)
         return await asyncio.to_thread(_index, extracted)
 
-    async def _retrieve(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int, RetrievalLegs]:
+    async def _retrieve(
+        self, question: str, files: list[_LoadedFile], query_vector: asyncio.Task[Matrix] | None
+    ) -> tuple[list[SourceSpan], int, RetrievalLegs]:
         """The lexical leg alone, or (with embeddings) fused with the vector leg by reciprocal rank fusion."""
-        if self._vectors is None:
+        if self._vectors is None or query_vector is None:
             sources, rounds = self._select_sources(question, files)
             return sources, rounds, LEXICAL_ONLY
         (sources, rounds), vector = await beside_lexical(
             self._vectors,
-            question,
+            query_vector,
             [file.index.text for file in files],
             [1.0] * len(files),
             lambda: self._select_sources(question, files),

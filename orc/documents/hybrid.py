@@ -1,9 +1,10 @@
-"""Running the vector leg beside the lexical one: the query is embedded once, while the lexical leg ranks.
+"""Running the vector leg beside the lexical one: the query is embedded once, while the rest of the search runs.
 
-The lexical leg is CPU work; with embeddings on it runs in a worker thread so the query's embedding request is
-on the wire meanwhile, and the span vectors of the searched documents are read (cache, else store) at the same
-time. A turn therefore waits for the slower of the two legs, not their sum. When the embedding request fails or
-times out, the lexical ranking is used alone and the result says why; a turn never fails for its vector leg.
+A caller starts the query's embedding (:func:`start_query`) as soon as it knows the query, before it reads the
+documents it searches, so the request is on the wire while the storage reads, the lexical leg (CPU work, run on
+the loop: a thread hop would cost more than it hides) and the reads of the span vectors (cache, else store)
+happen. A search therefore waits for the slower of the two legs, not their sum. When the embedding request fails
+or times out, the lexical ranking is used alone and the result says why; a turn never fails for its vector leg.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TypeVar
 
 from orc.contracts import RetrievalLegs
 from orc.documents.text_store import DocumentText
-from orc.documents.vectors import SpanVectors, VectorHit, nearest
+from orc.documents.vectors import Matrix, SpanVectors, VectorHit, nearest
 
 logger = logging.getLogger(__name__)
 
@@ -39,24 +40,35 @@ class VectorLeg:
         return RetrievalLegs(legs=["lexical", "vector"], fusion="rrf", embeddings=label, lexical_only=waiting)
 
 
+def start_query(vectors: SpanVectors, query: str) -> asyncio.Task[Matrix]:
+    """Start embedding ``query`` now; hand the task to :func:`beside_lexical` (or cancel it). A task its caller
+    abandons (the search failed on bad input meanwhile) ends by itself within the query timeout, unobserved."""
+    task = asyncio.create_task(vectors.embed_query(query), name="embed-query")
+    task.add_done_callback(_observed)
+    return task
+
+
+def _observed(task: asyncio.Task[Matrix]) -> None:
+    # Retrieving the exception keeps asyncio from logging it as never retrieved; beside_lexical reports it.
+    if not task.cancelled():
+        task.exception()
+
+
 async def beside_lexical(
     vectors: SpanVectors,
-    query: str,
+    query_vector: asyncio.Task[Matrix],
     texts: Sequence[DocumentText],
     weights: Sequence[float],
     lexical: Callable[[], T],
     depth: int,
 ) -> tuple[T, VectorLeg]:
-    """Run ``lexical`` (in a thread) while the query is embedded and the texts' vectors are read; the lexical
-    result and the ``depth`` nearest spans."""
-    query_vector = asyncio.create_task(vectors.embed_query(query))
-    matrices = asyncio.create_task(vectors.matrices(texts))
+    """Read the texts' vectors and run ``lexical`` while the query's embedding (started by :func:`start_query`)
+    is in flight; the lexical result and the ``depth`` nearest spans. Cancels ``query_vector`` on failure."""
     try:
-        lexical_result = await asyncio.to_thread(lexical)
-        found = await matrices
+        found = await vectors.matrices(texts)
+        lexical_result = lexical()
     except BaseException:
         query_vector.cancel()
-        matrices.cancel()
         raise
     lexical_only = [index for index, matrix in enumerate(found) if matrix is None]
     try:

@@ -19,7 +19,7 @@ from orc.documents.context_documents import ContextDocuments
 from orc.documents.contexts import ContextDirectory
 from orc.documents.extraction import PDF
 from orc.documents.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
-from orc.documents.hybrid import beside_lexical
+from orc.documents.hybrid import beside_lexical, start_query
 from orc.documents.records import ContextRef, DocumentInfo
 from orc.documents.reprocessing import Reprocessor, usable
 from orc.documents.results import (
@@ -41,7 +41,7 @@ from orc.documents.sessions import SessionFiles
 from orc.documents.spans import source_ref
 from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
 from orc.documents.text_store import DocumentText, TextStore
-from orc.documents.vectors import SpanVectors, VectorLocation
+from orc.documents.vectors import Matrix, SpanVectors, VectorLocation
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -394,6 +394,8 @@ class DocumentLibrary:
         if len(query) > MAX_QUERY_CHARS:
             raise PayloadTooLarge(f"query is longer than {MAX_QUERY_CHARS} characters; shorten it")
         _check_range("limit", limit, 1, MAX_SEARCH_LIMIT)
+        # The query's vector is fetched while the scope and the indexes are read and the lexical leg ranks.
+        query_vector = start_query(self._vectors, query) if self._vectors is not None else None
         availability = await self.available(principal, scope)
         documents = list(availability.documents)
         if document_ids:
@@ -423,7 +425,7 @@ class DocumentLibrary:
                 )
             )
         weights = [HISTORICAL_WEIGHT if doc.info.origin == "historical" else 1.0 for doc, _ in searchable]
-        ranked, retrieval = await self._ranked(query, searchable, weights, limit)
+        ranked, retrieval = await self._ranked(query, query_vector, searchable, weights, limit)
         results = [
             _hit(searchable[document][0], searchable[document][1], span, score) for document, span, score in ranked
         ]
@@ -439,6 +441,7 @@ class DocumentLibrary:
     async def _ranked(
         self,
         query: str,
+        query_vector: asyncio.Task[Matrix] | None,
         searchable: Sequence[tuple[AvailableDocument, SpanIndex]],
         weights: Sequence[float],
         limit: int,
@@ -446,13 +449,15 @@ class DocumentLibrary:
         """``(document, span, score)`` of the best spans: BM25's, or (with embeddings) BM25 and the vector leg
         fused by reciprocal rank fusion (the score is then the RRF score)."""
         indexes = [index for _, index in searchable]
-        if self._vectors is None or not searchable:
+        if self._vectors is None or query_vector is None or not searchable:
+            if query_vector is not None:
+                query_vector.cancel()
             hits = bm25(query, indexes, weights, limit)
             return [(hit.document, hit.span, hit.score) for hit in hits], LEXICAL_ONLY
         depth = max(limit * FUSION_DEPTH, limit)
         hits, vector = await beside_lexical(
             self._vectors,
-            query,
+            query_vector,
             [index.text for index in indexes],
             weights,
             lambda: bm25(query, indexes, weights, depth),

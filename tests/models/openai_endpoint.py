@@ -64,6 +64,8 @@ class OpenAIEndpoint:
         self.embedding_faults: list[Reply] = []
         self.embedding_fault_for: Callable[[dict[str, Any]], Reply | None] | None = None
         self.meanings: dict[str, str] = {}
+        self.embedding_delay = 0.0
+        """Seconds each embedding request takes on the server (a model's compute time, for benchmarks)."""
         self.app = FastAPI()
         self.app.post("/v1/chat/completions")(self._chat_completions)
         self.app.post("/v1/embeddings")(self._embeddings)
@@ -79,6 +81,8 @@ class OpenAIEndpoint:
     async def _embeddings(self, request: Request) -> Response:
         body = await request.json()
         self.embedding_requests.append(body)
+        if self.embedding_delay:
+            await asyncio.sleep(self.embedding_delay)
         chosen = self.embedding_fault_for(body) if self.embedding_fault_for is not None else None
         if chosen is not None or self.embedding_faults:
             reply = chosen if chosen is not None else self.embedding_faults.pop(0)
