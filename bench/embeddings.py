@@ -14,7 +14,8 @@ load from other work hits both alike.
    chat-model calls from ``metadata.model_calls``; the turn's added time is on − off of each pair of adjacent
    turns, compared with one query embedding timed alone through the same client between the pairs (the round
    trip); and the turn's added CPU time (this process's, on − off), the part that does not depend on the load
-   other work puts on the machine.
+   other work puts on the machine. Run twice: the endpoint answering base64 float32 (what the OpenAI SDK asks
+   for; OpenAI, Azure OpenAI, vLLM, llama.cpp answer so) and answering JSON floats anyway (as Ollama does).
 2. ``pages``: a ``--pages``-page PDF (one span per page) processed with embeddings on, with the default batch
    size and with 64; requests counted and the processing time compared with embeddings off.
 3. ``fusion``: recall@5 / @8 of the span holding the expected phrase, over the ten real documents of
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -89,12 +90,15 @@ class Endpoint:
     """The loopback endpoint in a process of its own (so its work does not share the bench's interpreter), with
     the sizes of the embedding requests it received at ``GET /stats``."""
 
-    def __init__(self, delay_ms: float) -> None:
+    def __init__(self, delay_ms: float, *, answers_floats: bool = False) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        command = [sys.executable, "-m", "bench.embeddings", "--serve-endpoint", str(self.port)]
+        command = [sys.executable, "-m", "bench.embeddings", "--serve-endpoint", str(self.port), str(delay_ms)]
         self._process = subprocess.Popen(
-            [*command, "--delay-ms", str(delay_ms)], cwd=REPO, stdin=subprocess.DEVNULL, start_new_session=True
+            [*command, "floats" if answers_floats else "base64"],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
     async def started(self) -> None:
@@ -124,10 +128,11 @@ class Endpoint:
             self._process.wait(timeout=10)
 
 
-def serve_endpoint(port: int, delay_ms: float) -> None:
+def serve_endpoint(port: int, delay_ms: float, answers_floats: bool) -> None:
     """Run the endpoint on ``port`` until terminated (the child process of :class:`Endpoint`)."""
     endpoint = OpenAIEndpoint()
     endpoint.embedding_delay = delay_ms / 1000
+    endpoint.answers_floats = answers_floats
 
     async def stats() -> dict[str, list[int]]:
         return {"inputs": [len(body["input"]) for body in endpoint.embedding_requests]}
@@ -153,34 +158,14 @@ async def _turn(services: Services, question: str) -> tuple[float, float, TurnRe
     return elapsed, spent, result
 
 
-@contextlib.contextmanager
-def _service_wire(running: Endpoint) -> Iterator[None]:
-    """Point ``openai:<model>`` without a base URL (the OpenAI service's path: vectors as base64) at the endpoint."""
-    saved = {name: os.environ.get(name) for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
-    os.environ.update(OPENAI_BASE_URL=running.base_url, OPENAI_API_KEY="bench")
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 async def _turns(args: argparse.Namespace, running: Endpoint, result: BenchResult, wire: str) -> None:
-    """Turns with the vectors sent as ``float`` (a base URL: local servers) or ``base64`` (OpenAI, Azure)."""
+    """Turns with the vectors answered as ``base64`` (OpenAI, Azure, vLLM) or as ``float`` (Ollama)."""
     uploads = [Upload(name, data) for name, data in SAMPLE_DOCS.items()]
     async with AsyncExitStack() as stack:
         homes = [stack.enter_context(tempfile.TemporaryDirectory(prefix="orc-bench-embed-")) for _ in range(2)]
         off = await stack.enter_async_context(build_runtime(_settings(homes[0], None)))
-        if wire == "base64":
-            stack.enter_context(_service_wire(running))
-            settings = Settings(home=Path(homes[1]), embeddings="openai:bench-embed")
-            model = build_embedding_model("openai:bench-embed", resources=stack)
-        else:
-            settings = _settings(homes[1], running)
-            model = build_embedding_model("openai:bench-embed", base_url=running.base_url, resources=stack)
+        settings = _settings(homes[1], running)
+        model = build_embedding_model("openai:bench-embed", base_url=running.base_url, resources=stack)
         on = await stack.enter_async_context(build_runtime(settings))
         for services in (off, on):
             await services.session_files.add(LOCAL_PRINCIPAL, "c", uploads, wait_seconds=60)
@@ -367,14 +352,15 @@ async def _fusion(result: BenchResult) -> None:
 
 async def run(args: argparse.Namespace) -> BenchResult:
     result = BenchResult(name="embeddings")
-    running = Endpoint(args.delay_ms)
-    try:
-        await running.started()
-        for wire in ("float", "base64"):
+    for wire in ("base64", "float"):
+        running = Endpoint(args.delay_ms, answers_floats=wire == "float")
+        try:
+            await running.started()
             await _turns(args, running, result, wire)
-        await _pages(args, running, result)
-    finally:
-        running.stop()
+            if wire == "base64":
+                await _pages(args, running, result)
+        finally:
+            running.stop()
     await _fusion(result)
     return result
 
@@ -382,7 +368,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
 main = standalone(__doc__ or "", run, configure)
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--serve-endpoint":
-        serve_endpoint(int(sys.argv[2]), float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
+    if len(sys.argv) == 5 and sys.argv[1] == "--serve-endpoint":
+        serve_endpoint(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "floats")
     else:
         exit_with(main)

@@ -17,7 +17,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
-from orc.contracts import Citation, FileRef, Grounding, SourceSpan, ToolCallRecord, UnavailableDocument, Usage
+from orc.contracts import (
+    Citation,
+    FileRef,
+    Grounding,
+    RetrievalLegs,
+    SourceSpan,
+    ToolCallRecord,
+    UnavailableDocument,
+    Usage,
+)
 from orc.conversations import FocusContext
 from orc.conversations.context_requests import RequiredSlot, SuggestedSupply, Suggestion
 from orc.graph import build_graph
@@ -201,6 +210,7 @@ def every_field_set() -> TurnState:
             UnavailableDocument(document_id="f-2", name="scan.pdf", status="failed", reason="no text layer")
         ],
         retrieval_rounds=2,
+        retrieval=RetrievalLegs(legs=["lexical", "vector"], fusion="rrf", embeddings="azure:embed"),
         grounding=Grounding(cited_sentences=1, uncited_sentences=0, removed_markers=1),
         suggestions=["What does lease.txt say about the deposit?"],
         context_request=[

@@ -113,6 +113,7 @@ CHECKPOINTED_TYPES: tuple[type, ...] = (
     ListedDocument,
     PriorTurn,
     Grounding,
+    RetrievalLegs,
     UnavailableDocument,
     RequiredSlot,
     Suggestion,

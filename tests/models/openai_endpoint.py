@@ -66,6 +66,8 @@ class OpenAIEndpoint:
         self.meanings: dict[str, str] = {}
         self.embedding_delay = 0.0
         """Seconds each embedding request takes on the server (a model's compute time, for benchmarks)."""
+        self.answers_floats = False
+        """Answer JSON floats even when base64 is asked for (as Ollama does)."""
         self.app = FastAPI()
         self.app.post("/v1/chat/completions")(self._chat_completions)
         self.app.post("/v1/embeddings")(self._embeddings)
@@ -77,6 +79,7 @@ class OpenAIEndpoint:
         self.embedding_faults = []
         self.embedding_fault_for = None
         self.meanings = {}
+        self.answers_floats = False
 
     async def _embeddings(self, request: Request) -> Response:
         body = await request.json()
@@ -97,7 +100,7 @@ class OpenAIEndpoint:
             vector = hashed_vector(
                 " ".join(self.meanings.get(word, word) for word in _WORDS.findall(str(text).lower()))
             )
-            if body.get("encoding_format") == "base64":  # what the OpenAI SDK asks for unless told otherwise
+            if body.get("encoding_format") == "base64" and not self.answers_floats:  # the OpenAI SDK's default
                 embedding: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
             else:
                 embedding = vector

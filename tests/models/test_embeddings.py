@@ -74,9 +74,18 @@ async def test_texts_are_embedded_over_the_openai_wire_one_request_per_call(endp
     assert len(vectors) == 3 and model.requests == 1
     (request,) = endpoint.endpoint.embedding_requests
     assert request["model"] == "local-embed"
-    # Raw text, not tiktoken ids (no tokenizer download), and floats (local servers may not decode base64).
+    # Raw text, not tiktoken ids (no tokenizer download); vectors as base64 float32, the SDK's cheap path.
     assert request["input"] == ["the deposit is 900 euros", "the boat is at pier 7", "rent"]
-    assert request["encoding_format"] == "float"
+    assert request["encoding_format"] == "base64"
+
+
+async def test_a_server_that_answers_floats_to_a_base64_request_is_read_too(endpoint: RunningEndpoint) -> None:
+    endpoint.endpoint.answers_floats = True  # as Ollama does
+    model = local_model(endpoint)
+
+    (vector,) = await model.embed(["the deposit is 900 euros"], "query")
+
+    assert vector == pytest.approx(hashed_vector("the deposit is 900 euros"), abs=1e-6)
 
 
 async def test_more_texts_than_a_batch_are_refused_so_callers_count_their_requests(endpoint: RunningEndpoint) -> None:
