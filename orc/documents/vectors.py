@@ -262,7 +262,13 @@ class SpanVectors:
     async def matrices(self, texts: Sequence[DocumentText]) -> list[Matrix | None]:
         """Each text's vectors: cached, else loaded from the store; a text with none stored yet gets ``None`` and
         is embedded in the background (its turn searches it with the lexical leg only)."""
-        return list(await asyncio.gather(*(self._matrix(text) for text in texts)))
+        found: list[Matrix | None] = [self._cache.get(self.key_of(text)) for text in texts]
+        missing = [index for index, matrix in enumerate(found) if matrix is None]
+        if missing:  # a warm turn finds every matrix cached: no task, no storage call
+            loaded = await asyncio.gather(*(self._matrix(texts[index]) for index in missing))
+            for index, matrix in zip(missing, loaded, strict=True):
+                found[index] = matrix
+        return found
 
     async def _matrix(self, text: DocumentText) -> Matrix | None:
         key = self.key_of(text)
