@@ -177,6 +177,7 @@ async def _turns(args: argparse.Namespace, running: Endpoint, result: BenchResul
         times: dict[str, list[float]] = {"off": [], "on": []}
         cpu: dict[str, list[float]] = {"off": [], "on": []}
         round_trips: list[float] = []
+        trip_cpu: list[float] = []
         calls: dict[str, int] = {"off": 0, "on": 0}
         per_turn: list[int] = []
         legs: set[str] = set()
@@ -193,9 +194,10 @@ async def _turns(args: argparse.Namespace, running: Endpoint, result: BenchResul
                     assert turn.metadata.retrieval is not None
                     legs.add("+".join(turn.metadata.retrieval.legs))
             # The round trip alone, through the same kind of client, between the turns.
-            started = time.perf_counter()
+            started, spent = time.perf_counter(), time.process_time()
             await model.embed([question], "query")
             round_trips.append((time.perf_counter() - started) * 1000)
+            trip_cpu.append((time.process_time() - spent) * 1000)
     off_ms, on_ms, trip_ms = summarize(times["off"]), summarize(times["on"]), summarize(round_trips)
     paired = summarize([on - off for on, off in zip(times["on"], times["off"], strict=True)])
     cpu_added = summarize([on - off for on, off in zip(cpu["on"], cpu["off"], strict=True)])
@@ -205,6 +207,7 @@ async def _turns(args: argparse.Namespace, running: Endpoint, result: BenchResul
         {"measure": f"[{wire}] turn's added time (on − off, paired)", **paired},
         {"measure": f"[{wire}] one query embedding alone (round trip)", **trip_ms},
         {"measure": f"[{wire}] turn's added CPU time (on − off, paired)", **cpu_added},
+        {"measure": f"[{wire}] CPU time of one query embedding alone (the client's)", **summarize(trip_cpu)},
     ]
     result.details[f"turns_{wire}"] = {
         "legs": sorted(legs),
