@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from orc.documents.spans import Span
 from orc.documents.text_store import DocumentText, version_prefix
 from orc.models.embeddings import EmbeddingModel, model_key
 from orc.storage.ports import DocumentCollection
@@ -40,6 +41,8 @@ VectorKey = tuple[str, str, str]
 
 PART_CHARS = 1_000_000
 """Base64 characters of vectors per stored part (about 730 spans of 1,536 dimensions)."""
+RECIPE = "t1"
+"""What is embedded of a span (:func:`embedded_text`); part of the stored key, so a change of it re-embeds."""
 RETRY_AFTER_SECONDS = 60.0
 """How long a document whose background embedding failed waits before a turn may schedule it again."""
 
@@ -51,6 +54,11 @@ class VectorLocation:
     partition_key: str
     document_id: str
     content_hash: str
+
+
+def embedded_text(span: Span) -> str:
+    """A span as it is embedded: its section's title path first, so a span is found by what its section is about."""
+    return f"{span.section}\n{span.text}" if span.section else span.text
 
 
 def normalized(rows: Sequence[Sequence[float]]) -> Matrix:
@@ -199,7 +207,7 @@ class SpanVectors:
         max_locations: int = 100_000,
     ) -> None:
         self._model = model
-        self._key = model_key(model)
+        self._key = f"{model_key(model)}{RECIPE}"
         self._store = store
         self._cache = cache or VectorCache()
         self._query_timeout = query_timeout
@@ -220,6 +228,11 @@ class SpanVectors:
         """The embedding model."""
         return self._model
 
+    @property
+    def store_key(self) -> str:
+        """What the vectors are filed under: the model's key and :data:`RECIPE`."""
+        return self._key
+
     def key_of(self, text: DocumentText) -> VectorKey:
         """The cache key of ``text``'s vectors."""
         return (text.extracted_text_hash, text.chunking_version, self._key)
@@ -239,7 +252,7 @@ class SpanVectors:
         """Embed ``text``'s spans in batches, store and cache them; the number of requests it took."""
         self.remember(text, location)
         key = self.key_of(text)
-        spans = [span.text for span in text.spans]
+        spans = [embedded_text(span) for span in text.spans]
         if not spans:
             return 0
         batch = self._model.batch_size

@@ -78,16 +78,26 @@ async def test_vectors_of_another_model_or_other_spans_are_not_used() -> None:
     from orc.storage.memory import MemoryCollectionProvider
 
     store = SpanVectorStore(await MemoryCollectionProvider().collection("document_text"))
-    await SpanVectors(HashedEmbeddingModel(name="a"), store).embed_document(LEASE, WHERE)
+    first = SpanVectors(HashedEmbeddingModel(name="a"), store)
+    await first.embed_document(LEASE, WHERE)
     other_model = SpanVectors(HashedEmbeddingModel(name="b"), store)
     other_model.remember(LEASE, WHERE)
 
     assert await other_model.matrices([LEASE]) == [None]  # a change of model re-embeds (in the background)
     await other_model.settle()
     assert (await other_model.matrices([LEASE]))[0] is not None
-    from orc.models.embeddings import model_key
+    assert await store.load(WHERE, first.store_key, LEASE.spans_hash) is not None
+    assert await store.load(WHERE, first.store_key, "the hash of other spans") is None
 
-    assert await store.load(WHERE, model_key(HashedEmbeddingModel(name="a")), "another spans hash") is None
+
+def test_a_span_is_embedded_with_its_section_title() -> None:
+    from orc.documents.spans import Span
+    from orc.documents.vectors import embedded_text
+
+    titled = Span(span_id="S1", page=1, start=0, end=5, text="Lines must stay short.", section="Format › Lines")
+
+    assert embedded_text(titled) == "Format › Lines\nLines must stay short."
+    assert embedded_text(LEASE.spans[0]) == LEASE.spans[0].text
 
 
 class GatedModel(HashedEmbeddingModel):
