@@ -2,7 +2,7 @@
 queue-triggered functions that process documents and digests (``ORC_JOBS=queue``). No logic here.
 
 Settings come from the Function App's application settings (``ORC_*``); see README "Deploying to Azure".
-The queue names match infra/main.bicep; the host reads them through its own storage connection
+The queue names come from orc.resources, the list infra/main.bicep declares; the host reads them through its own storage connection
 (``AzureWebJobsStorage``). A handler that raises (another worker holds the job, storage failed) leaves the
 message to the host, which delivers it again; orc marks a document ``failed`` before the host's own poison limit.
 """
@@ -12,19 +12,20 @@ import azure.functions as func
 from orc.composition import SharedRuntime
 from orc.http import create_app
 from orc.http.functions_relay import RelayFunctionApp
+from orc.resources import QUEUE_DIGESTS, QUEUE_DOCUMENTS
 
 app = RelayFunctionApp(create_app())
 jobs = SharedRuntime()
 
 
-@app.queue_trigger(arg_name="message", queue_name="orc-documents", connection="AzureWebJobsStorage")
+@app.queue_trigger(arg_name="message", queue_name=QUEUE_DOCUMENTS, connection="AzureWebJobsStorage")
 async def process_document(message: func.QueueMessage) -> None:
     """Extract, span and index one uploaded document (orc.jobs.worker)."""
     services = await jobs.get()
     await services.jobs.handle_message("process", message.get_body(), message.dequeue_count or 1)
 
 
-@app.queue_trigger(arg_name="message", queue_name="orc-digests", connection="AzureWebJobsStorage")
+@app.queue_trigger(arg_name="message", queue_name=QUEUE_DIGESTS, connection="AzureWebJobsStorage")
 async def refresh_digests(message: func.QueueMessage) -> None:
     """Refresh one session's per-file and aggregate digests (orc.jobs.worker)."""
     services = await jobs.get()

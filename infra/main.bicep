@@ -14,20 +14,41 @@ param openAiModelVersion string = '2024-07-18'
 param openAiCapacity int = 30
 param openAiApiVersion string = '2024-10-21'
 @allowed(['easyauth', 'api-key'])
-@description('easyauth needs App Service authentication configured on the app; api-key needs orcApiKeys.')
+@description('easyauth: App Service authentication (Entra ID) is configured below and required on every request; api-key needs orcApiKeys.')
 param orcAuth string = 'easyauth'
 @secure()
 @description('ORC_API_KEYS (JSON) when orcAuth is api-key.')
 param orcApiKeys string = ''
+@description('Application (client) id of the Entra ID app registration users sign in to (orcAuth easyauth); see docs/deploying-to-azure.md.')
+param authClientId string = ''
+@description('Entra ID tenant of the app registration (default: the deployment\'s tenant).')
+param authTenantId string = tenant().tenantId
+@allowed(['RedirectToLoginPage', 'Return401'])
+@description('What App Service answers an unauthenticated request: a browser sign-in redirect, or 401 (API-only use).')
+param authUnauthenticatedAction string = 'RedirectToLoginPage'
 
 var token = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var tags = { 'azd-env-name': environmentName }
 var appName = 'func-orc-${token}'
-var documentsContainer = 'orc'
-var deploymentContainer = 'deployments'
-var queueNames = ['orc-documents', 'orc-digests']
+// Every resource orc's code uses, exactly as orc/resources.py lists them (tests/test_azure_resources.py keeps the
+// two equal). The app never creates them on Azure: it checks them at start-up and refuses to start without one.
 var cosmosDatabase = 'orc'
-var cosmosContainers = ['conversations', 'catalog', 'digests', 'idempotency', 'document_text', 'checkpoints']
+var cosmosContainers = [
+  { name: 'conversations', partitionKey: '/pk' }
+  { name: 'catalog', partitionKey: '/pk' }
+  { name: 'digests', partitionKey: '/pk' }
+  { name: 'idempotency', partitionKey: '/pk' }
+  { name: 'document_text', partitionKey: '/pk' }
+  { name: 'checkpoints', partitionKey: '/pk' }
+  { name: 'processing_leases', partitionKey: '/pk' }
+  { name: 'context_requests', partitionKey: '/pk' }
+  { name: 'context_request_deadlines', partitionKey: '/pk' }
+  { name: 'quotas', partitionKey: '/pk' }
+]
+var blobContainers = ['orc']
+var queueNames = ['orc-documents', 'orc-digests']
+// The Functions host's deployment packages (not orc's).
+var deploymentContainer = 'deployments'
 
 // Built-in role definitions (their ids are the same in every tenant).
 var storageBlobDataContributor = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
@@ -77,10 +98,12 @@ resource blobs 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
   name: 'default'
 }
 
-resource documents 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
-  parent: blobs
-  name: documentsContainer
-}
+resource orcBlobContainers 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = [
+  for container in blobContainers: {
+    parent: blobs
+    name: container
+  }
+]
 
 resource deployments 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
   parent: blobs
@@ -123,8 +146,8 @@ resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-11-15
 resource containers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-11-15' = [
   for container in cosmosContainers: {
     parent: database
-    name: container
-    properties: { resource: { id: container, partitionKey: { paths: ['/pk'], kind: 'Hash' } } }
+    name: container.name
+    properties: { resource: { id: container.name, partitionKey: { paths: [container.partitionKey], kind: 'Hash' } } }
   }
 ]
 
@@ -232,7 +255,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'ORC_COSMOS_ENDPOINT', value: cosmos.properties.documentEndpoint }
         { name: 'ORC_COSMOS_DATABASE', value: cosmosDatabase }
         { name: 'ORC_BLOB_ACCOUNT_URL', value: storage.properties.primaryEndpoints.blob }
-        { name: 'ORC_BLOB_CONTAINER', value: documentsContainer }
+        { name: 'ORC_BLOB_CONTAINER', value: blobContainers[0] }
         { name: 'ORC_MODEL', value: 'azure:${model.name}' }
         { name: 'AZURE_OPENAI_ENDPOINT', value: openAi.properties.endpoint }
         { name: 'OPENAI_API_VERSION', value: openAiApiVersion }
@@ -249,7 +272,38 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
       ]
     }
   }
-  dependsOn: [documents, deployments, queues, containers]
+  dependsOn: [orcBlobContainers, deployments, queues, containers]
+}
+
+// -- App Service authentication (Easy Auth): required whenever orc trusts its principal header -------------
+// With it on, the platform signs users in with Entra ID, rejects unauthenticated requests before they reach orc,
+// strips any X-MS-* header a client sends and sets WEBSITE_AUTH_ENABLED=True, which orc checks before it trusts
+// X-MS-CLIENT-PRINCIPAL (without it, orc refuses every request with 503 easyauth_not_enabled).
+resource authentication 'Microsoft.Web/sites/config@2024-04-01' = if (orcAuth == 'easyauth') {
+  parent: app
+  name: 'authsettingsV2'
+  properties: {
+    platform: { enabled: true }
+    globalValidation: {
+      requireAuthentication: true
+      unauthenticatedClientAction: authUnauthenticatedAction
+      redirectToProvider: 'azureactivedirectory'
+      // Liveness for probes; orc answers it without any detail to an unauthenticated caller.
+      excludedPaths: ['/api/health']
+    }
+    httpSettings: { requireHttps: true }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: authClientId
+          openIdIssuer: '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'
+        }
+        validation: { allowedAudiences: [authClientId, 'api://${authClientId}'] }
+      }
+    }
+    login: { tokenStore: { enabled: true } }
+  }
 }
 
 resource hostStorage 'Microsoft.Authorization/roleAssignments@2022-04-01' = {

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -77,6 +77,11 @@ from orc.telemetry import configure_telemetry, tracing_enabled
 from orc.tool_contract import DOCUMENT_CHAT
 from orc.turns.service import Orchestrator, TurnLimits
 
+if TYPE_CHECKING:  # the Azure SDKs load only where Azure is configured
+    from orc.storage.azure_blob import AzureBlobStore
+    from orc.storage.azure_queue import AzureJobQueue
+    from orc.storage.cosmos import CosmosCollectionProvider
+
 logger = logging.getLogger(__name__)
 
 
@@ -96,22 +101,33 @@ class JobQueues:
     digests: JobQueue
 
 
-def open_job_queues(settings: Settings, stack: AsyncExitStack) -> JobQueues | None:
-    """Azure Storage Queues when ``ORC_JOBS=queue``; None for in-process jobs (asyncio tasks, the default)."""
+async def open_job_queues(settings: Settings, stack: AsyncExitStack) -> JobQueues | None:
+    """Azure Storage Queues when ``ORC_JOBS=queue``; None for in-process jobs (asyncio tasks, the default).
+
+    Where resources are not created (``ORC_RESOURCES``), a missing queue stops start-up, named."""
     if settings.jobs != "queue":
         return None
     from orc.storage.azure_queue import AzureJobQueue  # Azure SDK only when queues are used
 
-    def queue(name: str) -> JobQueue:
+    create = settings.creates_resources
+
+    def queue(name: str) -> AzureJobQueue:
         if settings.queue_connection_string is not None:
-            made = AzureJobQueue.from_connection_string(settings.queue_connection_string.get_secret_value(), name)
+            made = AzureJobQueue.from_connection_string(
+                settings.queue_connection_string.get_secret_value(), name, create_queue=create
+            )
         else:
             assert settings.queue_account_url is not None  # settings.check() made sure
-            made = AzureJobQueue.from_account_url(settings.queue_account_url, name)
+            made = AzureJobQueue.from_account_url(settings.queue_account_url, name, create_queue=create)
         stack.push_async_callback(made.aclose)
         return made
 
-    return JobQueues(documents=queue(settings.queue_documents), digests=queue(settings.queue_digests))
+    documents, digests = queue(settings.queue_documents), queue(settings.queue_digests)
+    if not create:
+        from orc.storage.azure_checks import missing_queues, refuse_to_start
+
+        refuse_to_start(await missing_queues([documents, digests]))
+    return JobQueues(documents=documents, digests=digests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,18 +156,28 @@ async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:
         collections: CollectionProvider = SqliteCollectionProvider(settings.home / "orc.sqlite3")
         blobs: BlobStore = LocalBlobStore(settings.home / "blobs")
     else:
-        collections, blobs = azure_stores(settings)
+        cosmos, azure_blobs = azure_stores(settings)
+        stack.push_async_callback(cosmos.aclose)
+        stack.push_async_callback(azure_blobs.aclose)
+        if not settings.creates_resources:
+            from orc.storage.azure_checks import missing_blob_container, missing_cosmos_containers, refuse_to_start
+
+            refuse_to_start([*await missing_cosmos_containers(cosmos), *await missing_blob_container(azure_blobs)])
+        return Stores(collections=cosmos, blobs=azure_blobs)
     stack.push_async_callback(collections.aclose)
     stack.push_async_callback(blobs.aclose)
     return Stores(collections=collections, blobs=blobs)
 
 
-def azure_stores(settings: Settings) -> tuple[CollectionProvider, BlobStore]:
-    """Cosmos DB and Blob Storage clients (one each per process); keys when given, otherwise Entra ID."""
+def azure_stores(settings: Settings) -> tuple[CosmosCollectionProvider, AzureBlobStore]:
+    """Cosmos DB and Blob Storage clients (one each per process); keys when given, otherwise Entra ID.
+
+    They create missing containers only where ``ORC_RESOURCES`` allows it (never on Azure)."""
     # Imported here so that embedded deployments never load the Azure SDKs.
     from orc.storage.azure_blob import AzureBlobStore
     from orc.storage.cosmos import CosmosCollectionProvider
 
+    create = settings.creates_resources
     assert settings.cosmos_endpoint is not None  # settings.check() made sure
     emulator: dict[str, Any] = (
         {"missing_read_status_codes": (404, 500), "client_options": {"enable_endpoint_discovery": False}}
@@ -162,15 +188,18 @@ def azure_stores(settings: Settings) -> tuple[CollectionProvider, BlobStore]:
         settings.cosmos_endpoint,
         database=settings.cosmos_database,
         key=settings.cosmos_key.get_secret_value() if settings.cosmos_key else None,
+        create_containers=create,
         **emulator,
     )
     if settings.blob_connection_string is not None:
         blobs = AzureBlobStore.from_connection_string(
-            settings.blob_connection_string.get_secret_value(), settings.blob_container
+            settings.blob_connection_string.get_secret_value(), settings.blob_container, create_container=create
         )
     else:
         assert settings.blob_account_url is not None
-        blobs = AzureBlobStore.from_account_url(settings.blob_account_url, settings.blob_container)
+        blobs = AzureBlobStore.from_account_url(
+            settings.blob_account_url, settings.blob_container, create_container=create
+        )
     return collections, blobs
 
 
@@ -261,7 +290,7 @@ async def build_document_services(
         await stores.collections.collection("idempotency"), ttl=timedelta(seconds=settings.idempotency_ttl_seconds)
     )
     conversations = ConversationRepository(await stores.collections.collection("conversations"))
-    queues = job_queues if job_queues is not None else open_job_queues(settings, stack)
+    queues = job_queues if job_queues is not None else await open_job_queues(settings, stack)
     # Registered before the processor, so it stops after the jobs that use it.
     pool = extraction_pool(settings, stack)
     vectors = await span_vectors(settings, stack, stores)

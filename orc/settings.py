@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from orc import resources as azure_resources
 from orc.errors import ConfigurationError
 
 RATE_LIMIT_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
@@ -76,7 +77,22 @@ class Settings(BaseSettings):
     )
     blob_connection_string: SecretStr | None = None
     blob_account_url: str | None = None
-    blob_container: str = "orc"
+    blob_container: str = azure_resources.BLOB_CONTAINER
+    resources: Literal["auto", "create", "check"] = Field(
+        default="auto",
+        description="create: make a missing Cosmos DB database or container, blob container or queue on first use "
+        "(emulators, a key-based development account). check: never create one; verify at start-up that each "
+        "exists and refuse to start naming the missing one (Azure, where the identity's data roles cannot create "
+        "them). auto: check on App Service / Functions or when Cosmos DB is reached with Entra ID, else create.",
+    )
+    # Set by App Service / Azure Functions themselves, never by an operator (hence no ORC_ prefix).
+    website_site_name: str | None = Field(default=None, validation_alias="WEBSITE_SITE_NAME")
+    website_auth_enabled: bool = Field(
+        default=False,
+        validation_alias="WEBSITE_AUTH_ENABLED",
+        description="True where App Service authentication (Easy Auth) is on: only then is X-MS-CLIENT-PRINCIPAL "
+        "set by the platform rather than by a client (ORC_AUTH=easyauth needs it).",
+    )
 
     # -- identity ---------------------------------------------------------------------------------------
     auth: Literal["none", "api-key", "easyauth"] = "none"
@@ -173,8 +189,10 @@ class Settings(BaseSettings):
     )
     queue_connection_string: SecretStr | None = None
     queue_account_url: str | None = None
-    queue_documents: str = Field(default="orc-documents", description="Queue of document processing jobs.")
-    queue_digests: str = Field(default="orc-digests", description="Queue of session digest jobs.")
+    queue_documents: str = Field(
+        default=azure_resources.QUEUE_DOCUMENTS, description="Queue of document processing jobs."
+    )
+    queue_digests: str = Field(default=azure_resources.QUEUE_DIGESTS, description="Queue of session digest jobs.")
     queue_visibility_seconds: float = Field(
         default=300.0, ge=1, description="How long a received job stays hidden (and claimed) before redelivery."
     )
@@ -251,6 +269,20 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @property
+    def on_azure(self) -> bool:
+        """Running on App Service / Azure Functions (the platform sets ``WEBSITE_SITE_NAME``)."""
+        return bool(self.website_site_name)
+
+    @property
+    def creates_resources(self) -> bool:
+        """Whether missing storage resources are created on first use (see ``ORC_RESOURCES``)."""
+        if self.resources != "auto":
+            return self.resources == "create"
+        if self.storage == "embedded":
+            return not self.on_azure
+        return not self.on_azure and self.cosmos_key is not None
 
     def require(self, *names: str) -> None:
         """Fail fast, naming the environment variable, when a setting a chosen backend needs is missing."""

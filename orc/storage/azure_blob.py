@@ -88,6 +88,11 @@ class AzureBlobStore:
         self._lock = asyncio.Lock()
 
     @property
+    def container_name(self) -> str:
+        """The blob container's name."""
+        return str(self._container.container_name)
+
+    @property
     def client(self) -> ContainerClient:
         """The one SDK client of this store, reused by every call."""
         return self._container
@@ -235,6 +240,11 @@ class AzureBlobStore:
         except ItemNotFound:
             return False
         return True
+
+    async def container_exists(self) -> bool:
+        """Whether the container exists (a start-up check on Azure, where the app does not create it)."""
+        async with _translated("the blob container"):
+            return bool(await self._container.exists())
 
     async def aclose(self) -> None:
         """Close the client (and the credential this store created)."""

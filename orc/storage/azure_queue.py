@@ -4,7 +4,8 @@ Why it looks like this:
 
 - Messages are base64-encoded text: that is what a Functions queue trigger decodes by default
   (``host.json`` ``messageEncoding``), so the same queue feeds ``function_app.py`` and ``orc worker``.
-- The queue is created on first use (an ``azd`` deployment creates it too; creating twice is harmless).
+- The queue is created on first use (an ``azd`` deployment creates it too; creating twice is harmless), unless
+  it is built with ``create_queue=False`` (on Azure: the template declares it and start-up checks it exists).
 - A delivery's pop receipt settles it; when its visibility lapsed and the job was received again, the service
   answers 400 ``PopReceiptMismatch`` (404 once deleted) to the old receipt, which is the port's "no-op".
 - Errors carry status codes only, never the account URL or key (SDK exception text may hold the URL).
@@ -17,7 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from azure.core.credentials_async import AsyncTokenCredential
-from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceNotFoundError,
+)
 from azure.storage.queue import BinaryBase64DecodePolicy, BinaryBase64EncodePolicy
 from azure.storage.queue.aio import QueueClient
 
@@ -39,22 +46,52 @@ class AzureJobQueue:
     The queue is closed by :meth:`aclose`.
     """
 
-    def __init__(self, client: QueueClient, *, owned_credential: AsyncTokenCredential | None = None) -> None:
+    def __init__(
+        self,
+        client: QueueClient,
+        *,
+        owned_credential: AsyncTokenCredential | None = None,
+        create_queue: bool = True,
+    ) -> None:
         self._client = client
         self._owned_credential = owned_credential
-        self._ready = False
+        self._ready = not create_queue
+
+    @property
+    def name(self) -> str:
+        """The queue's name."""
+        return str(self._client.queue_name)
+
+    async def exists(self) -> bool:
+        """Whether the queue exists (a start-up check on Azure, where the app does not create it)."""
+        try:
+            await self._client.get_queue_properties()
+        except ResourceNotFoundError:
+            return False
+        except HttpResponseError as error:
+            if isinstance(error, ClientAuthenticationError) or error.status_code in (401, 403):
+                raise ConfigurationError(
+                    f"the queue service refused the credentials (status {error.status_code}); check the key, SAS "
+                    "or the identity's data-plane role"
+                ) from None
+            raise _unavailable(error) from None
+        except AzureError as error:
+            raise _unavailable(error) from None
+        return True
 
     @classmethod
-    def from_connection_string(cls, connection_string: str, queue: str) -> AzureJobQueue:
+    def from_connection_string(cls, connection_string: str, queue: str, *, create_queue: bool = True) -> AzureJobQueue:
         """A queue in the account a connection string names (keys or SAS; Azurite's development account)."""
         try:
             client = QueueClient.from_connection_string(connection_string, queue, **_codecs())
         except (ValueError, KeyError, TypeError):
             raise ConfigurationError("the queue connection string is malformed") from None
-        return cls(client)
+        return cls(client, create_queue=create_queue)
 
     @classmethod
-    def from_account_url(cls, url: str, queue: str, credential: AsyncTokenCredential | None = None) -> AzureJobQueue:
+    def from_account_url(
+        cls, url: str, queue: str, credential: AsyncTokenCredential | None = None, *, create_queue: bool = True
+    ) -> AzureJobQueue:
         """A queue of the account at ``url``, with Entra ID (``DefaultAzureCredential`` unless one is given)."""
         owned: AsyncTokenCredential | None = None
         if credential is None:
@@ -65,7 +102,7 @@ class AzureJobQueue:
             client = QueueClient(url, queue, credential=credential, **_codecs())
         except (ValueError, TypeError):
             raise ConfigurationError("the queue account URL is malformed") from None
-        return cls(client, owned_credential=owned)
+        return cls(client, owned_credential=owned, create_queue=create_queue)
 
     async def _ensure(self) -> None:
         if self._ready:

@@ -3,7 +3,9 @@
 Why it looks like this:
 
 - One :class:`~azure.cosmos.aio.CosmosClient` per provider (it pools connections and caches routing); the
-  database and each collection's container (partition key path ``/pk``) are created on first use.
+  database and each collection's container (partition key path ``/pk``) are created on first use, unless the
+  provider is told not to (``create_containers=False``, on Azure): Entra ID data-plane roles cannot create them,
+  so there they are declared in ``infra/main.bicep`` and checked once at start-up (:meth:`container_partition_keys`).
 - An item is stored as ``{"id", "pk", "body": {...}}``: the caller's fields live under ``body`` so they can
   never clash with Cosmos system fields (``_etag``, ``_ts``, ``ttl``...).
 - Every query is parameterized SQL and carries ``c.pk = @pk`` itself (some emulators ignore the
@@ -85,6 +87,9 @@ class CosmosCollectionProvider:
 
     ``client_options`` go to :class:`~azure.cosmos.aio.CosmosClient` unchanged (for example
     ``enable_endpoint_discovery=False`` for a single-region emulator).
+
+    ``create_containers=False`` never creates the database or a container: :meth:`collection` only opens them
+    (check they exist with :meth:`container_partition_keys` first).
     """
 
     def __init__(
@@ -101,6 +106,7 @@ class CosmosCollectionProvider:
         connection_timeout_seconds: int = 10,
         request_timeout_seconds: int = 60,
         client_options: Mapping[str, Any] | None = None,
+        create_containers: bool = True,
     ) -> None:
         if key is not None and credential is not None:
             raise ConfigurationError("give Cosmos DB either an account key or a token credential, not both")
@@ -110,6 +116,7 @@ class CosmosCollectionProvider:
             # The SDK reads 0 as "use the default of 9 retries / 30 s", which would be a silent surprise.
             raise ValueError("max_throttle_retries and max_throttle_wait_seconds must be at least 1")
         self.database_name = database
+        self.creates_containers = create_containers
         self._endpoint = endpoint
         self._key = key
         self._credential = credential
@@ -157,6 +164,14 @@ class CosmosCollectionProvider:
             found = self._collections.get(name)
             if found is None:
                 database = await self._ensure_database()
+                if not self.creates_containers:
+                    found = self._collections[name] = CosmosCollection(
+                        name,
+                        database.get_container_client(name),
+                        self._missing_read_status_codes,
+                        self._request_timeout,
+                    )
+                    return found
                 async with _translated():
                     container, properties = await database.create_container_if_not_exists(
                         id=name, partition_key=PartitionKey(path=_PARTITION_KEY_PATH), return_properties=True
@@ -170,6 +185,24 @@ class CosmosCollectionProvider:
                     name, container, self._missing_read_status_codes, self._request_timeout
                 )
             return found
+
+    async def container_partition_keys(self) -> dict[str, list[str]] | None:
+        """Each existing container of the database with its partition key paths; None when the database is missing.
+
+        One read of the database's container feed: how start-up and ``orc doctor`` check the declared containers
+        without creating anything.
+        """
+        async with self._lock:
+            client = await self._ensure_client()
+        database = client.get_database_client(self.database_name)
+        found: dict[str, list[str]] = {}
+        try:
+            async with _translated(missing_statuses=frozenset({404})):
+                async for properties in database.list_containers():
+                    found[str(properties["id"])] = list((properties.get("partitionKey") or {}).get("paths") or [])
+        except ItemNotFound:
+            return None
+        return found
 
     async def aclose(self) -> None:
         """Close the client (and the credential this provider created).
@@ -192,6 +225,9 @@ class CosmosCollectionProvider:
         # Called with self._lock held.
         if self._database is None:
             client = await self._ensure_client()
+            if not self.creates_containers:
+                self._database = client.get_database_client(self.database_name)
+                return self._database
             async with _translated():
                 self._database = await client.create_database_if_not_exists(id=self.database_name)
         return self._database
