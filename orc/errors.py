@@ -38,6 +38,7 @@
     ├── ServiceUnavailable               503 service_unavailable
     │   ├── StorageUnavailable           503 storage_unavailable
     │   ├── ModelUnavailable             503 model_unavailable
+    │   ├── EasyAuthNotEnabled           503 easyauth_not_enabled
     │   └── ModelTimeout                 504 model_timeout
     ├── ConfigurationError               500 configuration_error
     │   ├── LifespanFailed               500 startup_failed
@@ -263,6 +264,13 @@ class ModelUnavailable(ServiceUnavailable):
     """The model provider throttled (429), failed (5xx) or could not be reached; retry later."""
 
     code = "model_unavailable"
+
+
+class EasyAuthNotEnabled(ServiceUnavailable):
+    """``ORC_AUTH=easyauth`` where App Service authentication is off (``WEBSITE_AUTH_ENABLED`` unset): the principal
+    header could come from anyone, so every request is refused until the operator turns it on."""
+
+    code = "easyauth_not_enabled"
 
 
 class ModelTimeout(ServiceUnavailable):

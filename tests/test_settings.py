@@ -79,5 +79,5 @@ def test_the_platform_header_is_ignored_unless_easyauth_is_enabled() -> None:
     keys = ApiKeyAuth({"k": Principal(organization="o", user="u")})
     with pytest.raises(Unauthenticated):
         keys.authenticate(forged)
-    assert isinstance(authenticator_for(Settings(auth="easyauth")), EasyAuth)
+    assert isinstance(authenticator_for(Settings(auth="easyauth", website_auth_enabled=True)), EasyAuth)
     assert isinstance(authenticator_for(Settings()), NoAuth)

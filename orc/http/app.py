@@ -26,7 +26,7 @@ from orc.http import (
     routes_sessions,
 )
 from orc.http.admission import EarlyRefusal
-from orc.http.auth import Authenticator, authenticator_for
+from orc.http.auth import Authenticator, RefuseEveryRequest, authenticator_for, easyauth_is_off
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
 from orc.http.openapi_events import add_event_schemas
@@ -205,4 +205,6 @@ def create_app(
         early = EarlyRefusal(app, authenticator, running_quotas)
         return StreamLimits(early, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
 
-    return BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for)
+    served = BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for)
+    # A principal header nobody vouches for must not be trusted anywhere: refuse everything, say why in the log.
+    return RefuseEveryRequest(served) if easyauth_is_off(settings) else served

@@ -6,14 +6,26 @@ import base64
 import binascii
 import hmac
 import json
+import logging
 from collections.abc import Mapping
 from typing import Protocol
 
 from pydantic import ValidationError
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from orc.errors import Unauthenticated
+from orc.errors import EasyAuthNotEnabled, Unauthenticated
+from orc.http.problems import problem_for
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+EASYAUTH_OFF = (
+    "ORC_AUTH=easyauth but App Service authentication is not on (WEBSITE_AUTH_ENABLED is not True): a client could "
+    "set X-MS-CLIENT-PRINCIPAL itself, so every request is refused (503 easyauth_not_enabled). Turn it on: deploy "
+    "infra/main.bicep with authClientId (its authsettingsV2 resource), or choose ORC_AUTH=api-key; see "
+    "docs/deploying-to-azure.md"
+)
 
 
 class Authenticator(Protocol):
@@ -52,8 +64,9 @@ class ApiKeyAuth:
 class EasyAuth:
     """Azure App Service authentication: the platform-set ``X-MS-CLIENT-PRINCIPAL`` header.
 
-    Trusted only when ``ORC_AUTH=easyauth``: App Service strips the header from client requests, so it can only
-    come from the platform. The organization is the Entra tenant id claim, the user the object id claim.
+    Trusted only where App Service authentication is on (the platform sets ``WEBSITE_AUTH_ENABLED=True``): there
+    it rejects unauthenticated requests and strips client-sent ``X-MS-*`` headers, so the header can only come from
+    the platform. The organization is the Entra tenant id claim, the user the object id claim.
     """
 
     _TENANT = "http://schemas.microsoft.com/identity/claims/tenantid"
@@ -83,8 +96,43 @@ class EasyAuth:
             raise Unauthenticated("the client principal header is not valid") from exc
 
 
+class EasyAuthOff:
+    """``ORC_AUTH=easyauth`` where the platform's authentication is off: nobody is authenticated, ever."""
+
+    @staticmethod
+    def refusal() -> EasyAuthNotEnabled:
+        """What every request is told."""
+        return EasyAuthNotEnabled(
+            "sign-in is unavailable: App Service authentication is not enabled for this app; the operator must turn "
+            "it on"
+        )
+
+    def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        """Refuse, whatever the headers say (they may be a client's forgery)."""
+        raise self.refusal()
+
+
+class RefuseEveryRequest:
+    """Answers every HTTP request (the page, health and MCP included) with 503 ``easyauth_not_enabled``; the
+    lifespan still runs, so the process starts and its log says why."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        await problem_for(EasyAuthOff.refusal())(scope, receive, send)
+
+
+def easyauth_is_off(settings: Settings) -> bool:
+    """``ORC_AUTH=easyauth`` without the platform's authentication: every request must be refused."""
+    return settings.auth == "easyauth" and not settings.website_auth_enabled
+
+
 def authenticator_for(settings: Settings) -> Authenticator:
-    """The authenticator ``ORC_AUTH`` selects."""
+    """The authenticator ``ORC_AUTH`` selects (for easyauth, only where the platform's authentication is on)."""
     if settings.auth == "api-key":
         return ApiKeyAuth(
             {
@@ -92,6 +140,9 @@ def authenticator_for(settings: Settings) -> Authenticator:
                 for key, p in settings.api_keys.items()
             }
         )
+    if easyauth_is_off(settings):
+        logger.error("%s", EASYAUTH_OFF)
+        return EasyAuthOff()
     if settings.auth == "easyauth":
         return EasyAuth()
     return NoAuth()
