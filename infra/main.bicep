@@ -248,6 +248,8 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         // The Functions host: its storage through the system-assigned identity, HTTP streams, telemetry.
         { name: 'AzureWebJobsStorage__accountName', value: storage.name }
         { name: 'PYTHON_ENABLE_INIT_INDEXING', value: '1' }
+        // host.json has no route prefix, so orc's catch-all function serves / (the page) itself: not the host's page.
+        { name: 'AzureWebJobsDisableHomepage', value: 'true' }
         { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: insights.properties.ConnectionString }
         // DefaultAzureCredential picks orc's user-assigned identity by its client id.
         { name: 'AZURE_CLIENT_ID', value: identity.properties.clientId }

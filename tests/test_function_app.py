@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -66,14 +67,48 @@ async def call(handler: Any, method: str, path: str, **kwargs: Any) -> Any:
     return await read(await handler(worker_request(method, f"http://localhost:7071{path}", **kwargs)))
 
 
-async def test_one_catch_all_function_takes_every_method_under_the_api_prefix(functions: list[Any]) -> None:
-    host = json.loads((ROOT / "host.json").read_text())
-    assert host["extensions"]["http"]["routePrefix"] == "api"
+def host_route(functions: list[Any]) -> re.Pattern[str]:
+    """The paths the Functions host sends to the HTTP function: host.json's route prefix, then its route template
+    (``{*name}`` is ASP.NET's catch-all: any rest of the path, empty included)."""
+    prefix = json.loads((ROOT / "host.json").read_text())["extensions"]["http"]["routePrefix"].strip("/")
+    trigger = json.loads(functions[0].get_function_json())["bindings"][0]
+    template = "/".join(part for part in (prefix, trigger["route"]) if part)
+    pattern = re.sub(r"\\\{\\\*\w+\\\}", ".*", re.escape(template))
+    return re.compile(f"/{pattern}")
+
+
+async def test_one_catch_all_function_takes_every_method_and_every_path(functions: list[Any]) -> None:
     http = [f for f in functions if json.loads(f.get_function_json())["bindings"][0]["type"] == "httpTrigger"]
     assert len(http) == 1 and http[0] is functions[0]
     trigger = json.loads(functions[0].get_function_json())["bindings"][0]
     assert trigger["type"] == "httpTrigger" and trigger["route"] == "{*path}"
     assert {"GET", "POST", "PUT", "DELETE", "PATCH"} <= set(trigger["methods"])
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "marker"),
+    [
+        ("/", "text/html", b"<html"),
+        ("/web/app.css", "text/css", b"{"),
+        ("/api/health", "application/json", b'"status"'),
+    ],
+)
+async def test_the_host_routes_the_page_its_assets_and_the_api_to_the_function(
+    functions: list[Any], handler: Any, path: str, content_type: str, marker: bytes
+) -> None:
+    assert host_route(functions).fullmatch(path), f"the Functions host would not send {path} to orc"
+
+    answer = await call(handler, "GET", path)
+
+    assert answer.status == 200, answer.body
+    assert answer.headers["content-type"].startswith(content_type)
+    assert marker in answer.body
+
+
+async def test_the_template_turns_off_the_hosts_own_home_page() -> None:
+    # With no route prefix the host would otherwise answer / with its "Functions is running" page.
+    bicep = (ROOT / "infra" / "main.bicep").read_text(encoding="utf-8")
+    assert "{ name: 'AzureWebJobsDisableHomepage', value: 'true' }" in bicep
 
 
 async def test_health_answers_through_the_functions_entry(handler: Any) -> None:
