@@ -14,6 +14,13 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from orc import resources as azure_resources
 from orc.errors import ConfigurationError
 
+EASYAUTH_OFF = (
+    "ORC_AUTH=easyauth but App Service authentication is not on (WEBSITE_AUTH_ENABLED is not True): a client could "
+    "set X-MS-CLIENT-PRINCIPAL itself, so every request is refused (503 easyauth_not_enabled). Turn it on: deploy "
+    "infra/main.bicep with authClientId (its authsettingsV2 resource), or choose ORC_AUTH=api-key; see "
+    "docs/deploying-to-azure.md"
+)
+"""Why an app with ``ORC_AUTH=easyauth`` and no App Service authentication refuses every request."""
 RATE_LIMIT_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
 
 
@@ -274,6 +281,11 @@ class Settings(BaseSettings):
     def on_azure(self) -> bool:
         """Running on App Service / Azure Functions (the platform sets ``WEBSITE_SITE_NAME``)."""
         return bool(self.website_site_name)
+
+    @property
+    def easyauth_unprotected(self) -> bool:
+        """``ORC_AUTH=easyauth`` where App Service authentication is off: no principal header can be trusted."""
+        return self.auth == "easyauth" and not self.website_auth_enabled
 
     @property
     def creates_resources(self) -> bool:

@@ -1,5 +1,5 @@
 """The ``orc`` command: ``demo``, ``ask``, ``chat``, ``docs``, ``contexts``, ``sessions``, ``serve``, ``mcp``,
-``worker`` and ``eval``.
+``worker``, ``eval`` and ``doctor``.
 
 It acts as the embedded local principal. This module only parses arguments: what a command does lives in
 :mod:`orc.cli.commands` and :mod:`orc.cli.chat`, imported once the command is known, so ``orc --help`` and a
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orc.cli.eval import add_eval_command
+from orc.cli.doctor import add_doctor_command
 from orc.cli.worker import add_worker_command
 
 CONTEXT_HELP = "focus on a context: organization:ID, folder:ID or usecase:ID"
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_session_commands(commands)
     add_worker_command(commands)
     add_eval_command(commands)
+    add_doctor_command(commands)
     return parser
 
 
@@ -217,6 +219,10 @@ def _run(args: argparse.Namespace) -> int:
         from orc.cli.eval import run_eval
 
         return event_loop.run(run_eval(settings, args))
+    if args.command == "doctor":
+        from orc.cli.doctor import run_doctor
+
+        return event_loop.run(run_doctor(settings))
     if args.command == "worker":
         from orc.cli.worker import run_worker
 

@@ -16,16 +16,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from orc.errors import EasyAuthNotEnabled, Unauthenticated
 from orc.http.problems import problem_for
 from orc.principal import LOCAL_PRINCIPAL, Principal
-from orc.settings import Settings
+from orc.settings import EASYAUTH_OFF, Settings
 
 logger = logging.getLogger(__name__)
-
-EASYAUTH_OFF = (
-    "ORC_AUTH=easyauth but App Service authentication is not on (WEBSITE_AUTH_ENABLED is not True): a client could "
-    "set X-MS-CLIENT-PRINCIPAL itself, so every request is refused (503 easyauth_not_enabled). Turn it on: deploy "
-    "infra/main.bicep with authClientId (its authsettingsV2 resource), or choose ORC_AUTH=api-key; see "
-    "docs/deploying-to-azure.md"
-)
 
 
 class Authenticator(Protocol):
@@ -128,7 +121,7 @@ class RefuseEveryRequest:
 
 def easyauth_is_off(settings: Settings) -> bool:
     """``ORC_AUTH=easyauth`` without the platform's authentication: every request must be refused."""
-    return settings.auth == "easyauth" and not settings.website_auth_enabled
+    return settings.easyauth_unprotected
 
 
 def authenticator_for(settings: Settings) -> Authenticator:

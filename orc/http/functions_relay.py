@@ -19,7 +19,7 @@ is only called by embedders and tests; a stopped worker's process simply ends.
 # choose the extension's request and response types.
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import azure.functions as func
@@ -81,20 +81,26 @@ class Lifespan:
 class AsgiRelay:
     """Relays one Functions request to ``app`` and streams the app's response back as it is produced.
 
-    Method, path (with its ``/api`` prefix), query string, headers, client and the request body (streamed in,
-    so the app's own body-size limit applies as the bytes arrive) go to the app unchanged; status and every
-    response header (repeated ones included) come back unchanged.
+    Method, path (whole: host.json sets no route prefix), query string, headers, client and the request body
+    (streamed in, so the app's own body-size limit applies as the bytes arrive) go to the app unchanged; status
+    and every response header (repeated ones included) come back unchanged.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, on_start: Callable[[], None] | None = None) -> None:
         self.app = app
+        self._on_start = on_start
         self._lifespan: Lifespan | None = None
         self._starting = asyncio.Lock()
 
     async def start(self) -> None:
-        """Start the app's lifespan unless it is running; concurrent first requests start it once."""
+        """Start the app's lifespan unless it is running; concurrent first requests start it once.
+
+        ``on_start`` is called first, on the worker's loop (function_app.py starts its diagnosis there).
+        """
         async with self._starting:
             if self._lifespan is None:
+                if self._on_start is not None:
+                    self._on_start()
                 lifespan = Lifespan(self.app)
                 await lifespan.start()
                 self._lifespan = lifespan
@@ -205,9 +211,15 @@ class RelayFunctionApp(func.FunctionApp):
     ``relay`` is the :class:`AsgiRelay`; its :meth:`~AsgiRelay.shutdown` ends the app's lifespan.
     """
 
-    def __init__(self, app: ASGIApp, *, auth_level: func.AuthLevel = func.AuthLevel.ANONYMOUS) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        auth_level: func.AuthLevel = func.AuthLevel.ANONYMOUS,
+        on_start: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(http_auth_level=auth_level)
-        relay = self.relay = AsgiRelay(app)
+        relay = self.relay = AsgiRelay(app, on_start)
 
         @self.route(route="{*path}", methods=list(METHODS), auth_level=auth_level)
         async def relay_to_asgi(req: Request) -> StreamingResponse:
