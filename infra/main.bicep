@@ -332,3 +332,13 @@ resource hostQueues 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
 output AZURE_FUNCTION_APP_NAME string = app.name
 output ORC_URL string = 'https://${app.properties.defaultHostName}/api'
 output ORC_IDENTITY_CLIENT_ID string = identity.properties.clientId
+// What `orc doctor` needs to check this deployment from a workstation (`azd env get-values`); none is a secret.
+output ORC_STORAGE string = 'azure'
+output ORC_COSMOS_ENDPOINT string = cosmos.properties.documentEndpoint
+output ORC_COSMOS_DATABASE string = cosmosDatabase
+output ORC_BLOB_ACCOUNT_URL string = storage.properties.primaryEndpoints.blob
+output ORC_JOBS string = 'queue'
+output ORC_QUEUE_ACCOUNT_URL string = storage.properties.primaryEndpoints.queue
+output ORC_MODEL string = 'azure:${model.name}'
+output AZURE_OPENAI_ENDPOINT string = openAi.properties.endpoint
+output OPENAI_API_VERSION string = openAiApiVersion
