@@ -7,7 +7,7 @@ EMULATORS := tools/emulators
 WEB_TOOLS := tools/web
 WEB_VENDOR := orc/web/vendor
 
-.PHONY: demo test lint typecheck unit bench serve emulators system-tools chromium web-vendor clean requirements
+.PHONY: demo test lint typecheck unit bench serve emulators system-tools chromium web-vendor clean requirements contracts
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,10 @@ bench: $(STAMP)
 requirements: $(STAMP)
 	CUSTOM_COMPILE_COMMAND="make requirements" $(BIN)/pip-compile --quiet --strip-extras --no-emit-index-url \
 		--no-emit-find-links --no-emit-trusted-host --output-file requirements.txt pyproject.toml
+
+# docs/contracts: the handoff's JSON Schemas, generated from the models (a test fails when they differ).
+contracts: $(STAMP)
+	$(BIN)/python -m orc.http.contract_schemas
 
 serve: $(STAMP)
 	$(BIN)/orc serve
