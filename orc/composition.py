@@ -62,8 +62,10 @@ from orc.mcp_client import McpConnection
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.embeddings import build_embedding_model
 from orc.models.factory import build_chat_model, model_label
+from orc.models.prompting import use_prompts
 from orc.models.tokens import token_counter_for
 from orc.principal import Principal
+from orc.prompt_source import prompts_for
 from orc.quotas import Quotas, RateLimit
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
@@ -275,6 +277,10 @@ async def build_document_services(
     ``digest_model`` the model that makes context digests (see :func:`digest_model_for`); ``job_queues`` the
     configured job queues (given queues mean queue mode: uploads enqueue, a worker processes).
     """
+    # ORC_PROMPTS_DIR: checked before anything else starts, in force until the runtime closes.
+    prompts = await prompts_for(settings)
+    if prompts is not None:
+        stack.callback(use_prompts, use_prompts(prompts))
     stores = stores if stores is not None else await open_stores(settings, stack)
     configure_telemetry(json_logs=settings.log_format == "json")
     if tracing_enabled():

@@ -12,6 +12,7 @@ What is checked:
   :mod:`orc.resources` lists with its partition key, the blob container exists, and the identity may write to
   both (one probe item and one probe blob, written and deleted);
 - the job queues (``ORC_JOBS=queue``) exist and the identity may read them;
+- the prompt files: an ``ORC_PROMPTS_DIR`` override is read and checked against the manifest as start-up does;
 - the chat model (and the digest model when it differs) answers one short request.
 
 Nothing is ever created here, and no line carries an endpoint, a key or a connection string.
@@ -32,6 +33,7 @@ from langchain_core.messages import HumanMessage
 from orc.composition import azure_stores, model_from_settings
 from orc.errors import ConfigurationError, ModelMisconfigured, OrcError, ServiceUnavailable
 from orc.models.faults import mapped_model_faults
+from orc.prompt_source import prompts_for
 from orc.resources import COSMOS_CONTAINERS, MissingResource, bicep_resource
 from orc.settings import EASYAUTH_OFF, Settings
 
@@ -108,7 +110,7 @@ async def diagnose(settings: Settings) -> Report:
     )
     report.checks.extend(identity_checks(settings))
     async with AsyncExitStack() as stack:
-        for checks in (storage_checks, queue_checks, model_checks):
+        for checks in (storage_checks, queue_checks, prompt_checks, model_checks):
             report.checks.extend(await checks(settings, stack))
     return report
 
@@ -200,6 +202,18 @@ async def queue_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
     elif missing is not None:
         checks.append(Check("job queues", "ok", f"{', '.join(queue.name for queue in queues)} exist"))
     return checks
+
+
+async def prompt_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]:
+    """The prompt files in force: the packaged ones, or an ``ORC_PROMPTS_DIR`` override checked as start-up does."""
+    try:
+        prompts = await prompts_for(settings)
+    except ConfigurationError as exc:
+        return [Check("prompts", "fail", exc.message, "fix the named file in ORC_PROMPTS_DIR, or unset it")]
+    if prompts is None:
+        return [Check("prompts", "ok", "the packaged prompt files")]
+    changed = ", ".join(sorted(prompts.changed)) or "none"
+    return [Check("prompts", "ok", f"ORC_PROMPTS_DIR override checked against the manifest; changed: {changed}")]
 
 
 async def model_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]:

@@ -72,6 +72,13 @@ class Settings(BaseSettings):
     embeddings_max_retries: int = Field(default=2, ge=0)
     embeddings_batch_size: int = Field(default=256, ge=1, le=2048, description="Spans per embedding request.")
 
+    prompts_dir: str | None = Field(
+        default=None,
+        description="Prompt files replacing the packaged ones at start-up (same names as prompts/, manifest "
+        "included): a folder (a mounted Azure Files share on Azure) or blob://<container>/<prefix> in the account "
+        "of ORC_BLOB_*. Checked against the manifest: a broken file stops the start, named.",
+    )
+
     # -- storage ----------------------------------------------------------------------------------------
     storage: Literal["embedded", "azure"] = "embedded"
     cosmos_endpoint: str | None = None

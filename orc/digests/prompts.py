@@ -4,7 +4,8 @@ Task A's system prompt is ``context_preprocess_common.system`` followed by ``con
 Task B's is the common part followed by ``context_preprocess_aggregate.system``. A task's ``prompt_version`` is
 the version ``prompts/manifest.json`` gives its prompt files: ``v1.4`` when both parts are at ``v1.4``, and
 ``<common>+<task>`` when they differ, so bumping either file's version changes the cache key of every digest
-made with it.
+made with it. An ``ORC_PROMPTS_DIR`` override that changes a file's text adds a hash of it to that file's version
+(:meth:`orc.models.prompting.PromptSet.version`), so its digests never reuse ones made with another text.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from orc.models.prompting import load_prompt
+from orc.models.prompting import PromptSet, active_prompts, load_prompt, prompt_from
 
 COMMON = "context_preprocess_common.system"
 PER_FILE = "context_preprocess_per_file.system"
@@ -28,23 +29,22 @@ class TaskPrompt:
     version: str
 
 
-def _task(name: str) -> TaskPrompt:
-    common = load_prompt(COMMON)
-    task = load_prompt(name)
+@lru_cache(maxsize=8)
+def _task(prompts: PromptSet, name: str) -> TaskPrompt:
+    common = prompt_from(prompts, COMMON)
+    task = prompt_from(prompts, name)
     version = common.version if common.version == task.version else f"{common.version}+{task.version}"
     return TaskPrompt(system=f"{common.render()}\n\n{task.render()}", version=version)
 
 
-@lru_cache(maxsize=1)
 def per_file_prompt() -> TaskPrompt:
-    """Task A (PER_FILE_DIGEST)."""
-    return _task(PER_FILE)
+    """Task A (PER_FILE_DIGEST), from the prompt set in force."""
+    return _task(active_prompts(), PER_FILE)
 
 
-@lru_cache(maxsize=1)
 def aggregate_prompt() -> TaskPrompt:
-    """Task B (AGGREGATE_DIGEST)."""
-    return _task(AGGREGATE)
+    """Task B (AGGREGATE_DIGEST), from the prompt set in force."""
+    return _task(active_prompts(), AGGREGATE)
 
 
 def retry_message(errors: list[str]) -> str:

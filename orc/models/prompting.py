@@ -1,21 +1,25 @@
 """Loading and rendering the prompt files in ``prompts/`` (shipped as the ``orc.prompts`` package).
 
 Every prompt has a version in ``prompts/manifest.json``; rendering is strict: a missing or unexpected
-variable is an error, so a template and its callers cannot drift apart silently.
+variable is an error, so a template and its callers cannot drift apart silently. ``ORC_PROMPTS_DIR`` may replace
+any of these files (manifest included) at start-up: :func:`override_prompts` builds that set and
+:func:`use_prompts` puts it in force.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from orc.contracts import SourceSpan
+from orc.errors import ConfigurationError
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,38 +41,158 @@ class Prompt:
         return self.template.format(**{key: str(value) for key, value in values.items()})
 
 
+PACKAGE = "orc.prompts"
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True, eq=False)
+class PromptSet:
+    """The prompt files in force: ``manifest.json`` and every prompt and sheet file, by file name.
+
+    The packaged set comes from the ``orc.prompts`` package; an override (``ORC_PROMPTS_DIR``) replaces some of
+    its files. A file whose text differs from the packaged one gets an effective version ``<version>+<hash>``,
+    so every digest cache key made with it changes even when the override kept the manifest's version.
+    Compared by identity: a set is made once at start-up and caches what is loaded from it.
+    """
+
+    files: Mapping[str, str]
+    origin: str = "packaged"
+    """Where the overriding files came from (a folder or a blob prefix), for error messages."""
+    provided: frozenset[str] = frozenset()
+    """The files the override provided."""
+    changed: frozenset[str] = frozenset()
+    """The provided files whose text differs from the packaged ones."""
+
+    @cached_property
+    def manifest(self) -> dict[str, dict[str, Any]]:
+        """The manifest: prompt or sheet name → its version, variables and kind."""
+        try:
+            manifest = json.loads(self.files[MANIFEST])
+        except (KeyError, json.JSONDecodeError) as exc:
+            raise PromptFileError(self, MANIFEST, f"is not valid JSON ({exc})") from None
+        if not isinstance(manifest, dict) or not all(isinstance(v, dict) for v in manifest.values()):
+            raise PromptFileError(self, MANIFEST, "must map each prompt name to an object")
+        return manifest
+
+    def file_of(self, name: str) -> str:
+        """The file of a manifest entry: ``<name>.txt`` for a prompt, ``<name>.toml`` for a sheet."""
+        entry = self.manifest.get(name)
+        if entry is None:
+            raise KeyError(f"the manifest declares no prompt {name!r}")
+        return f"{name}.toml" if entry.get("kind") == "sheet" else f"{name}.txt"
+
+    def text(self, name: str) -> str:
+        """The text of the file of manifest entry ``name``."""
+        file = self.file_of(name)
+        if file not in self.files:
+            raise PromptFileError(self, file, "is declared in the manifest but missing")
+        return self.files[file]
+
+    def version(self, name: str) -> str:
+        """The effective version of a prompt or sheet: the manifest's, plus a hash of an overriding text."""
+        version = str(self.manifest[name]["version"])
+        file = self.file_of(name)
+        if file in self.changed:
+            version += "+" + hashlib.sha256(self.files[file].encode()).hexdigest()[:8]
+        return version
+
+    def where(self, file: str) -> str:
+        """Where ``file`` came from, for a message that names it."""
+        if file in self.provided:
+            return f"{self.origin}/{file}"
+        return f"{file} (packaged)" if self.provided else file
+
+
+class PromptFileError(ConfigurationError):
+    """A prompt file (packaged or overriding) that does not match the manifest or the sheet rules."""
+
+    def __init__(self, prompts: PromptSet, file: str, problem: str) -> None:
+        super().__init__(f"prompt file {prompts.where(file)} {problem}")
+        self.file = file
+
+
 @lru_cache(maxsize=1)
-def _manifest() -> dict[str, dict[str, Any]]:
-    data = resources.files("orc.prompts").joinpath("manifest.json").read_text(encoding="utf-8")
-    manifest: dict[str, dict[str, Any]] = json.loads(data)
-    return manifest
+def packaged_prompts() -> PromptSet:
+    """The prompt files shipped in the package."""
+    folder = resources.files(PACKAGE)
+    files = {
+        entry.name: entry.read_text(encoding="utf-8")
+        for entry in folder.iterdir()
+        if entry.name.endswith((".txt", ".toml")) or entry.name == MANIFEST
+    }
+    return PromptSet(files)
+
+
+def override_prompts(files: Mapping[str, str], origin: str) -> PromptSet:
+    """The packaged prompts with ``files`` (file name → text) replacing theirs; a name the package does not have is
+    an error naming it. Check the result with :func:`orc.models.sheets.check_prompts` before using it."""
+    packaged = packaged_prompts()
+    overriding = PromptSet(packaged.files, origin, frozenset(files))
+    # An override may not add files: a misspelt name would otherwise be ignored without a word.
+    for name in files:
+        if name not in packaged.files:
+            raise PromptFileError(
+                overriding, name, f"is not one of orc's prompt files ({', '.join(sorted(packaged.files))})"
+            )
+    changed = frozenset(name for name, text in files.items() if text != packaged.files[name])
+    return PromptSet({**packaged.files, **files}, origin, frozenset(files), changed)
+
+
+_active: PromptSet | None = None
+"""The prompt set in force (None: the packaged one). Prompts are process-wide configuration, like the package
+files they replace: the composition root installs an override once at start-up and restores the previous set when
+its runtime closes."""
+
+
+def active_prompts() -> PromptSet:
+    """The prompt set in force."""
+    return _active if _active is not None else packaged_prompts()
+
+
+def use_prompts(prompts: PromptSet | None) -> PromptSet | None:
+    """Put ``prompts`` in force (None: the packaged ones); returns the set it replaces, to restore it later."""
+    global _active
+    previous, _active = _active, prompts
+    return previous
 
 
 def prompt_names() -> list[str]:
     """Every prompt template the manifest declares (sheets aside)."""
-    return sorted(name for name, entry in _manifest().items() if entry.get("kind", "prompt") == "prompt")
+    manifest = active_prompts().manifest
+    return sorted(name for name, entry in manifest.items() if entry.get("kind", "prompt") == "prompt")
 
 
 def sheet_names() -> list[str]:
     """Every prompt sheet the manifest declares (``answer.document``… without the ``.sheet`` suffix)."""
-    return sorted(name.removesuffix(".sheet") for name, entry in _manifest().items() if entry.get("kind") == "sheet")
+    manifest = active_prompts().manifest
+    return sorted(name.removesuffix(".sheet") for name, entry in manifest.items() if entry.get("kind") == "sheet")
 
 
 def prompt_version(name: str) -> str:
-    """The version ``prompts/manifest.json`` pins for a prompt or sheet."""
-    return str(_manifest()[name]["version"])
+    """The effective version of a prompt or sheet (see :meth:`PromptSet.version`)."""
+    return active_prompts().version(name)
 
 
-@lru_cache(maxsize=64)
 def load_prompt(name: str) -> Prompt:
-    """Load ``prompts/<name>.txt`` and check its placeholders against the manifest."""
-    entry = _manifest()[name]
-    template = resources.files("orc.prompts").joinpath(f"{name}.txt").read_text(encoding="utf-8")
-    placeholders = {field for _, field, _, _ in string.Formatter().parse(template) if field}
-    declared = frozenset(entry["variables"])
+    """Load ``prompts/<name>.txt`` (from the set in force) and check its placeholders against the manifest."""
+    return prompt_from(active_prompts(), name)
+
+
+@lru_cache(maxsize=128)
+def prompt_from(prompts: PromptSet, name: str) -> Prompt:
+    """Prompt ``name`` of ``prompts``, checked against its manifest."""
+    entry = prompts.manifest[name]
+    template = prompts.text(name)
+    try:
+        placeholders = {field for _, field, _, _ in string.Formatter().parse(template) if field}
+    except ValueError as exc:  # an unbalanced brace
+        raise PromptFileError(prompts, prompts.file_of(name), f"is not a valid template ({exc})") from None
+    declared = frozenset(entry.get("variables", []))
     if placeholders != declared:
-        raise ValueError(f"prompt {name!r} uses {sorted(placeholders)} but declares {sorted(declared)}")
-    return Prompt(name=name, version=str(entry["version"]), template=template, variables=declared)
+        raise PromptFileError(
+            prompts, prompts.file_of(name), f"uses {sorted(placeholders)} but the manifest declares {sorted(declared)}"
+        )
+    return Prompt(name=name, version=prompts.version(name), template=template, variables=declared)
 
 
 def format_sources(sources: Iterable[SourceSpan], contexts: Mapping[str, str] | None = None) -> str:

@@ -19,7 +19,8 @@ may only word them, because chat models take the conversation as messages, not a
 
 Loading is strict, like :func:`orc.models.prompting.load_prompt`: an unknown section, a section listed twice, a
 sheet without ``sources`` or ``question``, or a version that differs from ``prompts/manifest.json`` is an error
-at load time, never a silently different prompt.
+at load time naming the file, never a silently different prompt. :func:`check_prompts` loads every prompt and
+sheet of a set (an ``ORC_PROMPTS_DIR`` override) this way at start-up, so a broken override stops the start.
 """
 
 from __future__ import annotations
@@ -28,10 +29,17 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Literal, get_args
 
-from orc.models.prompting import Prompt, load_prompt, prompt_version
+from orc.models.prompting import (
+    MANIFEST,
+    Prompt,
+    PromptFileError,
+    PromptSet,
+    active_prompts,
+    packaged_prompts,
+    prompt_from,
+)
 
 SectionName = Literal["digest", "contexts", "tool_answers", "sources", "supplied", "history", "question"]
 """What a sheet can place: the session's aggregate digest, the focus and historical contexts with their documents,
@@ -95,16 +103,43 @@ def sheet_name(mode: Mode) -> str:
     return f"answer.{mode}"
 
 
-@lru_cache(maxsize=16)
 def load_sheet(name: str) -> Sheet:
-    """Load ``prompts/<name>.sheet.toml`` and check it (see the module's rules)."""
-    raw = resources.files("orc.prompts").joinpath(f"{name}.sheet.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(raw)
+    """Load ``prompts/<name>.sheet.toml`` (from the prompt set in force) and check it (see the module's rules)."""
+    return sheet_from(active_prompts(), name)
+
+
+@lru_cache(maxsize=32)
+def sheet_from(prompts: PromptSet, name: str) -> Sheet:
+    """Sheet ``name`` of ``prompts``, checked; a broken one is a :class:`PromptFileError` naming its file."""
+    try:
+        return _parse(prompts, name)
+    except ValueError as exc:  # tomllib's decode errors are ValueErrors too
+        raise PromptFileError(prompts, f"{name}.sheet.toml", str(exc)) from None
+
+
+def check_prompts(prompts: PromptSet) -> None:
+    """Load every prompt and sheet of ``prompts`` (before it is put in force): the first broken file raises
+    :class:`PromptFileError` naming it. A manifest must keep every entry the code uses."""
+    dropped = sorted(set(packaged_prompts().manifest) - set(prompts.manifest))
+    if dropped:
+        raise PromptFileError(prompts, MANIFEST, f"lacks the entries orc uses: {', '.join(dropped)}")
+    for name, entry in prompts.manifest.items():
+        if entry.get("kind") == "sheet":
+            sheet_from(prompts, name.removesuffix(".sheet"))
+        else:
+            prompt_from(prompts, name)
+
+
+def _parse(prompts: PromptSet, name: str) -> Sheet:
+    data = tomllib.loads(prompts.text(f"{name}.sheet"))
     version = str(data.get("version", ""))
-    pinned = prompt_version(f"{name}.sheet")
+    pinned = str(prompts.manifest[f"{name}.sheet"]["version"])
     if version != pinned:
         raise ValueError(f"sheet {name!r} is version {version!r} but the manifest pins {pinned!r}")
-    instructions = load_prompt(str(data.get("instructions", "")))
+    instructions_name = str(data.get("instructions", ""))
+    if prompts.manifest.get(instructions_name, {}).get("kind", "prompt") != "prompt":
+        raise ValueError(f"sheet {name!r}: its instructions {instructions_name!r} are not a prompt of the manifest")
+    instructions = prompt_from(prompts, instructions_name)
     if instructions.variables:
         raise ValueError(f"sheet {name!r}: its instructions {instructions.name!r} must take no variables")
     sections = tuple(_section(name, item) for item in data.get("sections", []))
@@ -117,7 +152,7 @@ def load_sheet(name: str) -> Sheet:
     messages = [section for section in MESSAGE_SECTIONS if section in names]
     if names[len(names) - len(messages) :] != messages:
         raise ValueError(f"sheet {name!r}: 'history' and 'question' come last, in that order")
-    return Sheet(name=name, version=version, instructions=instructions, sections=sections)
+    return Sheet(name=name, version=prompts.version(f"{name}.sheet"), instructions=instructions, sections=sections)
 
 
 def _section(sheet: str, item: object) -> Section:

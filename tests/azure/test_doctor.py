@@ -38,6 +38,16 @@ async def test_the_embedded_defaults_pass_every_check(tmp_path: Path) -> None:
     assert status == 0
     assert output.splitlines()[-1] == "everything orc needs is in place"
     assert "OK    storage: embedded" in output and "OK    chat model: offline" in output
+    assert "OK    prompts: the packaged prompt files" in output
+
+
+async def test_a_broken_prompt_override_is_named_with_its_file(tmp_path: Path) -> None:
+    (tmp_path / "answer.correction.txt").write_text("Fix {this}.", encoding="utf-8")
+
+    status, output = await doctor_output(Settings(home=tmp_path / "home", prompts_dir=str(tmp_path)))
+
+    assert status == 1
+    assert f"FAIL  prompts: prompt file {tmp_path}/answer.correction.txt uses ['this']" in output
 
 
 def test_orc_doctor_is_a_command_whose_exit_status_says_whether_something_is_missing(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from orc.models import prompting, sheets
-from orc.models.sheets import MESSAGE_SECTIONS, load_sheet, sheet_name
+from orc.models.prompting import PromptFileError, override_prompts
+from orc.models.sheets import MESSAGE_SECTIONS, check_prompts, load_sheet, sheet_name
 
 CONTENTS: dict[sheets.SectionName, str] = {
     "digest": "<digest>the lease and the handbook</digest>",
@@ -57,18 +57,12 @@ def test_a_section_without_content_this_turn_is_left_out_with_its_heading() -> N
 
 
 @pytest.fixture
-def sheet_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A copy of prompts/ to write broken sheets into, read through the same loader."""
+def sheet_folder(tmp_path: Path) -> Path:
+    """A copy of prompts/ to write broken sheets into, read as an ORC_PROMPTS_DIR override is."""
     for entry in resources.files("orc.prompts").iterdir():
         if entry.name.endswith((".txt", ".json", ".toml")):
             (tmp_path / entry.name).write_text(entry.read_text(encoding="utf-8"), encoding="utf-8")
-    monkeypatch.setattr(sheets.resources, "files", lambda package: tmp_path)
-    monkeypatch.setattr(prompting.resources, "files", lambda package: tmp_path)
-    for cached in (sheets.load_sheet, prompting.load_prompt, prompting._manifest):
-        cached.cache_clear()
-    yield tmp_path
-    for cached in (sheets.load_sheet, prompting.load_prompt, prompting._manifest):
-        cached.cache_clear()
+    return tmp_path
 
 
 @pytest.mark.parametrize(
@@ -96,6 +90,8 @@ def sheet_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
 def test_a_broken_sheet_is_refused_when_it_is_loaded(sheet_folder: Path, change, problem: str) -> None:  # type: ignore[no-untyped-def]
     path = sheet_folder / "answer.document.sheet.toml"
     path.write_text(change(path.read_text(encoding="utf-8")), encoding="utf-8")
+    files = {entry.name: entry.read_text(encoding="utf-8") for entry in sheet_folder.iterdir()}
 
-    with pytest.raises(ValueError, match=problem):
-        load_sheet("answer.document")
+    with pytest.raises(PromptFileError, match=problem) as refused:
+        check_prompts(override_prompts(files, str(sheet_folder)))
+    assert f"{sheet_folder}/answer.document.sheet.toml" in str(refused.value)
