@@ -42,6 +42,7 @@
     │   └── ModelTimeout                 504 model_timeout
     ├── ConfigurationError               500 configuration_error
     │   ├── LifespanFailed               500 startup_failed
+    │   ├── PromptFileError              500 prompt_file_invalid
     │   └── ModelMisconfigured           502 model_misconfigured
     ├── ModelBehaviourError              502 model_error
     ├── ModelRequestsForbidden           500 model_requests_forbidden
@@ -301,6 +302,17 @@ class LifespanFailed(ConfigurationError):
     setting at fault and never a secret)."""
 
     code = "startup_failed"
+
+
+class PromptFileError(ConfigurationError):
+    """A prompt file (packaged, or an ``ORC_PROMPTS_DIR`` override) that breaks the manifest or the sheet rules; the
+    message names the file, and the process does not start with it."""
+
+    code = "prompt_file_invalid"
+
+    def __init__(self, message: str, *, file: str) -> None:
+        super().__init__(message)
+        self.file = file
 
 
 class ModelMisconfigured(ConfigurationError):

@@ -19,7 +19,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from orc.contracts import SourceSpan
-from orc.errors import ConfigurationError
+from orc.errors import PromptFileError
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +69,9 @@ class PromptSet:
         try:
             manifest = json.loads(self.files[MANIFEST])
         except (KeyError, json.JSONDecodeError) as exc:
-            raise PromptFileError(self, MANIFEST, f"is not valid JSON ({exc})") from None
+            raise bad_file(self, MANIFEST, f"is not valid JSON ({exc})") from None
         if not isinstance(manifest, dict) or not all(isinstance(v, dict) for v in manifest.values()):
-            raise PromptFileError(self, MANIFEST, "must map each prompt name to an object")
+            raise bad_file(self, MANIFEST, "must map each prompt name to an object")
         return manifest
 
     def file_of(self, name: str) -> str:
@@ -85,7 +85,7 @@ class PromptSet:
         """The text of the file of manifest entry ``name``."""
         file = self.file_of(name)
         if file not in self.files:
-            raise PromptFileError(self, file, "is declared in the manifest but missing")
+            raise bad_file(self, file, "is declared in the manifest but missing")
         return self.files[file]
 
     def version(self, name: str) -> str:
@@ -103,12 +103,9 @@ class PromptSet:
         return f"{file} (packaged)" if self.provided else file
 
 
-class PromptFileError(ConfigurationError):
-    """A prompt file (packaged or overriding) that does not match the manifest or the sheet rules."""
-
-    def __init__(self, prompts: PromptSet, file: str, problem: str) -> None:
-        super().__init__(f"prompt file {prompts.where(file)} {problem}")
-        self.file = file
+def bad_file(prompts: PromptSet, file: str, problem: str) -> PromptFileError:
+    """The error for ``file`` of ``prompts``, named where it came from."""
+    return PromptFileError(f"prompt file {prompts.where(file)} {problem}", file=file)
 
 
 @lru_cache(maxsize=1)
@@ -131,9 +128,7 @@ def override_prompts(files: Mapping[str, str], origin: str) -> PromptSet:
     # An override may not add files: a misspelt name would otherwise be ignored without a word.
     for name in files:
         if name not in packaged.files:
-            raise PromptFileError(
-                overriding, name, f"is not one of orc's prompt files ({', '.join(sorted(packaged.files))})"
-            )
+            raise bad_file(overriding, name, f"is not one of orc's prompt files ({', '.join(sorted(packaged.files))})")
     changed = frozenset(name for name, text in files.items() if text != packaged.files[name])
     return PromptSet({**packaged.files, **files}, origin, frozenset(files), changed)
 
@@ -186,10 +181,10 @@ def prompt_from(prompts: PromptSet, name: str) -> Prompt:
     try:
         placeholders = {field for _, field, _, _ in string.Formatter().parse(template) if field}
     except ValueError as exc:  # an unbalanced brace
-        raise PromptFileError(prompts, prompts.file_of(name), f"is not a valid template ({exc})") from None
+        raise bad_file(prompts, prompts.file_of(name), f"is not a valid template ({exc})") from None
     declared = frozenset(entry.get("variables", []))
     if placeholders != declared:
-        raise PromptFileError(
+        raise bad_file(
             prompts, prompts.file_of(name), f"uses {sorted(placeholders)} but the manifest declares {sorted(declared)}"
         )
     return Prompt(name=name, version=prompts.version(name), template=template, variables=declared)

@@ -34,9 +34,9 @@ from typing import Literal, get_args
 from orc.models.prompting import (
     MANIFEST,
     Prompt,
-    PromptFileError,
     PromptSet,
     active_prompts,
+    bad_file,
     packaged_prompts,
     prompt_from,
 )
@@ -114,7 +114,7 @@ def sheet_from(prompts: PromptSet, name: str) -> Sheet:
     try:
         return _parse(prompts, name)
     except ValueError as exc:  # tomllib's decode errors are ValueErrors too
-        raise PromptFileError(prompts, f"{name}.sheet.toml", str(exc)) from None
+        raise bad_file(prompts, f"{name}.sheet.toml", str(exc)) from None
 
 
 def check_prompts(prompts: PromptSet) -> None:
@@ -122,7 +122,7 @@ def check_prompts(prompts: PromptSet) -> None:
     :class:`PromptFileError` naming it. A manifest must keep every entry the code uses."""
     dropped = sorted(set(packaged_prompts().manifest) - set(prompts.manifest))
     if dropped:
-        raise PromptFileError(prompts, MANIFEST, f"lacks the entries orc uses: {', '.join(dropped)}")
+        raise bad_file(prompts, MANIFEST, f"lacks the entries orc uses: {', '.join(dropped)}")
     for name, entry in prompts.manifest.items():
         if entry.get("kind") == "sheet":
             sheet_from(prompts, name.removesuffix(".sheet"))

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from orc.errors import PromptFileError
 from orc.models import prompting, sheets
-from orc.models.prompting import PromptFileError, override_prompts
+from orc.models.prompting import override_prompts
 from orc.models.sheets import MESSAGE_SECTIONS, check_prompts, load_sheet, sheet_name
 
 CONTENTS: dict[sheets.SectionName, str] = {
