@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orc.cli.eval import add_eval_command
 from orc.cli.doctor import add_doctor_command
+from orc.cli.eval import add_eval_command
 from orc.cli.worker import add_worker_command
 
 CONTEXT_HELP = "focus on a context: organization:ID, folder:ID or usecase:ID"
