@@ -21,6 +21,7 @@ from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.turns import TurnRequest
 from tests.emulators import AzuriteBlob, CosmosEmulator
+from tests.http.conftest import open_client
 
 ROOT = Path(__file__).resolve().parents[2]
 BICEP = (ROOT / "infra" / "main.bicep").read_text(encoding="utf-8")
@@ -131,7 +132,7 @@ async def test_an_app_on_azure_with_a_cosmos_container_missing_refuses_to_start_
     assert not settings.creates_resources
 
     with caplog.at_level(logging.ERROR), pytest.raises(ConfigurationError) as refused:
-        async with build_runtime(settings):
+        async with open_client(settings):
             pytest.fail("the app started without the quotas container")
 
     assert "cosmos container 'quotas' is missing" in str(refused.value)
