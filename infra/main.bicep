@@ -30,7 +30,7 @@ param authUnauthenticatedAction string = 'RedirectToLoginPage'
 var token = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var tags = { 'azd-env-name': environmentName }
 var appName = 'func-orc-${token}'
-// Every resource orc's code uses, exactly as orc/resources.py lists them (tests/test_azure_resources.py keeps the
+// Every resource orc's code uses, exactly as orc/resources.py lists them (tests/azure/test_resources.py keeps the
 // two equal). The app never creates them on Azure: it checks them at start-up and refuses to start without one.
 var cosmosDatabase = 'orc'
 var cosmosContainers = [
