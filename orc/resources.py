@@ -1,7 +1,7 @@
 """Every Azure resource orc's code uses, in one list: Cosmos DB containers (with their partition keys), the blob
 container and the queues.
 
-``infra/main.bicep`` declares each of them (``tests/test_azure_resources.py`` reads the template and fails on
+``infra/main.bicep`` declares each of them (``tests/azure/test_resources.py`` reads the template and fails on
 drift in either direction). On Azure the app's identity holds data-plane roles only, which cannot create a Cosmos
 DB container (a control-plane operation), so the app never creates one there: at start-up it checks that each
 exists and refuses to start naming the missing one and the template resource to add (``orc doctor`` runs the
