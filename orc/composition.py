@@ -62,7 +62,7 @@ from orc.mcp_client import McpConnection
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.embeddings import build_embedding_model
 from orc.models.factory import build_chat_model, model_label
-from orc.models.prompting import use_prompts
+from orc.models.prompting import restore_prompts, use_prompts
 from orc.models.tokens import token_counter_for
 from orc.principal import Principal
 from orc.prompt_source import prompts_for
@@ -280,7 +280,7 @@ async def build_document_services(
     # ORC_PROMPTS_DIR: checked before anything else starts, in force until the runtime closes.
     prompts = await prompts_for(settings)
     if prompts is not None:
-        stack.callback(use_prompts, use_prompts(prompts))
+        stack.callback(restore_prompts, prompts, use_prompts(prompts))
     stores = stores if stores is not None else await open_stores(settings, stack)
     configure_telemetry(json_logs=settings.log_format == "json")
     if tracing_enabled():

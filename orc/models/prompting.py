@@ -151,6 +151,13 @@ def use_prompts(prompts: PromptSet | None) -> PromptSet | None:
     return previous
 
 
+def restore_prompts(installed: PromptSet, previous: PromptSet | None) -> None:
+    """Put ``previous`` back in force, unless another set replaced ``installed`` meanwhile (a runtime that started
+    later keeps the prompts it installed when an earlier one closes)."""
+    if _active is installed:
+        use_prompts(previous)
+
+
 def prompt_names() -> list[str]:
     """Every prompt template the manifest declares (sheets aside)."""
     manifest = active_prompts().manifest
