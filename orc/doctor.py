@@ -140,7 +140,10 @@ async def storage_checks(settings: Settings, stack: AsyncExitStack) -> list[Chec
     from orc.storage.azure_checks import missing_blob_container, missing_cosmos_containers
 
     # Only ever opened, never created: a missing resource is reported, not made.
-    cosmos, blobs = azure_stores(settings.model_copy(update={"resources": "check"}))
+    try:
+        cosmos, blobs = azure_stores(settings.model_copy(update={"resources": "check"}))
+    except ConfigurationError as exc:
+        return [Check("storage", "fail", exc.message, "fix the ORC_COSMOS_* and ORC_BLOB_* settings")]
     stack.push_async_callback(cosmos.aclose)
     stack.push_async_callback(blobs.aclose)
 
@@ -187,12 +190,17 @@ async def queue_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
 
     queues = []
     for name in (settings.queue_documents, settings.queue_digests):
-        if settings.queue_connection_string is not None:
-            secret = settings.queue_connection_string.get_secret_value()
-            queue = AzureJobQueue.from_connection_string(secret, name, create_queue=False)
-        else:
-            assert settings.queue_account_url is not None  # settings.check() made sure
-            queue = AzureJobQueue.from_account_url(settings.queue_account_url, name, create_queue=False)
+        try:
+            if settings.queue_connection_string is not None:
+                secret = settings.queue_connection_string.get_secret_value()
+                queue = AzureJobQueue.from_connection_string(secret, name, create_queue=False)
+            else:
+                assert settings.queue_account_url is not None  # settings.check() made sure
+                queue = AzureJobQueue.from_account_url(settings.queue_account_url, name, create_queue=False)
+        except ConfigurationError as exc:
+            return [
+                Check("job queues", "fail", exc.message, "fix ORC_QUEUE_CONNECTION_STRING or ORC_QUEUE_ACCOUNT_URL")
+            ]
         stack.push_async_callback(queue.aclose)
         queues.append(queue)
     checks: list[Check] = []
@@ -319,7 +327,11 @@ class StartupDiagnosis:
         return await self._task
 
     async def _run(self) -> Report:
-        report = await diagnose(self._settings())
+        try:
+            report = await diagnose(self._settings())
+        except Exception as exc:  # a background task: what goes wrong is logged here or nowhere
+            logger.error("orc doctor could not run: %s", type(exc).__name__)
+            return Report([Check("doctor", "fail", f"could not run ({type(exc).__name__})")])
         for check in report.checks:
             level = logging.INFO if check.outcome == "ok" else logging.ERROR
             fix = f" (fix: {check.fix})" if check.fix else ""

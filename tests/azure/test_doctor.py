@@ -71,6 +71,17 @@ async def test_easyauth_without_the_platforms_authentication_is_a_problem_with_i
     assert "fix: see docs/deploying-to-azure.md" in output
 
 
+async def test_a_malformed_connection_string_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    settings = Settings(
+        home=tmp_path, storage="azure", cosmos_endpoint="https://127.0.0.1:1", blob_connection_string="no;such=thing"
+    )
+
+    status, output = await doctor_output(settings)
+
+    assert status == 1
+    assert "FAIL  storage: the blob storage connection string is malformed" in output
+
+
 @pytest.fixture(scope="module")
 def running() -> Iterator[RunningEndpoint]:
     yield from serve(OpenAIEndpoint())
