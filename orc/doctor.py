@@ -13,7 +13,8 @@ What is checked:
   both (one probe item and one probe blob, written and deleted);
 - the job queues (``ORC_JOBS=queue``) exist and the identity may read them;
 - the prompt files: an ``ORC_PROMPTS_DIR`` override is read and checked against the manifest as start-up does;
-- the chat model (and the digest model when it differs) answers one short request.
+- the chat model (and the digest model when it differs) and the embedding model (``ORC_EMBEDDINGS``) each
+  answer one short request.
 
 Nothing is ever created here, and no line carries an endpoint, a key or a connection string.
 """
@@ -32,6 +33,7 @@ from langchain_core.messages import HumanMessage
 
 from orc.composition import azure_stores, model_from_settings
 from orc.errors import ConfigurationError, ModelMisconfigured, OrcError, ServiceUnavailable
+from orc.models.embeddings import build_embedding_model
 from orc.models.faults import mapped_model_faults
 from orc.prompt_source import prompts_for
 from orc.resources import COSMOS_CONTAINERS, MissingResource, bicep_resource
@@ -110,7 +112,7 @@ async def diagnose(settings: Settings) -> Report:
     )
     report.checks.extend(identity_checks(settings))
     async with AsyncExitStack() as stack:
-        for checks in (storage_checks, queue_checks, prompt_checks, model_checks):
+        for checks in (storage_checks, queue_checks, prompt_checks, model_checks, embedding_checks):
             report.checks.extend(await checks(settings, stack))
     return report
 
@@ -252,6 +254,36 @@ async def model_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
         else:
             checks.append(Check(subject, "ok", f"{name} answered"))
     return checks
+
+
+async def embedding_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]:
+    """One short request to the embedding model of ``ORC_EMBEDDINGS``, unless it is off."""
+    fix = (
+        "check ORC_EMBEDDINGS's deployment name and AZURE_OPENAI_ENDPOINT, and give the identity the Cognitive "
+        "Services OpenAI User role (infra/main.bicep resource openAiUser)"
+        if settings.embeddings.startswith("azure:")
+        else "check ORC_EMBEDDINGS, ORC_EMBEDDINGS_BASE_URL and ORC_EMBEDDINGS_API_KEY"
+    )
+    try:
+        model = build_embedding_model(
+            settings.embeddings,
+            base_url=settings.embeddings_base_url,
+            api_key=settings.embeddings_api_key,
+            timeout=settings.embeddings_timeout_seconds,
+            max_retries=settings.embeddings_max_retries,
+            resources=stack,
+        )
+        if model is None:
+            return [Check("embeddings", "ok", "off (lexical retrieval only)")]
+        async with mapped_model_faults():
+            await model.embed(["orc doctor"], "query")
+    except ModelMisconfigured:
+        return [
+            Check("embeddings", "fail", f"{settings.embeddings} refused the request (credentials or deployment)", fix)
+        ]
+    except OrcError as exc:
+        return [Check("embeddings", "fail", f"{settings.embeddings}: {exc.message.split(';')[0]}", fix)]
+    return [Check("embeddings", "ok", f"{settings.embeddings} answered")]
 
 
 async def _embedded_home(settings: Settings) -> Check:

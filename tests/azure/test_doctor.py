@@ -39,6 +39,7 @@ async def test_the_embedded_defaults_pass_every_check(tmp_path: Path) -> None:
     assert output.splitlines()[-1] == "everything orc needs is in place"
     assert "OK    storage: embedded" in output and "OK    chat model: offline" in output
     assert "OK    prompts: the packaged prompt files" in output
+    assert "OK    embeddings: off (lexical retrieval only)" in output
 
 
 async def test_a_broken_prompt_override_is_named_with_its_file(tmp_path: Path) -> None:
@@ -102,6 +103,24 @@ async def test_the_model_endpoint_is_reached_and_a_refusal_says_what_to_check(
     (model,) = [c for c in refused.checks if c.subject == "chat model"]
     assert model.outcome == "fail" and "refused" in model.detail and "ORC_MODEL" in model.fix
     assert len(running.endpoint.requests) == 2
+
+
+async def test_the_embedding_endpoint_is_reached_and_a_refusal_says_what_to_check(
+    tmp_path: Path, running: RunningEndpoint
+) -> None:
+    settings = Settings(
+        home=tmp_path, embeddings="openai:local-embed", embeddings_base_url=running.base_url, embeddings_max_retries=0
+    )
+    running.endpoint.reset()
+
+    fine = await diagnose(settings)
+    running.endpoint.embedding_faults = [Reply(status=404)]
+    refused = await diagnose(settings)
+
+    assert [c.outcome for c in fine.checks if c.subject == "embeddings"] == ["ok"]
+    (embeddings,) = [c for c in refused.checks if c.subject == "embeddings"]
+    assert embeddings.outcome == "fail" and "ORC_EMBEDDINGS" in embeddings.fix
+    assert len(running.endpoint.embedding_requests) == 2
 
 
 # -- against the emulators ---------------------------------------------------------------------------------------
