@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
 
 import openai
 import pytest
@@ -33,9 +34,28 @@ def endpoint(running: RunningEndpoint) -> OpenAIEndpoint:
     return running.endpoint
 
 
+_RESOURCES: list[AsyncExitStack] = []
+
+
+@pytest.fixture(autouse=True)
+async def _clients_closed_after_each_test() -> AsyncIterator[None]:
+    """What a model built by the test holds open (its HTTP connection pools) closes when the test ends."""
+    async with AsyncExitStack() as resources:
+        _RESOURCES.append(resources)
+        try:
+            yield
+        finally:
+            _RESOURCES.remove(resources)
+
+
 def model(running: RunningEndpoint, max_retries: int = 0) -> BaseChatModel:
     return build_chat_model(
-        "openai:test-model", base_url=running.base_url, api_key=None, timeout=10, max_retries=max_retries
+        "openai:test-model",
+        base_url=running.base_url,
+        api_key=None,
+        timeout=10,
+        max_retries=max_retries,
+        resources=_RESOURCES[-1],
     )
 
 
