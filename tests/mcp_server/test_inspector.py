@@ -34,7 +34,7 @@ INSPECTOR = (
     REPO / "tools" / "emulators" / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build" / "index.js"
 )
 TIMEOUT_SECONDS = 120
-PARALLEL_CALLS = 8
+PARALLEL_CALLS = 3
 SESSION = "inspector-session"
 
 
