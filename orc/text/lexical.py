@@ -29,9 +29,10 @@ from orc.text.related import related_terms
 from orc.text.sentences import split_sentences
 from orc.text.tokens import tokenize
 
-TITLE_WEIGHT = 0.3
+TITLE_WEIGHT = 0.2
 """A title match counts for this share of a text match of the same term."""
 RELATED_WEIGHT = 0.2
+RELATED_UNKNOWN_ONLY = True
 """Weight of a term WordNet relates to a query term (a synonym, a derived form), when the documents use it."""
 FEEDBACK_SPANS = 4
 """Best spans of the first pass that the feedback terms are taken from."""
@@ -113,6 +114,8 @@ def search(
     for term, weight in (context or {}).items():
         query_weights.setdefault(term, weight)
     for term in own:
+        if RELATED_UNKNOWN_ONLY and any(term in group.body.terms for group in groups):
+            continue
         for other in related_terms(term):
             if any(other in group.body.terms or other in group.titles.terms for group in groups):
                 query_weights.setdefault(other, RELATED_WEIGHT)
