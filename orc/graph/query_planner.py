@@ -1,9 +1,11 @@
 """query_planner: load history, seed the turn from the latest assistant message, say what to retrieve for.
 
 No model call: a follow-up is not rewritten by a model before retrieval (that call would sit in front of the first
-answer token). Retrieval gets the question plus the key words of the recent questions
-(:func:`orc.models.rewriting.rewrite_follow_up`, deterministic), the previous answer's cited spans stay evidence,
-and the answer model reads the recent history as messages and resolves "and the second one?" itself.
+answer token). Retrieval gets the question plus the key words of the previous question and the salient words of the
+sentences the previous answer cited (:func:`orc.models.rewriting.rewrite_follow_up`, deterministic) — with any
+model, since the planning model and document_chat both read this retrieval question — the previous answer's cited
+spans stay evidence, and the answer model reads the recent history as messages and resolves "and the second one?"
+itself.
 """
 
 from __future__ import annotations
@@ -63,9 +65,13 @@ async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
         }
 
     latest = turns[-1]
-    asked = [("user", turn.user.content) for turn in turns]
+    exchanged = [
+        (role, text)
+        for turn in turns
+        for role, text in (("user", turn.user.content), ("assistant", turn.assistant.content))
+    ]
     return {
-        "standalone_question": rewrite_follow_up(question, asked),
+        "standalone_question": rewrite_follow_up(question, exchanged),
         "uploaded_file_refs": list(latest.assistant.uploaded_file_refs),
         "last_mcp_tool_used": latest.assistant.last_mcp_tool_used,
         "conversation_header": snapshot.header,

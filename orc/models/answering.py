@@ -214,7 +214,7 @@ def _coverage(
             covered += weights[term] * NEARBY_CREDIT
         elif sentence.terms.intersection(related_terms(term)):
             covered += weights[term] * RELATED_CREDIT
-    return covered / total
+    return covered / total if total > 0 else 0.0
 
 
 def _pairs(tokens: Sequence[str]) -> frozenset[tuple[str, str]]:

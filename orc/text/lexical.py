@@ -20,6 +20,7 @@ and deterministic:
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,8 +43,21 @@ RERANK_DEPTH = 24
 """Spans of the BM25 ranking that the sentence-level re-rank may reorder (at least twice the limit)."""
 RERANK_WEIGHT = 1.5
 """Weight of the best sentence window's coverage (0..1) against the span's BM25 score scaled to 0..1."""
+CONTEXT_WEIGHT = 0.5
+"""Weight of a term of a follow-up's ``(context: …)`` suffix: it says what the question is about, not what it asks."""
 NEIGHBOUR_CREDIT = 0.5
 """A query term found in the next or previous sentence counts for this share in a sentence window."""
+
+
+_CONTEXT_SUFFIX = re.compile(r"\s*\(context:\s*([^()]*)\)\s*$", re.IGNORECASE)
+
+
+def split_context(query: str) -> tuple[str, list[str]]:
+    """A query and the words of its closing ``(context: …)`` suffix (``[]`` when it has none)."""
+    match = _CONTEXT_SUFFIX.search(query)
+    if not match:
+        return query.strip(), []
+    return query[: match.start()].strip(), match.group(1).split()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,21 +112,22 @@ def search(
     weights: Sequence[float] | None = None,
     *,
     limit: int,
-    context: Mapping[str, float] | None = None,
 ) -> list[Found]:
     """The ``limit`` best passages of ``groups`` for ``query``, best first (ties: earlier group, then passage).
 
-    ``context`` adds terms that are not the question's own (a follow-up's previous exchange) with their weights.
-    Each group's scores are multiplied by its entry in ``weights`` (1 when ``None``).
+    A ``(context: …)`` suffix (a follow-up's words from the previous exchange, see
+    :func:`orc.models.rewriting.rewrite_follow_up`) weighs :data:`CONTEXT_WEIGHT` a term. Each group's scores are
+    multiplied by its entry in ``weights`` (1 when ``None``).
     """
     if limit <= 0 or not groups:
         return []
-    own = list(dict.fromkeys(tokenize(query)))
-    if not own and not context:
+    asked, suffix = split_context(query)
+    own = list(dict.fromkeys(tokenize(asked)))
+    if not own and not suffix:
         return []
     query_weights = {term: 1.0 for term in own}
-    for term, weight in (context or {}).items():
-        query_weights.setdefault(term, weight)
+    for term in tokenize(" ".join(suffix)):
+        query_weights.setdefault(term, CONTEXT_WEIGHT)
     for term in own:
         if RELATED_UNKNOWN_ONLY and any(term in group.body.terms for group in groups):
             continue
