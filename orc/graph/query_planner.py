@@ -47,6 +47,14 @@ def cited_spans(turn: Turn, blob_names: Sequence[str]) -> list[SourceSpan]:
     ]
 
 
+def _cited(turn: Turn) -> tuple[str, str]:
+    """A turn's answer as the follow-up rewrite reads it: the spans it cited, each with its marker (what the
+    answer was about, in the documents' own words, whatever model wrote it); the answer itself when it cited
+    nothing."""
+    quoted = [f"{citation.quote} [{citation.ref}]" for citation in turn.assistant.citations if citation.quote]
+    return ("assistant", " ".join(quoted) if quoted else turn.assistant.content)
+
+
 async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
     progress("query_planner", "Reading the conversation", 5)
     snapshot = await ctx.conversations.load(ctx.principal, ctx.conversation_id, ctx.history_turns)
@@ -65,11 +73,7 @@ async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
         }
 
     latest = turns[-1]
-    exchanged = [
-        (role, text)
-        for turn in turns
-        for role, text in (("user", turn.user.content), ("assistant", turn.assistant.content))
-    ]
+    exchanged = [(role, text) for turn in turns for role, text in (("user", turn.user.content), _cited(turn))]
     return {
         "standalone_question": rewrite_follow_up(question, exchanged),
         "uploaded_file_refs": list(latest.assistant.uploaded_file_refs),

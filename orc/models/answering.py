@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from orc.contracts import SECTION_SEPARATOR
-from orc.models.questions import SYNONYMS, QuestionShape, analyse, defines, satisfies, terms, terms_of
+from orc.models.questions import SYNONYMS, Expect, QuestionShape, analyse, defines, satisfies, terms, terms_of
 from orc.models.rewriting import split_context
 from orc.text import rank, split_sentences, tokenize
 from orc.text.related import related_terms
@@ -39,6 +39,9 @@ the question is not enough: "How do I reset my password?" is not answered by a s
 as precision on unanswerable questions against recall on answerable ones (``bench/README.md``)."""
 UNFIT_FACTOR = 0.5
 """Evidence kept by a sentence that cannot hold the kind of answer expected (no number for "how many")."""
+YES_NO_FACTOR = 0.77
+"""Evidence kept for a yes/no question: it has few content words and each matters ("Can the tenant *sublet*?"),
+so it needs about 0.65 of them covered where other questions need 0.5."""
 RELATED_CREDIT = 0.5
 """Share of a question word's weight that a related word (WordNet's synonym, derived form) earns."""
 EXTRA_SENTENCE_RATIO = 0.75
@@ -184,6 +187,8 @@ def _evidence(shape: QuestionShape, weights: dict[str, float], sentence: _Senten
         evidence *= UNFIT_FACTOR
     if not shape.required <= sentence.terms | sentence.context:
         evidence *= UNFIT_FACTOR
+    if shape.expect is Expect.YES_NO:
+        evidence *= YES_NO_FACTOR
     return evidence
 
 
@@ -296,9 +301,16 @@ def _heading_key(text: str) -> str:
     return " ".join(text.replace("*", " ").split()).strip(" #").casefold()
 
 
+_LEADERS = re.compile(r"(?:\.\s?){5,}")
+"""A table of contents' dot leaders ("Supported types . . . . . . 12"): an index line, not an answer."""
+
+
 def _is_title(sentence: str) -> bool:
     """A section title rather than a sentence: a few words, most of them capitalised, no clause of its own
-    ("2. Grant of Copyright License.", "* 6. Disclaimer of Warranty *", "TERMS AND CONDITIONS")."""
+    ("2. Grant of Copyright License.", "* 6. Disclaimer of Warranty *", "TERMS AND CONDITIONS"), or a line of a
+    table of contents."""
+    if _LEADERS.search(sentence):
+        return True
     text = _MARKER.sub("", sentence.strip(" *")).strip(" *.:")
     words = re.findall(r"[^\W\d_][\w'’-]*", text)
     if not words or len(words) > TITLE_WORDS or text.endswith((",", ";")):
