@@ -1,8 +1,9 @@
 """Lexical search over the spans of many documents: one index per document, field-weighted BM25 over their union.
 
 A document's index holds its spans' text and section titles as two fields, and each span's sentences, so a query
-in a user's own words is expanded and re-ranked at sentence level (:mod:`orc.text.lexical`). Each document's index depends only on its text, so it is cached per process by (``extracted_text_hash``,
-``chunking_version``) and rebuilt from the stored text when missing: the persisted spans are the truth, the
+in a user's own words is expanded and re-ranked at sentence level (:mod:`orc.text.lexical`). Each document's
+index depends only on its text, so it is cached per process by (``extracted_text_hash``, ``chunking_version``)
+and rebuilt from the stored text when missing: the persisted spans are the truth, the
 index is a derived cache that works the same over every storage backend. A query scores the union of the
 available documents' spans with corpus statistics (document frequencies, average length) summed over that
 union, so a span ranks the same wherever its document sits in the tree. Tokens and BM25 are

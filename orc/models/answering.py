@@ -33,7 +33,7 @@ __all__ = ["NOT_FOUND", "Source", "answer_question", "answer_with_evidence", "fi
 NOT_FOUND = "I couldn't find an answer to that in the documents."
 
 MAX_SENTENCES = 3
-MIN_EVIDENCE = 0.5
+MIN_EVIDENCE = 0.55
 """The one decline threshold: an answer needs a sentence whose evidence (:func:`_evidence`) exceeds it (half
 the question is not enough: "How do I reset my password?" is not answered by a sentence about passwords). Measured
 as precision on unanswerable questions against recall on answerable ones (``bench/README.md``)."""
@@ -41,7 +41,7 @@ UNFIT_FACTOR = 0.5
 """Evidence kept by a sentence that cannot hold the kind of answer expected (no number for "how many")."""
 YES_NO_FACTOR = 0.77
 """Evidence kept for a yes/no question: it has few content words and each matters ("Can the tenant *sublet*?"),
-so it needs about 0.65 of them covered where other questions need 0.5."""
+so it needs about 0.7 of them covered where other questions need more than half."""
 RELATED_CREDIT = 0.5
 """Share of a question word's weight that a related word (WordNet's synonym, derived form) earns."""
 EXTRA_SENTENCE_RATIO = 0.75

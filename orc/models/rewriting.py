@@ -2,10 +2,12 @@
 
 Without a language model a pronoun cannot be resolved reliably, so the rewrite keeps the user's words and
 appends the key words of the previous question and the salient words of the sentences the previous answer cited:
-``"Can anyone else change it? (context: looks after Mozilla licence Foundation steward)"`` — "it" is what the
-previous exchange was about, and the answer names it better than the question did. The suffix helps document search, and :func:`split_context` lets the extractive answerer use it
-for ranking without letting it decide whether an answer was found. orc uses it twice, never as a model call: for
-the retrieval question of a follow-up (query_planner), and in the offline model, whose history arrives as messages.
+``"Can anyone else change it? (context: looks Mozilla licence steward Foundation)"`` — "it" is what the previous
+exchange was about, and the spans the answer cited name it better than the question did. The suffix helps
+document search (which weighs it below the user's own words), and :func:`split_context` lets the extractive
+answerer use it for ranking without letting it decide whether an answer was found. orc uses it twice, never as a
+model call: for the retrieval question of a follow-up (query_planner, whatever the model), and in the offline
+model, whose history arrives as messages.
 """
 
 from __future__ import annotations

@@ -54,12 +54,14 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     words = (match.group(0).lower().replace("’", "'") for match in _WORD.finditer(text))
-    return [stem(word) for word in words if keep_stopwords or not _function_word(word)]
+    return [
+        stem(word)
+        for word in words
+        if keep_stopwords or (word not in STOPWORDS and ("'" not in word or not _contracted(word)))
+    ]
 
 
-def _function_word(word: str) -> bool:
-    """A stop word, or a contraction of one ("it's", "they're", "don't")."""
-    if word in STOPWORDS:
-        return True
-    base, apostrophe, rest = word.partition("'")
-    return bool(apostrophe) and (base in STOPWORDS or rest == "t" or base in _CONTRACTED)
+def _contracted(word: str) -> bool:
+    """A contraction of a function word ("it's", "they're", "don't")."""
+    base, _, rest = word.partition("'")
+    return base in STOPWORDS or rest == "t" or base in _CONTRACTED
