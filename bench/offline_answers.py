@@ -12,6 +12,9 @@ Scored per question:
 - unanswerable (``expect`` is null): passes when the answer declines and cites nothing;
 - every answer: no quote may be a fragment (it must read as a whole sentence) and no answer may be a heading.
 
+``--set paraphrased.jsonl`` scores the set written in users' own words (JSON Lines in the ``orc eval`` format),
+and every set also reports ``documents.search`` recall@5 and the follow-ups answered.
+
 Targets: ≥ 80 % of the answerable questions, every unanswerable one declined, no fragment; the offline
 model's own answer ≤ 20 ms with sources from 10 documents (timed apart from the turn, on the prompts the turns
 built).
