@@ -132,8 +132,9 @@ def answer_question(question: str, sources: Sequence[Source]) -> str:
 
 
 def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str, float]:
-    """:func:`answer_question`, with the evidence of its best sentence (0 when there is none): the answer is
-    :data:`NOT_FOUND` exactly when that evidence does not exceed :data:`MIN_EVIDENCE`."""
+    """:func:`answer_question`, with the strongest evidence a sentence had (0 when there is none): only sentences
+    whose evidence exceeds :data:`MIN_EVIDENCE` may answer, so the answer is :data:`NOT_FOUND` exactly when that
+    strongest evidence does not."""
     main, context = split_context(question)
     shape = analyse(main)
     sentences = [sentence for source in sources for sentence in _source_sentences(source)]
@@ -145,9 +146,13 @@ def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str,
     query = " ".join([main, *context])
     candidates: list[tuple[float, float, int]] = []
     exact_definitions: set[int] = set()
+    strongest = 0.0
     for ranked in rank(query, [sentence.text for sentence in sentences]):
         sentence = sentences[ranked.index]
         evidence = _evidence(shape, weights, sentence)
+        strongest = max(strongest, evidence)
+        if evidence <= MIN_EVIDENCE:
+            continue
         # The evidence decides whether to answer; a definition of the asked-for words, the question's words side
         # by side, the words of the question a follow-up continues and BM25 (which also sees them) break ties.
         score = evidence * 10 + ranked.score + PAIR_BONUS * len(pairs & sentence.pairs)
@@ -160,22 +165,16 @@ def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str,
             score += len(context_terms & (sentence.terms | sentence.context | sentence.name)) / len(context_terms)
         candidates.append((score, evidence, ranked.index))
     if not candidates:
-        return NOT_FOUND, 0.0
+        return NOT_FOUND, strongest
     candidates.sort(key=lambda item: (-item[0], item[2]))
-    best_score, best_evidence, best_index = candidates[0]
-    if best_evidence <= MIN_EVIDENCE:
-        return NOT_FOUND, best_evidence
-    chosen = [
-        index
-        for score, evidence, index in candidates[:MAX_SENTENCES]
-        if score >= best_score * EXTRA_SENTENCE_RATIO and evidence > MIN_EVIDENCE
-    ]
+    best_score, _, best_index = candidates[0]
+    chosen = [index for score, _, index in candidates[:MAX_SENTENCES] if score >= best_score * EXTRA_SENTENCE_RATIO]
     if best_index in exact_definitions:
         # '"X" means…' answers "what does X mean?" on its own: the sentences merely using X would dilute it.
         chosen = [index for index in chosen if index in exact_definitions]
     # Document order reads better than score order once the sentences are chosen.
     text = " ".join(f"{sentences[index].text} [{sentences[index].source.ref}]" for index in sorted(chosen))
-    return text, best_evidence
+    return text, strongest
 
 
 def _evidence(shape: QuestionShape, weights: dict[str, float], sentence: _Sentence) -> float:
@@ -217,7 +216,7 @@ def _coverage(
             covered += weights[term]
         elif term in sentence.nearby:
             covered += weights[term] * NEARBY_CREDIT
-        elif sentence.terms.intersection(related_terms(term)):
+        elif sentence.terms.intersection(related_terms(term)).difference(question_terms):
             covered += weights[term] * RELATED_CREDIT
     return covered / total if total > 0 else 0.0
 
