@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from orc.text.lexical import index_fields, search, split_context
 from orc.text.related import related_terms
-from orc.text.sections import section_titles
 from orc.text.tokens import tokenize
 
 DOCUMENT = [
@@ -59,12 +58,6 @@ def test_the_related_terms_ship_with_orc_and_hold_synonyms_and_derived_forms() -
     assert "litig" in related_terms("sue")
     assert "larg" in related_terms("bigger")
     assert related_terms("zzzz") == ()
-
-
-def test_section_titles_follow_their_spans_until_the_next_heading() -> None:
-    spans = ["2.7. The icon files\nThe icons file lists", "lines of icon names.", "## Security\nDo not trust types."]
-
-    assert section_titles(spans) == ["2.7. The icon files", "2.7. The icon files", "Security"]
 
 
 def test_tokens_read_ligatures_as_letters_and_drop_contractions_of_function_words() -> None:
