@@ -33,7 +33,7 @@ __all__ = ["NOT_FOUND", "Source", "answer_question", "answer_with_evidence", "fi
 NOT_FOUND = "I couldn't find an answer to that in the documents."
 
 MAX_SENTENCES = 3
-MIN_EVIDENCE = 0.55
+MIN_EVIDENCE = 0.52
 """The one decline threshold: an answer needs a sentence whose evidence (:func:`_evidence`) exceeds it (half
 the question is not enough: "How do I reset my password?" is not answered by a sentence about passwords). Measured
 as precision on unanswerable questions against recall on answerable ones (``bench/README.md``)."""
