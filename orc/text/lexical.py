@@ -30,7 +30,7 @@ from orc.text.related import related_terms
 from orc.text.sentences import split_sentences
 from orc.text.tokens import tokenize
 
-TITLE_WEIGHT = 0.2
+TITLE_WEIGHT = 1.0
 """A title match counts for this share of a text match of the same term."""
 RELATED_WEIGHT = 0.2
 RELATED_UNKNOWN_ONLY = True

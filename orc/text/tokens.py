@@ -51,7 +51,7 @@ def stem(word: str) -> str:
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Lower-cased, stemmed content words of ``text``, compatibility-normalized first: a PDF's ligatures
     ("conﬁguration") read as the letters they join, full-width letters as plain ones."""
-    if not text.isascii():
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
     words = (match.group(0).lower().replace("’", "'") for match in _WORD.finditer(text))
     return [
