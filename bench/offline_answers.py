@@ -12,6 +12,9 @@ Scored per question:
 - unanswerable (``expect`` is null): passes when the answer declines and cites nothing;
 - every answer: no quote may be a fragment (it must read as a whole sentence) and no answer may be a heading.
 
+``--set paraphrased.jsonl`` scores the set written in users' own words (JSON Lines in the ``orc eval`` format),
+and every set also reports ``documents.search`` recall@5 and the follow-ups answered.
+
 Targets: ≥ 80 % of the answerable questions, every unanswerable one declined, no fragment; the offline
 model's own answer ≤ 20 ms with sources from 10 documents (timed apart from the turn, on the prompts the turns
 built).
@@ -61,6 +64,8 @@ class Question:
     text: str
     expect: str | None
     follows: str | None = None
+    target: str | None = None
+    """The document that answers (``orc eval`` sets name it; None when unknown or unanswerable)."""
 
 
 @dataclass
@@ -74,16 +79,34 @@ class Outcome:
     fragments: list[str] = field(default_factory=list)
     retrieved: bool | None = None
     """Whether the answer prompt's sources held the expected phrase (None for unanswerable questions)."""
+    searched: bool | None = None
+    """Whether ``documents.search``'s first results for the question held the expected phrase (None for
+    unanswerable questions and follow-ups, whose question alone does not say what to look for)."""
 
 
 QUESTION_SETS = ("questions.json", "held_out.json")
 """The tuning set, and the questions written after the tuning and scored without changing the answerer again."""
+PARAPHRASED = "paraphrased.jsonl"
+"""Questions in a user's own words over the same documents (``orc eval`` format; overlap 0.15), to develop on."""
+SEARCH_DEPTH = 5
+"""``documents.search`` recall is counted in this many first results."""
 
 
 def load_questions(name: str = "questions.json") -> list[Question]:
-    """The questions of ``bench/real_documents/<name>``."""
-    data = json.loads((SET / name).read_text(encoding="utf-8"))
+    """The questions of ``bench/real_documents/<name>``: the set's own JSON, or JSON Lines in the ``orc eval``
+    format (a follow-up case's ``turns`` become a question that follows another)."""
+    text = (SET / name).read_text(encoding="utf-8")
+    if name.endswith(".jsonl"):
+        return [_eval_case(json.loads(line)) for line in text.splitlines() if line.strip()]
+    data = json.loads(text)
     return [Question(item["q"], item["expect"], item.get("follows")) for item in data["questions"]]
+
+
+def _eval_case(case: dict[str, Any]) -> Question:
+    if "turns" in case:
+        first, last = case["turns"][0], case["turns"][-1]
+        return Question(last["question"], last.get("expect"), first["question"], case.get("target"))
+    return Question(case["question"], case.get("expect"), None, case.get("target"))
 
 
 def documents() -> list[Upload]:
@@ -140,6 +163,16 @@ async def ask(services: Services, question: Question) -> TurnResult:
     return result
 
 
+async def searched(services: Services, question: Question) -> bool:
+    """Whether ``documents.search`` over the folder finds the span holding the expected phrase in its first
+    :data:`SEARCH_DEPTH` results."""
+    assert question.expect is not None
+    scope = await services.documents.resolve_scope(LOCAL_PRINCIPAL, context_type=FOLDER.type, context_id=FOLDER.id)
+    found = await services.documents.search(LOCAL_PRINCIPAL, scope, question.text, limit=SEARCH_DEPTH)
+    phrase = _normal(question.expect)
+    return any(phrase in _normal(hit.text) for hit in found.results)
+
+
 class _Recording(OfflineExtractiveModel):
     """The offline model, keeping every answer prompt it was sent (to time its answering apart)."""
 
@@ -162,7 +195,10 @@ async def evaluate(home: Path, names: Sequence[str] = QUESTION_SETS) -> tuple[di
             for question in load_questions(name):
                 result = await ask(services, question)
                 prompt = "\n".join(m.text for m in model.prompts[-1]) if model.prompts else ""
-                outcomes[name].append(judge(question, result, prompt))
+                outcome = judge(question, result, prompt)
+                if question.expect is not None and question.follows is None:
+                    outcome.searched = await searched(services, question)
+                outcomes[name].append(outcome)
     plain = OfflineExtractiveModel()
     times = []
     for prompt in model.prompts:
@@ -183,28 +219,40 @@ def report(outcomes: list[Outcome]) -> dict[str, Any]:
         "declined": sum(o.passed for o in unanswerable),
         "fragments": sum(len(o.fragments) for o in outcomes),
         "retrieved": sum(bool(o.retrieved) for o in answerable),
+        "searchable": sum(o.searched is not None for o in answerable),
+        "searched": sum(bool(o.searched) for o in answerable),
+        "follow_ups": sum(o.question.follows is not None for o in answerable),
+        "follow_ups_answered": sum(o.passed for o in answerable if o.question.follows is not None),
     }
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Options."""
     parser.add_argument("--show", action="store_true", help="print every answer, not only the misses")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        help=f"a question set of bench/real_documents (repeatable; default: {', '.join(QUESTION_SETS)})",
+    )
 
 
 async def run(args: argparse.Namespace) -> BenchResult:
     """Run the sets once and score them."""
     with temporary_home() as home:
-        sets, times = await evaluate(home)
+        sets, times = await evaluate(home, args.sets or QUESTION_SETS)
     result = BenchResult(name="offline_answers")
     for name, outcomes in sets.items():
         scores = report(outcomes)
         share = scores["answered"] / scores["answerable"]
-        label = name.removesuffix(".json")
+        label = name.removesuffix(".jsonl").removesuffix(".json")
         result.rows.append(
             {
                 "set": label,
                 "answered": f"{scores['answered']}/{scores['answerable']} ({share:.0%})",
                 "retrieved": f"{scores['retrieved']}/{scores['answerable']}",
+                f"search@{SEARCH_DEPTH}": f"{scores['searched']}/{scores['searchable']}",
+                "follow-ups": f"{scores['follow_ups_answered']}/{scores['follow_ups']}",
                 "declined": f"{scores['declined']}/{scores['unanswerable']}",
                 "fragments": scores["fragments"],
             }

@@ -12,6 +12,7 @@ already made (:mod:`orc.documents.session_texts`); only a blob it never processe
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Sequence
@@ -49,7 +50,8 @@ from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
 from orc.storage.ports import BlobInfo, BlobStore
 from orc.telemetry import model_call, record_model_call
-from orc.text import rank_indexed, tokenize
+from orc.text import tokenize
+from orc.text.lexical import search
 from orc.text.reformulation import reformulated
 
 logger = logging.getLogger(__name__)
@@ -342,21 +344,23 @@ class DocumentChatService:
         """The best-matching spans across all files (the first spans of each file when nothing matches), and the
         retrieval rounds it took."""
         candidates = [(file.blob_name, span) for file in files for span in file.spans]
-        groups = [file.index.postings for file in files]
+        offsets = list(itertools.accumulate((file.index.span_count for file in files), initial=0))
+        groups = [file.index.lexical for file in files]
         terms = tokenize(question)
-        ranked = rank_indexed(terms, groups, limit=self._max_sources)
+        ranked = [offsets[found.group] + found.passage for found in search(question, groups, limit=self._max_sources)]
         rounds = 1
-        unknown = [term for term in terms if not any(term in group.terms for group in groups)]
+        unknown = [term for term in terms if not any(term in group.body.terms for group in groups)]
         if unknown and (not ranked or len(unknown) * 2 >= len(terms)):
             # Weak evidence: the documents do not use the question's words. One more round, with their own
             # words for it (close spellings, shared stems); kept only when it finds something.
-            vocabulary = {term for group in groups for term in group.terms}
+            vocabulary = {term for group in groups for term in group.body.terms}
             alternative = reformulated(terms, vocabulary)
             if alternative:
                 rounds = 2
-                ranked = rank_indexed(alternative, groups, limit=self._max_sources) or ranked
+                again = search(" ".join(alternative), groups, limit=self._max_sources)
+                ranked = [offsets[found.group] + found.passage for found in again] or ranked
         if ranked:
-            chosen = [candidates[item.index] for item in ranked]
+            chosen = [candidates[index] for index in ranked]
         else:
             # Nothing shares a word with the question: show the start of each document (round robin) so the
             # model can still say it could not find the answer, or answer a question phrased differently.

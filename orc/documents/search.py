@@ -1,7 +1,9 @@
-"""Lexical search over the spans of many documents: one inverted index per document, BM25 over their union.
+"""Lexical search over the spans of many documents: one index per document, field-weighted BM25 over their union.
 
-Each document's index depends only on its text, so it is cached per process by (``extracted_text_hash``,
-``chunking_version``) and rebuilt from the stored text when missing: the persisted spans are the truth, the
+A document's index holds its spans' text and section titles as two fields, and each span's sentences, so a query
+in a user's own words is expanded and re-ranked at sentence level (:mod:`orc.text.lexical`). Each document's
+index depends only on its text, so it is cached per process by (``extracted_text_hash``, ``chunking_version``)
+and rebuilt from the stored text when missing: the persisted spans are the truth, the
 index is a derived cache that works the same over every storage backend. A query scores the union of the
 available documents' spans with corpus statistics (document frequencies, average length) summed over that
 union, so a span ranks the same wherever its document sits in the tree. Tokens and BM25 are
@@ -15,9 +17,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from orc.documents.spans import Span
 from orc.documents.text_store import DocumentText
-from orc.text import Postings, best, index_passages, tokenize
+from orc.text import Postings
+from orc.text.lexical import LexicalIndex, index_fields, search
 
 IndexKey = tuple[str, str]
 """(``extracted_text_hash``, ``chunking_version``)."""
@@ -28,12 +30,17 @@ class SpanIndex:
     """The inverted index of one document's spans."""
 
     text: DocumentText
-    postings: Postings
+    lexical: LexicalIndex
+
+    @property
+    def postings(self) -> Postings:
+        """The inverted index of the spans' text."""
+        return self.lexical.body
 
     @property
     def span_count(self) -> int:
         """How many spans the document has."""
-        return self.postings.size
+        return self.lexical.size
 
 
 def index_key(text: DocumentText) -> IndexKey:
@@ -42,15 +49,14 @@ def index_key(text: DocumentText) -> IndexKey:
 
 
 def build_index(text: DocumentText) -> SpanIndex:
-    """Tokenize every span with its section's titles (CPU-bound: run it in a thread for big documents).
+    """Tokenize every span, and the title path of the section it is in as a field of its own (CPU-bound: run it
+    in a thread for big documents).
 
-    A span is found by the words of the section it is in ("Requirements" finds the list under that heading)."""
-    return SpanIndex(text=text, postings=index_passages(tokenize(indexed_text(span)) for span in text.spans))
-
-
-def indexed_text(span: Span) -> str:
-    """What the lexical index reads of a span: its section path, then its text."""
-    return f"{span.section}\n{span.text}" if span.section else span.text
+    A span is found by the words of the section it is in ("Requirements" finds the list under that heading), for
+    :data:`orc.text.lexical.TITLE_WEIGHT` of what the same words in its text would count."""
+    return SpanIndex(
+        text=text, lexical=index_fields([span.text for span in text.spans], [span.section for span in text.spans])
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +70,7 @@ class Hit:
 
 def bm25(query: str, indexes: Sequence[SpanIndex], weights: Sequence[float], limit: int) -> list[Hit]:
     """The ``limit`` best spans of ``indexes`` for ``query``; each document's scores are scaled by its weight."""
-    found = best(tokenize(query), [index.postings for index in indexes], weights, limit=limit)
+    found = search(query, [index.lexical for index in indexes], weights, limit=limit)
     return [Hit(document=match.group, span=match.passage, score=round(match.score, 4)) for match in found]
 
 

@@ -1,9 +1,11 @@
 """query_planner: load history, seed the turn from the latest assistant message, say what to retrieve for.
 
 No model call: a follow-up is not rewritten by a model before retrieval (that call would sit in front of the first
-answer token). Retrieval gets the question plus the key words of the recent questions
-(:func:`orc.models.rewriting.rewrite_follow_up`, deterministic), the previous answer's cited spans stay evidence,
-and the answer model reads the recent history as messages and resolves "and the second one?" itself.
+answer token). Retrieval gets the question plus the key words of the previous question and the salient words of the
+sentences the previous answer cited (:func:`orc.models.rewriting.rewrite_follow_up`, deterministic) — with any
+model, since the planning model and document_chat both read this retrieval question — the previous answer's cited
+spans stay evidence, and the answer model reads the recent history as messages and resolves "and the second one?"
+itself.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ def cited_spans(turn: Turn, blob_names: Sequence[str]) -> list[SourceSpan]:
     ]
 
 
+def _cited(turn: Turn) -> tuple[str, str]:
+    """A turn's answer as the follow-up rewrite reads it: the spans it cited, each with its marker (what the
+    answer was about, in the documents' own words, whatever model wrote it); the answer itself when it cited
+    nothing."""
+    quoted = [f"{citation.quote} [{citation.ref}]" for citation in turn.assistant.citations if citation.quote]
+    return ("assistant", " ".join(quoted) if quoted else turn.assistant.content)
+
+
 async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
     progress("query_planner", "Reading the conversation", 5)
     snapshot = await ctx.conversations.load(ctx.principal, ctx.conversation_id, ctx.history_turns)
@@ -63,9 +73,9 @@ async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
         }
 
     latest = turns[-1]
-    asked = [("user", turn.user.content) for turn in turns]
+    exchanged = [(role, text) for turn in turns for role, text in (("user", turn.user.content), _cited(turn))]
     return {
-        "standalone_question": rewrite_follow_up(question, asked),
+        "standalone_question": rewrite_follow_up(question, exchanged),
         "uploaded_file_refs": list(latest.assistant.uploaded_file_refs),
         "last_mcp_tool_used": latest.assistant.last_mcp_tool_used,
         "conversation_header": snapshot.header,

@@ -1,10 +1,13 @@
 """Deterministic follow-up rewriting: a question that leans on the conversation gets its missing context.
 
 Without a language model a pronoun cannot be resolved reliably, so the rewrite keeps the user's words and
-appends the key words of the previous question: ``"What about the termination fee? (context: notice period
-lease)"``. The suffix helps document search, and :func:`split_context` lets the extractive answerer use it
-for ranking without letting it decide whether an answer was found. orc uses it twice, never as a model call: for
-the retrieval question of a follow-up (query_planner), and in the offline model, whose history arrives as messages.
+appends the key words of the previous question and the salient words of the sentences the previous answer cited:
+``"Can anyone else change it? (context: looks Mozilla licence steward Foundation)"`` — "it" is what the previous
+exchange was about, and the spans the answer cited name it better than the question did. The suffix helps
+document search (which weighs it below the user's own words), and :func:`split_context` lets the extractive
+answerer use it for ranking without letting it decide whether an answer was found. orc uses it twice, never as a
+model call: for the retrieval question of a follow-up (query_planner, whatever the model), and in the offline
+model, whose history arrives as messages.
 """
 
 from __future__ import annotations
@@ -12,30 +15,28 @@ from __future__ import annotations
 import re
 
 from orc.text import tokenize
+from orc.text.lexical import split_context
 from orc.text.tokens import STOPWORDS
 
 __all__ = ["needs_context", "rewrite_follow_up", "split_context"]
 
 MAX_CONTEXT_WORDS = 6
+"""Key words taken from the previous question."""
+MAX_ANSWER_WORDS = 4
+"""Salient words taken from the sentences the previous answer cited."""
 SHORT_MESSAGE_WORDS = 4
 
-_CONTEXT_SUFFIX = re.compile(r"\s*\(context:\s*([^()]*)\)\s*$", re.IGNORECASE)
 _REFERENCE = re.compile(
     r"\b(it|its|they|them|their|this|that|those|these|he|she|him|her|there|the same|what about|how about"
-    r"|and what|same one|the other|the former|the latter)\b",
+    r"|and what|same one|the other|the former|the latter|an example|for example|for instance|else|another"
+    r"|(?:a|an|the)\s+(?:later|earlier|newer|older|previous|next)\b)\b",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+# A cited sentence of an answer: the text before a ``[document::span]`` marker.
+_CITED = re.compile(r"([^\[\]]+?)\s*\[[^\[\]]*?::[^\[\]]*?\]")
 # Words that make a question a question but say nothing about its topic.
 _QUESTION_WORDS = frozenset({"how", "long", "much", "many", "often", "kind", "also", "else", "get", "does"})
-
-
-def split_context(question: str) -> tuple[str, list[str]]:
-    """Separate a rewritten question from the ``(context: ...)`` suffix :func:`rewrite_follow_up` adds."""
-    match = _CONTEXT_SUFFIX.search(question)
-    if not match:
-        return question.strip(), []
-    return question[: match.start()].strip(), match.group(1).split()
 
 
 def needs_context(message: str) -> bool:
@@ -44,23 +45,46 @@ def needs_context(message: str) -> bool:
 
 
 def rewrite_follow_up(message: str, history: list[tuple[str, str]]) -> str:
-    """A standalone version of ``message``: unchanged, or with the previous question's key words appended."""
+    """A standalone version of ``message``: unchanged, or with the previous question's key words and the salient
+    words of the previous answer's cited sentences appended (``history``: ``(role, content)`` in order)."""
     message = " ".join(message.split())
-    previous = [content for role, content in history if role == "user" and content.strip() != message]
-    if not message or not previous or not needs_context(message):
+    asked = [index for index, (role, content) in enumerate(history) if role == "user" and content.strip() != message]
+    if not message or not asked or not needs_context(message):
         return message
-    own_terms = set(tokenize(message))
-    words: list[str] = []
-    seen: set[str] = set()
-    for word in _WORD.findall(split_context(previous[-1])[0]):
-        lowered = word.lower()
-        stems = tokenize(word)
-        if lowered in STOPWORDS or lowered in _QUESTION_WORDS or not stems:
-            continue
-        if stems[0] in own_terms or stems[0] in seen:
-            continue
-        seen.add(stems[0])
-        words.append(word)
+    last = asked[-1]
+    answers = [content for role, content in history[last + 1 :] if role == "assistant"]
+    seen = set(tokenize(message))
+    words = _key_words(_WORD.findall(split_context(history[last][1])[0]), seen)[:MAX_CONTEXT_WORDS]
+    if answers:
+        words += _salient(answers[-1], seen)[:MAX_ANSWER_WORDS]
     if not words:
         return message
-    return f"{message} (context: {' '.join(words[:MAX_CONTEXT_WORDS])})"
+    return f"{message} (context: {' '.join(words)})"
+
+
+def _key_words(words: list[str], seen: set[str]) -> list[str]:
+    """The content words among ``words`` whose stems are not in ``seen`` yet, in order (``seen`` grows)."""
+    kept: list[str] = []
+    for word in words:
+        lowered = word.lower()
+        stems = tokenize(word)
+        base = re.split(r"['’]", lowered)[0]
+        if base in STOPWORDS or lowered in _QUESTION_WORDS or not stems or stems[0] in seen:
+            continue
+        seen.add(stems[0])
+        kept.append(word)
+    return kept
+
+
+def _salient(answer: str, seen: set[str]) -> list[str]:
+    """The words of an answer's cited sentences that name what it was about: the most repeated first, then in
+    order; only alphabetic words of four letters or more (an uncited answer, e.g. a refusal, gives none)."""
+    cited = " ".join(match.group(1) for match in _CITED.finditer(answer))
+    words = [word for word in _WORD.findall(cited) if word.isalpha() and len(word) >= 4]
+    counts: dict[str, int] = {}
+    for word in words:
+        stems = tokenize(word)
+        if stems:
+            counts[stems[0]] = counts.get(stems[0], 0) + 1
+    ranked = sorted(range(len(words)), key=lambda i: (-counts.get((tokenize(words[i]) or [""])[0], 0), i))
+    return _key_words([words[i] for i in ranked], seen)

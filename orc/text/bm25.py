@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 K1 = 1.5
@@ -67,13 +67,18 @@ class Match:
 
 
 def score(
-    query_terms: Sequence[str], groups: Sequence[Postings], weights: Sequence[float] | None = None
+    query_terms: Sequence[str],
+    groups: Sequence[Postings],
+    weights: Sequence[float] | None = None,
+    *,
+    term_weights: Mapping[str, float] | None = None,
 ) -> list[Match]:
     """Every passage of ``groups`` that shares a term with the query, scored, in no particular order; each
-    group's scores are multiplied by its weight (1 when ``weights`` is ``None``)."""
+    group's scores are multiplied by its weight (1 when ``weights`` is ``None``), each term's by its
+    ``term_weights`` entry (1 when absent: an expanded query weighs the terms it added below the user's own)."""
     return [
         Match(group=group, passage=passage, score=-negated, matched=matched)
-        for negated, group, passage, matched in _scored(query_terms, groups, weights)
+        for negated, group, passage, matched in _scored(query_terms, groups, weights, term_weights)
     ]
 
 
@@ -85,14 +90,17 @@ def best(
         return []
     # Plain tuples that sort best first until the few winners are known: a common term can match most of
     # 10,000 passages, and a key function per candidate cost as much as the scoring.
-    top = heapq.nsmallest(limit, _scored(query_terms, groups, weights))
+    top = heapq.nsmallest(limit, _scored(query_terms, groups, weights, None))
     return [
         Match(group=group, passage=passage, score=-negated, matched=matched) for negated, group, passage, matched in top
     ]
 
 
 def _scored(
-    query_terms: Sequence[str], groups: Sequence[Postings], weights: Sequence[float] | None
+    query_terms: Sequence[str],
+    groups: Sequence[Postings],
+    weights: Sequence[float] | None,
+    term_weights: Mapping[str, float] | None,
 ) -> Iterator[tuple[float, int, int, int]]:
     """(-score, group, passage, matched terms) of every passage that shares a term with the query."""
     if weights is not None and len(weights) != len(groups):
@@ -107,6 +115,8 @@ def _scored(
         found = sum(len(group.terms.get(term, ())) for group in groups)
         if found:
             idf[term] = math.log((passage_count - found + 0.5) / (found + 0.5) + 1.0)
+            if term_weights is not None:
+                idf[term] *= term_weights.get(term, 1.0)
     # score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average)), with the constants hoisted.
     constant = K1 * (1.0 - B)
     per_length = K1 * B / average

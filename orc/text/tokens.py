@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from functools import lru_cache
 
 import Stemmer
@@ -26,6 +27,9 @@ STOPWORDS = frozenset(
     was we were what when where which while who whom why will with would you your yours yourself yourselves
     tell please document documents file files say says said according give show find""".split()
 )
+
+# The first halves of contractions that are not stop words themselves ("don't", "won't", "let's").
+_CONTRACTED = frozenset({"don", "doesn", "didn", "isn", "aren", "wasn", "weren", "won", "let", "that", "what"})
 
 _per_thread = threading.local()
 
@@ -45,6 +49,19 @@ def stem(word: str) -> str:
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
-    """Lower-cased, stemmed content words of ``text``."""
+    """Lower-cased, stemmed content words of ``text``, compatibility-normalized first: a PDF's ligatures
+    ("conﬁguration") read as the letters they join, full-width letters as plain ones."""
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
     words = (match.group(0).lower().replace("’", "'") for match in _WORD.finditer(text))
-    return [stem(word) for word in words if keep_stopwords or word not in STOPWORDS]
+    return [
+        stem(word)
+        for word in words
+        if keep_stopwords or (word not in STOPWORDS and ("'" not in word or not _contracted(word)))
+    ]
+
+
+def _contracted(word: str) -> bool:
+    """A contraction of a function word ("it's", "they're", "don't")."""
+    base, _, rest = word.partition("'")
+    return base in STOPWORDS or rest == "t" or base in _CONTRACTED

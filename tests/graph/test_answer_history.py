@@ -112,3 +112,16 @@ async def test_the_offline_model_answers_an_elliptical_follow_up_from_the_histor
     assert follow_up.metadata.model_calls == 1
     assert "900 euros" in follow_up.answer
     assert [citation.ref for citation in follow_up.citations] == ["lease.txt::S1"]
+
+
+async def test_the_retrieval_question_of_a_follow_up_carries_the_words_the_previous_answer_cited(
+    orchestrator: Services,
+) -> None:
+    await ask(orchestrator, "What does the first parking space cost?")
+
+    follow_up = await ask(orchestrator, "Is that refundable?")
+
+    (call,) = follow_up.metadata.tool_calls
+    # The previous question says "parking"; the span the answer cited says what it cost, in euros.
+    assert "parking" in call.arguments["question"]
+    assert "euros" in call.arguments["question"]

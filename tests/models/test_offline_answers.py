@@ -6,7 +6,7 @@ from langchain_core.messages import AIMessageChunk, HumanMessage, SystemMessage
 
 from orc.contracts import SourceSpan
 from orc.graph.answer_prompt import answer_system_prompt
-from orc.models.answering import NOT_FOUND, find_sources
+from orc.models.answering import MIN_EVIDENCE, NOT_FOUND, answer_with_evidence, find_sources
 from orc.models.offline import OFFLINE_MODEL_NAME, UNSUPPORTED_REPLY, OfflineExtractiveModel
 from orc.models.prompting import format_sources, load_prompt
 from tests.models.corpus import answer_prompt, cited_refs, spans
@@ -141,3 +141,39 @@ async def test_rewrite_context_words_steer_ranking_but_never_make_an_answer_on_t
 
     assert "lease-agreement.pdf::S7" in cited_refs(steered.text)
     assert unrelated.text == NOT_FOUND
+
+
+PATENTS = [
+    span(
+        "license.txt::S3",
+        "3. Patent Licenses\n"
+        "Each Contributor grants You a patent license to make and sell the Work. "
+        "If You institute patent litigation against any entity, the patent licenses granted to You terminate.",
+    ),
+    span("license.txt::S9", "Contents\n1 Definitions . . . . . . . . . . . . 2\n3 Patent litigation . . . . . . . 4"),
+]
+
+
+async def test_a_question_in_other_words_is_answered_through_related_words() -> None:
+    # "sue" is the user's word for "institute … litigation": WordNet relates them, so the evidence is enough.
+    reply = await OfflineExtractiveModel().ainvoke(answer_messages("What if I sue someone over a patent?", PATENTS))
+
+    assert reply.text.startswith("If You institute patent litigation")
+    assert cited_refs(reply.text) == ["license.txt::S3"]
+
+
+async def test_a_table_of_contents_line_is_never_quoted() -> None:
+    reply = await OfflineExtractiveModel().ainvoke(answer_messages("Where is patent litigation covered?", PATENTS))
+
+    assert ". . ." not in reply.text
+
+
+def test_the_decline_is_one_threshold_on_the_best_sentences_evidence() -> None:
+    sources = find_sources(answer_prompt(PATENTS))
+    assert sources is not None
+
+    answered, strong = answer_with_evidence("What if I sue someone over a patent?", sources)
+    declined, weak = answer_with_evidence("How much does a patent attorney cost?", sources)
+
+    assert strong > MIN_EVIDENCE and not answered.startswith(NOT_FOUND)
+    assert weak <= MIN_EVIDENCE and declined == NOT_FOUND

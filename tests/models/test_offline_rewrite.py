@@ -19,10 +19,33 @@ def rewrite(follow_up: str, *turns: tuple[str, str]) -> str:
 PREVIOUS = (("user", "What is the notice period in the lease?"), ("assistant", "60 days [lease.pdf::S2]."))
 
 
-def test_a_what_about_follow_up_gets_the_previous_questions_key_words() -> None:
+def test_a_what_about_follow_up_gets_the_previous_questions_key_words_then_the_words_its_answer_cited() -> None:
     assert rewrite("What about the termination fee?", *PREVIOUS) == (
-        "What about the termination fee? (context: notice period lease)"
+        "What about the termination fee? (context: notice period lease days)"
     )
+
+
+def test_the_most_repeated_words_of_the_cited_sentences_come_first_and_an_uncited_answer_adds_none() -> None:
+    cited = (
+        ("user", "Who looks after the Mozilla licence?"),
+        (
+            "assistant",
+            "Mozilla Foundation is the license steward. [mpl.txt::S21] The steward may publish. [mpl.txt::S22]",
+        ),
+    )
+    refused = (("user", "Who looks after the Mozilla licence?"), ("assistant", "I couldn't find an answer to that."))
+
+    assert rewrite("Can anyone else change it?", *cited) == (
+        "Can anyone else change it? (context: looks Mozilla licence steward Foundation license publish)"
+    )
+    assert (
+        rewrite("Can anyone else change it?", *refused) == "Can anyone else change it? (context: looks Mozilla licence)"
+    )
+
+
+@pytest.mark.parametrize("follow_up", ["Can you give an example?", "Is there a later version I could use?"])
+def test_asking_for_an_example_or_a_later_version_counts_as_a_follow_up(follow_up: str) -> None:
+    assert split_context(rewrite(follow_up, *PREVIOUS))[1] != []
 
 
 @pytest.mark.parametrize("follow_up", ["Does it renew automatically?", "And for the tenant?", "Why?"])
