@@ -206,7 +206,7 @@ class Handoff:
         sources = [
             source
             for index, supply in enumerate(record.supplies)
-            for source in await self._sources(record, _payload_of(supply), index)
+            for source in await self._sources(record, supply, index)
         ]
         supplied = [source.model_dump(mode="json") for source in sources]
         resume = Resumed(action="supplied", request_id=request_id, outcome="supplied", supplied=supplied, note="")
@@ -326,7 +326,10 @@ class Handoff:
         log.info("context request %s: %s after %.1f s", record.request_id, outcome, waited)
         return Resumption(ended, resume, outcome)
 
-    async def _sources(self, record: ContextRequestRecord, payload: SupplyPayload, index: int) -> list[SourceSpan]:
+    async def _sources(
+        self, record: ContextRequestRecord, payload: SupplyPayload | Supply, index: int
+    ) -> list[SourceSpan]:
+        """The sources a payload (or the stored supply it became) adds to the answer."""
         if payload.text is not None:
             label = payload.slot.replace(":", "-").replace(" ", "-")[:60]
             return [
@@ -382,13 +385,3 @@ def supplying(principal: Principal, conversation_id: str, request_id: str, paylo
 def running_without(principal: Principal, conversation_id: str, request_id: str) -> Move:
     """The move of run-without (:meth:`Handoff.run_without`)."""
     return lambda handoff: handoff.run_without(principal, conversation_id, request_id)
-
-
-def _payload_of(supply: Supply) -> SupplyPayload:
-    return SupplyPayload(
-        slot=supply.slot,
-        text=supply.text,
-        document_id=supply.document_id,
-        source_ref=supply.source_ref,
-        name=supply.name,
-    )
