@@ -329,7 +329,7 @@ async def build_document_services(
         vectors=vectors,
     )
     quotas = await build_quotas(settings, stores)
-    policy = policy if policy is not None else turn_policy(settings, quotas)
+    policy = policy if policy is not None else turn_policy(quotas)
     services = McpServices(
         # An MCP client's document_chat answer is a model call: admitted and charged like a turn.
         document_chat=AdmittedDocumentChat(document_chat, policy),
@@ -651,9 +651,10 @@ def turn_limits(settings: Settings) -> TurnLimits:
     )
 
 
-def turn_policy(settings: Settings, quotas: Quotas) -> TurnPolicy:
-    """Quotas admit and charge turns; under ``ORC_AUTH=none`` nothing is limited (one local user)."""
-    return UNLIMITED if settings.auth == "none" or not quotas.enabled else QuotaPolicy(quotas)
+def turn_policy(quotas: Quotas) -> TurnPolicy:
+    """Quotas admit and charge turns; with no limit configured (always under ``ORC_AUTH=none``: one local user)
+    nothing is counted and no turn waits at a gate."""
+    return QuotaPolicy(quotas) if quotas.enabled else UNLIMITED
 
 
 async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
