@@ -583,7 +583,6 @@ async def build_runtime(
                 RunnerParts(
                     graph=build_graph(checkpointer),
                     conversations=services.conversations,
-                    documents=services.documents,
                     mcp=connection,
                     offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
                     limits=limits,

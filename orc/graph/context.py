@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Protocol
 from langchain_core.language_models import BaseChatModel
 
 from orc.conversations import ConversationRepository
-from orc.documents.library import DocumentLibrary
 from orc.mcp_client import McpToolbox
 from orc.models.metering import ModelMeter
 from orc.models.tokens import EstimatedTokens, TokenCounter
@@ -50,8 +49,6 @@ class TurnContext:
     history_turns: int = 10
     offers_planning_tools: bool = True
     """False when the MCP server has no tool but document_chat: then no planning call is worth making."""
-    documents: DocumentLibrary | None = None
-    """The document library, for the prompt's list of available documents (the same availability the tools use)."""
     meter: ModelMeter = field(default_factory=ModelMeter)
     """Every model request a node makes is recorded here (``metadata.model_calls`` and ``usage``)."""
     finished: Callable[[TurnState], None] | None = None

@@ -22,7 +22,6 @@ from langgraph.types import Command
 from orc.clock import utc_now
 from orc.conversations import AssistantMessage, ConversationRepository, Snapshot, UserMessage
 from orc.conversations.title_writer import TitleWriter
-from orc.documents.library import DocumentLibrary
 from orc.errors import ModelTimeout, OrcError
 from orc.graph.builder import TurnGraph
 from orc.graph.context import TurnContext, TurnGate
@@ -53,7 +52,6 @@ class RunnerParts:
 
     graph: TurnGraph
     conversations: ConversationRepository
-    documents: DocumentLibrary
     mcp: McpConnection
     offers_planning_tools: bool
     limits: TurnLimits
@@ -173,7 +171,6 @@ class TurnRunner:
             history_tokens=limits.history_tokens,
             sources_tokens=limits.sources_tokens,
             offers_planning_tools=parts.offers_planning_tools,
-            documents=parts.documents,
             meter=meter,
             finished=finished,
             stream_tokens=stream,
