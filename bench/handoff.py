@@ -16,9 +16,9 @@ import time
 
 from bench.common import BenchResult, Check, attach_samples, open_services, scripted_model, summarize, temporary_home
 from bench.documents_common import exit_with, standalone
-from orc.handoff import SupplyPayload
+from orc.handoff import SupplyPayload, supplying
 from orc.principal import LOCAL_PRINCIPAL
-from orc.turns import ContextRequired, TurnRequest
+from orc.turns import ContextRequired, Turn, TurnRequest
 
 TARGET_OVERHEAD_MS = 50.0
 QUESTION = "What is the parking fee for the second car?"
@@ -54,15 +54,18 @@ async def run(args: argparse.Namespace) -> BenchResult:
                 assert isinstance(paused, ContextRequired), paused
                 calls_while_paused = model.calls - before
                 started = time.perf_counter()
-                begun = await orchestrator.begin_supply(
-                    conversation,
-                    paused.request_id,
-                    [SupplyPayload(slot="evidence", text="Parking for a second car costs 40 euros per month.")],
+                begun = await orchestrator.resume(
                     LOCAL_PRINCIPAL,
+                    supplying(
+                        LOCAL_PRINCIPAL,
+                        conversation,
+                        paused.request_id,
+                        [SupplyPayload(slot="evidence", text="Parking for a second car costs 40 euros per month.")],
+                    ),
                 )
-                assert isinstance(begun, tuple)
+                assert isinstance(begun, Turn)
                 first: float | None = None
-                async for event in orchestrator.stream_prepared(*begun):
+                async for event in begun.events():
                     if event["type"] == "token" and first is None:
                         first = (time.perf_counter() - started) * 1000
                 assert first is not None

@@ -6,17 +6,38 @@ A module of its own so that :mod:`mcp_server.server` (which registers the tool f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from orc.documents.document_chat import DocumentChatService
+from orc.contracts import DocumentChatResult, FileRef
+from orc.documents.document_chat import DocumentChatMode
 from orc.documents.library import DocumentLibrary
+from orc.principal import Principal
+
+
+class DocumentAnswerer(Protocol):
+    """What ``document_chat`` calls: :class:`orc.documents.document_chat.DocumentChatService`, or (in a served
+    process) that service behind the turn policy (``orc.turns.document_chat``)."""
+
+    async def answer(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        question: str,
+        document_names: Sequence[str],
+        cached_file_info: Sequence[FileRef] | None = None,
+        mode: DocumentChatMode = "answer",
+    ) -> DocumentChatResult:
+        """A grounded answer (``answer``) or the ranked evidence (``evidence``) from the named documents."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentChatServices:
     """What ``document_chat`` runs on, and the limits it enforces before any work is done."""
 
-    document_chat: DocumentChatService
+    document_chat: DocumentAnswerer
     max_question_chars: int = 4000
     max_document_names: int = 20
 

@@ -77,7 +77,11 @@ from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
 from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
 from orc.telemetry import configure_telemetry, tracing_enabled
 from orc.tool_contract import DOCUMENT_CHAT
-from orc.turns.service import Orchestrator, TurnLimits
+from orc.turns.document_chat import AdmittedDocumentChat
+from orc.turns.policy import UNLIMITED, QuotaPolicy, TurnPolicy
+from orc.turns.prepare import TurnLimits, TurnPreparer
+from orc.turns.runner import RunnerParts, TurnRunner
+from orc.turns.service import Orchestrator
 
 if TYPE_CHECKING:  # the Azure SDKs load only where Azure is configured
     from orc.storage.azure_blob import AzureBlobStore
@@ -148,6 +152,8 @@ class DocumentServices:
     model_label: str
     jobs: JobWorker
     recovery: DocumentRecovery
+    quotas: Quotas
+    policy: TurnPolicy
 
 
 async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:
@@ -270,12 +276,14 @@ async def build_document_services(
     stores: Stores | None = None,
     digest_model: BaseChatModel | None = None,
     job_queues: JobQueues | None = None,
+    policy: TurnPolicy | None = None,
 ) -> DocumentServices:
     """Stores, model and the MCP server over the document services (also used by ``python -m mcp_server``).
 
     ``stores`` replaces the configured storage (e.g. in-memory stores for an embedded, throw-away use);
     ``digest_model`` the model that makes context digests (see :func:`digest_model_for`); ``job_queues`` the
-    configured job queues (given queues mean queue mode: uploads enqueue, a worker processes).
+    configured job queues (given queues mean queue mode: uploads enqueue, a worker processes); ``policy`` the
+    configured turn policy (quotas, unlimited under ``ORC_AUTH=none``).
     """
     # ORC_PROMPTS_DIR: checked before anything else starts, in force until the runtime closes.
     prompts = await prompts_for(settings)
@@ -320,7 +328,14 @@ async def build_document_services(
         ),
         vectors=vectors,
     )
-    services = McpServices(document_chat=document_chat, max_question_chars=settings.max_question_chars, library=library)
+    quotas = await build_quotas(settings, stores)
+    policy = policy if policy is not None else turn_policy(quotas)
+    services = McpServices(
+        # An MCP client's document_chat answer is a model call: admitted and charged like a turn.
+        document_chat=AdmittedDocumentChat(document_chat, policy),
+        max_question_chars=settings.max_question_chars,
+        library=library,
+    )
     return DocumentServices(
         mcp=services,
         server=build_mcp_server(services),
@@ -334,6 +349,8 @@ async def build_document_services(
         model_label=label,
         jobs=jobs,
         recovery=recovery,
+        quotas=quotas,
+        policy=policy,
     )
 
 
@@ -487,6 +504,10 @@ class Services:
     ``ORC_MCP_TOOL_NAMES=underscore`` asks (the orchestrator keeps the dotted one)."""
     quotas: Quotas
     """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
+    policy: TurnPolicy
+    """What admits and charges every turn (over :attr:`quotas`; unlimited under ``ORC_AUTH=none``)."""
+    handoff: Handoff
+    """The context requests of paused turns (the turn service resumes them)."""
     jobs: JobWorker
     """The queue worker (``orc worker``, the queue-triggered functions); idle with in-process jobs."""
     recovery: DocumentRecovery
@@ -504,17 +525,25 @@ async def build_runtime(
     mcp_extensions: Sequence[Callable[[FastMCP], None]] = (),
     digest_model: BaseChatModel | None = None,
     job_queues: JobQueues | None = None,
+    policy: TurnPolicy | None = None,
 ) -> AsyncIterator[Services]:
     """Build every service ``settings`` (default: the environment) describes; close it all on exit.
 
     ``model`` replaces the configured model for turns (tests pass a scripted one); ``digest_model`` the model
     that makes context digests; ``stores`` the configured storage; ``job_queues`` the configured job queues;
-    each of ``mcp_extensions`` registers extra tools on the MCP server (the model may plan calls to them).
+    ``policy`` the turn policy (default: quotas from settings); each of ``mcp_extensions`` registers extra tools
+    on the MCP server (the model may plan calls to them).
     """
     settings = settings or Settings()
     async with AsyncExitStack() as stack:
         services = await build_document_services(
-            settings, stack, model=model, stores=stores, digest_model=digest_model, job_queues=job_queues
+            settings,
+            stack,
+            model=model,
+            stores=stores,
+            digest_model=digest_model,
+            job_queues=job_queues,
+            policy=policy,
         )
         for extend in mcp_extensions:
             extend(services.server)
@@ -527,42 +556,49 @@ async def build_runtime(
         tools = await services.server.list_tools()
         connection = in_memory_mcp(services.server)
         stack.push_async_callback(connection.aclose)
-        orchestrator = Orchestrator(
-            graph=build_graph(checkpointer),
-            models=ModelChoice(
-                default=ChosenModel(services.model, services.model_label),
-                allowed=_allowed_models(settings, stack),
+        handoff = Handoff(
+            ContextRequests(
+                await services.stores.collections.collection("context_requests"),
+                await services.stores.collections.collection("context_request_deadlines"),
             ),
+            services.conversations,
+            services.documents,
+            default_mode=settings.context_requests,
+            timeout_seconds=settings.context_request_timeout,
+        )
+        titles = TitleWriter(services.conversations) if settings.generated_titles else None
+        models = ModelChoice(
+            default=ChosenModel(services.model, services.model_label), allowed=_allowed_models(settings, stack)
+        )
+        limits = turn_limits(settings)
+        orchestrator = Orchestrator(
+            preparer=TurnPreparer(
+                limits=limits,
+                models=models,
+                files=services.session_files,
+                documents=services.documents,
+                default_mode=handoff.default_mode,
+            ),
+            runner=TurnRunner(
+                RunnerParts(
+                    graph=build_graph(checkpointer),
+                    conversations=services.conversations,
+                    mcp=connection,
+                    offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
+                    limits=limits,
+                    # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
+                    token_counter=await asyncio.to_thread(token_counter_for, services.model_label),
+                    titles=titles,
+                    handoff=handoff,
+                    session_digest=PromptDigests(services.context_files).text,
+                )
+            ),
+            policy=services.policy,
+            handoff=handoff,
             conversations=services.conversations,
             files=services.session_files,
-            documents=services.documents,
-            mcp=connection,
-            offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
-            limits=TurnLimits(
-                max_question_chars=settings.max_question_chars,
-                max_blob_names=settings.max_blob_names,
-                max_tool_rounds=settings.max_tool_rounds,
-                history_turns=settings.history_turns,
-                tool_timeout_seconds=settings.tool_timeout_seconds,
-                history_tokens=settings.history_tokens,
-                sources_tokens=settings.sources_tokens,
-                turn_timeout_seconds=settings.turn_timeout,
-            ),
             delete_checkpoints=checkpointer.adelete_thread,
-            titles=TitleWriter(services.conversations) if settings.generated_titles else None,
-            handoff=Handoff(
-                ContextRequests(
-                    await services.stores.collections.collection("context_requests"),
-                    await services.stores.collections.collection("context_request_deadlines"),
-                ),
-                services.conversations,
-                services.documents,
-                default_mode=settings.context_requests,
-                timeout_seconds=settings.context_request_timeout,
-            ),
-            session_digest=PromptDigests(services.context_files).text,
-            # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
-            token_counter=await asyncio.to_thread(token_counter_for, services.model_label),
+            titles=titles,
         )
         # Titles still being written finish before the stores they write to close.
         stack.push_async_callback(orchestrator.settle)
@@ -588,7 +624,9 @@ async def build_runtime(
             context_files=services.context_files,
             idempotency=services.idempotency,
             mcp_server=services.server,
-            quotas=await build_quotas(settings, services.stores),
+            quotas=services.quotas,
+            policy=services.policy,
+            handoff=handoff,
             jobs=services.jobs,
             recovery=services.recovery,
             published_mcp_server=published,
@@ -596,6 +634,26 @@ async def build_runtime(
                 library=services.documents, context_files=services.context_files, conversations=services.conversations
             ),
         )
+
+
+def turn_limits(settings: Settings) -> TurnLimits:
+    """The bounds of every turn, from settings (built once per process)."""
+    return TurnLimits(
+        max_question_chars=settings.max_question_chars,
+        max_blob_names=settings.max_blob_names,
+        max_tool_rounds=settings.max_tool_rounds,
+        history_turns=settings.history_turns,
+        tool_timeout_seconds=settings.tool_timeout_seconds,
+        history_tokens=settings.history_tokens,
+        sources_tokens=settings.sources_tokens,
+        turn_timeout_seconds=settings.turn_timeout,
+    )
+
+
+def turn_policy(quotas: Quotas) -> TurnPolicy:
+    """Quotas admit and charge turns; with no limit configured (always under ``ORC_AUTH=none``: one local user)
+    nothing is counted and no turn waits at a gate."""
+    return QuotaPolicy(quotas) if quotas.enabled else UNLIMITED
 
 
 async def build_quotas(settings: Settings, stores: Stores) -> Quotas:

@@ -12,7 +12,7 @@ turn into an ETag retry storm; once a window is full, the process remembers it u
 A caller this process refused in the last :data:`FLOODING_SECONDS` is *flooding*, and two things slow it down
 rather than everyone else:
 
-- its turns give way at their yield points (:mod:`orc.scheduling`): before each graph node, such a turn waits while
+- its turns give way at their yield points (:mod:`orc.turns.policy`): before each graph node, such a turn waits while
   another caller's turn runs, and for :data:`ANTICIPATION_SECONDS` after one ends (a caller asking one question
   after another is between two turns, not gone), at most :data:`MAX_YIELD_SECONDS` per node: slowed, never
   starved; and its steps run one at a time;
@@ -94,7 +94,7 @@ class RateLimit:
 class TurnSlot:
     """One running turn of a principal; :meth:`release` frees it (once, however often it is called).
 
-    It is also the turn's :class:`orc.scheduling.TurnGate`: while its principal is flooding and another principal's
+    It is also the turn's :class:`orc.graph.context.TurnGate`: while its principal is flooding and another principal's
     turn runs, the turn gives way at its yield points."""
 
     __slots__ = ("_held", "_key", "_quotas")
@@ -254,7 +254,7 @@ class Quotas:
         self._running[key] = self._running.get(key, 0) + 1
         return TurnSlot(self, key)
 
-    # -- fair turns (orc.scheduling) -----------------------------------------------------------------------
+    # -- fair turns (the gate) -----------------------------------------------------------------------------
 
     def _released(self, key: str) -> None:
         left = self._running[key] - 1

@@ -59,7 +59,6 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Turn
             max_tool_rounds=settings.max_tool_rounds,
             history_turns=settings.history_turns,
             offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
-            documents=services.documents,
             stream_tokens=True,
         )
         # A context given to the run itself still wins: LangGraph merges the run's runtime over this one.

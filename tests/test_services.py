@@ -14,27 +14,22 @@ from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.turns import Orchestrator
 
 TURNS_AND_SESSIONS = {
-    "prepare",
+    "start",
     "ask",
-    "complete",
     "stream",
-    "stream_prepared",
-    "run",
+    "resume",
+    "supply",
+    "run_without",
+    "cancel",
+    "context_requests",
+    "expire_due",
+    "settle",
     "list_sessions",
     "get_session",
     "delete_session",
     "rename_session",
     "give_feedback",
     "export_session",
-    "settle",
-    "handoff",
-    "begin_supply",
-    "supply",
-    "begin_run_without",
-    "run_without",
-    "cancel",
-    "context_requests",
-    "expire_due",
 }
 
 

@@ -14,10 +14,10 @@ from typing import TextIO
 
 from orc.documents.extraction import extract
 from orc.errors import OrcError
-from orc.handoff import MAX_TEXT_CHARS, SupplyPayload
+from orc.handoff import MAX_TEXT_CHARS, SupplyPayload, running_without, supplying
 from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import ContextRequiredEvent, ContextSuggestion, Event
-from orc.turns.service import Orchestrator
+from orc.turns.service import Orchestrator, Turn
 
 ReadLine = Callable[[str], str]
 
@@ -45,15 +45,13 @@ async def resume_interactively(
         if payload is not None:
             payloads.append(payload)
     conversation, request = event["conversation_id"], event["request_id"]
-    if not payloads:
-        turn, resume = await orchestrator.begin_run_without(conversation, request, LOCAL_PRINCIPAL)
-    else:
-        begun = await orchestrator.begin_supply(conversation, request, payloads, LOCAL_PRINCIPAL)
-        if not isinstance(begun, tuple):  # a skipped slot is still missing: go on without it
-            turn, resume = await orchestrator.begin_run_without(conversation, request, LOCAL_PRINCIPAL)
-        else:
-            turn, resume = begun
-    async for resumed in orchestrator.stream_prepared(turn, resume):
+    without = running_without(LOCAL_PRINCIPAL, conversation, request)
+    move = supplying(LOCAL_PRINCIPAL, conversation, request, payloads) if payloads else without
+    turn = await orchestrator.resume(LOCAL_PRINCIPAL, move)
+    if not isinstance(turn, Turn):  # a skipped slot is still missing: go on without it
+        turn = await orchestrator.resume(LOCAL_PRINCIPAL, without)
+    assert isinstance(turn, Turn)  # running without always resolves the request
+    async for resumed in turn.events():
         yield resumed
 
 

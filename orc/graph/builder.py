@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -17,7 +19,6 @@ from orc.graph.pause import context_pause
 from orc.graph.query_planner import query_planner
 from orc.graph.state import CHECKPOINTED_TYPES, TurnState
 from orc.graph.tool_router import tool_router
-from orc.scheduling import scheduled
 from orc.telemetry import node as traced
 
 TurnGraph = CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]
@@ -28,9 +29,26 @@ T = TypeVar("T")
 
 
 def node(name: str, function: Callable[P, T]) -> Callable[P, T]:
-    """A node in its span (orc.telemetry), behind a yield point where a flooding caller's turn gives way
-    (orc.scheduling); both are a context-variable lookup when unused."""
+    """A node in its span (orc.telemetry), behind a yield point where a flooding caller's turn gives way."""
     return traced(name, scheduled(function))
+
+
+def scheduled(function: Callable[P, T]) -> Callable[P, T]:
+    """``function``, an async node, behind its turn's gate (``TurnContext.gate``); synchronous nodes are returned
+    as they are. A turn without a gate, or whose gate does not ask it to yield, goes straight on."""
+    if not inspect.iscoroutinefunction(function):
+        return function
+
+    @functools.wraps(function)
+    async def gated(*args: P.args, **kwargs: P.kwargs) -> Any:
+        runtime = kwargs.get("runtime", args[1] if len(args) > 1 else None)
+        gate = getattr(getattr(runtime, "context", None), "gate", None)
+        if gate is None or not gate.yielding():
+            return await function(*args, **kwargs)
+        async with gate.step():
+            return await function(*args, **kwargs)
+
+    return gated  # type: ignore[return-value]
 
 
 def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> TurnGraph:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from langchain_core.language_models import BaseChatModel
 
 from orc.conversations import ConversationRepository
-from orc.documents.library import DocumentLibrary
 from orc.mcp_client import McpToolbox
 from orc.models.metering import ModelMeter
 from orc.models.tokens import EstimatedTokens, TokenCounter
@@ -17,6 +17,23 @@ from orc.principal import Principal
 
 if TYPE_CHECKING:
     from orc.graph.state import TurnState
+
+
+class TurnGate(Protocol):
+    """What a running turn asks before each graph node: whether its caller must give way to other callers' turns.
+
+    Why: a per-principal cap bounds how many turns one caller runs at once, not how much of the event loop they
+    take; so each node is a yield point where a flooding caller's turn waits while other callers' turns run, for
+    a bounded time (the turn policy's admission carries the gate, :mod:`orc.turns.policy`).
+    """
+
+    def yielding(self) -> bool:
+        """Whether this turn must give way before its next step (cheap: asked before every node)."""
+        ...
+
+    def step(self) -> AbstractAsyncContextManager[None]:
+        """Wait for this turn's turn, and hold it while the step runs."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +49,6 @@ class TurnContext:
     history_turns: int = 10
     offers_planning_tools: bool = True
     """False when the MCP server has no tool but document_chat: then no planning call is worth making."""
-    documents: DocumentLibrary | None = None
-    """The document library, for the prompt's list of available documents (the same availability the tools use)."""
     meter: ModelMeter = field(default_factory=ModelMeter)
     """Every model request a node makes is recorded here (``metadata.model_calls`` and ``usage``)."""
     finished: Callable[[TurnState], None] | None = None
@@ -54,6 +69,8 @@ class TurnContext:
     corrective_retry: bool = False
     """Whether an answer that is mostly uncited is asked for once more with citations (real models only: the
     offline model cites by construction)."""
+    gate: TurnGate | None = None
+    """The turn's fairness gate, from its admission: ``None`` never waits (an unlimited policy)."""
     stream_tokens: bool = True
     """Whether someone reads the turn's events: the answer is then requested as a stream, token by token; a caller
     that only wants the result (``Orchestrator.ask``, a JSON response) gets it in one response."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orc.documents.availability import Availability
 from orc.graph.state import ListedDocument, TurnState
 from orc.models.prompting import load_prompt
 
@@ -18,23 +17,6 @@ MAX_LISTED_DOCUMENTS = 40
 """Documents named in the prompt; the rest are counted, and documents.list lists them all."""
 
 _ORIGIN_LABEL = {"focus": "focus", "historical": "historical context"}
-
-
-def listing(availability: Availability) -> list[ListedDocument]:
-    """The available documents as the state keeps them for the prompt (small: no text, no digest)."""
-    focus = availability.scope.focus
-    return [
-        ListedDocument(
-            filename=doc.info.filename,
-            context_type=doc.info.context_type,
-            context_id=doc.info.context_id,
-            status=doc.info.status,
-            origin=doc.info.origin,
-            is_focus=focus is not None and (doc.info.context_type, doc.info.context_id) == (focus.type, focus.id),
-            document_id=doc.info.document_id,
-        )
-        for doc in availability.documents
-    ]
 
 
 def _context_label(type_: str, id_: str) -> str:

@@ -49,7 +49,7 @@ async def context_request(state: TurnState, ctx: TurnContext) -> list[RequiredSl
         state.get("blob_names") or [],
         state.get("history") or [],
     )
-    if slots and state.get("available_documents") is None and ctx.documents is not None:
+    if slots and state.get("available_documents") is None:
         # Suggestions offer the focus context's documents: read them only for a turn that asks.
         documents = await available_documents(state, ctx)
         slots = needed_context(

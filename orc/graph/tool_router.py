@@ -15,15 +15,15 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from orc.documents.availability import DocumentScope
-from orc.documents.records import ContextRef
+from orc.documents.library import MAX_LIST_LIMIT
+from orc.documents.results import DocumentList
 from orc.graph.context import TurnContext
-from orc.graph.context_block import listing, render_context_block
+from orc.graph.context_block import render_context_block
 from orc.graph.progress import progress
 from orc.graph.state import ListedDocument, PlannedCall, TurnState
 from orc.models.prompting import load_prompt
 from orc.telemetry import model_call
-from orc.tool_contract import DOCUMENT_TOOLS, NEVER_PLANNED
+from orc.tool_contract import DOCUMENT_TOOLS, DOCUMENTS_LIST, NEVER_PLANNED
 
 AfterPlanner = Literal["tool_router", "mcp_executor"]
 AfterRouter = Literal["mcp_executor", "answer"]
@@ -58,9 +58,10 @@ async def _plan(state: TurnState, ctx: TurnContext) -> TurnState:
 
     progress("tool_router", "Planning which documents to consult", 20)
     updates: TurnState = {}
-    if ctx.documents is not None and state.get("available_documents") is None:
-        updates["available_documents"] = await available_documents(state, ctx)
-        if not updates["available_documents"] and all(_mcp_name(tool) in DOCUMENT_TOOLS for tool in tools):
+    if state.get("available_documents") is None and any(_mcp_name(tool) == DOCUMENTS_LIST for tool in tools):
+        listed = await available_documents(state, ctx)
+        updates["available_documents"] = listed
+        if listed == [] and all(_mcp_name(tool) in DOCUMENT_TOOLS for tool in tools):
             return {**updates, "pending_tool_calls": []}
     block = render_context_block({**state, **updates})
     messages: list[BaseMessage] = [
@@ -110,17 +111,32 @@ def requested_calls(reply: BaseMessage, tools: list[BaseTool]) -> list[PlannedCa
     ]
 
 
-async def available_documents(state: TurnState, ctx: TurnContext) -> list[ListedDocument]:
-    """The documents available to this turn, by the availability model the tools use (same scope they get)."""
-    assert ctx.documents is not None
+async def available_documents(state: TurnState, ctx: TurnContext) -> list[ListedDocument] | None:
+    """The documents available to this turn, read through the turn's MCP session (``documents.list``, with the scope
+    the toolbox injects, as every tool gets it): the graph reaches documents one way. ``None`` when the server
+    cannot list them."""
     focus = state.get("focus_context")
-    scope = DocumentScope(
-        session_id=ctx.conversation_id,
-        focus=ContextRef.parse(focus.type, focus.id) if focus else None,
-        historical=tuple(ContextRef.parse(c.type, c.id) for c in state.get("historical_contexts") or []),
-        include_historical=True,
-    )
-    return listing(await ctx.documents.available(ctx.principal, scope))
+    listed: list[ListedDocument] = []
+    offset: int | None = 0
+    while offset is not None:
+        outcome = await ctx.toolbox.call(DOCUMENTS_LIST, {"offset": offset, "limit": MAX_LIST_LIMIT})
+        if outcome.is_error or outcome.structured is None:
+            return None
+        page = DocumentList.model_validate(outcome.structured)
+        listed.extend(
+            ListedDocument(
+                filename=info.filename,
+                context_type=info.context_type,
+                context_id=info.context_id,
+                status=info.status,
+                origin=info.origin,
+                is_focus=focus is not None and (info.context_type, info.context_id) == (focus.type, focus.id),
+                document_id=info.document_id,
+            )
+            for info in page.documents
+        )
+        offset = page.next_offset
+    return listed
 
 
 def _mcp_name(tool: BaseTool) -> str:

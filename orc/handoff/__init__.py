@@ -7,9 +7,12 @@ from orc.handoff.lifecycle import (
     MAX_TEXT_CHARS,
     ContextUpdate,
     Handoff,
+    Move,
     Resumption,
     SupplyBody,
     SupplyPayload,
+    running_without,
+    supplying,
 )
 
 __all__ = [
@@ -20,8 +23,11 @@ __all__ = [
     "ArtifactPage",
     "ContextUpdate",
     "Handoff",
+    "Move",
     "Resumption",
     "SessionArtifacts",
     "SupplyBody",
     "SupplyPayload",
+    "running_without",
+    "supplying",
 ]

@@ -10,7 +10,7 @@ request, so one request resumes its turn once, whichever instance the supply rea
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -32,6 +32,7 @@ from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef
 from orc.errors import Conflict, InvalidInput, NotFound, OrcError, PayloadTooLarge
 from orc.graph.pause import Resumed
+from orc.names import validate_identifier
 from orc.principal import Principal
 from orc.telemetry import metrics
 
@@ -205,7 +206,7 @@ class Handoff:
         sources = [
             source
             for index, supply in enumerate(record.supplies)
-            for source in await self._sources(record, _payload_of(supply), index)
+            for source in await self._sources(record, supply, index)
         ]
         supplied = [source.model_dump(mode="json") for source in sources]
         resume = Resumed(action="supplied", request_id=request_id, outcome="supplied", supplied=supplied, note="")
@@ -254,6 +255,7 @@ class Handoff:
 
     async def history(self, principal: Principal, conversation_id: str) -> list[dict[str, object]]:
         """The conversation's requests with their supplies, for its history."""
+        validate_identifier(conversation_id, what="conversation")
         return [record.public() for record in await self.requests.for_conversation(principal, conversation_id)]
 
     # -- helpers -------------------------------------------------------------------------------------------------
@@ -261,6 +263,8 @@ class Handoff:
     async def _pending(
         self, principal: Principal, conversation_id: str, request_id: str
     ) -> tuple[ContextRequestRecord, str]:
+        validate_identifier(conversation_id, what="conversation")
+        validate_identifier(request_id, what="context request")
         record, etag = await self.requests.get(principal, conversation_id, request_id)
         if record.status != "pending":
             raise Conflict(f"the context request is {record.status}", code=f"context_request_{record.status}")
@@ -322,7 +326,10 @@ class Handoff:
         log.info("context request %s: %s after %.1f s", record.request_id, outcome, waited)
         return Resumption(ended, resume, outcome)
 
-    async def _sources(self, record: ContextRequestRecord, payload: SupplyPayload, index: int) -> list[SourceSpan]:
+    async def _sources(
+        self, record: ContextRequestRecord, payload: SupplyPayload | Supply, index: int
+    ) -> list[SourceSpan]:
+        """The sources a payload (or the stored supply it became) adds to the answer."""
         if payload.text is not None:
             label = payload.slot.replace(":", "-").replace(" ", "-")[:60]
             return [
@@ -365,11 +372,16 @@ class Handoff:
         ]
 
 
-def _payload_of(supply: Supply) -> SupplyPayload:
-    return SupplyPayload(
-        slot=supply.slot,
-        text=supply.text,
-        document_id=supply.document_id,
-        source_ref=supply.source_ref,
-        name=supply.name,
-    )
+Move = Callable[[Handoff], Awaitable[Resumption | ContextUpdate]]
+"""How a paused turn's request moves on (supply, run-without, expiry): run by the turn service once it admitted the
+turn, so a refused caller's request stays as it was."""
+
+
+def supplying(principal: Principal, conversation_id: str, request_id: str, payloads: Sequence[SupplyPayload]) -> Move:
+    """The move of a supply (:meth:`Handoff.supply`)."""
+    return lambda handoff: handoff.supply(principal, conversation_id, request_id, payloads)
+
+
+def running_without(principal: Principal, conversation_id: str, request_id: str) -> Move:
+    """The move of run-without (:meth:`Handoff.run_without`)."""
+    return lambda handoff: handoff.run_without(principal, conversation_id, request_id)

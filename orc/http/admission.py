@@ -1,7 +1,8 @@
 """Turns away a flooding caller's ``POST /api/orc`` before FastAPI reads, validates and routes the request.
 
-The route itself applies every limit (:class:`orc.quotas.Quotas`); this ASGI middleware only answers early what
-this process already knows from memory (:meth:`~orc.quotas.Quotas.refuse_early`), so that 150 requests in flight
+The turn service applies every limit (its :class:`orc.turns.policy.TurnPolicy`); this ASGI middleware only answers
+early what this process already knows from memory (:meth:`~orc.turns.policy.TurnPolicy.refuse_early`), so that 150
+requests in flight
 from one caller cost the others a header parse and a dictionary lookup each, not a request's worth of work.
 """
 
@@ -14,20 +15,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from orc.errors import OrcError
 from orc.http import problems
 from orc.http.auth import Authenticator
-from orc.quotas import Quotas
+from orc.turns.policy import TurnPolicy
 
 
 class EarlyRefusal:
     """Answers 429 at once for a ``POST /api/orc`` whose principal is known to be over a limit."""
 
-    def __init__(self, app: ASGIApp, authenticator: Authenticator, quotas: Callable[[], Quotas | None]) -> None:
+    def __init__(self, app: ASGIApp, authenticator: Authenticator, policy: Callable[[], TurnPolicy | None]) -> None:
         self.app = app
         self.authenticator = authenticator
-        self.quotas = quotas
+        self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        limits = self.quotas() if scope["type"] == "http" and scope["method"] == "POST" else None
-        if limits is not None and limits.enabled and scope["path"].rstrip("/") == "/api/orc":
+        limits = self.policy() if scope["type"] == "http" and scope["method"] == "POST" else None
+        if limits is not None and scope["path"].rstrip("/") == "/api/orc":
             headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
             try:
                 limits.refuse_early(self.authenticator.authenticate(headers))

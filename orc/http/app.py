@@ -31,8 +31,8 @@ from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
 from orc.http.openapi_events import add_event_schemas
 from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
-from orc.quotas import Quotas
 from orc.settings import Settings
+from orc.turns.policy import UNLIMITED, TurnPolicy
 
 MCP_PATH = "/api/mcp"
 # Multipart framing on top of the file bytes themselves.
@@ -112,10 +112,12 @@ def create_app(
     model: BaseChatModel | None = None,
     stores: Stores | None = None,
     digest_model: BaseChatModel | None = None,
+    policy: TurnPolicy | None = None,
 ) -> ASGIApp:
     """The ASGI app for ``settings`` (default: the environment). Nothing is built until its lifespan starts.
 
-    ``model``, ``digest_model`` and ``stores`` replace the configured ones (tests and embedders).
+    ``model``, ``digest_model``, ``stores`` and the turn ``policy`` replace the configured ones (tests and
+    embedders).
     """
     settings = settings or Settings()
     settings.check()
@@ -125,7 +127,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with build_runtime(settings, model=model, stores=stores, digest_model=digest_model) as services:
+        async with build_runtime(
+            settings, model=model, stores=stores, digest_model=digest_model, policy=policy
+        ) as services:
             mcp_app, mcp_lifespan = build_mcp_http_app(
                 services.published_mcp_server, allowed_hosts=settings.mcp_allowed_hosts
             )
@@ -197,12 +201,13 @@ def create_app(
         max_seconds=settings.stream_max_seconds,
     )
 
-    def running_quotas() -> Quotas | None:
+    def running_policy() -> TurnPolicy | None:
         services: Services | None = getattr(api.state, "services", None)
-        return services.quotas if services is not None else None
+        # Nothing to refuse early when nothing is limited (and no reason to authenticate twice).
+        return services.policy if services is not None and services.policy is not UNLIMITED else None
 
     def stream_limits(app: ASGIApp) -> ASGIApp:
-        early = EarlyRefusal(app, authenticator, running_quotas)
+        early = EarlyRefusal(app, authenticator, running_policy)
         return StreamLimits(early, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
 
     served = BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for)

@@ -14,10 +14,9 @@ from orc.composition import Services
 from orc.digests.context import ContextFiles
 from orc.documents.library import DocumentLibrary
 from orc.errors import ServiceUnavailable
-from orc.handoff import SessionArtifacts
+from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
 from orc.principal import Principal
-from orc.quotas import Quotas
 from orc.turns.service import Orchestrator
 
 
@@ -64,13 +63,13 @@ async def idempotency(built: AppServices) -> IdempotencyKeys:
     return built.idempotency
 
 
-async def quotas(built: AppServices) -> Quotas:
-    """Per-principal rate limit, token quota and concurrent-turn cap."""
-    return built.quotas
+async def handoff(built: AppServices) -> Handoff:
+    """The context requests of paused turns."""
+    return built.handoff
 
 
 Orc = Annotated[Orchestrator, Depends(orchestrator)]
-Limits = Annotated[Quotas, Depends(quotas)]
+Requests = Annotated[Handoff, Depends(handoff)]
 Library = Annotated[DocumentLibrary, Depends(documents)]
 Context = Annotated[ContextFiles, Depends(context_files)]
 Artifacts = Annotated[SessionArtifacts, Depends(artifacts)]

@@ -14,7 +14,7 @@ from fastapi import Request
 from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response
 
-from orc.errors import OrcError
+from orc.errors import OrcError, TooManyRequests
 from orc.http import problems
 from orc.idempotency import Claim, IdempotencyKeys, StoredResponse, fingerprint
 from orc.principal import Principal
@@ -53,12 +53,23 @@ async def idempotent(
     claimed = await claim(request, principal, keys, parts)
     if isinstance(claimed, StoredResponse):
         return replay(claimed)
+    return await answered(keys, claimed, status_code, run)
+
+
+async def answered(
+    keys: IdempotencyKeys, claimed: Claim | None, status_code: int, run: Callable[[], Awaitable[BaseModel]]
+) -> Response:
+    """Run ``run`` under a claimed key (``None``: no key) and record its response, or its refusal."""
     if claimed is None:
         # pydantic writes the JSON itself: no dict of the result, no second pass through the json module.
         result = await run()
         return Response(result.model_dump_json(), status_code=status_code, media_type="application/json")
     try:
         result = await run()
+    except TooManyRequests:
+        # A limit's refusal passes with time: the same key retried after Retry-After runs the request.
+        await keys.abandon(claimed)
+        raise
     except OrcError as exc:
         if exc.status >= 500:
             await keys.abandon(claimed)

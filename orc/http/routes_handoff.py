@@ -9,27 +9,28 @@ retried supply resume the turn once and replay its answer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.datastructures import UploadFile
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from orc.documents.extraction import extract
 from orc.documents.uploads import Upload, check_uploads
 from orc.errors import InvalidInput, PayloadTooLarge
-from orc.graph.pause import Resumed
-from orc.handoff import MAX_PAYLOADS, MAX_TEXT_CHARS, ContextUpdate, SupplyBody, SupplyPayload
-from orc.http.dependencies import Caller, Context, Keys, Orc
-from orc.http.idempotent import claim, idempotent, recorded_stream, replay
+from orc.handoff import (
+    MAX_PAYLOADS,
+    MAX_TEXT_CHARS,
+    ContextUpdate,
+    SupplyBody,
+    SupplyPayload,
+    running_without,
+)
+from orc.http.dependencies import Caller, Context, Keys, Orc, Requests
+from orc.http.idempotent import idempotent
 from orc.http.openapi_events import STREAM_RESPONSES
-from orc.http.routes_orc import stream_result
-from orc.http.streaming import MEDIA_TYPES, encode, negotiate
-from orc.idempotency import StoredResponse
-from orc.turns import ContextRequired, ContextUpdateEvent, Event, TurnResult
-from orc.turns.service import Orchestrator, PreparedTurn
+from orc.http.turn_responses import turn_response
+from orc.turns import ContextRequired, TurnResult
 
 router = APIRouter()
 _PATH = "/sessions/{session_id}/context-requests/{request_id}"
@@ -63,7 +64,13 @@ _SUPPLY_BODY = {
     openapi_extra=_SUPPLY_BODY,
 )
 async def supply(
-    session_id: str, request_id: str, request: Request, orchestrator: Orc, principal: Caller, keys: Keys, files: Context
+    session_id: str,
+    request_id: str,
+    request: Request,
+    orchestrator: Orc,
+    principal: Caller,
+    keys: Keys,
+    files: Context,
 ) -> Response:
     """JSON ``{"payloads": [{"slot", "text" | "document_id" | "source_ref"}]}``, or multipart with ``slot`` and
     ``files`` (their text is supplied). When every required slot has something the turn resumes and this answers
@@ -72,40 +79,15 @@ async def supply(
     payloads = await _payloads(request, files.max_upload_bytes)
     body = [payload.model_dump(mode="json") for payload in payloads]
     parts = {"route": "supply", "session": session_id, "request": request_id, "payloads": body}
-    fmt = negotiate(request.headers.get("accept", ""))
-    if fmt is None:
-
-        async def run() -> BaseModel:
-            begun = await orchestrator.begin_supply(session_id, request_id, payloads, principal)
-            if isinstance(begun, ContextUpdate):
-                return begun
-            return await orchestrator.complete(*begun)
-
-        return await idempotent(request, principal, keys, parts, 200, run)
-    claimed = await claim(request, principal, keys, parts)
-    if isinstance(claimed, StoredResponse):
-        return replay(claimed)
-    try:
-        begun = await orchestrator.begin_supply(session_id, request_id, payloads, principal)
-    except BaseException:
-        if claimed is not None:
-            await keys.abandon(claimed)
-        raise
-    if isinstance(begun, ContextUpdate):
-        if claimed is not None:
-            await keys.complete(claimed, 200, begun.model_dump(mode="json"))
-        update = ContextUpdateEvent(
-            type="context_update",
-            request_id=request_id,
-            status="pending",
-            supplied=begun.supplied,
-            missing=begun.missing,
-        )
-        return _streaming(_one(update), fmt)
-    events = _resumed(orchestrator, *begun)
-    if claimed is not None:
-        events = recorded_stream(events, keys, claimed, stream_result)
-    return _streaming(events, fmt)
+    return await turn_response(
+        request,
+        principal,
+        keys,
+        parts,
+        lambda: orchestrator.resume(
+            principal, lambda handoff: handoff.supply(principal, session_id, request_id, payloads)
+        ),
+    )
 
 
 @router.post(
@@ -116,30 +98,17 @@ async def supply(
     openapi_extra={"parameters": _IDEMPOTENCY},
 )
 async def run_without(
-    session_id: str, request_id: str, request: Request, orchestrator: Orc, principal: Caller, keys: Keys
+    session_id: str,
+    request_id: str,
+    request: Request,
+    orchestrator: Orc,
+    principal: Caller,
+    keys: Keys,
 ) -> Response:
     """Resume the paused turn with what it has; its answer says it went on without the requested context."""
     parts = {"route": "run-without", "session": session_id, "request": request_id}
-    fmt = negotiate(request.headers.get("accept", ""))
-    if fmt is None:
-
-        async def run() -> BaseModel:
-            return await orchestrator.complete(*await orchestrator.begin_run_without(session_id, request_id, principal))
-
-        return await idempotent(request, principal, keys, parts, 200, run)
-    claimed = await claim(request, principal, keys, parts)
-    if isinstance(claimed, StoredResponse):
-        return replay(claimed)
-    try:
-        turn, resume = await orchestrator.begin_run_without(session_id, request_id, principal)
-    except BaseException:
-        if claimed is not None:
-            await keys.abandon(claimed)
-        raise
-    events = _resumed(orchestrator, turn, resume)
-    if claimed is not None:
-        events = recorded_stream(events, keys, claimed, stream_result)
-    return _streaming(events, fmt)
+    move = running_without(principal, session_id, request_id)
+    return await turn_response(request, principal, keys, parts, lambda: orchestrator.resume(principal, move))
 
 
 class RequestState(BaseModel):
@@ -172,9 +141,9 @@ async def cancel(
 
 
 @router.get(_PATH, response_model=RequestState, summary="Get a context request")
-async def get_request(session_id: str, request_id: str, orchestrator: Orc, principal: Caller) -> JSONResponse:
+async def get_request(session_id: str, request_id: str, handoff: Requests, principal: Caller) -> JSONResponse:
     """The request with its slots, suggestions, supplies and status."""
-    record, _ = await orchestrator.handoff.requests.get(principal, session_id, request_id)
+    record, _ = await handoff.requests.get(principal, session_id, request_id)
     return JSONResponse(record.public())
 
 
@@ -223,23 +192,6 @@ async def _uploaded(request: Request, max_upload_bytes: int) -> list[SupplyPaylo
             raise InvalidInput(f"{upload.filename!r} has no text to supply", code="empty_supply")
         payloads.append(SupplyPayload(slot=slot.strip(), text=text, name=upload.filename))
     return payloads
-
-
-async def _resumed(orchestrator: Orchestrator, turn: PreparedTurn, resume: Resumed) -> AsyncIterator[Event]:
-    async for event in orchestrator.stream_prepared(turn, resume):  # starts with context_resolved
-        yield event
-
-
-async def _one(event: Event) -> AsyncIterator[Event]:
-    yield event
-
-
-def _streaming(events: AsyncIterator[Event], fmt: Any) -> StreamingResponse:
-    return StreamingResponse(
-        encode(events, fmt),
-        media_type=MEDIA_TYPES[fmt],
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
 
 
 __all__ = ["ContextRequired", "router"]

@@ -15,11 +15,33 @@ from orc.errors import InvalidInput
 
 
 @dataclass(frozen=True, slots=True)
+class ModelCapabilities:
+    """What the turn may expect of a model. A model class declares its own as ``orc_capabilities``; any other
+    model is taken to be a real one that writes, may be asked again and may call tools."""
+
+    cites_by_construction: bool = False
+    """Every sentence it writes comes from a cited source: an uncited answer is not worth asking for again."""
+    titles_conversations: bool = True
+    """Worth a request to title a new conversation."""
+    asks_for_context: bool = True
+    """May be offered the ``request_context`` tool, to pause a turn that lacks context."""
+
+
+REAL_MODEL = ModelCapabilities()
+
+
+@dataclass(frozen=True, slots=True)
 class ChosenModel:
     """A model a turn may use, with the label answers' metadata name it by."""
 
     model: BaseChatModel
     label: str
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """The model's declared capabilities (:data:`REAL_MODEL` when it declares none)."""
+        declared = getattr(self.model, "orc_capabilities", None)
+        return declared if isinstance(declared, ModelCapabilities) else REAL_MODEL
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,13 +19,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
 from orc.models.answering import answer_question, find_sources
+from orc.models.choice import ModelCapabilities
 from orc.models.digesting import digest_reply
 from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools, reply_chunks, reply_result, usage_for
 from orc.models.ordinals import ordinal_index, pick_item
@@ -57,6 +58,9 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
     """A deterministic chat model that answers from the sources in its prompt and plans tools by rule."""
 
     model_name: str = OFFLINE_MODEL_NAME
+    orc_capabilities: ClassVar[ModelCapabilities] = ModelCapabilities(
+        cites_by_construction=True, titles_conversations=False, asks_for_context=False
+    )
 
     @property
     def _llm_type(self) -> str:

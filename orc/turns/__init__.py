@@ -1,5 +1,6 @@
 """The one turn pipeline: the contract (request, result, the paused turn's request; the events are
-:mod:`orc.graph.events`), and the service that runs every turn.
+:mod:`orc.graph.events`), ``prepare`` (checks and limits), ``runner`` (lock, context, graph loop, store), ``policy``
+(admission and charge) and the ``service`` every turn comes in through (ask, stream, resume).
 
 The contract's names are imported eagerly (they are light); the service, which pulls in LangGraph, only when asked
 for, so ``from orc.turns import TurnRequest`` stays cheap for clients and the CLI's ``--help``.
@@ -29,9 +30,19 @@ from orc.graph.events import (
 from orc.turns.contract import ContextRequired, TurnMetadata, TurnRequest, TurnResult, final_event
 
 if TYPE_CHECKING:
-    from orc.turns.service import Orchestrator, PreparedTurn, TurnLimits, error_event, turn_failed
+    from orc.turns.policy import TurnPolicy
+    from orc.turns.prepare import PreparedTurn, TurnLimits
+    from orc.turns.service import Orchestrator, Turn, error_event, turn_failed
 
-_SERVICE = {"Orchestrator", "PreparedTurn", "TurnLimits", "error_event", "turn_failed"}
+_LAZY = {
+    "Orchestrator": "orc.turns.service",
+    "Turn": "orc.turns.service",
+    "error_event": "orc.turns.service",
+    "turn_failed": "orc.turns.service",
+    "PreparedTurn": "orc.turns.prepare",
+    "TurnLimits": "orc.turns.prepare",
+    "TurnPolicy": "orc.turns.policy",
+}
 
 __all__ = [
     "CitationEvent",
@@ -50,8 +61,10 @@ __all__ = [
     "ProgressEvent",
     "TokenEvent",
     "ToolEvent",
+    "Turn",
     "TurnLimits",
     "TurnMetadata",
+    "TurnPolicy",
     "TurnRequest",
     "TurnResult",
     "citation_event",
@@ -62,6 +75,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SERVICE:
-        return getattr(import_module("orc.turns.service"), name)
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'orc.turns' has no attribute {name!r}")

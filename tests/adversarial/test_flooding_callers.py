@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from orc import scheduling
 from orc.composition import build_runtime
 from orc.errors import TooManyConcurrentTurns, Unauthenticated
 from orc.principal import Principal
 from orc.quotas import Quotas
 from orc.settings import Settings
 from orc.turns import TurnRequest, TurnResult
+from orc.turns.policy import QuotaPolicy
 from tests.http.conftest import open_client
 
 FLOODER = Principal(organization="acme", user="flooder")
@@ -152,17 +152,17 @@ async def test_early_refusals_are_held_up_to_the_bound_and_beyond_the_count_sent
 
 async def test_a_flooders_turn_through_the_graph_waits_for_the_calm_callers_turn(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
-    quotas = limits(max_yield_seconds=60)
-    async with build_runtime(settings) as orc:
+    quotas = Quotas(None, rate=None, daily_tokens=None, max_concurrent=2, max_yield_seconds=60)
+    async with build_runtime(settings, policy=QuotaPolicy(quotas)) as orc:
         await orc.orchestrator.ask(TurnRequest(question="Warm up?"))  # imports and first-use caches
-        flooder_slot = quotas.turn_slot(FLOODER)
-        refused(quotas, FLOODER)
-        calm_slot = quotas.turn_slot(CALM)
+        flooding = [quotas.turn_slot(FLOODER), quotas.turn_slot(FLOODER)]
+        refused(quotas, FLOODER)  # the flooder is refused once: it floods
+        flooding.pop().release()
+        calm_slot = quotas.turn_slot(CALM)  # a calm caller's turn runs meanwhile
 
         async def flooder_turn() -> TurnResult:
-            scheduling.enter(flooder_slot)
+            # Admitted by the policy like any turn: its slot is its gate, carried in the runtime context.
             result = await orc.orchestrator.ask(TurnRequest(question="What is the rent?"), FLOODER)
-            flooder_slot.release()
             assert isinstance(result, TurnResult)
             return result
 
@@ -173,6 +173,7 @@ async def test_a_flooders_turn_through_the_graph_waits_for_the_calm_callers_turn
 
         calm_slot.release()
         answered = await asyncio.wait_for(flooder, 30)
+        flooding.pop().release()
 
     assert answered.answer
 

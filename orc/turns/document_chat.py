@@ -1,0 +1,56 @@
+"""``document_chat`` answering for MCP clients, admitted like a turn.
+
+An MCP client that calls ``document_chat`` in ``answer`` mode makes a model call, as a turn does: the same policy
+admits it (refused with the same 429 code), holds it at its caller's fairness gate, and charges its tokens. The
+``evidence`` mode makes no model call (the turn graph uses it inside an admitted turn) and passes straight through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+
+from orc.contracts import DocumentChatResult, FileRef
+from orc.documents.document_chat import DocumentChatMode, DocumentChatService
+from orc.graph.context import TurnGate
+from orc.principal import Principal
+from orc.turns.policy import TurnPolicy
+
+
+class AdmittedDocumentChat:
+    """:class:`DocumentChatService` behind the turn policy, for the MCP server's ``document_chat`` tool."""
+
+    def __init__(self, service: DocumentChatService, policy: TurnPolicy) -> None:
+        self._service = service
+        self._policy = policy
+
+    async def answer(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        question: str,
+        document_names: Sequence[str],
+        cached_file_info: Sequence[FileRef] | None = None,
+        mode: DocumentChatMode = "answer",
+    ) -> DocumentChatResult:
+        """:meth:`DocumentChatService.answer`, admitted and charged when it answers (``mode="answer"``)."""
+        if mode != "answer":
+            return await self._service.answer(
+                principal, conversation_id, question, document_names, cached_file_info, mode
+            )
+        admission = await self._policy.admit(principal)
+        try:
+            async with _at(admission.gate):
+                result = await self._service.answer(
+                    principal, conversation_id, question, document_names, cached_file_info, mode
+                )
+            await admission.charge(result.metadata.usage)
+            return result
+        finally:
+            admission.release()
+
+
+def _at(gate: TurnGate | None) -> AbstractAsyncContextManager[None]:
+    """Wait at the gate when it asks this caller to give way; otherwise go straight on."""
+    return gate.step() if gate is not None and gate.yielding() else contextlib.nullcontext()
