@@ -75,6 +75,7 @@ class _Worker:
     session_id: str
     dirty: bool = True
     retry: set[str] = field(default_factory=set)
+    retrying: set[str] = field(default_factory=set)
     release: set[str] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
 
@@ -166,6 +167,13 @@ class SessionDigests:
         worker = self._workers.get(session_key(principal, conversation_id))
         return worker is not None and worker.task is not None and not worker.task.done()
 
+    def retrying(self, principal: Principal, conversation_id: str) -> frozenset[str]:
+        """Files whose failed digest this process is about to make again (they read as ``parsing``)."""
+        worker = self._workers.get(session_key(principal, conversation_id))
+        if worker is None or worker.task is None or worker.task.done():
+            return frozenset()
+        return frozenset(worker.retry | worker.retrying)
+
     async def wait_idle(self, principal: Principal, conversation_id: str, seconds: float) -> bool:
         """Wait up to ``seconds`` for the session's worker to finish; True when it is idle."""
         loop = asyncio.get_running_loop()
@@ -200,6 +208,7 @@ class SessionDigests:
         while worker.dirty and not self._closed:
             worker.dirty = False
             retry, worker.retry = worker.retry, set()
+            worker.retrying = retry
             release, worker.release = worker.release, set()
             try:
                 await self._pass(worker, retry)
@@ -214,6 +223,7 @@ class SessionDigests:
                 logger.warning("refreshing the digests of a session failed: %s", type(exc).__name__)
                 logger.debug("digest refresh failure details", exc_info=True)
             finally:
+                worker.retrying = set()
                 self.signals.notify(key)
 
     async def _pass(self, worker: _Worker, retry: set[str]) -> None:

@@ -233,6 +233,19 @@ async def delete_file(
     return await idempotent(request, principal, keys, parts, status.HTTP_200_OK, run)
 
 
+@router.post(
+    "/sessions/{session_id}/context/files/{file_id}/retry-parse",
+    response_model=ContextFile,
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Retry a file's failed digest",
+)
+async def retry_parse(session_id: str, file_id: str, context: Context, principal: Caller) -> ContextFile:
+    """Make the file's digest again after it failed (context-digest-spec §8.2 "Retry parse"); follow it on
+    ``GET …/context/stream``. A file whose digest is not failed is answered as it is (nothing to retry); a file
+    whose text could not be extracted is refused (409 ``not_retryable``): replace it instead."""
+    return await context.retry_parse(principal, session_id, file_id)
+
+
 def _if_match(request: Request) -> int | None:
     """The expected revision from ``If-Match`` (``3``, ``"3"`` or ``W/"3"``); ``*``: the session must exist;
     none: any."""

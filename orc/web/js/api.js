@@ -143,6 +143,13 @@ export const api = {
     getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}`, {
       method: "DELETE",
     }),
+  fileDigest: (id, fileId) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}/digest`),
+  aggregateDigest: (id) => getJson(`/api/sessions/${encodeURIComponent(id)}/context/digest`),
+  retryParse: (id, fileId) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}/retry-parse`, {
+      method: "POST",
+    }),
   context: (type, id) => getJson(`/api/contexts/${encodeURIComponent(type)}/${encodeURIComponent(id)}`),
   source: (id, ref) => getJson(`/api/sessions/${encodeURIComponent(id)}/sources?ref=${encodeURIComponent(ref)}`),
   rename: (id, title) =>
