@@ -10,8 +10,8 @@ import uuid
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TextIO
 
+from orc.cli.console import Console
 from orc.cli.documents import (
     Target,
     add_documents,
@@ -30,7 +30,7 @@ from orc.documents.sessions import SessionFiles
 from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
-from orc.turns import ContextRequiredEvent, Event, TurnRequest
+from orc.turns import ContextRequiredEvent, TurnRequest
 from orc.turns.service import Orchestrator
 
 DEMO_CONVERSATION = "demo"
@@ -43,60 +43,6 @@ DEMO_QUESTIONS = (
 )
 PROGRESS_SECONDS = 2.0
 """How often ``orc ask --file`` says a large file is still being processed."""
-
-
-class Console:
-    """Writes progress to stderr (so it can be hidden) and answers to stdout."""
-
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, model: str = "offline") -> None:
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
-        self.model = model
-        self._answering = False
-
-    def event(self, event: Event) -> None:
-        """Render one stream event as it happens."""
-        if event["type"] == "progress":
-            # Once the answer streams, a progress line would land in the middle of it on a terminal.
-            if not self._answering:
-                print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
-        elif event["type"] == "tool" and event["status"] != "running":
-            print(
-                f"  [tool] {event['name']} {event['status']} in {event['duration_ms']:.0f} ms",
-                file=self.err,
-                flush=True,
-            )
-        elif event["type"] == "token":
-            self._answering = True
-            print(event["text"], end="", file=self.out, flush=True)
-        elif event["type"] == "final":
-            self._answering = False
-            print(file=self.out)
-            for index, citation in enumerate(event["citations"], start=1):
-                page = f", page {citation['page']}" if citation.get("page") else ""
-                print(
-                    f"  [{index}] {citation['document']} {citation['span_id']}{page}: “{citation['quote']}”",
-                    file=self.out,
-                )
-            metadata = event["metadata"]
-            print(
-                f"  ({metadata['model']}; {metadata['model_calls']} model call(s); tool: {metadata['tool'] or 'none'};"
-                f" cache: {metadata['cache'] or 'n/a'}; conversation {event['conversation_id']})",
-                file=self.err,
-            )
-        elif event["type"] == "context_resolved":
-            print(f"  [context] {event['outcome'].replace('_', ' ')}", file=self.err, flush=True)
-        elif event["type"] == "error":
-            self._answering = False
-            print(f"\nerror ({event['code']}): {event['message']}", file=self.err)
-            if event["code"] in ("internal_error", "service_unavailable", "model_error") and self.model != "offline":
-                # A model endpoint that cannot be reached is the commonest cause, and the error alone hides it.
-                print(
-                    f"hint: check that the model endpoint of ORC_MODEL={self.model} is reachable and its"
-                    " credentials are set (ORC_MODEL_BASE_URL, OPENAI_API_KEY or AZURE_OPENAI_*); the log line"
-                    " 'turn failed: <error type>' names the failure",
-                    file=self.err,
-                )
 
 
 async def ask(

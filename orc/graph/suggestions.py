@@ -1,9 +1,9 @@
 """Follow-up suggestions: up to three questions the retrieved documents can answer, made without a model call.
 
 Each comes from a sentence of a retrieved span that the answer did not use (spans it did not cite first, best
-ranked first): asked back the way a person would: "What about pets?" from the sentence's subject ("Pets are allowed…"), else
-"What about the landlord's consent?" from its first noun phrase, else "What does <document> say about <topic>?" with
-the first run of content words the question did not already name. Deterministic and cheap, so no model request is
+ranked first), asked back the way a person would: "What about pets?" from the sentence's subject ("Pets are
+allowed…"), else "What about the flat?" from its last noun phrase, else "What does <document> say about <topic>?"
+with the first run of content words the question did not already name. Deterministic and cheap, so no model request is
 added before the answer ends, and grounded by construction: the span that suggested it answers it.
 """
 
@@ -83,7 +83,7 @@ def _cased(words: Sequence[str]) -> str:
 
 
 def _subject(sentence: str, asked: set[str]) -> str | None:
-    """"pets" from "Pets are allowed …": the words before the first verb, when they are a short noun phrase."""
+    """ "pets" from "Pets are allowed …": the words before the first verb, when they are a short noun phrase."""
     words = _WORD.findall(sentence)
     verb = next((index for index, word in enumerate(words[: MAX_SUBJECT_WORDS + 1]) if word.lower() in _VERBS), None)
     if not verb or words[0].lower() in _PRONOUNS or not _new_content(words[:verb], asked):
@@ -92,7 +92,7 @@ def _subject(sentence: str, asked: set[str]) -> str | None:
 
 
 def _noun_phrase(sentence: str, asked: set[str]) -> str | None:
-    """"the landlord's written consent": a determiner and the content words after it, the last such phrase (a
+    """ "the landlord's written consent": a determiner and the content words after it, the last such phrase (a
     sentence ends on its object: "The tenant rents the flat" asks about the flat)."""
     words = _WORD.findall(sentence)
     for index in reversed(range(len(words))):
