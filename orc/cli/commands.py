@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
+from orc.cli import NOTHING_YET
 from orc.cli.console import Console
 from orc.cli.documents import (
     Target,
@@ -23,8 +24,10 @@ from orc.cli.documents import (
     remove_document,
 )
 from orc.cli.handoff import ReadLine, resume_interactively
+from orc.cli.table import table
 from orc.composition import Services, build_runtime
 from orc.conversations import FocusContext
+from orc.conversations.export import human_time
 from orc.documents.records import ContextRef
 from orc.documents.sessions import SessionFiles
 from orc.documents.uploads import Upload
@@ -159,11 +162,15 @@ async def run_sessions(settings: Settings, args: argparse.Namespace, console: Co
     async with build_runtime(settings) as services:
         orchestrator = services.orchestrator
         if args.action == "list":
-            for summary in await orchestrator.list_sessions(LOCAL_PRINCIPAL):
-                print(
-                    f"{summary.conversation_id}\t{summary.updated_at}\t{summary.message_count}\t{summary.title}",
-                    file=console.out,
-                )
+            summaries = await orchestrator.list_sessions(LOCAL_PRINCIPAL)
+            if not summaries:
+                print(NOTHING_YET[("sessions", "list")], file=console.out)
+            rows = [
+                (human_time(s.updated_at), str(s.message_count), s.conversation_id, s.title or "Untitled")
+                for s in summaries
+            ]
+            for line in table(("UPDATED", "MESSAGES", "ID", "TITLE"), rows):
+                print(line, file=console.out)
             return 0
         if args.action == "delete":
             await orchestrator.delete_session(args.id, LOCAL_PRINCIPAL)
@@ -173,8 +180,9 @@ async def run_sessions(settings: Settings, args: argparse.Namespace, console: Co
             data, _ = await orchestrator.export_session(args.id, "markdown", LOCAL_PRINCIPAL)
             console.out.write(data.decode("utf-8"))
             return 0
-        data, name = await orchestrator.export_session(args.id, args.format, LOCAL_PRINCIPAL)
-    output: Path | None = args.output or (Path(name) if args.format == "pdf" else None)
+        data, _ = await orchestrator.export_session(args.id, args.format, LOCAL_PRINCIPAL)
+    # A PDF is no text for a terminal: without -o it goes to ID.pdf, as --help says.
+    output: Path | None = args.output or (Path(f"{args.id}.pdf") if args.format == "pdf" else None)
     if output is None:
         console.out.write(data.decode("utf-8"))
     else:
