@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import sys
 import time
 import uuid
@@ -117,7 +118,28 @@ async def run_demo(settings: Settings, console: Console) -> int:
             print(f"\n> {question}", file=console.out, flush=True)
             request = TurnRequest(question=question, conversation_id=DEMO_CONVERSATION, blob_names=names)
             ok = await ask(services.orchestrator, console, request) and ok
+    print(next_steps(settings), file=console.out)
     return 0 if ok else 1
+
+
+def next_steps(settings: Settings) -> str:
+    """What to try after the demo, as commands that run from where the demo ran (same data folder)."""
+    from orc.settings import default_home
+
+    program = Path(sys.argv[0]) if sys.argv and Path(sys.argv[0]).name == "orc" else Path("orc")
+    if program.is_absolute() and program.is_relative_to(Path.cwd()):
+        program = program.relative_to(Path.cwd())
+    home = "" if settings.home.resolve() == default_home().resolve() else f"ORC_HOME={shlex.quote(str(settings.home))} "
+    orc = f"{home}{program}"
+    return "\n".join(
+        [
+            "",
+            "Next:",
+            f"  {orc} chat --conversation {DEMO_CONVERSATION}    keep asking about these files (Ctrl-D leaves)",
+            f'  {orc} ask "QUESTION" --file PATH    ask about your own documents',
+            f"  {orc} serve    the chat page at http://127.0.0.1:8000",
+        ]
+    )
 
 
 def focus(context: str | None) -> FocusContext | None:
