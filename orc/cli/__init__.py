@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-NOTHING_YET = {
+NOTHING_YET: dict[tuple[str, str | None], str] = {
     ("sessions", "list"): "No conversations yet. Start one with: orc chat  (or: orc ask QUESTION --file PATH)",
     ("docs", "list"): "No documents yet; add some with: orc docs add PATH... [--context TYPE:ID | --session ID]",
     ("contexts", "list"): "No contexts yet; create one with: orc contexts put folder ID",

@@ -18,7 +18,7 @@ import importlib
 import shlex
 import signal
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
@@ -159,7 +159,7 @@ class TerminalLines:
 
 
 async def _open_runtime(
-    settings: Settings, stack: contextlib.AsyncExitStack, imported: asyncio.Future[object]
+    settings: Settings, stack: contextlib.AsyncExitStack, imported: Awaitable[object]
 ) -> Services:
     """The runtime, once its modules are imported. Entered in the chat's own task: its MCP session's task group
     must be left by the task that entered it."""
