@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orc.cli import main
-from orc.cli.answer_text import AnswerText
+from orc.cli.answer_text import AnswerText, readable
 
 
 def test_ask_attaches_files_and_prints_the_answer_with_citations(
@@ -83,3 +83,7 @@ def test_a_marker_cut_between_tokens_is_numbered_once_it_closes_and_each_quote_g
         "  [3] extra.md: “Cats too.”",
         "  [4] your supplied text: “Parking is 40 euros.”",
     ]
+
+
+def test_suggestions_on_the_terminal_name_documents_not_source_refs() -> None:
+    assert readable("lease.pdf::S1: Residential lease. [annex.docx::S2]") == "lease.pdf: Residential lease."

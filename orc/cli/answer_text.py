@@ -88,5 +88,13 @@ def _line(number: int, citation: Mapping[str, Any]) -> str:
     return f"  [{number}] {_document(citation)}{page}: “{_squash(str(citation['quote']))}”"
 
 
+_BARE_REF = re.compile(r"([^\s:]+)::[^\s:,;]+")
+
+
+def readable(text: str) -> str:
+    """Text for a reader: ``[lease.pdf::S2]`` markers dropped, a bare ``lease.pdf::S2`` shown as ``lease.pdf``."""
+    return _BARE_REF.sub(r"\1", re.sub(r"\s*" + _MARKER.pattern, "", text))
+
+
 def _document(citation: Mapping[str, Any]) -> str:
     return "your supplied text" if citation["document"] == "supplied" else str(citation["document"])

@@ -158,9 +158,7 @@ class TerminalLines:
             return None
 
 
-async def _open_runtime(
-    settings: Settings, stack: contextlib.AsyncExitStack, imported: Awaitable[object]
-) -> Services:
+async def _open_runtime(settings: Settings, stack: contextlib.AsyncExitStack, imported: Awaitable[object]) -> Services:
     """The runtime, once its modules are imported. Entered in the chat's own task: its MCP session's task group
     must be left by the task that entered it."""
     await imported

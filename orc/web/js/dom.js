@@ -67,3 +67,10 @@ export function stamp(iso) {
   if (Number.isNaN(then.getTime())) return "";
   return then.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
+
+/** Text for a reader: "[lease.pdf::S2]" markers dropped, a bare SourceRef "lease.pdf::S2" shown as "lease.pdf". */
+export function readable(text) {
+  return String(text)
+    .replace(/\s*\[[^[\]\n]*?::[^[\]\n]*?\]/g, "")
+    .replace(/([^\s:]+(?:\.[^\s:]+)?)::[^\s:,;]+/g, "$1");
+}
