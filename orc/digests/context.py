@@ -57,7 +57,7 @@ class ContextFiles:
         """The context set at its latest revision with effective statuses; schedules stale work when ``repair``."""
         raw = await self.files.manifest(principal, session_id)
         view, stale = self._effective(principal, session_id, raw)
-        if repair and stale:
+        if repair and stale and view.auto_parse:
             self.digests.schedule(principal, session_id)
         return view
 
@@ -163,8 +163,19 @@ class ContextFiles:
             )
         if record.digest_status != "error":
             return record
-        self.digests.schedule(principal, session_id, retry={file_id})
+        self.digests.schedule(principal, session_id, retry={file_id}, force=True)
         return record.model_copy(update={"digest_status": "parsing", "digest_error": None})
+
+    async def set_auto_parse(self, principal: Principal, session_id: str, on: bool) -> ContextSet:
+        """Turn "auto-parse on change" on or off; turning it on makes what is stale at once."""
+        await self.files.set_auto_parse(principal, session_id, on)
+        return await self.manifest(principal, session_id)
+
+    async def parse_now(self, principal: Principal, session_id: str) -> ContextSet:
+        """Make every stale digest of the session now, whatever auto-parse says (the spec's manual parse)."""
+        await self.manifest(principal, session_id, repair=False)  # NotFound for a session without files
+        self.digests.schedule(principal, session_id, force=True)
+        return await self.manifest(principal, session_id, repair=False)
 
     # -- effective statuses ---------------------------------------------------------------------------------------
 
@@ -178,7 +189,12 @@ class ContextFiles:
             status: SpecDigestStatus = spec_digest_status(record.digest_status)
             if (
                 status in ("ready", "error") and record.status == "ready" and not fresh.is_current(record.model_dump())
-            ) or (status == "parsing" and not busy and self._abandoned(record.digest_updated_at or record.updated_at)):
+            ) or (
+                status == "parsing"
+                and not busy
+                # With auto-parse off nobody makes a digest the upload marked as coming: it waits, stale.
+                and (not raw.auto_parse or self._abandoned(record.digest_updated_at or record.updated_at))
+            ):
                 status = "stale"
             if (status == "stale" and busy) or (status == "error" and record.file_id in retrying):
                 status = "parsing"

@@ -253,3 +253,36 @@ async def test_retry_parse_refuses_a_file_whose_text_could_not_be_extracted(
     response = await client.post(f"/api/sessions/s/context/files/{scan['file_id']}/retry-parse")
 
     assert response.status_code == 409 and response.json()["code"] == "not_retryable"
+
+
+async def test_with_auto_parse_off_a_change_makes_no_digest_until_parse_now(
+    digests: tuple[httpx.AsyncClient, FunctionChatModel],
+) -> None:
+    client, model = digests
+    turned = await client.patch("/api/sessions/s/context", json={"auto_parse": False})
+    assert turned.status_code == 200, turned.text
+    assert turned.json()["auto_parse"] is False
+
+    assert (await upload(client, "s", ("lease.txt", LEASE))).status_code == 201
+    waiting = await settled(client, "s")
+
+    assert task_a_files(model) == [] and task_b_calls(model) == 0
+    assert waiting["auto_parse"] is False
+    assert [f["status"] for f in waiting["files"]] == ["ready"]  # the text is extracted: tools can read it
+    assert {f["digest_status"] for f in waiting["files"]} == {"stale"}
+
+    started = await client.post("/api/sessions/s/context/parse")
+    assert started.status_code == 202, started.text
+    done = await settled(client, "s")
+
+    assert task_a_files(model) == ["lease.txt"] and task_b_calls(model) == 1
+    assert done["aggregate_digest_status"] == "ready"
+
+
+async def test_auto_parse_takes_only_a_boolean(digests: tuple[httpx.AsyncClient, FunctionChatModel]) -> None:
+    client, _ = digests
+
+    refused = await client.patch("/api/sessions/s/context", json={"auto_parse": "sometimes", "x": 1})
+
+    assert refused.status_code == 422
+    assert (await client.get("/api/sessions/s/context")).status_code == 404  # nothing was stored

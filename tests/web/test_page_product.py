@@ -188,3 +188,19 @@ def test_the_dark_theme_follows_the_system(browser: Browser, server: str, tmp_pa
         page.screenshot(path=screenshot_folder(tmp_path) / "web-dark.png")
     finally:
         context.close()
+
+
+def test_with_auto_parse_off_files_wait_for_summarize_now(page: Page) -> None:
+    ready(page)
+    page.get_by_label("Summarize files automatically").uncheck()
+
+    page.set_input_files("#file-input", [lease_txt()])
+    chips_ready(page, 1)
+    chip = page.locator("#chips .chip[data-filename='lease.txt']")
+    expect(chip).to_contain_text("summary waiting")
+    expect(chip.get_by_role("button", name="Summary of lease.txt")).to_have_count(0)
+
+    page.get_by_role("button", name="Summarize now").click()
+    expect(chip.get_by_role("button", name="Summary of lease.txt")).to_be_visible()
+    expect(page.get_by_role("button", name="Summarize now")).to_be_hidden()
+    expect(page.get_by_label("Summarize files automatically")).not_to_be_checked()

@@ -150,6 +150,9 @@ export const api = {
     getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}/retry-parse`, {
       method: "POST",
     }),
+  setAutoParse: (id, on) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/context`, { method: "PATCH", json: { auto_parse: on } }),
+  parseNow: (id) => getJson(`/api/sessions/${encodeURIComponent(id)}/context/parse`, { method: "POST" }),
   context: (type, id) => getJson(`/api/contexts/${encodeURIComponent(type)}/${encodeURIComponent(id)}`),
   source: (id, ref) => getJson(`/api/sessions/${encodeURIComponent(id)}/sources?ref=${encodeURIComponent(ref)}`),
   rename: (id, title) =>

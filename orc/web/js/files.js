@@ -11,7 +11,7 @@ const STATUS_TEXT = {
   failed: "could not be read",
 };
 const SUMMARY_TEXT = {
-  stale: "summarizing…",
+  stale: "summary waiting",
   parsing: "summarizing…",
   error: "summary failed",
 };
@@ -38,6 +38,26 @@ export class FileChips {
     this.summary = $("all-summary");
     this.summary.addEventListener("click", (event) =>
       this.onDigest("Summary of all files", () => api.aggregateDigest(this.sessionId), event.currentTarget));
+    this.autoParse = $("auto-parse");
+    this.parseNow = $("parse-now");
+    this.autoParse.addEventListener("change", () => this.setAutoParse(this.autoParse.checked));
+    this.parseNow.addEventListener("click", () => this.run(() => api.parseNow(this.sessionId)));
+  }
+
+  /** The spec's "Auto-parse on change": off, changed files wait for "Summarize now". */
+  async setAutoParse(on) {
+    await this.run(() => api.setAutoParse(this.sessionId, on));
+  }
+
+  /** A context-set call that answers the manifest; the chips follow what it started. */
+  async run(call) {
+    try {
+      this.manifest = await call();
+    } catch (error) {
+      this.onError(error);
+    }
+    this.render();
+    this.watch();
   }
 
   /** Hide the diff banner (a question was asked: the change is not news any more). */
@@ -184,6 +204,10 @@ export class FileChips {
     this.banner.hidden = !this.changed || !changes;
     this.banner.textContent = changes ? bannerText(changes, this.manifest.parsing) : "";
     this.summary.hidden = !(files.length && this.manifest.aggregate_digest_status === "ready");
+    const autoParse = this.manifest?.auto_parse ?? true;
+    this.autoParse.checked = autoParse;
+    const waiting = files.some((file) => file.status === "ready" && file.digest_status === "stale");
+    this.parseNow.hidden = autoParse || !waiting;
     this.onChange(files);
   }
 
