@@ -97,6 +97,8 @@ class PreparedTurn:
     allow_pause: bool = False
     """The caller can show a context request: a turn that lacks context pauses instead of answering."""
     model_alias: str | None = None
+    asked_at: str = field(default_factory=utc_now)
+    """When the question came in: the user message's time (the answer's is when it was written)."""
 
     @property
     def usable_names(self) -> list[str]:
@@ -420,11 +422,10 @@ class Orchestrator:
             retrieval_rounds=state["retrieval_rounds"],
             retrieval=state.get("retrieval"),
         )
-        now = utc_now()
         stored = await self._conversations.append_turn(
             turn.principal,
             turn.conversation_id,
-            UserMessage(content=turn.question, blob_names=turn.blob_names, created_at=now),
+            UserMessage(content=turn.question, blob_names=turn.blob_names, created_at=turn.asked_at),
             AssistantMessage(
                 content=state["answer"],
                 citations=citations,
