@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
 EMULATORS := tools/emulators
 WEB_TOOLS := tools/web
 WEB_VENDOR := orc/web/vendor
@@ -15,7 +16,13 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME)
+
+# The demo needs orc alone, not the dev tools (pytest, playwright, mypy, pip-tools…): a runtime install is a
+# fraction of the time. A dev install (above) includes it.
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	test $(STAMP) -nt pyproject.toml 2>/dev/null || $(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME)
 
 # The storage emulators (Azurite, cosmosdb-server) come from npm at pinned versions.
 $(EMULATORS)/node_modules/.installed: $(EMULATORS)/package.json $(EMULATORS)/package-lock.json
@@ -47,8 +54,9 @@ web-vendor:
 	sed -i '/^\/\/# sourceMappingURL=/d' $(WEB_VENDOR)/swagger-ui/swagger-ui-bundle.js $(WEB_VENDOR)/marked/marked.esm.js \
 		$(WEB_VENDOR)/dompurify/purify.es.mjs $(WEB_VENDOR)/pdfjs/*.mjs
 
-demo: $(STAMP)
-	$(BIN)/orc demo
+# The demo keeps its data in ./.orc (make clean removes it), not in the user's own library.
+demo: $(RUNTIME)
+	ORC_HOME=.orc $(BIN)/orc demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -203,7 +203,7 @@ def run(navigations: int, turns: int, conversations: int) -> dict[str, Any]:
                 before = len(clock.first_token_at)
                 page.fill("#question", "When does the office open?")
                 page.click("#send")
-                page.locator(".context-statement:not(:empty)").wait_for(timeout=30_000)
+                page.locator(".message.assistant[data-final=true]").last.wait_for(timeout=30_000)
                 on_page = page.evaluate("() => window.__firstTokenAt")
                 if on_page is not None and len(clock.first_token_at) > before:
                     delays.append(on_page - clock.first_token_at[before])

@@ -160,7 +160,8 @@ async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:
     """The embedded stores (SQLite file + local folder in ``ORC_HOME``) or the Azure ones."""
     settings.check()
     if settings.storage == "embedded":
-        settings.home.mkdir(parents=True, exist_ok=True)
+        # Off the event loop: a file-system call there stalls every other request (and `langgraph dev` refuses it).
+        await asyncio.to_thread(settings.home.mkdir, parents=True, exist_ok=True)
         collections: CollectionProvider = SqliteCollectionProvider(settings.home / "orc.sqlite3")
         blobs: BlobStore = LocalBlobStore(settings.home / "blobs")
     else:
@@ -459,7 +460,8 @@ def in_memory_mcp(server: FastMCP) -> McpConnection:
 async def _checkpointer(settings: Settings, stores: Stores, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
     """LangGraph's SQLite saver in ``ORC_HOME`` when embedded; checkpoints in the collection store otherwise."""
     if settings.storage == "embedded":
-        settings.home.mkdir(parents=True, exist_ok=True)
+        # Off the event loop: a file-system call there stalls every other request (and `langgraph dev` refuses it).
+        await asyncio.to_thread(settings.home.mkdir, parents=True, exist_ok=True)
         return await stack.enter_async_context(open_embedded_checkpointer(settings.home / "checkpoints.sqlite3"))
     return CollectionCheckpointSaver(await stores.collections.collection("checkpoints"))
 

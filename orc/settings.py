@@ -32,12 +32,23 @@ class ApiKeyPrincipal(BaseModel):
     role: Literal["admin", "member"] = "member"
 
 
+def default_home() -> Path:
+    """The platform's user data folder for orc: the same library from whatever folder ``orc`` runs in."""
+    import platformdirs  # imported here: only needed when ORC_HOME is not set
+
+    return Path(platformdirs.user_data_dir("orc", appauthor=False))
+
+
 class Settings(BaseSettings):
     """Everything orc can be configured with. Library classes take explicit arguments instead of reading this."""
 
     model_config = SettingsConfigDict(env_prefix="ORC_", extra="ignore", populate_by_name=True)
 
-    home: Path = Field(default=Path(".orc"), description="Folder for embedded data (SQLite files, local blobs).")
+    home: Path = Field(
+        default_factory=lambda: default_home(),
+        description="Folder for embedded data (SQLite files, local blobs); default: the platform's user data folder "
+        "(~/.local/share/orc on Linux, ~/Library/Application Support/orc on macOS, %LOCALAPPDATA%\\orc on Windows).",
+    )
 
     # -- models -----------------------------------------------------------------------------------------
     model: str = Field(

@@ -11,6 +11,10 @@ The run's input is ``{"question": "..."}``, plus ``blob_names`` to force documen
 The documents are those attached to the session whose id is the Studio thread's id (``orc ask --conversation ID
 --file ...`` or the HTTP API attach them); ``focus_context`` stays unset (it is a model object in the state, which
 JSON input cannot carry). Turns run here are not stored as conversations (that is the orchestrator's job).
+
+``langgraph dev`` runs the factory and the graph on its own event loop and refuses blocking calls there
+(blockbuster): opening the stores keeps file-system work off the loop. ``tests/test_studio.py`` starts
+``langgraph dev`` and runs a turn through its API.
 """
 
 from __future__ import annotations
@@ -61,5 +65,8 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Turn
             offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
             stream_tokens=True,
         )
-        # A context given to the run itself still wins: LangGraph merges the run's runtime over this one.
-        yield build_graph().with_config(configurable={CONFIG_KEY_RUNTIME: Runtime(context=context)})
+        # The server hands every run its assistant's context (`{}` by default) and LangGraph would build the graph's
+        # context schema from it (TurnContext(**{}) fails: its services cannot come as JSON). Declared without a
+        # schema, an empty context stays empty and the runtime bound here is the one the nodes read.
+        graph = build_graph().copy(update={"context_schema": None})
+        yield graph.with_config(configurable={CONFIG_KEY_RUNTIME: Runtime(context=context)})

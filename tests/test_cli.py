@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from orc.cli import main
+from orc.cli.answer_text import AnswerText, readable
 
 
 def test_ask_attaches_files_and_prints_the_answer_with_citations(
@@ -20,7 +22,7 @@ def test_ask_attaches_files_and_prints_the_answer_with_citations(
     out, err = capsys.readouterr()
     assert status == 0
     assert "1,450 euros" in out
-    assert "[1] lease.txt S" in out
+    assert "[1] lease.txt: “The monthly rent is 1,450 euros.”" in out
     assert "attached lease.txt (new" in err
     assert "%]" in err  # progress lines
 
@@ -46,3 +48,42 @@ def test_the_demo_answers_every_question_with_citations_and_admits_what_it_canno
     for answer in answers[:-1]:
         assert "[1] " in answer, answer
     assert "couldn't find" in answers[-1].lower()
+
+
+def test_the_demo_shows_numbers_that_match_its_source_list_and_ends_with_what_to_try_next(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo"]) == 0
+
+    out, _ = capsys.readouterr()
+    assert "::" not in out  # no raw [lease-agreement.md::S2] marker
+    for answer in out.split("\n> ")[1:-1]:
+        text, *sources = answer.split("\n  [")
+        numbers = re.findall(r"\[(\d+)\]", text)
+        assert numbers and sorted(set(numbers), key=int) == [source.split("]")[0] for source in sources], answer
+    steps = out[out.index("Next:") :]
+    assert "chat --conversation demo" in steps and " serve" in steps and "--file PATH" in steps
+
+
+def test_a_marker_cut_between_tokens_is_numbered_once_it_closes_and_each_quote_gets_its_number() -> None:
+    shown = AnswerText()
+    tokens = ["The rent is 1,450 euros. [lease.m", "d::S2] Pets are allowed. [lease.md::S2; extra.md::S1]", " [no"]
+    text = "".join(shown.feed(token) for token in tokens) + shown.flush()
+
+    assert text == "The rent is 1,450 euros. [1] Pets are allowed. [2][3] [no"
+    citations = [
+        {"ref": "lease.md::S2", "document": "lease.md", "quote": "Pets are allowed.", "page": 2},
+        {"ref": "lease.md::S2", "document": "lease.md", "quote": "The rent is 1,450 euros.", "page": 2},
+        {"ref": "extra.md::S1", "document": "extra.md", "quote": "Cats too."},
+        {"ref": "supplied::evidence-1", "document": "supplied", "quote": "Parking is 40 euros."},
+    ]
+    assert shown.sources(citations) == [
+        "  [1] lease.md, page 2: “The rent is 1,450 euros.”",
+        "  [2] lease.md, page 2: “Pets are allowed.”",
+        "  [3] extra.md: “Cats too.”",
+        "  [4] your supplied text: “Parking is 40 euros.”",
+    ]
+
+
+def test_suggestions_on_the_terminal_name_documents_not_source_refs() -> None:
+    assert readable("lease.pdf::S1: Residential lease. [annex.docx::S2]") == "lease.pdf: Residential lease."

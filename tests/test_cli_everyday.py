@@ -153,3 +153,57 @@ def test_an_error_with_a_remote_model_hints_at_the_model_endpoint() -> None:
     console.event({"type": "error", "code": "internal_error", "message": "the turn failed", "status": 500})
 
     assert "hint: check that the model endpoint of ORC_MODEL=openai:gpt-4o-mini is reachable" in err.getvalue()
+
+
+def test_read_only_commands_on_a_fresh_home_say_what_to_do_and_create_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "not-yet"
+    monkeypatch.setenv("ORC_HOME", str(home))
+
+    for command in (["sessions", "list"], ["docs", "list"], ["contexts", "list"]):
+        assert main(command) == 0
+
+    out = capsys.readouterr().out
+    assert "No conversations yet" in out and "orc docs add" in out and "orc contexts put" in out
+    assert not home.exists()
+
+
+def test_orc_home_defaults_to_the_platforms_user_data_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    import platformdirs
+
+    from orc.settings import Settings
+
+    monkeypatch.delenv("ORC_HOME", raising=False)
+
+    assert Settings().home == Path(platformdirs.user_data_dir("orc", appauthor=False))
+
+
+def test_listings_line_up_in_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("a.txt", "a-much-longer-file-name.txt"):
+        (tmp_path / name).write_text(f"{name} holds a sentence.\n")
+        main(["docs", "add", str(tmp_path / name), "--session", "s1"])
+    main(["ask", "What does a.txt hold?", "--conversation", "s1"])
+    capsys.readouterr()
+
+    main(["docs", "list", "--session", "s1"])
+    main(["sessions", "list"])
+
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    documents = [line for line in lines if line.startswith(("NAME", "a.txt", "a-much"))]
+    assert len(documents) == 3
+    assert len({line.index("ready") for line in documents[1:]}) == 1
+    assert documents[0].index("STATUS") == documents[1].index("ready")
+    sessions = lines[lines.index(next(line for line in lines if line.startswith("UPDATED"))) :]
+    assert sessions[0].index("ID") == sessions[1].index("s1")
+
+
+def test_a_pdf_export_without_output_goes_to_the_id_dot_pdf_as_help_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main(["ask", "Hello?", "--conversation", "c1"])
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["sessions", "export", "c1", "--format", "pdf"]) == 0
+
+    assert (tmp_path / "c1.pdf").read_bytes().startswith(b"%PDF")

@@ -15,9 +15,20 @@ from orc.settings import Settings
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
 
-def test_the_readme_opens_with_the_two_commands() -> None:
-    opening = README[: README.index("---")]
-    assert "make demo" in opening and "make test" in opening
+def test_the_readme_opens_with_what_a_user_needs_in_order() -> None:
+    opening = README[: README.index("\n---\n")]
+    headings = re.findall(r"^## (.+)$", opening, flags=re.MULTILINE)
+    assert headings == ["Install", "Try it", "Ask about your own documents", "Use the chat page", "Deploy", "Develop"]
+    assert "pip install" in opening and "make demo" in opening and "orc serve" in opening and "make test" in opening
+    assert "docs/deploying-to-azure.md" in opening
+
+
+def test_every_screenshot_and_document_the_readme_links_exists() -> None:
+    root = Path(__file__).resolve().parents[1]
+    linked = re.findall(r"\]\((docs/[^)#]+)", README)
+    assert "docs/web-dark.png" in linked and "docs/web-phone.png" in linked and "docs/web-empty.png" in linked
+    missing = [path for path in linked if not (root / path).exists()]
+    assert missing == []
 
 
 def test_every_setting_is_documented_by_its_environment_variable() -> None:

@@ -127,7 +127,9 @@ def _add_session_commands(commands: argparse._SubParsersAction[argparse.Argument
     export = actions.add_parser("export", help="export a conversation with its citations as footnotes")
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=["markdown", "pdf", "json"], default="markdown")
-    export.add_argument("--output", "-o", type=Path, metavar="PATH", help="write here (default: stdout; pdf: ID.pdf)")
+    export.add_argument(
+        "--output", "-o", type=Path, metavar="PATH", help="write here (default: stdout; pdf: ID.pdf in this folder)"
+    )
 
 
 def _add_document_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -194,21 +196,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+NOTHING_YET: dict[tuple[str, str | None], str] = {
+    ("sessions", "list"): "No conversations yet. Start one with: orc chat  (or: orc ask QUESTION --file PATH)",
+    ("docs", "list"): "No documents yet; add some with: orc docs add PATH... [--context TYPE:ID | --session ID]",
+    ("contexts", "list"): "No contexts yet; create one with: orc contexts put folder ID",
+}
+"""What a read-only command says on a fresh ORC_HOME, which it answers without opening (or creating) anything."""
+
+
 def _run(args: argparse.Namespace) -> int:
     from orc import event_loop
-    from orc.cli import commands
     from orc.settings import Settings
 
     settings = Settings()
+    empty = NOTHING_YET.get((args.command, getattr(args, "action", None)))
+    # Embedded stores live in ORC_HOME: without the folder nothing is stored yet, and opening them would create it.
+    if empty is not None and settings.storage == "embedded" and not settings.home.is_dir():
+        print(empty)
+        return 0
+    if args.command == "chat":
+        from orc.cli.chat import run_chat
+        from orc.cli.console import Console
+
+        return event_loop.run(run_chat(settings, Console(model=settings.model), sys.stdin, args.conversation))
+    from orc.cli import commands
+
     console = commands.Console(model=settings.model)
     if args.command == "demo":
         return event_loop.run(commands.run_demo(settings, console))
     if args.command == "ask":
         return event_loop.run(commands.run_ask(settings, console, args))
-    if args.command == "chat":
-        from orc.cli.chat import run_chat
-
-        return event_loop.run(run_chat(settings, console, sys.stdin, args.conversation))
     if args.command == "docs":
         return event_loop.run(commands.run_docs(settings, args, console))
     if args.command == "contexts":

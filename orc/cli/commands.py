@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import sys
 import time
 import uuid
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TextIO
 
+from orc.cli import NOTHING_YET
+from orc.cli.console import Console
 from orc.cli.documents import (
     Target,
     add_documents,
@@ -23,14 +25,16 @@ from orc.cli.documents import (
     remove_document,
 )
 from orc.cli.handoff import ReadLine, resume_interactively
+from orc.cli.table import table
 from orc.composition import Services, build_runtime
 from orc.conversations import FocusContext
+from orc.conversations.export import human_time
 from orc.documents.records import ContextRef
 from orc.documents.sessions import SessionFiles
 from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
-from orc.turns import ContextRequiredEvent, Event, TurnRequest
+from orc.turns import ContextRequiredEvent, TurnRequest
 from orc.turns.service import Orchestrator
 
 DEMO_CONVERSATION = "demo"
@@ -43,60 +47,6 @@ DEMO_QUESTIONS = (
 )
 PROGRESS_SECONDS = 2.0
 """How often ``orc ask --file`` says a large file is still being processed."""
-
-
-class Console:
-    """Writes progress to stderr (so it can be hidden) and answers to stdout."""
-
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, model: str = "offline") -> None:
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
-        self.model = model
-        self._answering = False
-
-    def event(self, event: Event) -> None:
-        """Render one stream event as it happens."""
-        if event["type"] == "progress":
-            # Once the answer streams, a progress line would land in the middle of it on a terminal.
-            if not self._answering:
-                print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
-        elif event["type"] == "tool" and event["status"] != "running":
-            print(
-                f"  [tool] {event['name']} {event['status']} in {event['duration_ms']:.0f} ms",
-                file=self.err,
-                flush=True,
-            )
-        elif event["type"] == "token":
-            self._answering = True
-            print(event["text"], end="", file=self.out, flush=True)
-        elif event["type"] == "final":
-            self._answering = False
-            print(file=self.out)
-            for index, citation in enumerate(event["citations"], start=1):
-                page = f", page {citation['page']}" if citation.get("page") else ""
-                print(
-                    f"  [{index}] {citation['document']} {citation['span_id']}{page}: “{citation['quote']}”",
-                    file=self.out,
-                )
-            metadata = event["metadata"]
-            print(
-                f"  ({metadata['model']}; {metadata['model_calls']} model call(s); tool: {metadata['tool'] or 'none'};"
-                f" cache: {metadata['cache'] or 'n/a'}; conversation {event['conversation_id']})",
-                file=self.err,
-            )
-        elif event["type"] == "context_resolved":
-            print(f"  [context] {event['outcome'].replace('_', ' ')}", file=self.err, flush=True)
-        elif event["type"] == "error":
-            self._answering = False
-            print(f"\nerror ({event['code']}): {event['message']}", file=self.err)
-            if event["code"] in ("internal_error", "service_unavailable", "model_error") and self.model != "offline":
-                # A model endpoint that cannot be reached is the commonest cause, and the error alone hides it.
-                print(
-                    f"hint: check that the model endpoint of ORC_MODEL={self.model} is reachable and its"
-                    " credentials are set (ORC_MODEL_BASE_URL, OPENAI_API_KEY or AZURE_OPENAI_*); the log line"
-                    " 'turn failed: <error type>' names the failure",
-                    file=self.err,
-                )
 
 
 async def ask(
@@ -168,7 +118,28 @@ async def run_demo(settings: Settings, console: Console) -> int:
             print(f"\n> {question}", file=console.out, flush=True)
             request = TurnRequest(question=question, conversation_id=DEMO_CONVERSATION, blob_names=names)
             ok = await ask(services.orchestrator, console, request) and ok
+    print(next_steps(settings), file=console.out)
     return 0 if ok else 1
+
+
+def next_steps(settings: Settings) -> str:
+    """What to try after the demo, as commands that run from where the demo ran (same data folder)."""
+    from orc.settings import default_home
+
+    program = Path(sys.argv[0]) if sys.argv and Path(sys.argv[0]).name == "orc" else Path("orc")
+    if program.is_absolute() and program.is_relative_to(Path.cwd()):
+        program = program.relative_to(Path.cwd())
+    home = "" if settings.home.resolve() == default_home().resolve() else f"ORC_HOME={shlex.quote(str(settings.home))} "
+    orc = f"{home}{program}"
+    return "\n".join(
+        [
+            "",
+            "Next:",
+            f"  {orc} chat --conversation {DEMO_CONVERSATION}    keep asking about these files (Ctrl-D leaves)",
+            f'  {orc} ask "QUESTION" --file PATH    ask about your own documents',
+            f"  {orc} serve    the chat page at http://127.0.0.1:8000",
+        ]
+    )
 
 
 def focus(context: str | None) -> FocusContext | None:
@@ -213,11 +184,15 @@ async def run_sessions(settings: Settings, args: argparse.Namespace, console: Co
     async with build_runtime(settings) as services:
         orchestrator = services.orchestrator
         if args.action == "list":
-            for summary in await orchestrator.list_sessions(LOCAL_PRINCIPAL):
-                print(
-                    f"{summary.conversation_id}\t{summary.updated_at}\t{summary.message_count}\t{summary.title}",
-                    file=console.out,
-                )
+            summaries = await orchestrator.list_sessions(LOCAL_PRINCIPAL)
+            if not summaries:
+                print(NOTHING_YET[("sessions", "list")], file=console.out)
+            rows = [
+                (human_time(s.updated_at), str(s.message_count), s.conversation_id, s.title or "Untitled")
+                for s in summaries
+            ]
+            for line in table(("UPDATED", "MESSAGES", "ID", "TITLE"), rows):
+                print(line, file=console.out)
             return 0
         if args.action == "delete":
             await orchestrator.delete_session(args.id, LOCAL_PRINCIPAL)
@@ -227,8 +202,9 @@ async def run_sessions(settings: Settings, args: argparse.Namespace, console: Co
             data, _ = await orchestrator.export_session(args.id, "markdown", LOCAL_PRINCIPAL)
             console.out.write(data.decode("utf-8"))
             return 0
-        data, name = await orchestrator.export_session(args.id, args.format, LOCAL_PRINCIPAL)
-    output: Path | None = args.output or (Path(name) if args.format == "pdf" else None)
+        data, _ = await orchestrator.export_session(args.id, args.format, LOCAL_PRINCIPAL)
+    # A PDF is no text for a terminal: without -o it goes to ID.pdf, as --help says.
+    output: Path | None = args.output or (Path(f"{args.id}.pdf") if args.format == "pdf" else None)
     if output is None:
         console.out.write(data.decode("utf-8"))
     else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from orc.cli.table import table
 from orc.documents.availability import DocumentScope, context_document
 from orc.documents.library import DocumentLibrary
 from orc.documents.processing import ProcessingResult
@@ -154,8 +155,7 @@ async def list_documents(library: DocumentLibrary, target: Target, out: TextIO) 
         documents = [context_document(principal.organization, record, None).info for record in records]
     if not documents:
         print(f"no documents in {target.label}", file=out)
-    for doc in documents:
-        _print_document(doc, out)
+    _print_documents(documents, out)
     return 0
 
 
@@ -176,16 +176,15 @@ async def list_everything(library: DocumentLibrary, out: TextIO) -> int:
         if records:
             found += len(records)
             print(f"{ref.label}:", file=out)
-            for record in records:
-                _print_document(context_document(principal.organization, record, None).info, out, indent="  ")
+            infos = [context_document(principal.organization, record, None).info for record in records]
+            _print_documents(infos, out, indent="  ")
     for header in await library.session_files.sessions(principal):
         target = Target(session_id=header.conversation_id)
         availability = await library.available(principal, DocumentScope(session_id=header.conversation_id))
         if availability.documents:
             found += len(availability.documents)
             print(f"{target.label}:", file=out)
-            for doc in availability.documents:
-                _print_document(doc.info, out, indent="  ")
+            _print_documents([doc.info for doc in availability.documents], out, indent="  ")
     if not found:
         print("no documents yet; add some with: orc docs add PATH... [--context TYPE:ID | --session ID]", file=out)
     return 0
@@ -194,12 +193,23 @@ async def list_everything(library: DocumentLibrary, out: TextIO) -> int:
 _TYPE_ORDER = {"organization": 0, "folder": 1, "usecase": 2}
 
 
-def _print_document(doc: DocumentInfo, out: TextIO, indent: str = "") -> None:
-    tokens = f"~{doc.token_estimate} tokens" if doc.token_estimate is not None else "-"
-    reason = f"  ({doc.status_reason})" if doc.status_reason else ""
-    print(
-        f"{indent}{doc.filename}\t{doc.status}\t{doc.size_bytes} bytes\t{tokens}\t{doc.document_id}{reason}", file=out
-    )
+def _print_documents(documents: Sequence[DocumentInfo], out: TextIO, indent: str = "") -> None:
+    """One aligned line per document: name, status, size, tokens and the id ``orc docs remove`` also takes."""
+    rows = []
+    for doc in documents:
+        tokens = f"~{doc.token_estimate:,}" if doc.token_estimate is not None else "-"
+        status = f"{doc.status} ({doc.status_reason})" if doc.status_reason else doc.status
+        rows.append((doc.filename, status, _size(doc.size_bytes), tokens, doc.document_id))
+    for line in table(("NAME", "STATUS", "SIZE", "TOKENS", "ID"), rows, indent=indent):
+        print(line, file=out)
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.0f} KB"
+    return f"{size / 1024 / 1024:.1f} MB"
 
 
 async def remove_document(library: DocumentLibrary, target: Target, name_or_id: str, err: TextIO) -> int:

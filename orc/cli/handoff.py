@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TextIO
 
+from orc.cli.answer_text import readable
 from orc.documents.extraction import extract
 from orc.errors import OrcError
 from orc.handoff import MAX_TEXT_CHARS, SupplyPayload, running_without, supplying
@@ -30,7 +31,7 @@ def show_request(event: ContextRequiredEvent, err: TextIO) -> None:
         print(f"- {slot['description']}", file=err)
         for suggestion in slot["suggestions"]:
             number += 1
-            print(f"    [{number}] {suggestion['label']}", file=err)
+            print(f"    [{number}] {readable(suggestion['label'])}", file=err)
 
 
 async def resume_interactively(

@@ -141,6 +141,11 @@ def run(
     """``orc mcp install``: the exit status; messages on ``err`` so ``--print`` output stays pure JSON."""
     out = out or sys.stdout
     err = err or sys.stderr
+    missing = [str(folder) for folder in launch.allow_dirs if not folder.expanduser().is_dir()]
+    if missing:
+        # The server refuses to start with such a folder, and the client then only says "Connection closed".
+        print(f"error (folder_not_found): --allow-dir: no such folder: {', '.join(missing)}", file=err)
+        return 2
     path = config or config_path(client, home=Path.home(), platform=sys.platform, environ=os.environ)
     try:
         backup = install(client, launch, path=path, print_only=print_only, out=out)

@@ -3,7 +3,8 @@
 The citation markers in an answer (``[lease.txt::S3]``) become numbered footnotes, so the export reads as a
 document and every claim still points at the passage it came from. Feedback given on an answer is shown under it.
 The PDF is laid out by fpdf2 with a Unicode font (DejaVu Sans, Debian's ``fonts-dejavu-core``, when installed);
-without one, characters outside Latin-1 are replaced, and the text stays readable.
+without one, characters outside Latin-1 are replaced, and the text stays readable. Answers are Markdown: the PDF
+lays them out (markdown-it-py to a small HTML fpdf2 understands) rather than printing ``*may not*`` literally.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -26,11 +28,14 @@ MEDIA_TYPES: dict[ExportFormat, str] = {
 }
 EXTENSIONS: dict[ExportFormat, str] = {"markdown": "md", "pdf": "pdf", "json": "json"}
 
-_MARKER = re.compile(r"\[([^\[\]\n]+?::[^\[\]\s]+)\]")
-_FONT_CANDIDATES = (
-    Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"),
-    Path("/usr/share/fonts/dejavu/DejaVuSans.ttf"),
-    Path("/usr/local/share/fonts/DejaVuSans.ttf"),
+# The graph's marker grammar (orc/graph/citations.py): one ref, or several split by ";" or ",".
+_MARKER = re.compile(r"\[([^\[\]\n]*?::[^\[\]\n]*?)\]")
+_LEADING_SPACE_MARKER = re.compile(r"[ \t]*" + _MARKER.pattern)
+_SPLIT_REFS = re.compile(r"\s*[;,]\s*(?=[^;,]*::)")
+_FONT_FOLDERS = (
+    Path("/usr/share/fonts/truetype/dejavu"),
+    Path("/usr/share/fonts/dejavu"),
+    Path("/usr/local/share/fonts"),
 )
 _RATINGS = {"up": "helpful", "down": "not helpful"}
 
@@ -43,29 +48,67 @@ class Footnoted:
     notes: list[tuple[int, Citation]]
 
 
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def marker_citations(answer: str, citations: Sequence[Citation]) -> list[list[int]]:
+    """For each marker of ``answer`` in order, the indexes of the citations it points at.
+
+    Two sentences quoting one span are two citations (one per quote, as the graph makes them): a marker takes the
+    citation whose quote the sentence before it holds, else the first of that span no marker took yet. The page
+    links its markers by the same rule (``orc/web/js/chat.js``)."""
+    taken: set[int] = set()
+    result: list[list[int]] = []
+    last = 0
+    for match in _MARKER.finditer(answer):
+        claim = _squash(answer[last : match.start()])
+        last = match.end()
+        indexes: list[int] = []
+        for ref in _SPLIT_REFS.split(match.group(1).strip()):
+            candidates = [index for index, citation in enumerate(citations) if citation.ref == ref.strip()]
+            found = next((i for i in candidates if _squash(citations[i].quote) in claim), None)
+            if found is None:
+                found = next((i for i in candidates if i not in taken), candidates[0] if candidates else None)
+            if found is not None and found not in indexes:
+                indexes.append(found)
+                taken.add(found)
+        result.append(indexes)
+    return result
+
+
 def footnote(answer: str, citations: Sequence[Citation], first: int) -> Footnoted:
-    """Replace each marker that names a cited span by ``[^n]`` (numbered from ``first``); one note per span."""
-    by_ref = {citation.ref: citation for citation in citations}
-    numbers: dict[str, int] = {}
+    """Replace each marker by ``[^n]`` references (numbered from ``first``), one note per quoted sentence; a marker
+    that names nothing cited is dropped (a raw ``[x::y]`` never reaches a reader)."""
+    targets = iter(marker_citations(answer, citations))
+    numbers: dict[int, int] = {}
     notes: list[tuple[int, Citation]] = []
 
-    def replace(match: re.Match[str]) -> str:
-        ref = match.group(1)
-        citation = by_ref.get(ref)
-        if citation is None:
-            return match.group(0)
-        if ref not in numbers:
-            numbers[ref] = first + len(numbers)
-            notes.append((numbers[ref], citation))
-        return f"[^{numbers[ref]}]"
+    def number(index: int) -> int:
+        if index not in numbers:
+            numbers[index] = first + len(numbers)
+            notes.append((numbers[index], citations[index]))
+        return numbers[index]
 
-    text = _MARKER.sub(replace, answer)
-    # Cited spans the text does not mark (a model may cite without a marker) still get their note.
-    for citation in citations:
-        if citation.ref not in numbers:
-            numbers[citation.ref] = first + len(numbers)
-            notes.append((numbers[citation.ref], citation))
+    def replace(_match: re.Match[str]) -> str:
+        return "".join(f"[^{number(index)}]" for index in next(targets))
+
+    text = _LEADING_SPACE_MARKER.sub(replace, answer)
+    # Cited quotes the text does not mark (a model may cite without a marker) still get their note.
+    for index in range(len(citations)):
+        number(index)
     return Footnoted(text=text, notes=notes)
+
+
+def human_time(iso: str) -> str:
+    """``26 Nov 2026, 14:05 UTC`` from a stored ISO timestamp (as it is when it does not parse)."""
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return f"{moment.day} {moment:%b %Y, %H:%M} UTC"
 
 
 def _where(citation: Citation) -> str:
@@ -97,20 +140,20 @@ def to_json(conversation: Conversation, feedback: Mapping[str, Feedback]) -> byt
 
 
 def to_markdown(conversation: Conversation, feedback: Mapping[str, Feedback]) -> str:
-    """The conversation as Markdown, answers' citations as footnotes quoting the spans."""
+    """The conversation as Markdown, answers' citations as footnotes quoting the sentences."""
     summary = conversation.summary
     lines = [
         f"# {_markdown_line(summary.title) or 'Conversation'}",
         "",
-        f"*{summary.created_at} – {summary.updated_at}*",
+        f"*{_span(summary.created_at, summary.updated_at)}*",
         "",
     ]
     notes: list[tuple[int, Citation]] = []
     for turn in conversation.turns:
         answer = footnote(turn.assistant.content, turn.assistant.citations, len(notes) + 1)
         notes += answer.notes
-        lines += [f"**You** ({turn.user.created_at}):", "", _quote_block(turn.user.content), ""]
-        lines += [f"**orc** ({turn.assistant.created_at}):", "", answer.text, ""]
+        lines += [f"**You** ({human_time(turn.user.created_at)}):", "", _quote_block(turn.user.content), ""]
+        lines += [f"**orc** ({human_time(turn.assistant.created_at)}):", "", answer.text, ""]
         note = _feedback_line(feedback.get(turn.assistant.message_id))
         if note:
             lines += [f"*{note}*", ""]
@@ -122,6 +165,11 @@ def to_markdown(conversation: Conversation, feedback: Mapping[str, Feedback]) ->
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _span(first: str, last: str) -> str:
+    start, end = human_time(first), human_time(last)
+    return start if start == end else f"{start} – {end}"
+
+
 def _markdown_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -130,38 +178,62 @@ def _quote_block(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines()) or ">"
 
 
+_FOOTNOTE_REF = re.compile(r"\[\^(\d+)\]")
+
+
+def answer_html(markdown: str) -> str:
+    """An answer's Markdown as the small HTML fpdf2 lays out: raw HTML is escaped (never markup), images are not
+    fetched (they stay links), and ``[^n]`` references become superscripts."""
+    from markdown_it import MarkdownIt  # imported here: only PDF exports need it
+
+    renderer = MarkdownIt("commonmark", {"html": False}).disable("image")
+    return _FOOTNOTE_REF.sub(r"<sup>\1</sup>", renderer.render(markdown))
+
+
 def to_pdf(conversation: Conversation, feedback: Mapping[str, Feedback]) -> bytes:
-    """The conversation as a PDF; CPU-bound, so callers on an event loop run it in a thread."""
-    from fpdf import FPDF  # imported here: only exports need it
+    """The conversation as a PDF, answers' Markdown laid out (emphasis, lists, code) and left-aligned; CPU-bound,
+    so callers on an event loop run it in a thread."""
+    from fpdf import FPDF, TextStyle  # imported here: only exports need it
 
     pdf = FPDF(format="A4")
     pdf.set_auto_page_break(auto=True, margin=15)
     pdf.set_title(conversation.summary.title or "Conversation")
     pdf.set_creator("orc")
-    font = next((path for path in _FONT_CANDIDATES if path.is_file()), None)
-    family = "Helvetica"
-    if font is not None:
-        pdf.add_font("orc", "", str(font))
-        family = "orc"
-    text = _text_for(font is not None)
+    fonts = _unicode_fonts()
+    family, mono = "Helvetica", "Courier"
+    if fonts is not None:
+        for style, path in fonts.items():
+            if style == "mono":
+                pdf.add_font("orcmono", "", str(path))
+            else:
+                pdf.add_font("orc", style, str(path))
+        family, mono = "orc", "orcmono"
+    text = _text_for(fonts is not None)
+    code = TextStyle(font_family=mono)
     pdf.add_page()
     width = pdf.epw
 
     def paragraph(body: str, size: float, *, gap: float = 2.0) -> None:
         pdf.set_font(family, size=size)
-        pdf.multi_cell(width, size * 0.5, text(body), new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(width, size * 0.5, text(body), align="L", new_x="LMARGIN", new_y="NEXT")
         pdf.ln(gap)
 
-    paragraph(conversation.summary.title or "Conversation", 16)
-    paragraph(f"{conversation.summary.created_at} – {conversation.summary.updated_at}", 9, gap=4)
+    def markdown(body: str, size: float) -> None:
+        pdf.set_font(family, size=size)
+        pdf.write_html(text(answer_html(body)), font_family=family, tag_styles={"code": code, "pre": code})
+        pdf.ln(2)
+
+    summary = conversation.summary
+    paragraph(summary.title or "Conversation", 16)
+    paragraph(_span(summary.created_at, summary.updated_at), 9, gap=4)
     notes: list[tuple[int, Citation]] = []
     for turn in conversation.turns:
         answer = footnote(turn.assistant.content, turn.assistant.citations, len(notes) + 1)
         notes += answer.notes
-        paragraph(f"You ({turn.user.created_at}):", 9, gap=0.5)
+        paragraph(f"You ({human_time(turn.user.created_at)}):", 9, gap=0.5)
         paragraph(turn.user.content, 11)
-        paragraph(f"orc ({turn.assistant.created_at}):", 9, gap=0.5)
-        paragraph(answer.text, 11)
+        paragraph(f"orc ({human_time(turn.assistant.created_at)}):", 9, gap=0.5)
+        markdown(answer.text, 11)
         note = _feedback_line(feedback.get(turn.assistant.message_id))
         if note:
             paragraph(note, 9)
@@ -169,8 +241,32 @@ def to_pdf(conversation: Conversation, feedback: Mapping[str, Feedback]) -> byte
     if notes:
         paragraph("Sources", 13)
         for number, citation in notes:
-            paragraph(f"[^{number}] {_where(citation)}: “{' '.join(citation.quote.split())}”", 9, gap=1)
+            paragraph(f"{number}. {_where(citation)}: “{' '.join(citation.quote.split())}”", 9, gap=1)
     return bytes(pdf.output())
+
+
+def _unicode_fonts() -> dict[str, Path] | None:
+    """DejaVu Sans for each style fpdf2 may ask for, from the first folder that has the regular face. Debian's
+    ``fonts-dejavu-core`` has no oblique faces (``fonts-dejavu-extra`` has): a missing style uses the closest one
+    there is, so emphasis is lost before any character is."""
+    for folder in _FONT_FOLDERS:
+        regular = folder / "DejaVuSans.ttf"
+        if not regular.is_file():
+            continue
+
+        def face(name: str, fallback: Path, folder: Path = folder) -> Path:
+            path = folder / name
+            return path if path.is_file() else fallback
+
+        bold = face("DejaVuSans-Bold.ttf", regular)
+        return {
+            "": regular,
+            "B": bold,
+            "I": face("DejaVuSans-Oblique.ttf", regular),
+            "BI": face("DejaVuSans-BoldOblique.ttf", bold),
+            "mono": face("DejaVuSansMono.ttf", regular),
+        }
+    return None
 
 
 def _text_for(unicode_font: bool) -> Callable[[str], str]:
@@ -202,4 +298,16 @@ def filename(conversation: Conversation, fmt: ExportFormat) -> str:
     return f"{slug}.{EXTENSIONS[fmt]}"
 
 
-__all__ = ["MEDIA_TYPES", "ExportFormat", "export", "filename", "footnote", "to_json", "to_markdown", "to_pdf"]
+__all__ = [
+    "MEDIA_TYPES",
+    "ExportFormat",
+    "answer_html",
+    "export",
+    "filename",
+    "footnote",
+    "human_time",
+    "marker_citations",
+    "to_json",
+    "to_markdown",
+    "to_pdf",
+]

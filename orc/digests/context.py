@@ -18,7 +18,7 @@ from orc.digests.sessions import SessionDigests, aggregate_inputs, session_key
 from orc.digests.store import DigestStore
 from orc.documents.sessions import ContextFile, ContextSet, Mutation, SessionFiles, SpecDigestStatus, spec_digest_status
 from orc.documents.uploads import Upload
-from orc.errors import DigestFailed, NotFound, NotReady
+from orc.errors import Conflict, DigestFailed, NotFound, NotReady
 from orc.names import validate_identifier
 from orc.principal import Principal
 
@@ -57,7 +57,7 @@ class ContextFiles:
         """The context set at its latest revision with effective statuses; schedules stale work when ``repair``."""
         raw = await self.files.manifest(principal, session_id)
         view, stale = self._effective(principal, session_id, raw)
-        if repair and stale:
+        if repair and stale and view.auto_parse:
             self.digests.schedule(principal, session_id)
         return view
 
@@ -149,20 +149,54 @@ class ContextFiles:
         """``DELETE …/context/files/{file_id}``."""
         return await self.files.remove(principal, session_id, file_id, if_match=if_match)
 
+    async def retry_parse(self, principal: Principal, session_id: str, file_id: str) -> ContextFile:
+        """Make a file's failed digest again (the spec's "Retry parse", §8.2); the file as it is now.
+
+        Only a digest in ``error`` is retried (anything else is already current or being made, so the call changes
+        nothing); a file whose text could not be extracted is refused with ``not_retryable``: the same bytes would
+        fail again, replacing the file is what helps."""
+        record = await self.file(principal, session_id, file_id)
+        if record.status == "failed":
+            raise Conflict(
+                f"the text of {record.filename!r} could not be extracted; replace the file instead",
+                code="not_retryable",
+            )
+        if record.digest_status != "error":
+            return record
+        self.digests.schedule(principal, session_id, retry={file_id}, force=True)
+        return record.model_copy(update={"digest_status": "parsing", "digest_error": None})
+
+    async def set_auto_parse(self, principal: Principal, session_id: str, on: bool) -> ContextSet:
+        """Turn "auto-parse on change" on or off; turning it on makes what is stale at once."""
+        await self.files.set_auto_parse(principal, session_id, on)
+        return await self.manifest(principal, session_id)
+
+    async def parse_now(self, principal: Principal, session_id: str) -> ContextSet:
+        """Make every stale digest of the session now, whatever auto-parse says (the spec's manual parse)."""
+        await self.manifest(principal, session_id, repair=False)  # NotFound for a session without files
+        self.digests.schedule(principal, session_id, force=True)
+        return await self.manifest(principal, session_id, repair=False)
+
     # -- effective statuses ---------------------------------------------------------------------------------------
 
     def _effective(self, principal: Principal, session_id: str, raw: ContextSet) -> tuple[ContextSet, bool]:
         """The manifest with effective statuses, and whether some work is stale (nobody is doing it)."""
         busy = self.digests.busy(principal, session_id)
+        retrying = self.digests.retrying(principal, session_id)
         fresh = self.digests.file_digests
         files: list[ContextFile] = []
         for record in raw.files:
             status: SpecDigestStatus = spec_digest_status(record.digest_status)
             if (
                 status in ("ready", "error") and record.status == "ready" and not fresh.is_current(record.model_dump())
-            ) or (status == "parsing" and not busy and self._abandoned(record.digest_updated_at or record.updated_at)):
+            ) or (
+                status == "parsing"
+                and not busy
+                # With auto-parse off nobody makes a digest the upload marked as coming: it waits, stale.
+                and (not raw.auto_parse or self._abandoned(record.digest_updated_at or record.updated_at))
+            ):
                 status = "stale"
-            if status == "stale" and busy:
+            if (status == "stale" and busy) or (status == "error" and record.file_id in retrying):
                 status = "parsing"
             files.append(
                 record if status == record.digest_status else record.model_copy(update={"digest_status": status})

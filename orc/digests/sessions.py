@@ -75,7 +75,9 @@ class _Worker:
     session_id: str
     dirty: bool = True
     retry: set[str] = field(default_factory=set)
+    retrying: set[str] = field(default_factory=set)
     release: set[str] = field(default_factory=set)
+    forced: bool = False  # digests asked for by name (parse now, retry): made even with auto-parse off
     task: asyncio.Task[None] | None = None
 
 
@@ -136,10 +138,17 @@ class SessionDigests:
     # -- scheduling -----------------------------------------------------------------------------------------------
 
     def schedule(
-        self, principal: Principal, conversation_id: str, retry: Iterable[str] = (), release: Iterable[str] = ()
+        self,
+        principal: Principal,
+        conversation_id: str,
+        retry: Iterable[str] = (),
+        release: Iterable[str] = (),
+        *,
+        force: bool = False,
     ) -> None:
         """Refresh the session soon (now, or right after the pass that is running); ``retry`` names files whose
-        digest failed and should be tried again, ``release`` cached digests a removed or replaced file used."""
+        digest failed and should be tried again, ``release`` cached digests a removed or replaced file used.
+        A session with auto-parse off makes no digest unless ``force`` (the user asked for them)."""
         if self._closed:
             return
         key = session_key(principal, conversation_id)
@@ -158,6 +167,7 @@ class SessionDigests:
 
             worker.task.add_done_callback(forget)
         worker.dirty = True
+        worker.forced = worker.forced or force
         worker.retry.update(retry)
         worker.release.update(release)
 
@@ -165,6 +175,13 @@ class SessionDigests:
         """Whether this process is refreshing the session now."""
         worker = self._workers.get(session_key(principal, conversation_id))
         return worker is not None and worker.task is not None and not worker.task.done()
+
+    def retrying(self, principal: Principal, conversation_id: str) -> frozenset[str]:
+        """Files whose failed digest this process is about to make again (they read as ``parsing``)."""
+        worker = self._workers.get(session_key(principal, conversation_id))
+        if worker is None or worker.task is None or worker.task.done():
+            return frozenset()
+        return frozenset(worker.retry | worker.retrying)
 
     async def wait_idle(self, principal: Principal, conversation_id: str, seconds: float) -> bool:
         """Wait up to ``seconds`` for the session's worker to finish; True when it is idle."""
@@ -200,9 +217,11 @@ class SessionDigests:
         while worker.dirty and not self._closed:
             worker.dirty = False
             retry, worker.retry = worker.retry, set()
+            forced, worker.forced = worker.forced, False
+            worker.retrying = retry
             release, worker.release = worker.release, set()
             try:
-                await self._pass(worker, retry)
+                await self._pass(worker, retry, forced=forced)
                 for key in release:
                     await self._file_digests.release(worker.principal.partition_key, key)
             except asyncio.CancelledError:
@@ -214,11 +233,14 @@ class SessionDigests:
                 logger.warning("refreshing the digests of a session failed: %s", type(exc).__name__)
                 logger.debug("digest refresh failure details", exc_info=True)
             finally:
+                worker.retrying = set()
                 self.signals.notify(key)
 
-    async def _pass(self, worker: _Worker, retry: set[str]) -> None:
+    async def _pass(self, worker: _Worker, retry: set[str], *, forced: bool = False) -> None:
         principal, session_id = worker.principal, worker.session_id
         manifest = await self._files.manifest(principal, session_id)
+        if not manifest.auto_parse and not forced:
+            return  # the digests wait for "parse now" (released cached digests are still freed by the caller)
         settled = True
         jobs = []
         for record in manifest.files:

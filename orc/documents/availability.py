@@ -200,8 +200,23 @@ async def available_documents(
         scope=scope,
         focus_contexts=tuple(focus_contexts),
         historical_contexts=tuple(historical),
-        documents=tuple(_disambiguated(documents)),
+        documents=tuple(_disambiguated(_without_copies(documents))),
     )
+
+
+def _without_copies(documents: list[AvailableDocument]) -> list[AvailableDocument]:
+    """The list without a context document whose bytes an earlier document already has: a policy filed in a folder
+    and again in one of its usecases is one document to search and to quote (the first, in availability order,
+    stays). Session files are always kept: the user attached each of them by name."""
+    seen: set[str] = set()
+    result = []
+    for doc in documents:
+        copy = doc.info.context_type != "session" and bool(doc.content_hash) and doc.content_hash in seen
+        if doc.content_hash:
+            seen.add(doc.content_hash)
+        if not copy:
+            result.append(doc)
+    return result
 
 
 def _disambiguated(documents: list[AvailableDocument]) -> list[AvailableDocument]:

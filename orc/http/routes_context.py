@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request, status
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from orc.digests.context import WATCH_MAX_SECONDS, WATCH_POLL_SECONDS, ContextFiles
@@ -231,6 +231,49 @@ async def delete_file(
 
     parts = _request_parts("DELETE", session_id, file_id, if_match, [])
     return await idempotent(request, principal, keys, parts, status.HTTP_200_OK, run)
+
+
+@router.post(
+    "/sessions/{session_id}/context/files/{file_id}/retry-parse",
+    response_model=ContextFile,
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Retry a file's failed digest",
+)
+async def retry_parse(session_id: str, file_id: str, context: Context, principal: Caller) -> ContextFile:
+    """Make the file's digest again after it failed (context-digest-spec §8.2 "Retry parse"); follow it on
+    ``GET …/context/stream``. A file whose digest is not failed is answered as it is (nothing to retry); a file
+    whose text could not be extracted is refused (409 ``not_retryable``): replace it instead."""
+    return await context.retry_parse(principal, session_id, file_id)
+
+
+class ContextSettings(BaseModel):
+    """What a session's context set lets its user choose."""
+
+    model_config = {"extra": "forbid"}
+
+    auto_parse: bool = Field(description="Make digests as soon as the files change (the spec's default, on).")
+
+
+@router.patch(
+    "/sessions/{session_id}/context", response_model=ContextSet, summary="Turn a session's auto-parse on or off"
+)
+async def set_context_settings(
+    session_id: str, settings: ContextSettings, context: Context, principal: Caller
+) -> ContextSet:
+    """``{"auto_parse": false}`` keeps changed files' digests ``stale`` until ``POST …/context/parse``;
+    ``true`` makes what is stale at once (context-digest-spec §8.1 "Auto-parse on change")."""
+    return await context.set_auto_parse(principal, session_id, settings.auto_parse)
+
+
+@router.post(
+    "/sessions/{session_id}/context/parse",
+    response_model=ContextSet,
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Make a session's stale digests now",
+)
+async def parse_now(session_id: str, context: Context, principal: Caller) -> ContextSet:
+    """Start every stale digest of the session, whatever auto-parse says; follow them on ``GET …/context/stream``."""
+    return await context.parse_now(principal, session_id)
 
 
 def _if_match(request: Request) -> int | None:

@@ -54,6 +54,34 @@ def listed_documents(system_text: str) -> str | None:
     return html.unescape(found[-1]).strip() or None
 
 
+# A line of documents.list's text ("- lease.pdf [ready] (folder legal) id=doc-…, ~1200 tokens") and the context
+# block's line for a turn with attached files ("- session (attached to this question): lease.pdf, annex.docx").
+_LISTED_LINE = re.compile(r"^- (?P<name>.+?) \[(?P<status>[^\]]+)\](?: \((?P<where>[^)]*)\))?", re.MULTILINE)
+_ATTACHED_LINE = re.compile(r"^- session \(attached to this (?:question|conversation)\): (?P<names>.+)$", re.MULTILINE)
+
+
+def documents_answer(system_text: str) -> str | None:
+    """ "Which documents do I have?" answered for a person: the files attached to the conversation, else those the
+    listing tool returned — names, where they are and whether they are ready, never ids or token counts."""
+    attached = _ATTACHED_LINE.search(system_text)
+    if attached is not None:
+        names = [name.strip() for name in attached.group("names").split(", ") if name.strip()]
+        return "The files attached to this conversation:\n" + "\n".join(f"- {name}" for name in names)
+    listing = listed_documents(system_text)
+    if listing is None:
+        return None
+    lines = []
+    for match in _LISTED_LINE.finditer(listing):
+        where = match.group("where")
+        details = ["this conversation" if where == "session" else where] if where else []
+        if match.group("status") != "ready":
+            details.append(match.group("status"))
+        lines.append(f"- {match.group('name')}" + (f" ({', '.join(details)})" if details else ""))
+    if not lines:
+        return "There are no documents here yet."
+    return f"You have {len(lines)} document{'s' if len(lines) > 1 else ''}:\n" + "\n".join(lines)
+
+
 class OfflineExtractiveModel(ToolSchemaChatModel):
     """A deterministic chat model that answers from the sources in its prompt and plans tools by rule."""
 
@@ -100,7 +128,7 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
         if sources is not None:
             # The answer request may offer the tools again: the listing a tool returned still answers
             # "which documents do I have?".
-            listing = listed_documents(system_text) if wants_document_list(question) else None
+            listing = documents_answer(system_text) if wants_document_list(question) else None
             return Reply(text=listing or answer_question(question, sources))
         return Reply(text=UNSUPPORTED_REPLY)
 

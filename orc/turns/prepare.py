@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orc.clock import utc_now
 from orc.contracts import UnavailableDocument
 from orc.conversations import FocusContext
 from orc.conversations.context_requests import ContextRequestRecord
@@ -56,6 +57,8 @@ class PreparedTurn:
     allow_pause: bool = False
     """The caller can show a context request: a turn that lacks context pauses instead of answering."""
     model_alias: str | None = None
+    asked_at: str = field(default_factory=utc_now)
+    """When the question came in: the user message's time (the answer's is when it was written)."""
 
     @property
     def usable_names(self) -> list[str]:

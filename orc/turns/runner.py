@@ -261,11 +261,10 @@ class TurnRunner:
             retrieval_rounds=state["retrieval_rounds"],
             retrieval=state.get("retrieval"),
         )
-        now = utc_now()
         stored = await self._parts.conversations.append_turn(
             turn.principal,
             turn.conversation_id,
-            UserMessage(content=turn.question, blob_names=turn.blob_names, created_at=now),
+            UserMessage(content=turn.question, blob_names=turn.blob_names, created_at=turn.asked_at),
             AssistantMessage(
                 content=state["answer"],
                 citations=citations,

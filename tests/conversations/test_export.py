@@ -13,7 +13,7 @@ from pypdf import PdfReader
 
 from orc.contracts import Citation
 from orc.conversations import AssistantMessage, Conversation, ConversationSummary, Feedback, Turn, UserMessage
-from orc.conversations.export import filename, footnote, to_markdown, to_pdf
+from orc.conversations.export import answer_html, filename, footnote, human_time, to_markdown, to_pdf
 from orc.conversations.titles import title_from_question
 
 NOTICE = Citation(ref="lease.txt::S2", document="lease.txt", span_id="S2", page=3, quote="60 days' written notice.")
@@ -40,11 +40,46 @@ def conversation(turns: int = 2) -> Conversation:
     )
 
 
-def test_markers_become_numbered_footnotes_one_per_span() -> None:
+def test_markers_become_numbered_footnotes_and_a_marker_naming_nothing_cited_is_dropped() -> None:
     result = footnote("A [lease.txt::S2]. B [lease.txt::S1] [lease.txt::S2]. C [other.txt::S9].", [NOTICE, RENT], 4)
 
-    assert result.text == "A [^4]. B [^5] [^4]. C [other.txt::S9]."
+    assert result.text == "A[^4]. B[^5][^4]. C."
     assert result.notes == [(4, NOTICE), (5, RENT)]
+
+
+def test_two_sentences_quoting_one_span_get_a_footnote_each() -> None:
+    deposit = Citation(ref="lease.txt::S1", document="lease.txt", span_id="S1", quote="The deposit is 2,900 euros.")
+    answer = (
+        "The deposit is 2,900 euros. [lease.txt::S1] The rent is 1,450 euros. [lease.txt::S1; supplied::evidence-1]"
+    )
+    supplied = Citation(ref="supplied::evidence-1", document="supplied", span_id="evidence-1", quote="Parking: 40.")
+
+    result = footnote(answer, [RENT, deposit, supplied], 1)
+
+    assert result.text == "The deposit is 2,900 euros.[^1] The rent is 1,450 euros.[^2][^3]"
+    assert result.notes == [(1, deposit), (2, RENT), (3, supplied)]
+
+
+def test_times_are_written_for_people() -> None:
+    assert human_time("2026-11-26T14:05:09.123456+00:00") == "26 Nov 2026, 14:05 UTC"
+    assert human_time("2026-11-26T15:05:09+01:00") == "26 Nov 2026, 14:05 UTC"
+    assert human_time("not a time") == "not a time"
+
+
+def test_the_pdf_lays_out_the_answer_markdown_left_aligned_instead_of_printing_it() -> None:
+    marked = conversation(1)
+    answer = marked.turns[0].assistant.model_copy(
+        update={"content": "The tenant *may not* sublet [lease.txt::S2].\n\n- **one**\n- `two`\n\n<b>raw</b>"}
+    )
+    marked = marked.model_copy(update={"turns": [marked.turns[0].model_copy(update={"assistant": answer})]})
+
+    text = PdfReader(io.BytesIO(to_pdf(marked, {}))).pages[0].extract_text()
+
+    assert "may not" in text and "*may not*" not in text and "[^" not in text and "**" not in text
+    assert "<b>raw</b>" in text  # raw HTML in an answer is text, never markup
+    assert "•" in text
+    html = answer_html("A *b* [^1] ![x](http://example.com/x.png)")
+    assert "<em>b</em>" in html and "<sup>1</sup>" in html and "<img" not in html
 
 
 def test_markdown_numbers_footnotes_across_the_conversation_and_shows_feedback() -> None:

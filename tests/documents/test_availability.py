@@ -7,6 +7,7 @@ import pytest
 from orc.documents.availability import DocumentScope
 from orc.documents.contexts import derive_contexts, historical_contexts
 from orc.documents.records import ContextNode, ContextRef
+from orc.documents.uploads import Upload
 from tests.documents.library_support import ACME, SESSION, build_tree, library_of, open_runtime
 
 ALL_CONTEXT_FILES = {"acme.txt", "f1.txt", "f2.txt", "u11.txt", "u12.txt", "u21.txt"}
@@ -107,3 +108,19 @@ def test_historical_contexts_keep_first_use_order_without_repeats_or_the_focus()
     a, b, c = ContextRef("folder", "a"), ContextRef("usecase", "b"), ContextRef("organization", "c")
 
     assert historical_contexts([a, None, b, a, c, b], focus=c) == [a, b]
+
+
+async def test_a_document_filed_in_two_contexts_is_available_and_found_once() -> None:
+    policy = b"Contracts above 10,000 euros need two signatures."
+    async with open_runtime() as runtime:
+        library = library_of(runtime)
+        await build_tree(library)
+        for ref in (ContextRef("folder", "f1"), ContextRef("usecase", "u11")):
+            await library.context_documents.add(ACME, ref, [Upload("policy.txt", policy)])
+        scope = await library.resolve_scope(ACME, session_id=SESSION, context_type="usecase", context_id="u11")
+        listed = await library.list_documents(ACME, scope)
+        found = await library.search(ACME, scope, "How many signatures do contracts above 10,000 euros need?")
+
+    assert [doc.filename for doc in listed.documents].count("policy.txt") == 1
+    hits = [hit for hit in found.results if hit.filename == "policy.txt"]
+    assert len(hits) == 1 and hits[0].ref == "policy.txt::S1"  # one copy: no "(usecase u11)" disambiguation

@@ -11,7 +11,7 @@ import pytest
 from orc.digests.schema import split_ref
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
-from tests.digests.support import GatedDigestModel, digest_model, task_a_files, task_b_calls, tasks
+from tests.digests.support import GatedDigestModel, digest_model, offline_answer, task_a_files, task_b_calls, tasks
 from tests.http.conftest import open_client, settled, upload
 
 LEASE = b"Residential lease.\n\nThe monthly rent is 1,450 euros, payable on the first day of each month."
@@ -219,3 +219,70 @@ async def test_a_file_whose_text_cannot_be_extracted_does_not_hold_the_aggregate
     aggregate = (await client.get("/api/sessions/s/context/digest")).json()
     assert [f["filename"] for f in aggregate["batch"]["files"]] == ["lease.txt"]
     assert task_a_files(model) == ["lease.txt"]
+
+
+async def test_a_failed_digest_is_made_again_by_retry_parse() -> None:
+    failing = {"on": True}
+
+    def answer(messages: Any) -> str:
+        return "not a digest" if failing["on"] else offline_answer(messages)
+
+    async with open_client(Settings(), digest_model=digest_model(answer)) as client:
+        assert (await upload(client, "s", ("lease.txt", LEASE))).status_code == 201
+        manifest = await settled(client, "s")
+        lease = manifest["files"][0]
+        assert lease["digest_status"] == "error"
+
+        failing["on"] = False
+        retried = await client.post(f"/api/sessions/s/context/files/{lease['file_id']}/retry-parse")
+        assert retried.status_code == 202, retried.text
+        assert retried.json()["digest_status"] == "parsing"
+        manifest = await settled(client, "s")
+
+        assert manifest["files"][0]["digest_status"] == "ready"
+        assert (await client.get(f"/api/sessions/s/context/files/{lease['file_id']}/digest")).status_code == 200
+
+
+async def test_retry_parse_refuses_a_file_whose_text_could_not_be_extracted(
+    digests: tuple[httpx.AsyncClient, FunctionChatModel],
+) -> None:
+    client, _ = digests
+    assert (await upload(client, "s", ("scan.pdf", b"%PDF-1.4 not a real pdf"))).status_code == 201
+    scan = (await settled(client, "s"))["files"][0]
+
+    response = await client.post(f"/api/sessions/s/context/files/{scan['file_id']}/retry-parse")
+
+    assert response.status_code == 409 and response.json()["code"] == "not_retryable"
+
+
+async def test_with_auto_parse_off_a_change_makes_no_digest_until_parse_now(
+    digests: tuple[httpx.AsyncClient, FunctionChatModel],
+) -> None:
+    client, model = digests
+    turned = await client.patch("/api/sessions/s/context", json={"auto_parse": False})
+    assert turned.status_code == 200, turned.text
+    assert turned.json()["auto_parse"] is False
+
+    assert (await upload(client, "s", ("lease.txt", LEASE))).status_code == 201
+    waiting = await settled(client, "s")
+
+    assert task_a_files(model) == [] and task_b_calls(model) == 0
+    assert waiting["auto_parse"] is False
+    assert [f["status"] for f in waiting["files"]] == ["ready"]  # the text is extracted: tools can read it
+    assert {f["digest_status"] for f in waiting["files"]} == {"stale"}
+
+    started = await client.post("/api/sessions/s/context/parse")
+    assert started.status_code == 202, started.text
+    done = await settled(client, "s")
+
+    assert task_a_files(model) == ["lease.txt"] and task_b_calls(model) == 1
+    assert done["aggregate_digest_status"] == "ready"
+
+
+async def test_auto_parse_takes_only_a_boolean(digests: tuple[httpx.AsyncClient, FunctionChatModel]) -> None:
+    client, _ = digests
+
+    refused = await client.patch("/api/sessions/s/context", json={"auto_parse": "sometimes", "x": 1})
+
+    assert refused.status_code == 422
+    assert (await client.get("/api/sessions/s/context")).status_code == 404  # nothing was stored

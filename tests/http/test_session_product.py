@@ -9,10 +9,11 @@ from typing import Any
 import httpx
 from pypdf import PdfReader
 
+from orc.clock import utc_now
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
 from tests.documents.doubles import cite_first_source
-from tests.http.conftest import ClientFactory, upload
+from tests.http.conftest import ClientFactory, open_client, upload
 
 LEASE = (
     b"Residential lease.\n\nThe monthly rent is 1,450 euros, payable on the first business day of each month.\n\n"
@@ -167,3 +168,18 @@ async def test_a_request_may_choose_a_model_from_the_allow_list_and_nothing_else
         default["metadata"]["model"],
         fast["metadata"]["model"],
     ]
+
+
+async def test_the_question_keeps_the_time_it_was_asked_and_the_answer_the_time_it_was_written() -> None:
+    answering: list[str] = []
+
+    def answer(messages: list[Any], tools: list[dict[str, Any]]) -> str:
+        answering.append(utc_now())
+        return "Hello."
+
+    async with open_client(Settings(), model=FunctionChatModel(answer)) as client:
+        await client.post("/api/orc", json={"question": "Hi?", "conversation_id": "timed"})
+        messages = (await client.get("/api/sessions/timed")).json()["messages"]
+
+    asked, answered = messages[0]["created_at"], messages[1]["created_at"]
+    assert asked <= answering[0] <= answered and asked < answered

@@ -94,3 +94,12 @@ def test_every_name_install_makes_a_client_see_passes_the_strict_hosts_pattern()
     pinned = Path(__file__).with_name("published_tools_underscore.json")
     names = [tool["name"] for tool in json.loads(pinned.read_text(encoding="utf-8"))]
     assert all(PORTABLE_TOOL_NAME.fullmatch(name) for name in names)
+
+
+def test_install_refuses_an_allowed_folder_that_does_not_exist(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = home / "Documents-that-are-not-there"
+
+    assert main(["mcp", "install", "claude", "--allow-dir", str(missing)]) == 2
+
+    assert "no such folder" in capsys.readouterr().err
+    assert not list(home.rglob("claude_desktop_config.json"))

@@ -200,7 +200,39 @@ async def test_which_documents_do_i_have_answers_with_the_listing_even_when_the_
 
     reply = OfflineExtractiveModel().respond([system, HumanMessage("Which documents do I have?")], tools=tools)
 
-    assert reply.text == listing
+    assert reply.text == "You have 2 documents:\n- lease.txt\n- guide.pdf"
+
+
+async def test_which_documents_do_i_have_names_the_files_without_ids_or_token_counts() -> None:
+    listing = (
+        "2 document(s) available (focus folder legal):\n"
+        "- policy.txt [ready] (folder legal) id=doc-1a2b, ~120 tokens\n"
+        "- scan.pdf [failed] (usecase nda, historical) id=doc-3c4d, no text"
+    )
+    system = SystemMessage(
+        answer_prompt([APACHE_GRANT]) + f'\n<tool_answer tool="documents.list">\n{listing}\n</tool_answer>'
+    )
+
+    reply = OfflineExtractiveModel().respond([system, HumanMessage("Which documents do I have?")])
+
+    assert (
+        reply.text == "You have 2 documents:\n- policy.txt (folder legal)\n- scan.pdf (usecase nda, historical, failed)"
+    )
+
+
+async def test_which_documents_do_i_have_in_a_conversation_with_attached_files_names_them(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
+    async with build_runtime(settings) as services:
+        files = [Upload("lease.txt", b"The rent is 1,450 euros."), Upload("notes.md", b"# Notes\n\nCall the landlord.")]
+        await services.session_files.add(LOCAL_PRINCIPAL, "c1", files)
+        result = await services.orchestrator.ask(
+            TurnRequest(
+                question="Which documents do I have?", conversation_id="c1", blob_names=["lease.txt", "notes.md"]
+            )
+        )
+
+    assert "lease.txt" in result.answer and "notes.md" in result.answer
+    assert "couldn't find" not in result.answer and "id=" not in result.answer and "tokens" not in result.answer
 
 
 async def test_and_the_second_one_answers_with_the_second_item_of_the_previous_answer(tmp_path: Path) -> None:

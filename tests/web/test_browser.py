@@ -35,8 +35,8 @@ def chips_ready(page: Page, count: int) -> None:
 
 
 def answered(page: Page, count: int) -> None:
-    """Wait for the ``count``-th answer to be final (its context statement is written last)."""
-    expect(page.locator(".message.assistant .context-statement:not(:empty)")).to_have_count(count, timeout=WAIT_MS)
+    """Wait for the ``count``-th answer to be final (it is marked when its text is rendered)."""
+    expect(page.locator(".message.assistant[data-final=true]")).to_have_count(count, timeout=WAIT_MS)
 
 
 def test_a_conversation_from_upload_to_cited_answers_and_deletion(page: Page, tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_a_conversation_from_upload_to_cited_answers_and_deletion(page: Page, tm
     page.set_input_files("#file-input", attachments())
     chips_ready(page, 2)
     expect(page.locator("#diff-banner")).to_contain_text("+2 new")
-    expect(page.locator("#digest-status")).to_contain_text("Summary of all files")
+    expect(page.locator("#all-summary")).to_be_visible()
     page.screenshot(path=shots / "web-files.png")
 
     page.fill("#question", "What is the monthly rent?")
@@ -234,7 +234,7 @@ def test_a_focus_context_picked_from_the_tree_is_used_and_stated(page: Page, ser
     page.fill("#question", "How many signatures do contracts above 10,000 euros need?")
     page.click("#send")
     answered(page, 1)
-    expect(page.locator(".context-statement")).to_contain_text("Focused on folder legal")
+    expect(page.locator(".context-statement")).to_have_text("Also searched the folder legal.")
 
 
 def test_markup_in_a_document_is_shown_as_text_never_run(page: Page) -> None:

@@ -26,6 +26,7 @@ def test_a_question_the_files_cannot_answer_asks_for_context_and_goes_on_in_plac
     expect(card).to_be_visible(timeout=WAIT_MS)
     expect(card.locator("legend")).to_contain_text("do not seem to answer")
     expect(card.locator(".suggestion-supply").first).to_be_visible()
+    assert "::" not in card.inner_text()  # suggestions name documents, never raw SourceRefs
     page.screenshot(path=screenshot_folder(tmp_path) / "web-context-request.png")
     card.locator(".supply-text").fill("Parking for a second car costs 40 euros per month.")
     card.locator("button.supply").click()

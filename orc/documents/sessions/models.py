@@ -151,6 +151,11 @@ class ContextSet(BaseModel):
     aggregate_digest_error: str | None = None
     changes: ChangeSummary = Field(description="What the latest mutation did: the diff banner.")
     parsing: bool = Field(default=False, description="Whether a digest (per-file or aggregate) is being made now.")
+    auto_parse: bool = Field(
+        default=True,
+        description="Whether a change starts its digests (the spec's 'Auto-parse on change' toggle, §8.1). Off: "
+        "changed files' digests stay stale until POST …/context/parse.",
+    )
     aggregate: AggregateState = Field(default_factory=AggregateState, exclude=True)
     """The stored aggregate state (its inputs decide whether it still matches the files); not part of the JSON."""
 
@@ -181,6 +186,7 @@ class SessionHeader(BaseModel):
     )
     last_change: ChangeSummary | None = None
     aggregate: AggregateState = Field(default_factory=AggregateState)
+    auto_parse: bool = True
 
     def body(self) -> dict[str, Any]:
         """The stored JSON body."""

@@ -281,4 +281,5 @@ def context_set(header: SessionHeader, records: Sequence[ContextFile]) -> Contex
         aggregate_digest_error=header.aggregate.error,
         changes=header.last_change or ChangeSummary(revision=header.revision),
         aggregate=header.aggregate,
+        auto_parse=header.auto_parse,
     )

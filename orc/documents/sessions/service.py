@@ -425,6 +425,27 @@ class SessionFiles:
             return updated
         raise StorageUnavailable("the session is too busy; retry")
 
+    async def set_auto_parse(self, principal: Principal, conversation_id: str, on: bool) -> None:
+        """Turn the session's "auto-parse on change" on or off (a session without files yet gets its header now, so
+        the choice holds for its first upload)."""
+        validate_identifier(conversation_id, what="conversation")
+        pk = principal.partition_key
+        for _ in range(_MAX_WRITE_ATTEMPTS):
+            item = await self._catalog.get(pk, header_id(conversation_id))
+            header = _stored_header(item) or planning.header_of(None, conversation_id, {})
+            if header.auto_parse == on and item is not None:
+                return
+            body = header.model_copy(update={"auto_parse": on}).body()
+            try:
+                if item is None:
+                    await self._catalog.create(pk, header_id(conversation_id), body)
+                else:
+                    await self._catalog.replace(pk, header_id(conversation_id), body, if_match=item.etag)
+            except (ETagMismatch, ItemAlreadyExists, ItemNotFound):
+                continue
+            return
+        raise StorageUnavailable("the session is too busy; retry")
+
     async def _records_by_name(self, principal: Principal, conversation_id: str) -> dict[str, ContextFile]:
         return {record.filename: record for record in await self.files(principal, conversation_id)}
 

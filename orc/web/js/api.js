@@ -143,6 +143,16 @@ export const api = {
     getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}`, {
       method: "DELETE",
     }),
+  fileDigest: (id, fileId) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}/digest`),
+  aggregateDigest: (id) => getJson(`/api/sessions/${encodeURIComponent(id)}/context/digest`),
+  retryParse: (id, fileId) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}/retry-parse`, {
+      method: "POST",
+    }),
+  setAutoParse: (id, on) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/context`, { method: "PATCH", json: { auto_parse: on } }),
+  parseNow: (id) => getJson(`/api/sessions/${encodeURIComponent(id)}/context/parse`, { method: "POST" }),
   context: (type, id) => getJson(`/api/contexts/${encodeURIComponent(type)}/${encodeURIComponent(id)}`),
   source: (id, ref) => getJson(`/api/sessions/${encodeURIComponent(id)}/sources?ref=${encodeURIComponent(ref)}`),
   rename: (id, title) =>

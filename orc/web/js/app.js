@@ -3,7 +3,7 @@
 import { api, askStream, auth } from "./api.js";
 import { Messages } from "./chat.js";
 import { RequestCard } from "./handoff.js";
-import { $, h, when } from "./dom.js";
+import { $, h, icon, when } from "./dom.js";
 import { FileChips } from "./files.js";
 import { SourceViewer } from "./viewer.js";
 
@@ -33,7 +33,10 @@ const messages = new Messages({
   onCitation: (citation, opener) => viewer.open(state.sessionId, citation, opener),
   onRate: (messageId, rating) => api.feedback(state.sessionId, messageId, rating).catch(showError),
 });
-const chips = new FileChips({ onError: showError });
+const chips = new FileChips({
+  onError: showError,
+  onDigest: (title, load, opener) => viewer.digest(title, load, opener),
+});
 
 // -- sign-in -----------------------------------------------------------------------------------------------
 
@@ -106,13 +109,13 @@ async function loadConversations() {
             class: "icon-button conversation-rename",
             onclick: (event) => renameConversation(session, event.currentTarget.closest("li")),
           },
-          "✎",
+          icon("edit"),
           h("span", { class: "visually-hidden" }, ` Rename “${session.title || "Untitled"}”`),
         ),
         h(
           "button",
           { type: "button", class: "icon-button conversation-delete", onclick: () => deleteConversation(session) },
-          "✕",
+          icon("close"),
           h("span", { class: "visually-hidden" }, ` Delete “${session.title || "Untitled"}”`),
         ),
       );
@@ -120,6 +123,9 @@ async function loadConversations() {
   );
   list.removeAttribute("aria-busy");
   $("conversations-empty").hidden = sessions.length > 0;
+  // The header follows the title the server gave the conversation (from its first question, or a rename).
+  const current = sessions.find((session) => session.conversation_id === state.sessionId);
+  if (current?.title) $("chat-title").textContent = current.title;
 }
 
 function closeSidebarOnSmallScreens() {
@@ -222,6 +228,7 @@ async function ask(question) {
   const sessionId = state.sessionId;
   // The server takes at most max_blob_names files per turn.
   const files = chips.names().slice(0, state.config.max_blob_names);
+  chips.settle();
   messages.question(question, files);
   const view = messages.answer();
   $("send").disabled = true;
@@ -233,7 +240,7 @@ async function ask(question) {
     for await (const event of askStream(turn, controller.signal)) {
       handle(view, event);
     }
-    } catch (error) {
+  } catch (error) {
     if (error.name !== "AbortError") view.error(error.message);
   } finally {
     $("send").disabled = false;
@@ -264,7 +271,7 @@ function handle(view, event) {
       view.finish(event.answer, event.metadata);
       view.suggest(event.suggestions, (text) => ask(text));
       view.rate(event.message_id, null, (messageId, rating) => api.feedback(state.sessionId, messageId, rating));
-      if ($("chat-title").textContent === "New chat") $("chat-title").textContent = "Conversation";
+      view.follow(view.element); // the suggestions and buttons under the answer are part of what to see
       break;
     case "context_required":
       view.request(requestCard(view, event));
@@ -338,6 +345,7 @@ function renameConversation(session, item) {
 }
 
 async function exportConversation(format) {
+  $("export-menu").open = false;
   if (!state.sessionId) return;
   try {
     const { blob, name } = await api.exportSession(state.sessionId, format);
@@ -350,6 +358,25 @@ async function exportConversation(format) {
   }
 }
 
+// -- keyboard shortcuts ------------------------------------------------------------------------------------
+
+/** Single keys, as on GitHub or Gmail, only while no field has the focus (typing is never taken over). */
+function shortcut(event) {
+  if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+  const target = event.target;
+  if (target.closest?.("input, textarea, select, [contenteditable], dialog")) return;
+  const actions = {
+    "?": () => $("shortcuts").showModal(),
+    "/": () => $("question").focus(),
+    n: newChat,
+    c: () => messages.lastCitation()?.click(),
+  };
+  const action = actions[event.key];
+  if (!action) return;
+  event.preventDefault();
+  action();
+}
+
 // -- wiring ------------------------------------------------------------------------------------------------
 
 function wire() {
@@ -357,6 +384,8 @@ function wire() {
     button.addEventListener("click", () => exportConversation(button.dataset.format));
   }
   $("new-chat").addEventListener("click", newChat);
+  $("shortcuts-open").addEventListener("click", () => $("shortcuts").showModal());
+  document.addEventListener("keydown", shortcut);
   $("toggle-sidebar").addEventListener("click", () => setSidebar(!document.body.classList.contains("sidebar-open")));
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -375,7 +404,7 @@ function wire() {
   $("file-input").addEventListener("change", (event) => {
     const files = Array.from(event.target.files);
     event.target.value = "";
-      chips.add(files);
+    chips.add(files);
   });
   const zone = $("drop-zone");
   zone.addEventListener("dragover", (event) => {
@@ -386,7 +415,7 @@ function wire() {
   zone.addEventListener("drop", (event) => {
     event.preventDefault();
     zone.classList.remove("dragging");
-      chips.add(Array.from(event.dataTransfer.files));
+    chips.add(Array.from(event.dataTransfer.files));
   });
 }
 

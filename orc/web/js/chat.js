@@ -1,18 +1,67 @@
 // The messages of a conversation: questions, answers as sanitized markdown, citation chips, the "how this answer
 // was made" panel, and a streaming answer that shows tokens as they arrive. Later additions (follow-up
 // suggestions, feedback, context requests) hang off `AnswerView` as extra sections of the article.
-import { $, h } from "./dom.js";
+import { $, h, icon } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 function contextName(context) {
-  return context ? `${context.type} ${context.id}` : "";
+  return context ? `the ${context.type} ${context.id}` : "";
 }
 
-/** "Focused on folder legal; earlier contexts: usecase nda." from an answer's metadata. */
+/** "Also searched the folder legal; earlier: the usecase nda." — empty when the answer used only the chat's
+ * files (a statement under every answer saying "nothing" is noise). */
 export function contextStatement(focus, historical = []) {
-  const parts = [focus ? `Focused on ${contextName(focus)}` : "No focus context"];
-  if (historical.length) parts.push(`earlier contexts: ${historical.map(contextName).join(", ")}`);
-  return `${parts.join("; ")}.`;
+  const parts = [];
+  if (focus) parts.push(`Also searched ${contextName(focus)}`);
+  if (historical.length) parts.push(`earlier: ${historical.map(contextName).join(", ")}`);
+  return parts.length ? `${parts.join("; ")}.` : "";
+}
+
+// A citation marker as the answer text carries it: "[lease.pdf::S3]", "[supplied::evidence-1]", or several
+// refs in one bracket ("[a.pdf::S1; b.pdf::S4]"). The grammar is the server's (orc/graph/citations.py).
+const MARKER = /\[([^[\]\n]*?::[^[\]\n]*?)\]/g;
+const SPLIT_REFS = /\s*[;,]\s*(?=[^;,]*::)/;
+// An unfinished marker at the end of streamed text ("… euros [lease.p"): hidden until it closes.
+const OPEN_MARKER = /\[[^[\]\n]*$/;
+const SUPPLIED = "supplied";
+const squash = (text) => text.replace(/\s+/g, " ").trim();
+
+/** The streamed text as a reader should see it: markers (finished or not) removed. */
+export function withoutMarkers(text) {
+  return text.replace(MARKER, "").replace(OPEN_MARKER, "");
+}
+
+/**
+ * For each marker of `answer`, in order, the indexes of the citations it points at. Two sentences quoting one
+ * span are two citations (one per quote): a marker takes the citation whose quote its sentence holds, else the
+ * first of that span not taken yet.
+ */
+export function markerCitations(answer, citations) {
+  const taken = new Set();
+  const result = [];
+  let last = 0;
+  for (const match of answer.matchAll(MARKER)) {
+    const claim = squash(answer.slice(last, match.index));
+    last = match.index + match[0].length;
+    const indexes = [];
+    for (const ref of match[1].trim().split(SPLIT_REFS)) {
+      const candidates = citations.map((c, i) => [c, i]).filter(([c]) => c.ref === ref.trim());
+      const found = candidates.find(([c]) => claim.includes(squash(c.quote)))
+        || candidates.find(([, i]) => !taken.has(i)) || candidates[0];
+      if (found && !indexes.includes(found[1])) {
+        indexes.push(found[1]);
+        taken.add(found[1]);
+      }
+    }
+    result.push(indexes);
+  }
+  return result;
+}
+
+/** "lease.pdf, p. 2", or what a supplied passage is to its reader. */
+export function citationLabel(citation) {
+  if (citation.document === SUPPLIED) return "Your supplied text";
+  return citation.page ? `${citation.document}, p. ${citation.page}` : citation.document;
 }
 
 function stepText(event) {
@@ -25,8 +74,9 @@ function stepText(event) {
 }
 
 export class AnswerView {
-  constructor({ onCitation }) {
+  constructor({ onCitation, follow }) {
     this.onCitation = onCitation;
+    this.follow = follow || (() => {});
     this.citations = [];
     this.text = "";
     this.steps = h("ol", { class: "steps" });
@@ -54,14 +104,16 @@ export class AnswerView {
       this.live = document.createTextNode("");
       this.body.replaceChildren(this.live);
     }
-    this.live.data = this.text;
+    this.live.data = withoutMarkers(this.text);
+    this.follow(this.element, { streaming: true });
   }
 
+  /** One chip per quote: two sentences quoting one span are two sources to check. */
   citation(citation) {
-    if (this.citations.some((known) => known.ref === citation.ref)) return;
+    if (this.citations.some((known) => known.ref === citation.ref && known.quote === citation.quote)) return;
     this.citations.push(citation);
     const number = this.citations.length;
-    const label = citation.page ? `${citation.document}, p. ${citation.page}` : citation.document;
+    const label = citationLabel(citation);
     const chip = h(
       "button",
       {
@@ -89,10 +141,13 @@ export class AnswerView {
     this.body.classList.remove("streaming");
     this.body.removeAttribute("aria-busy");
     const fragment = renderMarkdown(answer);
-    this.linkRefs(fragment);
+    this.linkRefs(fragment, markerCitations(answer, this.citations));
     this.body.replaceChildren(fragment);
     if (metadata) this.context.textContent = contextStatement(metadata.focus_context, metadata.historical_contexts);
+    this.context.hidden = !this.context.textContent;
     if (!this.steps.children.length) this.how.hidden = true;
+    this.element.dataset.final = "true";
+    this.follow(this.element);
   }
 
   /** Follow-up questions the documents can answer, as chips that ask them. */
@@ -108,7 +163,7 @@ export class AnswerView {
   rate(messageId, rated, onRate) {
     if (!messageId) return;
     this.element.querySelector(".feedback")?.remove();
-    const buttons = [["up", "👍", "Helpful"], ["down", "👎", "Not helpful"]].map(([rating, icon, label]) =>
+    const buttons = [["up", "Helpful"], ["down", "Not helpful"]].map(([rating, label]) =>
       h("button", {
         type: "button",
         class: `feedback-${rating}`,
@@ -120,7 +175,7 @@ export class AnswerView {
           for (const button of box.querySelectorAll("button")) button.setAttribute("aria-pressed", "false");
           pressed.setAttribute("aria-pressed", "true");
         },
-      }, icon));
+      }, icon(rating)));
     const box = h("div", { class: "feedback", role: "group", "aria-label": "Rate this answer" }, ...buttons);
     this.element.append(box);
   }
@@ -130,31 +185,34 @@ export class AnswerView {
     this.body.classList.remove("streaming");
     this.body.removeAttribute("aria-busy");
     this.element.append(card.element);
+    this.follow(card.element);
   }
 
-  /** Replace "[report.pdf::S3]" in text nodes by a button that opens that citation. */
-  linkRefs(fragment) {
-    if (!this.citations.length) return;
-    const byRef = new Map(this.citations.map((citation, index) => [citation.ref, [citation, index + 1]]));
+  /** Replace every marker in text nodes by numbered buttons that open its citations; a marker that names
+   * nothing cited disappears (a raw "[x::y]" is never shown). `targets` is markerCitations() of the text. */
+  linkRefs(fragment, targets) {
     const walker = document.createTreeWalker(fragment, NodeFilter.SHOW_TEXT);
     const nodes = [];
     while (walker.nextNode()) nodes.push(walker.currentNode);
+    let next = 0;
     for (const node of nodes) {
-      const parts = node.data.split(/\[([^\]\n]+::S\d+)\]/);
+      const parts = node.data.split(MARKER);
       if (parts.length === 1) continue;
-      const replaced = parts.map((part, index) => {
-        if (index % 2 === 0 || !byRef.has(part)) return index % 2 === 0 ? part : `[${part}]`;
-        const [citation, number] = byRef.get(part);
-        return h(
-          "button",
-          {
-            type: "button",
-            class: "citation-inline",
-            "aria-label": `Source ${number}: ${citation.document}`,
-            onclick: (event) => this.onCitation(citation, event.currentTarget),
-          },
-          String(number),
-        );
+      const replaced = parts.flatMap((part, index) => {
+        if (index % 2 === 0) return part ? [part] : [];
+        return (targets[next++] || []).map((at) => {
+          const citation = this.citations[at];
+          return h(
+            "button",
+            {
+              type: "button",
+              class: "citation-inline",
+              "aria-label": `Source ${at + 1}: ${citationLabel(citation)}`,
+              onclick: (event) => this.onCitation(citation, event.currentTarget),
+            },
+            String(at + 1),
+          );
+        });
       });
       node.replaceWith(...replaced);
     }
@@ -166,10 +224,25 @@ export class Messages {
     this.onCitation = onCitation;
     this.onRate = onRate;
     this.list = $("messages");
+    this.empty = $("empty-state");
+    this.pinned = true;
+    // The page follows the conversation unless the reader scrolled up to read something earlier.
+    this.list.addEventListener("scroll", () => {
+      const { scrollTop, scrollHeight, clientHeight } = this.list;
+      this.pinned = scrollHeight - scrollTop - clientHeight < 80;
+    }, { passive: true });
+  }
+
+  /** Bring `element` (a new answer, its card) into view; while streaming, only if the reader is at the end. */
+  follow(element, { streaming = false } = {}) {
+    if (streaming && !this.pinned) return;
+    element.scrollIntoView({ block: "end" });
+    this.pinned = true;
   }
 
   clear() {
     this.list.replaceChildren();
+    this.empty.hidden = false;
   }
 
   question(text, files = []) {
@@ -179,14 +252,22 @@ export class Messages {
       h("p", {}, text),
       files.length ? h("p", { class: "muted files" }, `Files: ${files.join(", ")}`) : null,
     );
+    this.empty.hidden = true;
     this.list.append(element);
-    element.scrollIntoView({ block: "end" });
+    this.follow(element);
   }
 
   answer() {
-    const view = new AnswerView({ onCitation: this.onCitation });
+    const view = new AnswerView({ onCitation: this.onCitation, follow: (element, options) => this.follow(element, options) });
     this.list.append(view.element);
+    this.follow(view.element);
     return view;
+  }
+
+  /** The last source cited in the conversation (the `c` shortcut opens it). */
+  lastCitation() {
+    const buttons = this.list.querySelectorAll(".citation-chip");
+    return buttons[buttons.length - 1] || null;
   }
 
   notice(text) {

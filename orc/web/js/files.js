@@ -1,33 +1,69 @@
 // Attachments as file chips: upload (pick or drop), live statuses from the context stream, remove, replace,
 // the diff banner and the aggregate digest status of the session's context set.
 import { api } from "./api.js";
-import { $, bytes, h } from "./dom.js";
+import { $, bytes, h, icon } from "./dom.js";
 
+// What a chip says, in a reader's words (the statuses are the spec's; "digest" is not a word users use).
 const STATUS_TEXT = {
   uploading: "uploading",
-  processing: "processing",
+  processing: "reading…",
   ready: "ready",
-  failed: "failed",
+  failed: "could not be read",
 };
-const DIGEST_TEXT = {
-  none: "no digest",
-  stale: "digest pending",
-  parsing: "digest being made",
-  ready: "digest ready",
-  error: "digest failed",
+const SUMMARY_TEXT = {
+  stale: "summary waiting",
+  parsing: "summarizing…",
+  error: "summary failed",
 };
 
+/** The diff banner in the context-digest spec's words (§8.1), shown right after the user changed the files. */
+export function bannerText(changes, parsing) {
+  if (!changes.new && !changes.changed && !changes.deleted) return "No changes detected—using cached digest";
+  const text = `+${changes.new} new, ~${changes.changed} changed, −${changes.deleted} deleted`;
+  return parsing ? `${text}—parsing…` : text;
+}
+
 export class FileChips {
-  constructor({ onError, onChange }) {
+  constructor({ onError, onChange, onDigest }) {
     this.sessionId = null;
+    this.changed = false; // the user changed the files in this view: the banner reports what that did
     this.manifest = null;
     this.pending = []; // {name, size}: uploads the server has not answered yet
     this.watching = null;
     this.onError = onError;
     this.onChange = onChange || (() => {});
+    this.onDigest = onDigest || (() => {});
     this.list = $("chips");
     this.banner = $("diff-banner");
-    this.digest = $("digest-status");
+    this.summary = $("all-summary");
+    this.summary.addEventListener("click", (event) =>
+      this.onDigest("Summary of all files", () => api.aggregateDigest(this.sessionId), event.currentTarget));
+    this.autoParse = $("auto-parse");
+    this.parseNow = $("parse-now");
+    this.autoParse.addEventListener("change", () => this.setAutoParse(this.autoParse.checked));
+    this.parseNow.addEventListener("click", () => this.run(() => api.parseNow(this.sessionId)));
+  }
+
+  /** The spec's "Auto-parse on change": off, changed files wait for "Summarize now". */
+  async setAutoParse(on) {
+    await this.run(() => api.setAutoParse(this.sessionId, on));
+  }
+
+  /** A context-set call that answers the manifest; the chips follow what it started. */
+  async run(call) {
+    try {
+      this.manifest = await call();
+    } catch (error) {
+      this.onError(error);
+    }
+    this.render();
+    this.watch();
+  }
+
+  /** Hide the diff banner (a question was asked: the change is not news any more). */
+  settle() {
+    this.changed = false;
+    this.render();
   }
 
   /** Show the files of `sessionId` (or none for a new chat) and follow them. */
@@ -36,6 +72,7 @@ export class FileChips {
     this.sessionId = sessionId;
     this.manifest = null;
     this.pending = [];
+    this.changed = false;
     this.render();
     if (!known) return;
     try {
@@ -61,6 +98,7 @@ export class FileChips {
   async add(files) {
     if (!files.length) return;
     const id = this.sessionId;
+    this.changed = true;
     this.pending.push(...Array.from(files, (file) => ({ name: file.name, size: file.size })));
     this.render();
     try {
@@ -74,6 +112,7 @@ export class FileChips {
   }
 
   async replace(file, replacement) {
+    this.changed = true;
     try {
       await api.replace(this.sessionId, file.file_id, replacement);
     } catch (error) {
@@ -83,6 +122,7 @@ export class FileChips {
   }
 
   async remove(file) {
+    this.changed = true;
     try {
       await api.removeFile(this.sessionId, file.file_id);
     } catch (error) {
@@ -90,6 +130,16 @@ export class FileChips {
     }
     await this.refresh();
     $("question").focus();
+  }
+
+  /** Ask the server to make a failed summary again (the spec's "Retry parse"). */
+  async retry(file) {
+    try {
+      await api.retryParse(this.sessionId, file.file_id);
+    } catch (error) {
+      this.onError(error);
+    }
+    await this.refresh();
   }
 
   async refresh() {
@@ -151,24 +201,20 @@ export class FileChips {
     }
     this.list.replaceChildren(...chips);
     const changes = this.manifest?.changes;
-    this.banner.hidden = !changes || changes.text === "no changes" || !files.length;
-    this.banner.textContent = changes ? `Revision ${this.manifest.revision}: ${changes.text}` : "";
-    if (files.length) {
-      const status = this.manifest.aggregate_digest_status;
-      const error = this.manifest.aggregate_digest_error;
-      this.digest.textContent = `Summary of all files: ${DIGEST_TEXT[status] || status}${error ? ` (${error})` : ""}`;
-    } else {
-      this.digest.textContent = "";
-    }
+    this.banner.hidden = !this.changed || !changes;
+    this.banner.textContent = changes ? bannerText(changes, this.manifest.parsing) : "";
+    this.summary.hidden = !(files.length && this.manifest.aggregate_digest_status === "ready");
+    const autoParse = this.manifest?.auto_parse ?? true;
+    this.autoParse.checked = autoParse;
+    const waiting = files.some((file) => file.status === "ready" && file.digest_status === "stale");
+    this.parseNow.hidden = autoParse || !waiting;
     this.onChange(files);
   }
 
   chip(file) {
-    const status = STATUS_TEXT[file.status] || file.status;
-    const details = [status];
+    const details = [STATUS_TEXT[file.status] || file.status];
     if (file.status === "failed" && file.status_reason) details.push(file.status_reason);
-    if (file.status === "ready") details.push(DIGEST_TEXT[file.digest_status] || file.digest_status);
-    if (file.digest_status === "error" && file.digest_error) details.push(file.digest_error);
+    if (file.status === "ready" && SUMMARY_TEXT[file.digest_status]) details.push(SUMMARY_TEXT[file.digest_status]);
     const picker = h("input", {
       type: "file",
       class: "visually-hidden",
@@ -176,6 +222,20 @@ export class FileChips {
       "aria-hidden": "true",
       onchange: (event) => event.target.files[0] && this.replace(file, event.target.files[0]),
     });
+    const hidden = (text) => h("span", { class: "visually-hidden" }, text);
+    const summary = file.digest_status === "ready"
+      ? h("button", {
+        type: "button",
+        class: "chip-action chip-summary",
+        title: "Summary",
+        onclick: (event) => this.onDigest(file.filename,
+          () => api.fileDigest(this.sessionId, file.file_id), event.currentTarget),
+      }, icon("summary"), hidden(`Summary of ${file.filename}`))
+      : null;
+    const retry = file.digest_status === "error" && file.status === "ready"
+      ? h("button", { type: "button", class: "chip-action chip-retry", title: "Try again",
+        onclick: () => this.retry(file) }, icon("retry"), hidden(`Try again to summarize ${file.filename}`))
+      : null;
     return h(
       "li",
       {
@@ -184,11 +244,13 @@ export class FileChips {
       },
       h("span", { class: "chip-name", title: file.filename }, file.filename),
       h("span", { class: "chip-status" }, details.join(" · ")),
+      summary,
+      retry,
       picker,
       h("button", { type: "button", class: "chip-action", onclick: () => picker.click() }, "Replace",
-        h("span", { class: "visually-hidden" }, ` ${file.filename}`)),
-      h("button", { type: "button", class: "chip-action", onclick: () => this.remove(file) }, "✕",
-        h("span", { class: "visually-hidden" }, ` Remove ${file.filename}`)),
+        hidden(` ${file.filename}`)),
+      h("button", { type: "button", class: "chip-action", title: "Remove", onclick: () => this.remove(file) },
+        icon("close"), hidden(`Remove ${file.filename}`)),
     );
   }
 }

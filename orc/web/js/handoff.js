@@ -1,7 +1,7 @@
 // A paused turn's context request as a card under its answer: the slots the answer needs, one-click suggestions,
 // paste or upload to supply, "Answer without it" and "Cancel". Supplying continues the same turn in place: the
 // resumed answer streams into the same message. Text from the server is set as text, never as HTML.
-import { h } from "./dom.js";
+import { h, readable } from "./dom.js";
 
 export class RequestCard {
   /**
@@ -39,12 +39,12 @@ export class RequestCard {
         type: "button",
         class: "suggestion-supply",
         onclick: () => this.run(() => this.actions.supply([{ slot: slot.slot, ...clean(suggestion.supply) }])),
-      }, suggestion.label)),
+      }, readable(suggestion.label))),
     );
     return h(
       "fieldset",
       { class: "request-slot", dataset: { slot: slot.slot } },
-      h("legend", {}, slot.description),
+      h("legend", {}, readable(slot.description)),
       suggestions.length ? h("ul", { class: "request-suggestions", "aria-label": "Suggestions" }, ...suggestions) : null,
       h("label", { for: id, class: "visually-hidden" }, `Context for: ${slot.description}`),
       text,

@@ -36,6 +36,27 @@ export function itemsCovering(items, quote) {
   return new Set();
 }
 
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * [start, end) of the quoted sentence in `text`, white space ignored, preferring a match inside the span
+ * [spanStart, spanEnd); the whole span when the quote is not found (a quote in the model's own words).
+ */
+export function quoteRange(text, quote, spanStart, spanEnd) {
+  const words = (quote || "").replace(/…$/, "").split(/\s+/).filter(Boolean);
+  if (words.length) {
+    const pattern = new RegExp(words.map(escapeRegExp).join("\\s+"), "g");
+    let first = null;
+    for (const match of text.matchAll(pattern)) {
+      const range = [match.index, match.index + match[0].length];
+      if (range[0] >= spanStart && range[1] <= spanEnd) return range;
+      first ||= range;
+    }
+    if (first) return first;
+  }
+  return [spanStart, spanEnd];
+}
+
 export class SourceViewer {
   constructor({ onError }) {
     this.onError = onError;
@@ -54,14 +75,28 @@ export class SourceViewer {
     });
   }
 
-  async open(sessionId, citation, opener) {
+  /** Show the panel with a title; `opener` gets the focus back on close. */
+  show(title, opener) {
     this.opener = opener || null;
+    this.downloadUrl = null;
+    $("viewer-download").hidden = true;
     this.panel.hidden = false;
     document.body.classList.add("viewer-open");
-    $("viewer-title").textContent = citation.document;
+    $("viewer-title").textContent = title;
     $("viewer-where").textContent = "Loading…";
     this.body.replaceChildren();
     this.panel.focus();
+  }
+
+  async open(sessionId, citation, opener) {
+    this.show(citation.document, opener);
+    if (citation.document === "supplied") {
+      // Text the user pasted into a context request: it is the quote itself, there is no document to open.
+      $("viewer-title").textContent = "Your supplied text";
+      $("viewer-where").textContent = "";
+      this.body.replaceChildren(h("div", { class: "excerpt" }, h("mark", { class: "quote" }, citation.quote)));
+      return;
+    }
     let view;
     try {
       view = await api.source(sessionId, citation.ref);
@@ -70,11 +105,16 @@ export class SourceViewer {
       return;
     }
     this.downloadUrl = view.content_url;
+    $("viewer-download").hidden = false;
     this.filename = view.filename;
+    // The sentence the answer quotes, not the whole span it sits in.
+    view.quote = citation.quote || view.quote;
+    [view.highlight_start, view.highlight_end] = quoteRange(view.text, view.quote, view.highlight_start,
+      view.highlight_end);
     $("viewer-title").textContent = view.filename;
     $("viewer-where").textContent = view.page
-      ? `Page ${view.page} of ${view.page_count} · ${view.span_id}`
-      : `Passage ${view.span_id}`;
+      ? `Page ${view.page} of ${view.page_count}`
+      : "Quoted passage";
     const excerpt = this.excerpt(view);
     if (view.media_type === "application/pdf" && view.page) {
       const holder = h("div", { class: "pdf-page", "aria-hidden": "true" });
@@ -136,6 +176,27 @@ export class SourceViewer {
     holder.dataset.rendered = "true";
   }
 
+  /** A file's digest (or the summary of all files): its summary and facts, each fact with where it comes from. */
+  async digest(title, load, opener) {
+    this.show(title, opener);
+    let digest;
+    try {
+      digest = await load();
+    } catch (error) {
+      $("viewer-where").textContent = error.message;
+      return;
+    }
+    $("viewer-where").textContent = "Summary";
+    const facts = (digest.facts || []).map((fact) =>
+      h("li", {}, fact.claim, " ", h("span", { class: "muted" }, `(${(fact.sources || []).map(sourceName).join(", ")})`)));
+    this.body.replaceChildren(
+      h("div", { class: "digest" },
+        h("p", { class: "digest-summary" }, digest.summary || "No summary."),
+        facts.length ? h("h3", {}, "Key points") : null,
+        facts.length ? h("ul", { class: "digest-facts" }, ...facts) : null),
+    );
+  }
+
   async download() {
     if (!this.downloadUrl) return;
     try {
@@ -157,4 +218,10 @@ export class SourceViewer {
     this.body.replaceChildren();
     this.opener?.focus();
   }
+}
+
+/** "lease.pdf, p. 2" from a SourceRef "lease.pdf::S3::p. 2" (the span id means nothing to a reader). */
+function sourceName(ref) {
+  const parts = String(ref).split("::");
+  return parts.length > 2 ? `${parts[0]}, ${parts.slice(2).join(" ")}` : parts[0];
 }
