@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from orc.settings import Settings
+if TYPE_CHECKING:  # `orc --help` builds this command's parser and must not load the settings machinery
+    from orc.settings import Settings
 
 
 def add_doctor_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

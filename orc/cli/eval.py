@@ -13,9 +13,10 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from orc.settings import Settings
+if TYPE_CHECKING:  # `orc --help` builds this command's parser and must not load the settings machinery
+    from orc.settings import Settings
 
 
 def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,6 +44,8 @@ def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 def eval_settings(settings: Settings, home: Path, args: argparse.Namespace) -> Settings:
     """``settings`` with the run's own embedded storage, and the model and embeddings the command names."""
+    from orc.settings import Settings
+
     overrides: dict[str, Any] = {"home": home, "storage": "embedded", "jobs": "inprocess"}
     if args.model:
         overrides["model"] = args.model

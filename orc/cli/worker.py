@@ -12,9 +12,12 @@ import asyncio
 import contextlib
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from orc.errors import ConfigurationError
-from orc.settings import Settings
+
+if TYPE_CHECKING:  # `orc --help` builds this command's parser and must not load the settings machinery
+    from orc.settings import Settings
 
 
 def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
