@@ -119,10 +119,14 @@ class InvalidParent(CallerError):
 
 
 class PayloadTooLarge(CallerError):
-    """A question, upload or body over its configured limit."""
+    """A question, upload or body over its configured limit (``limit``, when given, is sent with the problem)."""
 
     code = "payload_too_large"
     status = 413
+
+    def __init__(self, message: str, *, code: str | None = None, limit: int | None = None) -> None:
+        super().__init__(message, code=code)
+        self.limit = limit
 
 
 class ContextTooLong(PayloadTooLarge):

@@ -15,7 +15,7 @@ from typing import TextIO
 from orc.cli.answer_text import readable
 from orc.documents.extraction import extract
 from orc.errors import OrcError
-from orc.handoff import MAX_TEXT_CHARS, SupplyPayload, running_without, supplying
+from orc.handoff import SupplyPayload, running_without, supplying
 from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import ContextRequiredEvent, ContextSuggestion, Event
 from orc.turns.service import Orchestrator, Turn
@@ -79,14 +79,14 @@ async def _ask_for(
         except (OSError, OrcError) as exc:
             print(f"  could not read {path.name}: {exc}", file=err)
             return None
-        return SupplyPayload(slot=slot, text=text[:MAX_TEXT_CHARS], name=path.name) if text else None
+        return SupplyPayload(slot=slot, text=text, name=path.name) if text else None
     lines = [first]
     while True:
         line = await asyncio.to_thread(read_line, "")
         if not line.strip():
             break
         lines.append(line)
-    return SupplyPayload(slot=slot, text="\n".join(lines)[:MAX_TEXT_CHARS])
+    return SupplyPayload(slot=slot, text="\n".join(lines))
 
 
 def _existing_file(text: str) -> Path | None:

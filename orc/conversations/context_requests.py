@@ -26,6 +26,11 @@ from orc.storage.ports import DocumentCollection, StoredItem
 
 RequestStatus = Literal["pending", "resolved", "cancelled", "superseded", "expired"]
 SlotKind = Literal["document", "evidence"]
+SlotPhase = Literal["before_tools", "after_tools", "answer"]
+ArtifactType = Literal["document", "passage", "data"]
+Urgency = Literal["low", "normal", "high"]
+DEFAULT_SIZE_LIMIT = 20_000
+"""The most characters one supplied text may have unless the slot asks for less."""
 SupplyKind = Literal["text", "document", "span", "file"]
 DEADLINES_PARTITION = "due"
 _ID_PREFIX = "r:"
@@ -49,12 +54,28 @@ class Suggestion(BaseModel):
 
 
 class RequiredSlot(BaseModel):
-    """One piece of context the paused turn needs."""
+    """One piece of context the paused turn needs (context-handoff-plan §4.1.2: phase, artifact type, key path,
+    size limit, urgency)."""
 
     slot: str
     kind: SlotKind
     description: str
     suggestions: list[Suggestion] = Field(default_factory=list)
+    phase: SlotPhase = Field(
+        default="after_tools",
+        description="Where the turn found the need: before any tool ran (nothing to answer from), after its "
+        "evidence came in, or the answer model's own request.",
+    )
+    artifact_type: ArtifactType = Field(
+        default="passage", description="What fits the slot: a whole document, a passage of text, or figures/data."
+    )
+    key_path: str | None = Field(
+        default=None, description="Where the missing piece is expected, when it is known (e.g. documents/lease.pdf)."
+    )
+    size_limit: int = Field(
+        default=DEFAULT_SIZE_LIMIT, ge=1, description="The most characters a supplied text may have; longer is refused."
+    )
+    urgency: Urgency = "normal"
 
 
 class Supply(BaseModel):

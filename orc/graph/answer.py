@@ -20,7 +20,7 @@ from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.events import TokenEvent
 from orc.graph.grounding import MarkerFilter, grounding_report
-from orc.graph.pause import emit_pause
+from orc.graph.pause import context_request_before_tools, emit_pause
 from orc.graph.progress import emit, progress
 from orc.graph.request_context import requested_context, with_request_context
 from orc.graph.state import PriorTurn, SourceContext, TurnState
@@ -150,6 +150,13 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     and results: a reply that calls tools goes back to the executor instead of ending the turn.
     """
     ctx = runtime.context
+    if ctx.context_requests and state.get("rounds", 0) == 0 and not state.get("context_request"):
+        # No tool ran (context_builder asks after a tool round): the needs analyzer still runs before the answer
+        # request, so a turn with nothing to answer from asks for it instead of answering that it found nothing.
+        needed = await context_request_before_tools(state, ctx)
+        if needed:
+            emit_pause(needed)
+            return Command(update={"context_request": needed}, goto="context_pause")
     progress("answer", "Writing the answer", 80)
     sources = answer_sources(state, ctx.token_counter, ctx.sources_tokens)
     origins = state.get("source_contexts") or {}

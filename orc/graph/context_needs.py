@@ -6,7 +6,15 @@ Rules, checked on the evidence a turn gathered, before its answer request (so a 
   slot for it;
 - the question names a file that is neither attached nor available in the turn's contexts → a ``document`` slot;
 - no retrieved span covers at least half of the question's content words → an ``evidence`` slot: the documents
-  do not say, so the user is asked to paste or point at what does.
+  do not say, so the user is asked to paste or point at what does;
+- before any tool ran (:func:`needed_before_tools`): a question with nothing to answer from — no file attached and
+  none available in the turn's contexts — → a ``documents`` slot that says so, instead of an answer that could not
+  find anything. Small talk (no content word, or only greetings and thanks) never asks.
+
+One threshold decides between asking and answering, :data:`MIN_COVERAGE`; whether an answer then declines is the
+answerer's own decision. Its value is measured on the real-document sets (``bench/handoff_needs.py``, figures in
+``bench/README.md``): the share of answerable questions it pauses, and of unanswerable ones it asks for instead of
+declining.
 
 Each slot offers one-click suggestions: documents available in the focus context that the turn did not read, the
 spans that came closest, and the previous answer. The offline model relies on these rules alone; a real model
@@ -19,7 +27,7 @@ import re
 from collections.abc import Sequence
 
 from orc.contracts import SourceSpan, UnavailableDocument
-from orc.conversations.context_requests import RequiredSlot, SuggestedSupply, Suggestion
+from orc.conversations.context_requests import RequiredSlot, SlotPhase, SuggestedSupply, Suggestion
 from orc.graph.state import ListedDocument, PriorTurn, TurnState
 from orc.text import tokenize
 
@@ -31,6 +39,41 @@ _FILE_NAME = re.compile(
     rf"[\"“']([^\"”'\n]{{1,120}}\.{_EXTENSIONS})[\"”']|(?<![\w.-])([\w][\w.()-]{{0,120}}\.{_EXTENSIONS})\b",
     re.IGNORECASE,
 )
+
+
+_SMALL_TALK = frozenset(
+    {"hello", "hi", "hey", "thank", "thanks", "ok", "okay", "bye", "good", "morn", "morning", "great", "lot", "cheer"}
+)
+
+
+def needed_before_tools(
+    question: str,
+    available: Sequence[ListedDocument] | None,
+    attached: Sequence[str],
+    history: Sequence[PriorTurn],
+) -> list[RequiredSlot]:
+    """The slots a turn whose planning chose no tool should ask for before answering; empty when it can answer.
+
+    The evidence rule does not apply here (no tool ran, so no span could cover anything): only a question with no
+    document at all to answer from, or one that names a file the conversation lacks, asks.
+    """
+    terms = set(tokenize(question))
+    if not terms or terms <= _SMALL_TALK:
+        return []
+    slots = _named_file_slots(question, [], available, attached, history, phase="before_tools")
+    if slots or attached or available:
+        return slots
+    return [
+        RequiredSlot(
+            slot="documents",
+            kind="document",
+            description="This conversation has no documents to answer from: none is attached and none is available "
+            "in its contexts. Attach the document that answers the question, or paste the passage that does.",
+            suggestions=_suggestions([], available, attached, history),
+            phase="before_tools",
+            artifact_type="document",
+        )
+    ]
 
 
 def needed_context(
@@ -51,20 +94,11 @@ def needed_context(
                 description=f"{document.name} could not be used ({document.reason}). Paste its text or attach "
                 "another copy or another document with the same information.",
                 suggestions=_suggestions(sources, available, attached, history),
+                artifact_type="document",
+                key_path=f"documents/{document.name}",
             )
         )
-    known = {name.lower() for name in attached} | {doc.filename.lower() for doc in available or []}
-    for named in _named_files(question):
-        if named.lower() not in known:
-            slots.append(
-                RequiredSlot(
-                    slot=f"document:{named}",
-                    kind="document",
-                    description=f"The question names {named}, which is not available to this conversation. Attach "
-                    "it, or paste the part that answers the question.",
-                    suggestions=_suggestions(sources, available, attached, history),
-                )
-            )
+    slots += _named_file_slots(question, sources, available, attached, history, phase="after_tools")
     if not slots and coverage(question, sources) < MIN_COVERAGE:
         slots.append(
             RequiredSlot(
@@ -76,6 +110,32 @@ def needed_context(
             )
         )
     return slots
+
+
+def _named_file_slots(
+    question: str,
+    sources: Sequence[SourceSpan],
+    available: Sequence[ListedDocument] | None,
+    attached: Sequence[str],
+    history: Sequence[PriorTurn],
+    *,
+    phase: SlotPhase,
+) -> list[RequiredSlot]:
+    known = {name.lower() for name in attached} | {doc.filename.lower() for doc in available or []}
+    return [
+        RequiredSlot(
+            slot=f"document:{named}",
+            kind="document",
+            description=f"The question names {named}, which is not available to this conversation. Attach "
+            "it, or paste the part that answers the question.",
+            suggestions=_suggestions(sources, available, attached, history),
+            phase=phase,
+            artifact_type="document",
+            key_path=f"documents/{named}",
+        )
+        for named in _named_files(question)
+        if named.lower() not in known
+    ]
 
 
 def coverage(question: str, sources: Sequence[SourceSpan]) -> float:

@@ -1,7 +1,8 @@
 """Pausing a turn for context (context handoff): deciding to ask, the pause itself, and what a resume brings.
 
-``context_builder`` asks :func:`context_request` once, after the first evidence is in, and only for a caller that
-can show a request. When the rules ask for something, it tells the orchestrator (an internal stream event the
+``context_builder`` asks :func:`context_request` once, after the first evidence is in, and ``answer`` asks
+:func:`context_request_before_tools` for a turn that ran no tool, before its answer request — only for a caller
+that can show a request. When the rules ask for something, it tells the orchestrator (an internal stream event the
 orchestrator turns into a stored request and the client's ``context_required``) and routes to
 :func:`context_pause`, which calls LangGraph's ``interrupt()``: the run ends with a durable checkpoint, and the
 turn resumes there, on any instance, with ``Command(resume=...)`` carrying what the user supplied.
@@ -18,7 +19,7 @@ from langgraph.types import interrupt
 from orc.contracts import SourceSpan
 from orc.conversations.context_requests import RequiredSlot
 from orc.graph.context import TurnContext
-from orc.graph.context_needs import needed_context
+from orc.graph.context_needs import needed_before_tools, needed_context
 from orc.graph.state import TurnState
 from orc.graph.tool_router import available_documents
 
@@ -63,6 +64,17 @@ async def context_request(state: TurnState, ctx: TurnContext) -> list[RequiredSl
     return slots
 
 
+async def context_request_before_tools(state: TurnState, ctx: TurnContext) -> list[RequiredSlot]:
+    """The slots a turn that ran no tool should ask for before its answer request (a first turn with nothing to
+    answer from, or one naming a file the conversation lacks)."""
+    documents = state.get("available_documents")
+    if documents is None and ctx.documents is not None:
+        documents = await available_documents(state, ctx)
+    return needed_before_tools(
+        state["question"], documents, state.get("blob_names") or [], state.get("history") or []
+    )
+
+
 def emit_pause(slots: list[RequiredSlot]) -> None:
     """Tell the orchestrator that this turn pauses for ``slots``."""
     try:
@@ -84,4 +96,11 @@ def context_pause(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     }
 
 
-__all__ = ["PAUSE_EVENT", "Resumed", "context_pause", "context_request", "emit_pause"]
+__all__ = [
+    "PAUSE_EVENT",
+    "Resumed",
+    "context_pause",
+    "context_request",
+    "context_request_before_tools",
+    "emit_pause",
+]

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from orc.conversations.context_requests import RequiredSlot
+from orc.conversations.context_requests import DEFAULT_SIZE_LIMIT, RequiredSlot
 from orc.graph.context_needs import suggestions_for
 from orc.graph.state import TurnState
 
@@ -59,13 +59,17 @@ def requested_context(reply: BaseMessage | None, state: TurnState) -> list[Requi
             asked = RequestContextArguments.model_validate(call["args"])
         except ValueError:
             continue  # malformed arguments: treated as no request
-        limit = f" (at most {asked.size_limit} characters)" if asked.size_limit else ""
+        limit = min(asked.size_limit, DEFAULT_SIZE_LIMIT) if asked.size_limit and asked.size_limit > 0 else None
         slots.append(
             RequiredSlot(
                 slot=f"model:{number + 1}",
                 kind="document" if asked.kind == "document" else "evidence",
-                description=f"{asked.need.strip()}{limit}. {asked.why.strip()}"[:1000],
+                description=f"{asked.need.strip()}. {asked.why.strip()}"[:1000],
                 suggestions=suggestions_for(state),
+                phase="answer",
+                artifact_type=asked.kind,
+                size_limit=limit or DEFAULT_SIZE_LIMIT,
+                urgency=asked.urgency,
             )
         )
     return slots

@@ -23,6 +23,7 @@ from orc.conversations import ConversationRepository, FocusContext
 from orc.conversations.context_requests import (
     ContextRequestRecord,
     ContextRequests,
+    DEFAULT_SIZE_LIMIT,
     RequiredSlot,
     Supply,
     deadline,
@@ -39,7 +40,7 @@ from orc.telemetry import metrics
 log = logging.getLogger(__name__)
 
 MAX_PAYLOADS = 20
-MAX_TEXT_CHARS = 20_000
+MAX_TEXT_CHARS = DEFAULT_SIZE_LIMIT
 SUPPLIED_DOCUMENT = "supplied"
 """The document name of supplied texts' SourceRefs (``supplied::evidence-1``)."""
 SPANS_PER_DOCUMENT = 3
@@ -160,16 +161,20 @@ class Handoff:
         if len(payloads) > MAX_PAYLOADS:
             raise PayloadTooLarge(f"at most {MAX_PAYLOADS} payloads per supply", code="too_many_payloads")
         record, etag = await self._pending(principal, conversation_id, request_id)
-        slots = {slot.slot for slot in record.required}
+        slots = {slot.slot: slot for slot in record.required}
         for payload in payloads:
             if payload.slot not in slots:
                 raise InvalidInput(
                     f"unknown slot {payload.slot[:80]!r}; the request needs: {', '.join(sorted(slots))}",
                     code="unknown_slot",
                 )
-            if payload.text is not None and len(payload.text) > MAX_TEXT_CHARS:
+            limit = min(slots[payload.slot].size_limit, MAX_TEXT_CHARS)
+            if payload.text is not None and len(payload.text) > limit:
+                # Refused, never cut: a cut passage could drop the very sentence the answer needed.
                 raise PayloadTooLarge(
-                    f"a supplied text may be at most {MAX_TEXT_CHARS} characters", code="supplied_text_too_large"
+                    f"the text for {payload.slot[:80]!r} has {len(payload.text)} characters; the slot takes at most "
+                    f"{limit}",
+                    limit=limit,
                 )
             if payload.text is not None and not payload.text.strip():
                 raise InvalidInput("a supplied text is empty", code="empty_supply")

@@ -16,6 +16,7 @@ from orc.errors import (
     IdempotencyKeyInFlight,
     InternalError,
     OrcError,
+    PayloadTooLarge,
     ServiceUnavailable,
     TooManyRequests,
     Unauthenticated,
@@ -83,6 +84,8 @@ def problem_for(exc: OrcError) -> JSONResponse:
         headers = {"WWW-Authenticate": WWW_AUTHENTICATE}
     if exc.status >= 500 and not isinstance(exc, ServiceUnavailable):
         return problem(exc.status, exc.code, "the request failed on the server; it was not stored")
+    if isinstance(exc, PayloadTooLarge) and exc.limit is not None:
+        return problem(exc.status, exc.code, exc.message, headers=headers, limit=exc.limit)
     return problem(exc.status, exc.code, exc.message, headers=headers)
 
 

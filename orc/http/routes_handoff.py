@@ -20,7 +20,6 @@ from orc.documents.uploads import Upload, check_uploads
 from orc.errors import InvalidInput, PayloadTooLarge
 from orc.handoff import (
     MAX_PAYLOADS,
-    MAX_TEXT_CHARS,
     ContextUpdate,
     SupplyBody,
     SupplyPayload,
@@ -187,7 +186,7 @@ async def _uploaded(request: Request, max_upload_bytes: int) -> list[SupplyPaylo
     for upload in uploads:
         # Extraction parses untrusted bytes: off the event loop.
         document = await asyncio.to_thread(extract, upload.data, upload.filename, upload.content_type)
-        text = document.text.strip()[:MAX_TEXT_CHARS]
+        text = document.text.strip()  # over the slot's limit it is refused by the supply, never cut
         if not text:
             raise InvalidInput(f"{upload.filename!r} has no text to supply", code="empty_supply")
         payloads.append(SupplyPayload(slot=slot.strip(), text=text, name=upload.filename))

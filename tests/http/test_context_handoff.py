@@ -280,7 +280,7 @@ async def test_bad_supplies_are_refused_with_stable_codes_and_store_nothing(clie
         "no payloads": (await post(), 400, "no_payloads"),
         "extra field": (await post(json={"payloads": [], "admin": True}), 400, "invalid_supply"),
         "not json": (await post(content=b"{", headers={"Content-Type": "application/json"}), 400, "invalid_supply"),
-        "text too long": (await post({"slot": "evidence", "text": "x" * 20_001}), 413, "supplied_text_too_large"),
+        "text too long": (await post({"slot": "evidence", "text": "x" * 20_001}), 413, "payload_too_large"),
         "blank text": (await post({"slot": "evidence", "text": "  "}), 400, "empty_supply"),
         "span of nothing": (await post({"slot": "evidence", "source_ref": "other.pdf::S1"}), 404, "supply_not_found"),
         "wrong file type": (await post(data={"slot": "evidence"}, files=exe), 415, "unsupported_media_type"),
@@ -430,3 +430,43 @@ async def test_a_real_model_can_ask_through_the_request_context_tool(client_fact
     assert answer.json()["citations"][0]["ref"] == "supplied::model-1-1"
     assert never.status_code == 200
     assert "request_context" not in model.requests[-1].tool_names  # not to a caller that does not allow requests
+
+
+async def test_a_first_turn_with_no_documents_pauses_with_a_request_saying_what_is_missing(
+    client: httpx.AsyncClient,
+) -> None:
+    body = {"question": "What is the notice period of my lease?", "conversation_id": "c9", "context_requests": "allow"}
+
+    asked = (await client.post("/api/orc", json=body)).json()
+    small_talk = (await client.post("/api/orc", json={**body, "question": "Hello!", "conversation_id": "c8"})).json()
+
+    assert asked["status"] == "context_required", asked
+    (slot,) = asked["required"]
+    assert slot["slot"] == "documents" and slot["kind"] == "document" and slot["phase"] == "before_tools"
+    assert "no documents to answer from" in slot["description"]
+    assert small_talk["status"] == "answered"  # nothing to ask for in a greeting
+
+
+async def test_slots_carry_the_plan_fields_and_a_text_over_the_slot_limit_is_refused_with_the_limit(
+    client: httpx.AsyncClient,
+) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client)
+    (slot,) = request["required"]
+
+    refused = await client.post(
+        supply_path(request["request_id"]),
+        json={"payloads": [{"slot": slot["slot"], "text": "x" * (slot["size_limit"] + 1)}]},
+    )
+    stored = (await client.get(f"/api/sessions/c1/context-requests/{request['request_id']}")).json()
+
+    assert {"phase", "artifact_type", "key_path", "size_limit", "urgency"} <= slot.keys()
+    assert (slot["phase"], slot["artifact_type"], slot["size_limit"], slot["urgency"]) == (
+        "after_tools",
+        "passage",
+        20_000,
+        "normal",
+    )
+    assert refused.status_code == 413
+    assert (refused.json()["code"], refused.json()["limit"]) == ("payload_too_large", 20_000)
+    assert stored["supplies"] == []  # refused, not cut and stored
