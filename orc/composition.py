@@ -55,6 +55,7 @@ from orc.documents.text_store import TextStore
 from orc.documents.vectors import SpanVectors, SpanVectorStore
 from orc.graph import build_graph
 from orc.handoff import Handoff, SessionArtifacts
+from orc.handoff.redaction import Redactor
 from orc.idempotency import IdempotencyKeys
 from orc.jobs.messages import processing_message
 from orc.jobs.worker import JobWorker
@@ -555,6 +556,8 @@ async def build_runtime(
             for extend in mcp_extensions:
                 extend(published)
         checkpointer = await _checkpointer(settings, services.stores, stack)
+        # One redactor for what a context request offers: suggestions and the artifacts listing alike.
+        redactor = Redactor(settings.redact_patterns)
         tools = await services.server.list_tools()
         connection = in_memory_mcp(services.server)
         stack.push_async_callback(connection.aclose)
@@ -567,6 +570,7 @@ async def build_runtime(
             services.documents,
             default_mode=settings.context_requests,
             timeout_seconds=settings.context_request_timeout,
+            redactor=redactor,
         )
         titles = TitleWriter(services.conversations) if settings.generated_titles else None
         models = ModelChoice(
@@ -633,7 +637,10 @@ async def build_runtime(
             recovery=services.recovery,
             published_mcp_server=published,
             artifacts=SessionArtifacts(
-                library=services.documents, context_files=services.context_files, conversations=services.conversations
+                library=services.documents,
+                context_files=services.context_files,
+                conversations=services.conversations,
+                redactor=redactor,
             ),
         )
 

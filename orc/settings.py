@@ -159,6 +159,11 @@ class Settings(BaseSettings):
     context_request_timeout: float = Field(
         default=300.0, gt=0, description="Seconds a paused turn waits for context before it answers without it."
     )
+    redact_patterns: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Regular expressions, one per line, for secrets to redact from artifacts and suggestions on "
+        "offer to a context request, beside the built-in ones (keys, tokens, connection strings, private keys).",
+    )
     context_sweep_seconds: float = Field(
         default=15.0, gt=0, description="How often the embedded sweeper answers paused turns past their deadline."
     )
@@ -250,6 +255,19 @@ class Settings(BaseSettings):
         description="Folders whose files the stdio MCP server may attach by path (session.attach_path), "
         f"separated by {os.pathsep!r}; none: the tool is not offered. Never used over HTTP.",
     )
+
+    @field_validator("redact_patterns", mode="before")
+    @classmethod
+    def _parse_redact_patterns(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [line.strip() for line in value.splitlines() if line.strip()]
+        if isinstance(value, list):
+            for pattern in value:
+                try:
+                    re.compile(str(pattern))
+                except re.error as exc:
+                    raise ValueError(f"ORC_REDACT_PATTERNS: {pattern!r} is not a regular expression") from exc
+        return value
 
     @field_validator("mcp_allowed_dirs", mode="before")
     @classmethod

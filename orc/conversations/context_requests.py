@@ -114,6 +114,7 @@ class ContextRequestRecord(BaseModel):
     expires_at: str
     ended_at: str | None = None
     outcome: str | None = Field(default=None, description="How it ended: supplied, run_without, expired, ...")
+    redactions: int = Field(default=0, description="Secrets redacted from the suggestions before they were offered.")
 
     @property
     def missing_slots(self) -> list[str]:

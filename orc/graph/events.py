@@ -64,6 +64,11 @@ class ContextRequest(TypedDict):
     kind: Literal["document", "evidence"]
     description: str
     suggestions: list[ContextSuggestion]
+    phase: Literal["before_tools", "after_tools", "answer"]
+    artifact_type: Literal["document", "passage", "data"]
+    key_path: str | None
+    size_limit: int
+    urgency: Literal["low", "normal", "high"]
 
 
 class ContextRequiredEvent(TypedDict):
@@ -75,6 +80,7 @@ class ContextRequiredEvent(TypedDict):
     request_id: str
     required: list[ContextRequest]
     expires_at: str
+    redactions: int
 
 
 class ContextUpdateEvent(TypedDict):

@@ -70,9 +70,7 @@ async def context_request_before_tools(state: TurnState, ctx: TurnContext) -> li
     documents = state.get("available_documents")
     if documents is None and ctx.documents is not None:
         documents = await available_documents(state, ctx)
-    return needed_before_tools(
-        state["question"], documents, state.get("blob_names") or [], state.get("history") or []
-    )
+    return needed_before_tools(state["question"], documents, state.get("blob_names") or [], state.get("history") or [])
 
 
 def emit_pause(slots: list[RequiredSlot]) -> None:

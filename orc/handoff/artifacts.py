@@ -24,6 +24,7 @@ from orc.conversations.models import AssistantMessage
 from orc.digests.context import ContextFiles
 from orc.documents.library import DocumentLibrary
 from orc.errors import DigestFailed, InvalidInput, NotFound, NotReady
+from orc.handoff.redaction import Redactor
 from orc.names import validate_identifier
 from orc.principal import Principal
 
@@ -65,15 +66,22 @@ class ArtifactPage(BaseModel):
     items: list[Artifact]
     total: int
     next_cursor: str | None = None
+    redactions: int = Field(default=0, description="Secrets redacted from this page's items before they were listed.")
 
 
 class SessionArtifacts:
     """Lists a session's artifacts for the caller (documents, digest facts, earlier answers), paged."""
 
     def __init__(
-        self, *, library: DocumentLibrary, context_files: ContextFiles, conversations: ConversationRepository
+        self,
+        *,
+        library: DocumentLibrary,
+        context_files: ContextFiles,
+        conversations: ConversationRepository,
+        redactor: Redactor | None = None,
     ) -> None:
         self._library = library
+        self._redactor = redactor or Redactor()
         self._context_files = context_files
         self._conversations = conversations
 
@@ -105,11 +113,29 @@ class SessionArtifacts:
             items += await self._facts(principal, session_id)
         if kind in (None, "answer"):
             items += [_answer(turn.user.content, turn.assistant) for turn in reversed(turns) if turn.assistant.content]
-        chosen = items[start : start + limit]
+        chosen, redactions = self._redacted(items[start : start + limit])
         more = start + limit < len(items)
         return ArtifactPage(
-            session_id=session_id, items=chosen, total=len(items), next_cursor=_cursor(start + limit) if more else None
+            session_id=session_id,
+            items=chosen,
+            total=len(items),
+            next_cursor=_cursor(start + limit) if more else None,
+            redactions=redactions,
         )
+
+    def _redacted(self, items: list[Artifact]) -> tuple[list[Artifact], int]:
+        """The page's items with secrets redacted from every text shown or supplied (what a click would attach
+        included), and how many were."""
+        total = 0
+        cleaned = []
+        for item in items:
+            title, in_title = self._redactor.redact(item.title)
+            detail, in_detail = self._redactor.redact_optional(item.detail)
+            text, in_text = self._redactor.redact_optional(item.supply.text)
+            total += in_title + in_detail + in_text
+            supply = item.supply.model_copy(update={"text": text})
+            cleaned.append(item.model_copy(update={"title": title, "detail": detail, "supply": supply}))
+        return cleaned, total
 
     async def _has_files(self, principal: Principal, session_id: str) -> bool:
         try:

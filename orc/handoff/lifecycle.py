@@ -21,9 +21,9 @@ from orc.clock import utc_now
 from orc.contracts import SourceSpan, UnavailableDocument
 from orc.conversations import ConversationRepository, FocusContext
 from orc.conversations.context_requests import (
+    DEFAULT_SIZE_LIMIT,
     ContextRequestRecord,
     ContextRequests,
-    DEFAULT_SIZE_LIMIT,
     RequiredSlot,
     Supply,
     deadline,
@@ -33,6 +33,7 @@ from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef
 from orc.errors import Conflict, InvalidInput, NotFound, OrcError, PayloadTooLarge
 from orc.graph.pause import Resumed
+from orc.handoff.redaction import Redactor
 from orc.names import validate_identifier
 from orc.principal import Principal
 from orc.telemetry import metrics
@@ -106,8 +107,10 @@ class Handoff:
         *,
         default_mode: Literal["allow", "never"] = "never",
         timeout_seconds: float = 300.0,
+        redactor: Redactor | None = None,
     ) -> None:
         self.requests = requests
+        self._redactor = redactor or Redactor()
         self._conversations = conversations
         self._documents = documents
         self.default_mode = default_mode
@@ -130,6 +133,7 @@ class Handoff:
         summary = await self._conversations.get(principal, conversation_id)
         after_seq = summary.message_count // 2 if summary else 0
         now = datetime.now(UTC)
+        slots, redactions = self._redacted([RequiredSlot.model_validate(slot) for slot in required])
         record = ContextRequestRecord(
             request_id=ContextRequests.new_id(),
             conversation_id=conversation_id,
@@ -141,7 +145,8 @@ class Handoff:
             principal=principal,
             after_seq=after_seq,
             unavailable=unavailable,
-            required=[RequiredSlot.model_validate(slot) for slot in required],
+            required=slots,
+            redactions=redactions,
             created_at=now.isoformat(),
             expires_at=deadline(now, self.timeout_seconds),
         )
@@ -149,6 +154,22 @@ class Handoff:
         metrics().context_requests.add(1, {"orc.handoff.event": "requested"})
         log.info("context request %s: %d slot(s)", record.request_id, len(record.required))
         return record
+
+    def _redacted(self, slots: list[RequiredSlot]) -> tuple[list[RequiredSlot], int]:
+        """The slots with secrets redacted from their suggestions (labels and texts), before anything is stored or
+        offered; and how many were."""
+        total = 0
+        cleaned = []
+        for slot in slots:
+            suggestions = []
+            for suggestion in slot.suggestions:
+                label, in_label = self._redactor.redact(suggestion.label)
+                text, in_text = self._redactor.redact_optional(suggestion.supply.text)
+                total += in_label + in_text
+                supply = suggestion.supply.model_copy(update={"text": text})
+                suggestions.append(suggestion.model_copy(update={"label": label, "supply": supply}))
+            cleaned.append(slot.model_copy(update={"suggestions": suggestions}))
+        return cleaned, total
 
     # -- moving a request on -----------------------------------------------------------------------------------
 

@@ -112,6 +112,7 @@ class ContextRequired(BaseModel):
     request_id: str
     required: list[RequiredSlot]
     expires_at: str = Field(description="When the turn answers without the context if none is supplied.")
+    redactions: int = Field(default=0, description="Secrets redacted from the suggestions before they were offered.")
 
     @classmethod
     def of(cls, record: ContextRequestRecord) -> ContextRequired:
@@ -122,6 +123,7 @@ class ContextRequired(BaseModel):
             request_id=record.request_id,
             required=record.required,
             expires_at=record.expires_at,
+            redactions=record.redactions,
         )
 
 

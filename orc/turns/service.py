@@ -359,4 +359,5 @@ def context_required_event(paused: ContextRequired) -> ContextRequiredEvent:
         request_id=body["request_id"],
         required=body["required"],
         expires_at=body["expires_at"],
+        redactions=body["redactions"],
     )
