@@ -571,6 +571,7 @@ async def build_runtime(
             default_mode=settings.context_requests,
             timeout_seconds=settings.context_request_timeout,
             redactor=redactor,
+            reminder=settings.context_request_reminder,
         )
         titles = TitleWriter(services.conversations) if settings.generated_titles else None
         models = ModelChoice(

@@ -159,6 +159,13 @@ class Settings(BaseSettings):
     context_request_timeout: float = Field(
         default=300.0, gt=0, description="Seconds a paused turn waits for context before it answers without it."
     )
+    context_request_reminder: float = Field(
+        default=0.8,
+        ge=0,
+        lt=1,
+        description="When a paused turn reminds the user, as a share of ORC_CONTEXT_REQUEST_TIMEOUT (0.8: after 80 %"
+        " of it); 0 sends no reminder.",
+    )
     redact_patterns: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Regular expressions, one per line, for secrets to redact from artifacts and suggestions on "

@@ -91,6 +91,17 @@ class Supply(BaseModel):
     supplied_at: str
 
 
+RequestEventType = Literal["requested", "reminder", "resolved", "cancelled", "superseded", "expired"]
+
+
+class RequestEvent(BaseModel):
+    """One moment of a request's life, kept with it: asked, reminded before the deadline, ended (and how)."""
+
+    type: RequestEventType
+    at: str
+    note: str | None = None
+
+
 class ContextRequestRecord(BaseModel):
     """A paused turn's request for context, as stored."""
 
@@ -115,6 +126,8 @@ class ContextRequestRecord(BaseModel):
     ended_at: str | None = None
     outcome: str | None = Field(default=None, description="How it ended: supplied, run_without, expired, ...")
     redactions: int = Field(default=0, description="Secrets redacted from the suggestions before they were offered.")
+    remind_at: str | None = Field(default=None, description="When the user is reminded (none: no reminder).")
+    events: list[RequestEvent] = Field(default_factory=list, description="Asked, reminded, ended: oldest first.")
 
     @property
     def missing_slots(self) -> list[str]:
@@ -146,7 +159,13 @@ class ContextRequests:
         await self._deadlines.upsert(
             DEADLINES_PARTITION,
             record.request_id,
-            {"partition_key": pk, "expires_at": record.expires_at, "request_id": record.request_id},
+            {
+                "partition_key": pk,
+                "expires_at": record.expires_at,
+                "request_id": record.request_id,
+                "remind_at": record.remind_at,
+                "reminded": False,
+            },
         )
         return stored
 
@@ -194,6 +213,24 @@ class ContextRequests:
             for item in items
             if str(item.body.get("expires_at", "")) <= stamp
         ]
+
+    async def reminders_due(self, now: datetime, *, limit: int = 100) -> list[dict[str, object]]:
+        """The deadline index entries of pending requests whose reminder is due and not yet sent."""
+        items = await self._deadlines.query(DEADLINES_PARTITION, order_by="expires_at", limit=limit)
+        stamp = now.astimezone(UTC).isoformat()
+        return [
+            dict(item.body)
+            for item in items
+            if item.body.get("remind_at") and str(item.body["remind_at"]) <= stamp and not item.body.get("reminded")
+        ]
+
+    async def forget_deadline(self, request_id: str) -> None:
+        """Drop a request's deadline index entry (it ended)."""
+        await self._deadlines.delete(DEADLINES_PARTITION, request_id)
+
+    async def reminded(self, entry: dict[str, object]) -> None:
+        """Mark a deadline index entry's reminder as sent (the request itself keeps the reminder event)."""
+        await self._deadlines.upsert(DEADLINES_PARTITION, str(entry["request_id"]), {**entry, "reminded": True})
 
     async def by_partition(self, partition_key: str, request_id: str) -> tuple[ContextRequestRecord, str] | None:
         """A request found through the deadline index (the sweeper has no principal of its own)."""

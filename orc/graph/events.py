@@ -84,13 +84,20 @@ class ContextRequiredEvent(TypedDict):
 
 
 class ContextUpdateEvent(TypedDict):
-    """A paused turn's request changed: part of it was supplied (``missing`` says what is still needed)."""
+    """A paused turn's request changed: part of it was supplied (``status`` ``pending``, ``missing`` says what is
+    still needed), its reminder is due (``reminder``, before the deadline), or it ended (``resolved``,
+    ``cancelled``, ``superseded``, ``expired``)."""
 
     type: Literal["context_update"]
     request_id: str
     status: str
     supplied: list[str]
     missing: list[str]
+    at: NotRequired[str]
+    """When it happened (reminders and endings)."""
+    note: NotRequired[str]
+    """A sentence for the user (a reminder's: how long the answer still waits)."""
+    expires_at: NotRequired[str]
 
 
 class ContextResolvedEvent(TypedDict):

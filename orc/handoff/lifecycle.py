@@ -24,6 +24,7 @@ from orc.conversations.context_requests import (
     DEFAULT_SIZE_LIMIT,
     ContextRequestRecord,
     ContextRequests,
+    RequestEvent,
     RequiredSlot,
     Supply,
     deadline,
@@ -108,9 +109,12 @@ class Handoff:
         default_mode: Literal["allow", "never"] = "never",
         timeout_seconds: float = 300.0,
         redactor: Redactor | None = None,
+        reminder: float = 0.8,
     ) -> None:
         self.requests = requests
         self._redactor = redactor or Redactor()
+        self.reminder = reminder
+        """The share of the timeout after which the user is reminded (0: never)."""
         self._conversations = conversations
         self._documents = documents
         self.default_mode = default_mode
@@ -149,6 +153,8 @@ class Handoff:
             redactions=redactions,
             created_at=now.isoformat(),
             expires_at=deadline(now, self.timeout_seconds),
+            remind_at=deadline(now, self.timeout_seconds * self.reminder) if self.reminder > 0 else None,
+            events=[RequestEvent(type="requested", at=now.isoformat())],
         )
         await self.requests.create(record)
         metrics().context_requests.add(1, {"orc.handoff.event": "requested"})
@@ -248,12 +254,14 @@ class Handoff:
     async def cancel(self, principal: Principal, conversation_id: str, request_id: str) -> ContextRequestRecord:
         """End the request without an answer."""
         record, etag = await self._pending(principal, conversation_id, request_id)
+        now = utc_now()
         ended = record.model_copy(
             update={
                 "status": "cancelled",
                 "user_message_status": "cancelled",
-                "ended_at": utc_now(),
+                "ended_at": now,
                 "outcome": "cancelled",
+                "events": [*record.events, RequestEvent(type="cancelled", at=now)],
             }
         )
         await self.requests.replace(ended, etag)
@@ -267,7 +275,10 @@ class Handoff:
         if found is None:
             return None
         record, etag = found
-        if record.status != "pending" or record.expires_at > now.astimezone(UTC).isoformat():
+        if record.status != "pending":
+            await self.requests.forget_deadline(request_id)  # ended meanwhile: nothing left to expire
+            return None
+        if record.expires_at > now.astimezone(UTC).isoformat():
             return None
         if await self._superseded(record, etag):
             return None
@@ -278,6 +289,42 @@ class Handoff:
             return await self._end(record, etag, "expired", "expired", resume)
         except Conflict:
             return None  # another instance moved it on
+
+    async def remind(self, partition_key: str, request_id: str, now: datetime) -> RequestEvent | None:
+        """Record the reminder of a pending request whose reminder is due; the reminder (a new one, or the one an
+        earlier call or another instance recorded), or ``None`` when the request ended or is not due yet."""
+        found = await self.requests.by_partition(partition_key, request_id)
+        if found is None:
+            return None
+        record, etag = found
+        sent = next((event for event in record.events if event.type == "reminder"), None)
+        if sent is not None or record.status != "pending":
+            return sent
+        stamp = now.astimezone(UTC).isoformat()
+        if record.remind_at is None or record.remind_at > stamp or record.expires_at <= stamp:
+            return None  # not due yet, or past the deadline already: a reminder would come too late
+        left = max(0.0, (datetime.fromisoformat(record.expires_at) - now).total_seconds())
+        reminder = RequestEvent(
+            type="reminder",
+            at=now.astimezone(UTC).isoformat(),
+            note=f"The answer is still waiting for context; without it, it goes on in {_duration(left)}.",
+        )
+        try:
+            await self.requests.replace(record.model_copy(update={"events": [*record.events, reminder]}), etag)
+        except Conflict:
+            return None  # moved on meanwhile (supplied, or another instance reminded): the next look tells
+        metrics().context_requests.add(1, {"orc.handoff.event": "reminded"})
+        return reminder
+
+    async def remind_due(self, now: datetime) -> int:
+        """Record the reminders that are due (the embedded sweeper and the Azure timer call this); how many."""
+        reminded = 0
+        for entry in await self.requests.reminders_due(now):
+            event = await self.remind(str(entry["partition_key"]), str(entry["request_id"]), now)
+            if event is not None:
+                await self.requests.reminded(entry)
+                reminded += 1
+        return reminded
 
     async def history(self, principal: Principal, conversation_id: str) -> list[dict[str, object]]:
         """The conversation's requests with their supplies, for its history."""
@@ -310,12 +357,14 @@ class Handoff:
 
     async def supersede(self, record: ContextRequestRecord, etag: str) -> None:
         """Mark a pending request superseded by a newer message."""
+        now = utc_now()
         ended = record.model_copy(
             update={
                 "status": "superseded",
                 "user_message_status": "cancelled",
-                "ended_at": utc_now(),
+                "ended_at": now,
                 "outcome": "superseded",
+                "events": [*record.events, RequestEvent(type="superseded", at=now, note="a newer message came first")],
             }
         )
         try:
@@ -342,8 +391,16 @@ class Handoff:
         outcome: Literal["supplied", "run_without", "expired"],
         resume: Resumed,
     ) -> Resumption:
+        now = utc_now()
+        event = RequestEvent(type="expired" if status == "expired" else "resolved", at=now, note=outcome)
         ended = record.model_copy(
-            update={"status": status, "user_message_status": "answered", "ended_at": utc_now(), "outcome": outcome}
+            update={
+                "status": status,
+                "user_message_status": "answered",
+                "ended_at": now,
+                "outcome": outcome,
+                "events": [*record.events, event],
+            }
         )
         await self.requests.replace(ended, etag)  # only one instance gets past this with the same ETag
         waited = (datetime.now(UTC) - datetime.fromisoformat(record.created_at)).total_seconds()
@@ -411,3 +468,9 @@ def supplying(principal: Principal, conversation_id: str, request_id: str, paylo
 def running_without(principal: Principal, conversation_id: str, request_id: str) -> Move:
     """The move of run-without (:meth:`Handoff.run_without`)."""
     return lambda handoff: handoff.run_without(principal, conversation_id, request_id)
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 90:
+        return f"{round(seconds / 60)} minutes"
+    return f"{max(1, round(seconds))} seconds"

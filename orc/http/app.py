@@ -22,6 +22,7 @@ from orc.http import (
     routes_contexts,
     routes_documents,
     routes_handoff,
+    routes_handoff_events,
     routes_orc,
     routes_sessions,
 )
@@ -158,6 +159,7 @@ def create_app(
     api.include_router(routes_orc.router, prefix="/api", tags=["chat"])
     api.include_router(routes_sessions.router, prefix="/api", tags=["sessions"])
     api.include_router(routes_handoff.router, prefix="/api", tags=["context requests"])
+    api.include_router(routes_handoff_events.router, prefix="/api", tags=["context requests"])
     api.include_router(routes_context.router, prefix="/api", tags=["context files"])
     api.include_router(routes_contexts.router, prefix="/api", tags=["contexts"])
     api.include_router(routes_documents.router, prefix="/api", tags=["documents"])

@@ -216,6 +216,7 @@ class Orchestrator:
         embedded sweeper and by the timer-triggered function on Azure. A turn its principal's limits refuse now
         stays pending and is tried again at the next sweep."""
         moment = now or datetime.now(UTC)
+        await self._handoff.remind_due(moment)
         answered = 0
         for partition_key, request_id in await self._handoff.requests.due(moment):
             organization, _, user = partition_key.partition("/")

@@ -470,3 +470,40 @@ async def test_slots_carry_the_plan_fields_and_a_text_over_the_slot_limit_is_ref
     assert refused.status_code == 413
     assert (refused.json()["code"], refused.json()["limit"]) == ("payload_too_large", 20_000)
     assert stored["supplies"] == []  # refused, not cut and stored
+
+
+async def test_a_reminder_event_arrives_before_the_deadline_and_is_kept_in_the_request_history(
+    client_factory: ClientFactory,
+) -> None:
+    # A short timeout instead of a waiting test: the server's follower waits for the moments that matter.
+    settings = Settings(context_request_timeout=0.6, context_request_reminder=0.5, context_sweep_seconds=3600)
+    async with client_factory(settings) as client:
+        await upload(client, "c1", ("lease.txt", LEASE))
+        request = await paused(client)
+        followed = events(await client.get(f"/api/sessions/c1/context-requests/{request['request_id']}/events"))
+        stored = (await client.get(f"/api/sessions/c1/context-requests/{request['request_id']}")).json()
+
+    assert [event["status"] for event in followed] == ["pending", "reminder", "expired"]
+    pending, reminder, expired = followed
+    assert all(event["type"] == "context_update" for event in followed)
+    assert pending["at"] < reminder["at"] < request["expires_at"] <= expired["at"]
+    assert "goes on in" in reminder["note"]
+    assert [event["type"] for event in stored["events"]] == ["requested", "reminder"]
+    assert stored["remind_at"] < stored["expires_at"]
+
+
+async def test_the_sweeper_records_due_reminders_for_requests_nobody_follows() -> None:
+    async with build_runtime(Settings(context_request_timeout=120, context_request_reminder=0.8)) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        request = await orc.orchestrator.ask(TurnRequest(**turn("What is the parking fee?", context_requests="allow")))
+        assert isinstance(request, ContextRequired)
+        asked = datetime.fromisoformat(request.expires_at) - timedelta(seconds=120)
+        early = await orc.orchestrator.handoff.remind_due(asked + timedelta(seconds=90))
+        due = await orc.orchestrator.handoff.remind_due(asked + timedelta(seconds=100))
+        again = await orc.orchestrator.handoff.remind_due(asked + timedelta(seconds=101))
+        answered = await orc.orchestrator.expire_due(asked + timedelta(seconds=100))
+        (stored,) = await orc.orchestrator.context_requests("c1")
+
+    assert (early, due, again, answered) == (0, 1, 0, 0)  # reminded once, at 80 % of the timeout; not expired
+    assert [event["type"] for event in stored["events"]] == ["requested", "reminder"]  # type: ignore[index]
+    assert stored["status"] == "pending"
