@@ -37,7 +37,7 @@ from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import TurnRequest, TurnResult
 
 BLIND = Path(__file__).resolve().parent / "real_documents_blind"
-SWEEP = (0.25, 0.34, 0.4, 0.5, 0.6, 0.67)
+SWEEP = (0.2, 0.25, 0.3, 0.34, 0.4, 0.5, 0.6)
 SEARCH_LIMIT = 8
 PAUSED_TARGET = 5.0
 
@@ -160,16 +160,17 @@ async def run(args: argparse.Namespace) -> BenchResult:
             if d.answerable and d.paused:
                 print(f"paused [{d.set}] coverage {d.coverage:.2f}: {d.question}")
     if args.sweep:
-        answerable = [d for d in decisions if d.answerable]
-        unanswerable = [d for d in decisions if not d.answerable]
-        sweep = {}
+        sweep: dict[str, dict[str, str]] = {}
         for threshold in SWEEP:
-            asks = sum(d.coverage < threshold for d in answerable)
-            unanswerable_asks = sum(d.coverage < threshold for d in unanswerable)
-            sweep[str(threshold)] = {
-                "answerable paused": _share(asks, len(answerable)),
-                "unanswerable asking": _share(unanswerable_asks, len(unanswerable)),
-            }
+            for label in ("questions", "held_out", "blind", "all"):
+                chosen = [d for d in decisions if label in ("all", d.set)]
+                answerable = [d for d in chosen if d.answerable]
+                unanswerable = [d for d in chosen if not d.answerable]
+                sweep.setdefault(str(threshold), {})[label] = (
+                    f"answerable paused {_share(sum(d.coverage < threshold for d in answerable), len(answerable))}, "
+                    f"unanswerable asking "
+                    f"{_share(sum(d.coverage < threshold for d in unanswerable), len(unanswerable))}"
+                )
         result.details["sweep (search coverage)"] = sweep
         print(json.dumps(sweep, indent=1))
     return result

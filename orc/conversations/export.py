@@ -1,7 +1,9 @@
 """A conversation exported whole: JSON, Markdown or PDF, each answer's citations as footnotes quoting the spans.
 
 The citation markers in an answer (``[lease.txt::S3]``) become numbered footnotes, so the export reads as a
-document and every claim still points at the passage it came from. Feedback given on an answer is shown under it.
+document and every claim still points at the passage it came from. Feedback given on an answer is shown under it;
+context requests where they happened (:mod:`orc.conversations.request_history`): between the question they
+paused and its answer, or, for a question never answered, with that question.
 The PDF is laid out by fpdf2 with a Unicode font (DejaVu Sans, Debian's ``fonts-dejavu-core``, when installed);
 without one, characters outside Latin-1 are replaced, and the text stays readable. Answers are Markdown: the PDF
 lays them out (markdown-it-py to a small HTML fpdf2 understands) rather than printing ``*may not*`` literally.
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Literal
 
 from orc.contracts import Citation
+from orc.conversations import request_history
+from orc.conversations.context_requests import ContextRequestRecord
 from orc.conversations.models import Conversation, Feedback
 
 ExportFormat = Literal["markdown", "pdf", "json"]
@@ -123,11 +127,18 @@ def _feedback_line(feedback: Feedback | None) -> str | None:
     return f"Feedback: {_RATINGS[feedback.rating]}{comment}"
 
 
-def to_json(conversation: Conversation, feedback: Mapping[str, Feedback]) -> bytes:
-    """The conversation as JSON: summary and every message, with citations and feedback."""
-    messages = []
+def to_json(
+    conversation: Conversation, feedback: Mapping[str, Feedback], requests: Sequence[ContextRequestRecord] = ()
+) -> bytes:
+    """The conversation as JSON: summary and every message, with citations and feedback, and its context requests
+    as ``context_request`` entries where they happened."""
+    messages: list[dict[str, object]] = []
+    placed = request_history.by_turn(requests)
     for turn in conversation.turns:
+        here = placed.pop(turn.seq, [])
+        messages += [request_history.entry(r) for r in here if not request_history.answered(r)]
         messages.append(turn.user.model_dump(mode="json"))
+        messages += [request_history.entry(r) for r in here if request_history.answered(r)]
         answer = turn.assistant.model_dump(mode="json")
         answer["feedback"] = (
             feedback[turn.assistant.message_id].model_dump(mode="json")
@@ -135,11 +146,14 @@ def to_json(conversation: Conversation, feedback: Mapping[str, Feedback]) -> byt
             else None
         )
         messages.append(answer)
+    messages += [request_history.entry(r) for key in sorted(placed) for r in placed[key]]
     document = {**conversation.summary.model_dump(mode="json"), "messages": messages}
     return json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8")
 
 
-def to_markdown(conversation: Conversation, feedback: Mapping[str, Feedback]) -> str:
+def to_markdown(
+    conversation: Conversation, feedback: Mapping[str, Feedback], requests: Sequence[ContextRequestRecord] = ()
+) -> str:
     """The conversation as Markdown, answers' citations as footnotes quoting the sentences."""
     summary = conversation.summary
     lines = [
@@ -149,14 +163,24 @@ def to_markdown(conversation: Conversation, feedback: Mapping[str, Feedback]) ->
         "",
     ]
     notes: list[tuple[int, Citation]] = []
+    placed = request_history.by_turn(requests)
     for turn in conversation.turns:
+        here = placed.pop(turn.seq, [])
+        for record in (r for r in here if not request_history.answered(r)):
+            lines += [f"**You** ({human_time(record.created_at)}):", "", _quote_block(record.question), ""]
+            lines += _markdown_request(record)
         answer = footnote(turn.assistant.content, turn.assistant.citations, len(notes) + 1)
         notes += answer.notes
         lines += [f"**You** ({human_time(turn.user.created_at)}):", "", _quote_block(turn.user.content), ""]
+        for record in (r for r in here if request_history.answered(r)):
+            lines += _markdown_request(record)
         lines += [f"**orc** ({human_time(turn.assistant.created_at)}):", "", answer.text, ""]
         note = _feedback_line(feedback.get(turn.assistant.message_id))
         if note:
             lines += [f"*{note}*", ""]
+    for record in (r for key in sorted(placed) for r in placed[key]):
+        lines += [f"**You** ({human_time(record.created_at)}):", "", _quote_block(record.question), ""]
+        lines += _markdown_request(record)
     if notes:
         lines.append("---")
         lines.append("")
@@ -168,6 +192,11 @@ def to_markdown(conversation: Conversation, feedback: Mapping[str, Feedback]) ->
 def _span(first: str, last: str) -> str:
     start, end = human_time(first), human_time(last)
     return start if start == end else f"{start} – {end}"
+
+
+def _markdown_request(record: ContextRequestRecord) -> list[str]:
+    first, *rest = request_history.lines(record, human_time)
+    return [f"*{first}*", "", *(_markdown_line(line) for line in rest), ""]
 
 
 def _markdown_line(text: str) -> str:
@@ -190,7 +219,9 @@ def answer_html(markdown: str) -> str:
     return _FOOTNOTE_REF.sub(r"<sup>\1</sup>", renderer.render(markdown))
 
 
-def to_pdf(conversation: Conversation, feedback: Mapping[str, Feedback]) -> bytes:
+def to_pdf(
+    conversation: Conversation, feedback: Mapping[str, Feedback], requests: Sequence[ContextRequestRecord] = ()
+) -> bytes:
     """The conversation as a PDF, answers' Markdown laid out (emphasis, lists, code) and left-aligned; CPU-bound,
     so callers on an event loop run it in a thread."""
     from fpdf import FPDF, TextStyle  # imported here: only exports need it
@@ -223,21 +254,35 @@ def to_pdf(conversation: Conversation, feedback: Mapping[str, Feedback]) -> byte
         pdf.write_html(text(answer_html(body)), font_family=family, tag_styles={"code": code, "pre": code})
         pdf.ln(2)
 
+    def request(record: ContextRequestRecord, *, with_question: bool) -> None:
+        if with_question:
+            paragraph(f"You ({human_time(record.created_at)}):", 9, gap=0.5)
+            paragraph(record.question, 11)
+        paragraph("\n".join(request_history.lines(record, human_time)), 9)
+
     summary = conversation.summary
     paragraph(summary.title or "Conversation", 16)
     paragraph(_span(summary.created_at, summary.updated_at), 9, gap=4)
     notes: list[tuple[int, Citation]] = []
+    placed = request_history.by_turn(requests)
     for turn in conversation.turns:
+        here = placed.pop(turn.seq, [])
+        for record in (r for r in here if not request_history.answered(r)):
+            request(record, with_question=True)
         answer = footnote(turn.assistant.content, turn.assistant.citations, len(notes) + 1)
         notes += answer.notes
         paragraph(f"You ({human_time(turn.user.created_at)}):", 9, gap=0.5)
         paragraph(turn.user.content, 11)
+        for record in (r for r in here if request_history.answered(r)):
+            request(record, with_question=False)
         paragraph(f"orc ({human_time(turn.assistant.created_at)}):", 9, gap=0.5)
         markdown(answer.text, 11)
         note = _feedback_line(feedback.get(turn.assistant.message_id))
         if note:
             paragraph(note, 9)
         pdf.ln(2)
+    for record in (r for key in sorted(placed) for r in placed[key]):
+        request(record, with_question=True)
     if notes:
         paragraph("Sources", 13)
         for number, citation in notes:
@@ -283,13 +328,19 @@ def _latin1(text: str) -> str:
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
-def export(conversation: Conversation, feedback: Mapping[str, Feedback], fmt: ExportFormat) -> bytes:
-    """The conversation in ``fmt`` as bytes (the PDF is CPU-bound: call this in a thread for ``pdf``)."""
+def export(
+    conversation: Conversation,
+    feedback: Mapping[str, Feedback],
+    fmt: ExportFormat,
+    requests: Sequence[ContextRequestRecord] = (),
+) -> bytes:
+    """The conversation in ``fmt`` as bytes (the PDF is CPU-bound: call this in a thread for ``pdf``), with its
+    context ``requests`` where they happened."""
     if fmt == "json":
-        return to_json(conversation, feedback)
+        return to_json(conversation, feedback, requests)
     if fmt == "markdown":
-        return to_markdown(conversation, feedback).encode("utf-8")
-    return to_pdf(conversation, feedback)
+        return to_markdown(conversation, feedback, requests).encode("utf-8")
+    return to_pdf(conversation, feedback, requests)
 
 
 def filename(conversation: Conversation, fmt: ExportFormat) -> str:

@@ -312,8 +312,9 @@ class Orchestrator:
         feedback = {
             turn.assistant.message_id: turn.assistant.feedback for turn in conversation.turns if turn.assistant.feedback
         }
+        requests = await self._handoff.requests.for_conversation(principal, conversation_id) if self._handoff else []
         # Laying out a long conversation as a PDF takes tens of milliseconds: not on the event loop.
-        data = await asyncio.to_thread(export, conversation, feedback, fmt)
+        data = await asyncio.to_thread(export, conversation, feedback, fmt, requests)
         return data, filename(conversation, fmt)
 
     async def delete_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from io import BytesIO
 from typing import Any
 
 import httpx
 import pytest
+from pypdf import PdfReader
 
 from orc.composition import build_runtime
 from orc.documents.uploads import Upload
@@ -507,3 +509,36 @@ async def test_the_sweeper_records_due_reminders_for_requests_nobody_follows() -
     assert (early, due, again, answered) == (0, 1, 0, 0)  # reminded once, at 80 % of the timeout; not expired
     assert [event["type"] for event in stored["events"]] == ["requested", "reminder"]  # type: ignore[index]
     assert stored["status"] == "pending"
+
+
+async def test_resolved_and_cancelled_requests_appear_where_they_happened_in_every_export(
+    client: httpx.AsyncClient,
+) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    cancelled = await paused(client, "What is the parking fee?")
+    await client.post(supply_path(cancelled["request_id"], "cancel"))
+    request = await paused(client, "Is there a pet fee?")
+    await client.post(
+        supply_path(request["request_id"]), json={"payloads": [{"slot": "evidence", "text": "Pets cost 20 euros."}]}
+    )
+
+    markdown = (await client.get("/api/sessions/c1/export", params={"format": "markdown"})).text
+    document = (await client.get("/api/sessions/c1/export", params={"format": "json"})).json()
+    pdf = await client.get("/api/sessions/c1/export", params={"format": "pdf"})
+
+    # Markdown: the cancelled question with its request, then the answered question, its request, its answer.
+    order = [
+        markdown.index("What is the parking fee?"),
+        markdown.index("cancelled: the question was not answered"),
+        markdown.index("Is there a pet fee?"),
+        markdown.index("“Pets cost 20 euros.” — supplied by"),
+        markdown.index("answered with the supplied context"),
+        markdown.index("**orc**"),
+    ]
+    assert order == sorted(order)
+    roles = [message["role"] for message in document["messages"]]
+    assert roles == ["context_request", "user", "context_request", "assistant"]
+    assert document["messages"][2]["supplies"][0]["text"] == "Pets cost 20 euros."
+    assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+    text = " ".join((page.extract_text() or "") for page in PdfReader(BytesIO(pdf.content)).pages)
+    assert "Context requested" in text and "Pets cost 20 euros" in text
