@@ -93,9 +93,10 @@ class SessionArtifacts:
         kind: ArtifactKind | None = None,
         cursor: str | None = None,
         limit: int = DEFAULT_LIMIT,
+        query: str | None = None,
     ) -> ArtifactPage:
-        """One page of the session's artifacts (of one ``kind`` when given); :class:`NotFound` for a session the
-        caller does not have."""
+        """One page of the session's artifacts (of one ``kind`` when given, and whose title or detail holds every
+        word of ``query`` when given); :class:`NotFound` for a session the caller does not have."""
         validate_identifier(session_id, what="conversation")
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", code="invalid_limit")
@@ -113,7 +114,18 @@ class SessionArtifacts:
             items += await self._facts(principal, session_id)
         if kind in (None, "answer"):
             items += [_answer(turn.user.content, turn.assistant) for turn in reversed(turns) if turn.assistant.content]
-        chosen, redactions = self._redacted(items[start : start + limit])
+        # Redacted before matching: a search must not find an item by the secret it hides.
+        counted = [self._redacted(item) for item in items]
+        if query and query.strip():
+            words = query.casefold().split()
+            counted = [
+                (item, count)
+                for item, count in counted
+                if all(word in f"{item.title} {item.detail or ''}".casefold() for word in words)
+            ]
+        items = [item for item, _ in counted]
+        chosen = items[start : start + limit]
+        redactions = sum(count for _, count in counted[start : start + limit])
         more = start + limit < len(items)
         return ArtifactPage(
             session_id=session_id,
@@ -123,19 +135,15 @@ class SessionArtifacts:
             redactions=redactions,
         )
 
-    def _redacted(self, items: list[Artifact]) -> tuple[list[Artifact], int]:
-        """The page's items with secrets redacted from every text shown or supplied (what a click would attach
-        included), and how many were."""
-        total = 0
-        cleaned = []
-        for item in items:
-            title, in_title = self._redactor.redact(item.title)
-            detail, in_detail = self._redactor.redact_optional(item.detail)
-            text, in_text = self._redactor.redact_optional(item.supply.text)
-            total += in_title + in_detail + in_text
-            supply = item.supply.model_copy(update={"text": text})
-            cleaned.append(item.model_copy(update={"title": title, "detail": detail, "supply": supply}))
-        return cleaned, total
+    def _redacted(self, item: Artifact) -> tuple[Artifact, int]:
+        """The item with secrets redacted from every text shown or supplied (what a click would attach included),
+        and how many were."""
+        title, in_title = self._redactor.redact(item.title)
+        detail, in_detail = self._redactor.redact_optional(item.detail)
+        text, in_text = self._redactor.redact_optional(item.supply.text)
+        supply = item.supply.model_copy(update={"text": text})
+        cleaned = item.model_copy(update={"title": title, "detail": detail, "supply": supply})
+        return cleaned, in_title + in_detail + in_text
 
     async def _has_files(self, principal: Principal, session_id: str) -> bool:
         try:

@@ -185,8 +185,11 @@ async def list_artifacts(
     kind: Annotated[ArtifactKind | None, Query(description="Only documents, digest facts or earlier answers.")] = None,
     cursor: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+    q: Annotated[
+        str | None, Query(max_length=200, description="Only items whose title or detail hold these words.")
+    ] = None,
 ) -> ArtifactPage:
     """The session's documents (its files, then its focus and historical contexts' documents), the facts of its
     aggregate digest with their SourceRefs, and its earlier answers, newest first, paged. Each item's ``supply``
     is the payload that attaches it to a context request (add the request's ``slot``)."""
-    return await artifacts.page(principal, session_id, kind=kind, cursor=cursor, limit=limit)
+    return await artifacts.page(principal, session_id, kind=kind, cursor=cursor, limit=limit, query=q)

@@ -3,6 +3,7 @@
 import { api, askStream, auth } from "./api.js";
 import { Messages } from "./chat.js";
 import { RequestCard } from "./handoff.js";
+import { decorate, placeRequests } from "./requests.js";
 import { $, h, icon, when } from "./dom.js";
 import { FileChips } from "./files.js";
 import { SourceViewer } from "./viewer.js";
@@ -159,6 +160,7 @@ async function openConversation(id) {
     const conversation = await api.session(id);
     $("chat-title").textContent = conversation.title || "Untitled";
     messages.history(conversation.messages);
+    placeRequests(messages.list, conversation.context_requests || []);
     // A question still waiting for context shows its card again, so it can be answered later.
     for (const pending of (conversation.context_requests || []).filter((r) => r.status === "pending")) {
       messages.question(pending.question, pending.blob_names);
@@ -302,7 +304,7 @@ function requestCard(view, event) {
     else await loadConversations().catch(showError);
     return partial ? "partial" : "done";
   };
-  return new RequestCard(event, {
+  return decorate(new RequestCard(event, {
     supply: (payloads) => resume(api.supply(sessionId, event.request_id, payloads)),
     upload: (slot, files) => resume(api.supplyFiles(sessionId, event.request_id, slot, files)),
     runWithout: () => resume(api.runWithout(sessionId, event.request_id)),
@@ -310,7 +312,7 @@ function requestCard(view, event) {
       await api.cancelRequest(sessionId, event.request_id);
       view.error("Cancelled: this question was not answered.");
     },
-  });
+  }), sessionId, event);
 }
 
 // -- conversations: rename and export -----------------------------------------------------------------------

@@ -1,0 +1,57 @@
+"""Context requests on the page, in chromium against ``orc serve``: the artifacts drawer (search, attach in one
+click), the request's timeline on its card, and the ended request shown where it happened when the conversation
+is opened again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.web.conftest import attachments, screenshot_folder
+from tests.web.test_browser import WAIT_MS, answered, chips_ready, ready
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_drawer_attaches_an_artifact_in_one_click_and_the_request_stays_in_the_history(
+    page: Page, tmp_path: Path
+) -> None:
+    ready(page)
+    page.set_input_files("#file-input", attachments())
+    chips_ready(page, 2)
+    page.fill("#question", "What is the monthly rent?")
+    page.click("#send")
+    answered(page, 1)
+
+    page.fill("#question", "What is the parking fee for the second car?")
+    page.click("#send")
+    card = page.locator(".context-request")
+    expect(card).to_be_visible(timeout=WAIT_MS)
+    expect(card.locator(".request-timeline .request-asked")).to_contain_text("Asked at")
+    card.get_by_role("button", name="Browse artifacts").click()
+    drawer = page.locator("dialog.artifacts-drawer")
+    expect(drawer).to_be_visible()
+    expect(drawer.locator(".artifact-document")).to_have_count(2)
+    drawer.locator(".artifacts-search").fill("monthly rent")
+    expect(drawer.locator(".artifact-document")).to_have_count(0)  # neither file's name holds the words
+    expect(drawer.locator(".artifact-answer")).to_have_count(1)
+    expect(drawer.locator(".artifact-answer .artifact-title")).to_have_text("What is the monthly rent?")
+    page.screenshot(path=screenshot_folder(tmp_path) / "web-artifacts-drawer.png")
+    drawer.locator(".artifact-answer .artifact-attach").click()
+
+    answered(page, 2)
+    second = page.locator(".message.assistant").nth(1)
+    expect(drawer).to_be_hidden()
+    expect(second.locator(".context-request")).to_have_count(0)
+
+    page.locator("#conversations .conversation-open").first.click()
+    history = page.locator(".request-history")
+    expect(history).to_have_count(1)
+    expect(history.locator("summary")).to_contain_text("Answered with the supplied context")
+    expect(history.locator(".request-supply")).to_contain_text("1,450")  # the earlier answer, attached
+    # Where it happened: right after the question it paused, before that question's answer.
+    questions = page.locator(".message.user")
+    expect(questions.nth(1)).to_contain_text("parking fee")
+    assert questions.nth(1).evaluate("el => el.nextElementSibling.classList.contains('request-history')")
