@@ -22,7 +22,15 @@ WIRE_KEYS: dict[str, list[str]] = {
     "tool": ["type", "name", "status", "duration_ms"],
     "token": ["type", "text"],
     "citation": ["type", "ref", "document", "span_id", "page", "quote", "section"],
-    "context_required": ["type", "conversation_id", "user_message_id", "request_id", "required", "expires_at"],
+    "context_required": [
+        "type",
+        "conversation_id",
+        "user_message_id",
+        "request_id",
+        "required",
+        "expires_at",
+        "redactions",
+    ],
     "context_update": ["type", "request_id", "status", "supplied", "missing"],
     "context_resolved": ["type", "request_id", "outcome"],
     "final": [
@@ -39,7 +47,8 @@ WIRE_KEYS: dict[str, list[str]] = {
     ],
     "error": ["type", "code", "message", "status"],
 }
-"""DESIGN §5's events as the HTTP layer emits them (``error`` adds ``retry_after`` when retrying may help)."""
+"""DESIGN §5's events as the HTTP layer emits them (``error`` adds ``retry_after`` when retrying may help; a
+``context_update`` that reminds or ends adds ``at``, ``note`` and ``expires_at``)."""
 
 LEASE = b"Residential lease.\n\nThe monthly rent is 1,450 euros, payable on the first business day of each month.\n"
 
@@ -59,7 +68,7 @@ def test_every_event_type_has_a_typed_event_declaring_exactly_its_wire_keys() ->
 
     assert set(declared) == set(get_args(EventType)) == set(WIRE_KEYS)
     for kind, keys in WIRE_KEYS.items():
-        optional = ["retry_after"] if kind == "error" else []
+        optional = {"error": ["retry_after"], "context_update": ["at", "note", "expires_at"]}.get(kind, [])
         assert declared[kind] == keys + optional, kind
 
 
