@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from orc.errors import ConfigurationError
+
 REDACTED = "[redacted]"
 
 BUILT_IN_PATTERNS: tuple[str, ...] = (
@@ -40,22 +42,18 @@ BUILT_IN_PATTERNS: tuple[str, ...] = (
 )
 
 
-class InvalidRedactPattern(ValueError):
-    """A configured pattern that is not a regular expression."""
-
-
 class Redactor:
     """Replaces secrets in texts on offer by :data:`REDACTED`, counting the replacements."""
 
     def __init__(self, patterns: Iterable[str] = ()) -> None:
-        """The built-in patterns plus ``patterns`` (regular expressions); :class:`InvalidRedactPattern` names the
-        first one that does not compile."""
+        """The built-in patterns plus ``patterns`` (regular expressions); :class:`~orc.errors.ConfigurationError`
+        names the first one that does not compile."""
         compiled = []
         for pattern in (*BUILT_IN_PATTERNS, *patterns):
             try:
                 compiled.append(re.compile(pattern))
             except re.error as exc:
-                raise InvalidRedactPattern(f"ORC_REDACT_PATTERNS: {pattern!r} is not a regular expression") from exc
+                raise ConfigurationError(f"ORC_REDACT_PATTERNS: {pattern!r} is not a regular expression") from exc
         self._patterns = tuple(compiled)
 
     def redact(self, text: str) -> tuple[str, int]:
@@ -71,4 +69,4 @@ class Redactor:
         return (None, 0) if text is None else self.redact(text)
 
 
-__all__ = ["BUILT_IN_PATTERNS", "REDACTED", "InvalidRedactPattern", "Redactor"]
+__all__ = ["BUILT_IN_PATTERNS", "REDACTED", "Redactor"]

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from orc.handoff.redaction import REDACTED, InvalidRedactPattern, Redactor
+from orc.errors import ConfigurationError
+from orc.handoff.redaction import REDACTED, Redactor
 from orc.settings import Settings
 from tests.http.conftest import open_client, upload
 
@@ -73,7 +74,7 @@ def test_plain_text_is_left_alone_and_a_bad_configured_pattern_names_the_setting
         "The rent is 1,450 euros; the key is under the mat.",
         0,
     )
-    with pytest.raises(InvalidRedactPattern, match="ORC_REDACT_PATTERNS"):
+    with pytest.raises(ConfigurationError, match="ORC_REDACT_PATTERNS"):
         Redactor(["(unclosed"])
     with pytest.raises(ValueError, match="ORC_REDACT_PATTERNS"):
         Settings(redact_patterns="(unclosed")
