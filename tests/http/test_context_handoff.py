@@ -16,6 +16,7 @@ from orc.composition import build_runtime
 from orc.documents.uploads import Upload
 from orc.errors import Conflict
 from orc.handoff import SupplyPayload
+from orc.handoff.reminders import follow
 from orc.models.sheets import load_sheet
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
@@ -542,3 +543,24 @@ async def test_resolved_and_cancelled_requests_appear_where_they_happened_in_eve
     assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
     text = " ".join((page.extract_text() or "") for page in PdfReader(BytesIO(pdf.content)).pages)
     assert "Context requested" in text and "Pets cost 20 euros" in text
+
+
+async def test_a_follower_driven_by_an_injected_clock_gets_the_reminder_then_the_expiry_without_waiting() -> None:
+    async with build_runtime(Settings(context_request_timeout=120, context_request_reminder=0.8)) as orc:
+        await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        request = await orc.orchestrator.ask(TurnRequest(**turn("What is the parking fee?", context_requests="allow")))
+        assert isinstance(request, ContextRequired)
+        asked = datetime.fromisoformat(request.expires_at) - timedelta(seconds=120)
+        clock = [asked + timedelta(seconds=10)]
+        updates = follow(orc.orchestrator.handoff, LOCAL_PRINCIPAL, "c1", request.request_id, now=lambda: clock[0])
+        pending = await anext(updates)
+        clock[0] = asked + timedelta(seconds=97)  # past 80 % of the timeout
+        reminder = await anext(updates)
+        clock[0] = asked + timedelta(seconds=121)
+        expired = await anext(updates)
+        await updates.aclose()
+        (stored,) = await orc.orchestrator.context_requests("c1")
+
+    assert [pending["status"], reminder["status"], expired["status"]] == ["pending", "reminder", "expired"]
+    assert reminder["note"] == "The answer is still waiting for context; without it, it goes on in 23 seconds."
+    assert [event["type"] for event in stored["events"]] == ["requested", "reminder"]  # type: ignore[index]
