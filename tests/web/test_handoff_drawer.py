@@ -4,11 +4,13 @@ is opened again."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
+from tests.serving import orc_serve
 from tests.web.conftest import attachments, screenshot_folder
 from tests.web.test_browser import WAIT_MS, answered, chips_ready, ready
 
@@ -55,3 +57,35 @@ def test_the_drawer_attaches_an_artifact_in_one_click_and_the_request_stays_in_t
     questions = page.locator(".message.user")
     expect(questions.nth(1)).to_contain_text("parking fee")
     assert questions.nth(1).evaluate("el => el.nextElementSibling.classList.contains('request-history')")
+
+
+@pytest.fixture(scope="module")
+def short_deadline_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server whose paused turns wait 8 s and remind after 4 s (instead of a test that waits minutes)."""
+    env = {
+        "ORC_CONTEXT_REQUEST_TIMEOUT": "8",
+        "ORC_CONTEXT_REQUEST_REMINDER": "0.5",
+        "ORC_CONTEXT_SWEEP_SECONDS": "1",
+    }
+    with orc_serve(tmp_path_factory.mktemp("web-deadline") / "home", env=env) as (base_url, _):
+        yield base_url
+
+
+def test_a_first_question_without_documents_asks_and_its_card_shows_arrival_reminder_and_expiry(
+    browser: Browser, short_deadline_server: str
+) -> None:
+    context = browser.new_context(base_url=short_deadline_server)
+    page = context.new_page()
+    try:
+        ready(page)
+        page.fill("#question", "What is the notice period of my lease?")
+        page.click("#send")
+        card = page.locator(".context-request")
+        expect(card).to_be_visible(timeout=WAIT_MS)
+        expect(card.locator("legend")).to_contain_text("no documents to answer from")
+        timeline = card.locator(".request-timeline")
+        expect(timeline.locator(".request-asked")).to_contain_text("Asked at")
+        expect(timeline.locator(".request-reminder")).to_contain_text("still waiting for context", timeout=WAIT_MS)
+        expect(timeline.locator(".request-expired")).to_contain_text("goes on without it", timeout=WAIT_MS)
+    finally:
+        context.close()
