@@ -68,8 +68,10 @@ async def context_request_before_tools(state: TurnState, ctx: TurnContext) -> li
     """The slots a turn that ran no tool should ask for before its answer request (a first turn with nothing to
     answer from, or one naming a file the conversation lacks)."""
     documents = state.get("available_documents")
-    if documents is None and ctx.documents is not None:
+    if documents is None:
         documents = await available_documents(state, ctx)
+    if documents is None:
+        return []  # the documents could not be listed: whether any exists is unknown, so the turn does not ask
     return needed_before_tools(state["question"], documents, state.get("blob_names") or [], state.get("history") or [])
 
 

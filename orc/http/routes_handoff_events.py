@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import StreamingResponse
 
 from orc.handoff.reminders import follow
-from orc.http.dependencies import Caller, Orc
+from orc.http.dependencies import Caller, Requests
 from orc.http.streaming import MEDIA_TYPES, encode, negotiate
 from orc.turns import Event
 
@@ -27,13 +27,12 @@ router = APIRouter()
     responses={200: {"content": {"application/x-ndjson": {}, "text/event-stream": {}}}},
 )
 async def request_events(
-    session_id: str, request_id: str, request: Request, orchestrator: Orc, principal: Caller
+    session_id: str, request_id: str, request: Request, handoff: Requests, principal: Caller
 ) -> StreamingResponse:
     """``context_update`` events: ``reminder`` when it is due (with a note saying how long the answer still waits),
     then the end (``resolved``, ``cancelled``, ``superseded`` or ``expired``); the stream ends with the request.
     404 ``context_request_not_found`` for a request the caller does not have."""
     fmt = negotiate(request.headers.get("accept", "")) or "ndjson"
-    handoff = orchestrator.handoff
     updates = follow(handoff, principal, session_id, request_id)
     first = await anext(updates)  # a missing request is a 404 before the stream starts
 

@@ -501,9 +501,9 @@ async def test_the_sweeper_records_due_reminders_for_requests_nobody_follows() -
         request = await orc.orchestrator.ask(TurnRequest(**turn("What is the parking fee?", context_requests="allow")))
         assert isinstance(request, ContextRequired)
         asked = datetime.fromisoformat(request.expires_at) - timedelta(seconds=120)
-        early = await orc.orchestrator.handoff.remind_due(asked + timedelta(seconds=90))
-        due = await orc.orchestrator.handoff.remind_due(asked + timedelta(seconds=100))
-        again = await orc.orchestrator.handoff.remind_due(asked + timedelta(seconds=101))
+        early = await orc.handoff.remind_due(asked + timedelta(seconds=90))
+        due = await orc.handoff.remind_due(asked + timedelta(seconds=100))
+        again = await orc.handoff.remind_due(asked + timedelta(seconds=101))
         answered = await orc.orchestrator.expire_due(asked + timedelta(seconds=100))
         (stored,) = await orc.orchestrator.context_requests("c1")
 
@@ -552,7 +552,7 @@ async def test_a_follower_driven_by_an_injected_clock_gets_the_reminder_then_the
         assert isinstance(request, ContextRequired)
         asked = datetime.fromisoformat(request.expires_at) - timedelta(seconds=120)
         clock = [asked + timedelta(seconds=10)]
-        updates = follow(orc.orchestrator.handoff, LOCAL_PRINCIPAL, "c1", request.request_id, now=lambda: clock[0])
+        updates = follow(orc.handoff, LOCAL_PRINCIPAL, "c1", request.request_id, now=lambda: clock[0])
         pending = await anext(updates)
         clock[0] = asked + timedelta(seconds=97)  # past 80 % of the timeout
         reminder = await anext(updates)
