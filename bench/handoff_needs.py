@@ -2,8 +2,9 @@
 
 The analyzer (``orc.graph.context_needs``) asks when no span of the first evidence covers at least
 ``MIN_COVERAGE`` of the question's content words. On the project's real-document sets — ``bench/real_documents``
-(``questions.json`` and ``held_out.json``, a folder context) and ``bench/real_documents_blind/blind.jsonl``
-(documents attached to each conversation) — every question is asked as a real turn with
+(``questions.json`` and ``held_out.json``, a folder context), ``bench/real_documents_blind/blind.jsonl``, and two sets
+written after the threshold was chosen, ``real_documents_blind/held_out.jsonl`` and
+``real_documents/paraphrased.jsonl`` (documents attached to each conversation) — every question is asked as a real turn with
 ``"context_requests": "allow"`` (a follow-up's first question without), and the bench counts:
 
 - answerable questions **paused** (target ≤ 5 %): each is a user asked for something the documents held;
@@ -36,7 +37,14 @@ from orc.graph.context_needs import MIN_COVERAGE, coverage
 from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import TurnRequest, TurnResult
 
-BLIND = Path(__file__).resolve().parent / "real_documents_blind"
+HERE = Path(__file__).resolve().parent
+CASE_SETS = {
+    "blind": HERE / "real_documents_blind" / "blind.jsonl",
+    "blind_held_out": HERE / "real_documents_blind" / "held_out.jsonl",
+    "paraphrased": HERE / "real_documents" / "paraphrased.jsonl",
+}
+"""Sets of cases with their documents attached; the last two were written after the threshold was chosen."""
+LABELS = ("questions", "held_out", *CASE_SETS, "all")
 SWEEP = (0.2, 0.25, 0.3, 0.34, 0.4, 0.5, 0.6)
 SEARCH_LIMIT = 8
 PAUSED_TARGET = 5.0
@@ -76,14 +84,15 @@ async def _folder_set(services: Services, name: str) -> list[Decision]:
     return decisions
 
 
-async def _blind_set(services: Services) -> list[Decision]:
-    cases = load_cases(BLIND / "blind.jsonl", BLIND / "documents")
+async def _case_set(services: Services, label: str, path: Path) -> list[Decision]:
+    folder = path.parent / "documents"
+    cases = load_cases(path, folder)
     data: dict[str, bytes] = {}
     decisions = []
     for number, case in enumerate(cases):
-        conversation_id = f"needs-{number}"
+        conversation_id = f"needs-{label}-{number}"
         for name in case.docs:
-            data.setdefault(name, await asyncio.to_thread((BLIND / "documents" / name).read_bytes))
+            data.setdefault(name, await asyncio.to_thread((folder / name).read_bytes))
         await services.session_files.add(
             LOCAL_PRINCIPAL, conversation_id, [Upload(name, data[name]) for name in case.docs], wait_seconds=600
         )
@@ -101,7 +110,7 @@ async def _blind_set(services: Services) -> list[Decision]:
         hits = await services.documents.search(
             LOCAL_PRINCIPAL, DocumentScope(session_id=conversation_id), case.scored.question, limit=SEARCH_LIMIT
         )
-        decisions.append(_decision("blind", case.scored.question, case.answerable, result, hits))
+        decisions.append(_decision(label, case.scored.question, case.answerable, result, hits))
     return decisions
 
 
@@ -135,10 +144,11 @@ async def run(args: argparse.Namespace) -> BenchResult:
             await ingest(services)
             for name in QUESTION_SETS:
                 decisions += await _folder_set(services, name)
-            decisions += await _blind_set(services)
+            for label, path in CASE_SETS.items():
+                decisions += await _case_set(services, label, path)
     result = BenchResult(name="handoff_needs")
     result.details["threshold"] = MIN_COVERAGE
-    for label in ("questions", "held_out", "blind", "all"):
+    for label in LABELS:
         chosen = [d for d in decisions if label in ("all", d.set)]
         answerable = [d for d in chosen if d.answerable]
         unanswerable = [d for d in chosen if not d.answerable]
@@ -162,7 +172,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
     if args.sweep:
         sweep: dict[str, dict[str, str]] = {}
         for threshold in SWEEP:
-            for label in ("questions", "held_out", "blind", "all"):
+            for label in LABELS:
                 chosen = [d for d in decisions if label in ("all", d.set)]
                 answerable = [d for d in chosen if d.answerable]
                 unanswerable = [d for d in chosen if not d.answerable]
