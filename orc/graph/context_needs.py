@@ -34,8 +34,8 @@ from orc.text import tokenize
 MIN_COVERAGE = 0.2
 """The share of the question's content words the best span must contain for the evidence to count as good: below
 it the turn asks (for a caller that allows it), at or above it the answerer answers or declines. Measured by
-``bench/handoff_needs.py``: above 0.2, paraphrased questions (the blind set) start to pause although their
-documents answer them; 0.2 pauses none of 120 answerable questions and still asks on 4 of 28 unanswerable ones."""
+``bench/handoff_needs.py``: above 0.2, paraphrased questions start to pause although their documents answer them;
+0.2 pauses 1 of 179 answerable questions and still asks on 4 of 44 unanswerable ones."""
 MAX_SUGGESTIONS = 5
 _EXTENSIONS = r"(?:pdf|docx?|pptx?|xlsx?|csv|txt|md|json|html?)"
 _FILE_NAME = re.compile(
