@@ -15,10 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
 
 from orc.contracts import Citation
 from orc.conversations.models import Conversation, Feedback
+from orc.output_policy import OutputPolicy
 
 ExportFormat = Literal["markdown", "pdf", "json"]
 MEDIA_TYPES: dict[ExportFormat, str] = {
@@ -283,13 +286,43 @@ def _latin1(text: str) -> str:
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
-def export(conversation: Conversation, feedback: Mapping[str, Feedback], fmt: ExportFormat) -> bytes:
-    """The conversation in ``fmt`` as bytes (the PDF is CPU-bound: call this in a thread for ``pdf``)."""
+def export(
+    conversation: Conversation,
+    feedback: Mapping[str, Feedback],
+    fmt: ExportFormat,
+    policy: OutputPolicy | None = None,
+) -> bytes:
+    """The conversation in ``fmt`` as bytes (the PDF is CPU-bound: call this in a thread for ``pdf``).
+
+    Every string of it — title, questions, answers, quotes, file names, feedback — passes the output ``policy``
+    first: a question or a feedback comment was never cleaned when it was stored, and an export is rendered by
+    whatever opens the file.
+    """
+    policy = policy or OutputPolicy()
+    conversation = _cleaned(conversation, policy)
+    feedback = {message_id: _cleaned(given, policy) for message_id, given in feedback.items()}
     if fmt == "json":
         return to_json(conversation, feedback)
     if fmt == "markdown":
         return to_markdown(conversation, feedback).encode("utf-8")
     return to_pdf(conversation, feedback)
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _cleaned(model: _Model, policy: OutputPolicy) -> _Model:
+    return type(model).model_validate(_clean_value(model.model_dump(), policy))
+
+
+def _clean_value(value: Any, policy: OutputPolicy) -> Any:
+    if isinstance(value, str):
+        return policy.text(value)
+    if isinstance(value, dict):
+        return {key: _clean_value(item, policy) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clean_value(item, policy) for item in value]
+    return value
 
 
 def filename(conversation: Conversation, fmt: ExportFormat) -> str:
