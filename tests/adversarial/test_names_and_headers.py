@@ -82,7 +82,7 @@ async def test_csrf_trusts_the_host_header_not_x_forwarded_host() -> None:
         "Origin": "https://evil.example",
         "X-Forwarded-Host": "evil.example",
     }
-    async with open_client(Settings(auth="easyauth")) as client:
+    async with open_client(Settings(auth="easyauth", website_auth_enabled=True)) as client:
         refused = await client.patch("/api/sessions/s1", json={"title": "pwned"}, headers=forged)
 
     assert refused.status_code == 403 and refused.json()["code"] == "cross_site_request"
