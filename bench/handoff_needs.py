@@ -4,8 +4,8 @@ The analyzer (``orc.graph.context_needs``) asks when no span of the first eviden
 ``MIN_COVERAGE`` of the question's content words. On the project's real-document sets — ``bench/real_documents``
 (``questions.json`` and ``held_out.json``, a folder context), ``bench/real_documents_blind/blind.jsonl``, and two sets
 written after the threshold was chosen, ``real_documents_blind/held_out.jsonl`` and
-``real_documents/paraphrased.jsonl`` (documents attached to each conversation) — every question is asked as a real turn with
-``"context_requests": "allow"`` (a follow-up's first question without), and the bench counts:
+``real_documents/paraphrased.jsonl`` (documents attached to each conversation) — every question is asked as a
+real turn with ``"context_requests": "allow"`` (a follow-up's first question without), and the bench counts:
 
 - answerable questions **paused** (target ≤ 5 %): each is a user asked for something the documents held;
 - unanswerable questions that **ask** for context, and those that **decline** (the rest answered wrongly).

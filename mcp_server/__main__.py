@@ -60,6 +60,7 @@ async def serve(principal: Principal, tool_names: ToolNameForm | None = None, al
     from mcp_server.stdio import run_stdio
     from mcp_server.tools import local_files
     from orc.composition import build_document_services
+    from orc.output_policy import OutputPolicy
     from orc.settings import Settings
 
     settings = Settings()
@@ -69,7 +70,7 @@ async def serve(principal: Principal, tool_names: ToolNameForm | None = None, al
         services = await build_document_services(settings, stack)
         server = services.server if form == "dotted" else build_mcp_server(services.mcp, tool_names=form)
         local_files.register(server, services.mcp.library, folders)
-        await run_stdio(server, principal)
+        await run_stdio(server, principal, OutputPolicy.allowing(settings.output_image_hosts))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,23 +12,115 @@ to it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcp_server.output import cleaned_value
+from orc.json_depth import MAX_JSON_DEPTH, too_deep
+from orc.output_policy import OutputPolicy
 
 
 class _StreamableHttpEndpoint:
-    """An ASGI app that hands every HTTP request to the server's session manager, whatever its path."""
+    """An ASGI app that hands every HTTP request to the server's session manager, whatever its path, and passes
+    every tool result through the output policy before it leaves.
 
-    def __init__(self, server: FastMCP) -> None:
+    The policy applies here, at the published transport, and not in the tools: the orchestrator's in-memory
+    session reads the same tools and needs the documents' text as it is (the answer it makes is cleaned).
+    """
+
+    def __init__(self, server: FastMCP, policy: OutputPolicy) -> None:
         self._server = server
+        self._policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._server.session_manager.handle_request(scope, receive, send)
+        if scope.get("method") == "POST":
+            # The SDK parses the body with a recursive parser: a deeply nested one made it answer 500.
+            request_body, receive = await _read_body(receive)
+            if too_deep(request_body):
+                await _parse_error(send, f"the JSON-RPC message nests deeper than {MAX_JSON_DEPTH} levels")
+                return
+        start: Message | None = None
+        body: list[bytes] = []
+
+        async def cleaning_send(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start" and _is_json(message):
+                start = message
+                return
+            if start is None:
+                await send(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            cleaned = _cleaned_body(b"".join(body), self._policy)
+            headers = [(key, value) for key, value in start.get("headers", []) if key.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(cleaned)).encode()))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": cleaned})
+
+        await self._server.session_manager.handle_request(scope, receive, cleaning_send)
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
+    """The whole request body, and a ``receive`` that hands it on again (then whatever comes next)."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return body, replay
+
+
+async def _parse_error(send: Send, detail: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {detail}"}})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body.encode()})
+
+
+def _is_json(start: Message) -> bool:
+    return any(
+        key.lower() == b"content-type" and value.split(b";")[0].strip().lower() == b"application/json"
+        for key, value in start.get("headers", [])
+    )
+
+
+def _cleaned_body(body: bytes, policy: OutputPolicy) -> bytes:
+    """A JSON-RPC response (or batch) with every string of its results cleaned; anything else unchanged."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return body
+    items = document if isinstance(document, list) else [document]
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("result"), dict):
+            item["result"] = cleaned_value(item["result"], policy)
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def default_allowed_origins(allowed_hosts: Sequence[str]) -> list[str]:
@@ -41,12 +133,14 @@ def build_mcp_http_app(
     *,
     allowed_hosts: list[str],
     allowed_origins: list[str] | None = None,
+    output_policy: OutputPolicy | None = None,
 ) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
     """Configure ``server`` for stateless JSON streamable HTTP; return the endpoint and its lifespan.
 
     ``allowed_hosts`` are Host header values, exact or with a ``:*`` port wildcard (``"orc.example.com"``,
     ``"127.0.0.1:*"``). Enter the returned lifespan (once: the session manager cannot be restarted) in the
     outer app's lifespan, and route both ``/api/mcp`` and ``/api/mcp/`` to the endpoint (:func:`mcp_routes`).
+    Every tool result the endpoint answers passes ``output_policy`` (default: no images, no script links).
 
     Must be called before anything else calls ``server.streamable_http_app()``: the SDK freezes these
     settings into the session manager on the first call.
@@ -76,7 +170,7 @@ def build_mcp_http_app(
     def lifespan() -> AbstractAsyncContextManager[None]:
         return server.session_manager.run()
 
-    return _StreamableHttpEndpoint(server), lifespan
+    return _StreamableHttpEndpoint(server, output_policy or OutputPolicy()), lifespan
 
 
 def mcp_routes(path: str, app: ASGIApp) -> list[BaseRoute]:

@@ -65,6 +65,7 @@ from orc.models.embeddings import build_embedding_model
 from orc.models.factory import build_chat_model, model_label
 from orc.models.prompting import restore_prompts, use_prompts
 from orc.models.tokens import token_counter_for
+from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 from orc.prompt_source import prompts_for
 from orc.quotas import Quotas, RateLimit
@@ -578,6 +579,7 @@ async def build_runtime(
             default=ChosenModel(services.model, services.model_label), allowed=_allowed_models(settings, stack)
         )
         limits = turn_limits(settings)
+        output_policy = OutputPolicy.allowing(settings.output_image_hosts)
         orchestrator = Orchestrator(
             preparer=TurnPreparer(
                 limits=limits,
@@ -598,6 +600,7 @@ async def build_runtime(
                     titles=titles,
                     handoff=handoff,
                     session_digest=PromptDigests(services.context_files).text,
+                    output_policy=output_policy,
                 )
             ),
             policy=services.policy,
@@ -606,6 +609,7 @@ async def build_runtime(
             files=services.session_files,
             delete_checkpoints=checkpointer.adelete_thread,
             titles=titles,
+            output_policy=output_policy,
         )
         # Titles still being written finish before the stores they write to close.
         stack.push_async_callback(orchestrator.settle)

@@ -11,18 +11,22 @@ conditional create — of concurrent requests with one key exactly one wins — 
 Records expire after ``ttl`` (24 hours by default): an expired record counts as absent and is overwritten, and
 each new claim deletes a few expired records of the principal, so the collection does not grow without bound on
 backends that have no native TTL. A claim whose request died (its process crashed) is taken over once its
-``lease`` has passed. Responses that a retry could change (5xx, failures) are not kept: the claim is released.
+``lease`` has passed. The lease is short (30 s) and the process that holds a claim renews it while its request
+runs (every third of the lease, for at most ``max_hold``): a live request keeps its key, and a crashed one blocks
+its retry for seconds, not the ten minutes a lease long enough for the slowest request took. Responses that a retry
+could change (5xx, failures) are not kept: the claim is released.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,6 +36,7 @@ from orc.errors import (
     IdempotencyKeyReused,
     InvalidInput,
     ItemAlreadyExists,
+    ItemNotFound,
     StorageUnavailable,
 )
 from orc.principal import Principal
@@ -40,7 +45,9 @@ from orc.storage.ports import DocumentCollection
 logger = logging.getLogger(__name__)
 
 DEFAULT_TTL = timedelta(hours=24)
-DEFAULT_LEASE = timedelta(minutes=10)
+DEFAULT_LEASE = timedelta(seconds=30)
+DEFAULT_MAX_HOLD = timedelta(minutes=15)
+"""Longest a claim is renewed: a request still running after this is treated as lost."""
 SWEEP_LIMIT = 10
 _KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _PREFIX = "ik:"
@@ -66,6 +73,15 @@ class Claim:
     fingerprint: str
 
 
+@dataclass(slots=True)
+class _Holding:
+    """A claim this process holds: the record's latest ETag (each renewal changes it) and its renewal."""
+
+    etag: str
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
 def fingerprint(parts: Any) -> str:
     """A stable hash of what makes two requests "the same request" (method, route, ids, headers, content)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -85,11 +101,15 @@ class IdempotencyKeys:
         ttl: timedelta = DEFAULT_TTL,
         lease: timedelta = DEFAULT_LEASE,
         clock: Callable[[], datetime] = _now,
+        max_hold: timedelta = DEFAULT_MAX_HOLD,
     ) -> None:
         self._items = collection
         self._ttl = ttl
         self._lease = lease
         self._clock = clock
+        self._max_hold = max_hold
+        # The claims this process holds, by record: the latest ETag (renewals change it) and the renewing task.
+        self._held: dict[tuple[str, str], _Holding] = {}
 
     async def begin(self, principal: Principal, key: str, request_fingerprint: str) -> Claim | StoredResponse:
         """Claim ``key`` for this request, or return the response recorded for it.
@@ -110,7 +130,7 @@ class IdempotencyKeys:
                 pass
             else:
                 await self._sweep(pk, now)
-                return Claim(pk, item_id, created.etag, request_fingerprint)
+                return self._hold(Claim(pk, item_id, created.etag, request_fingerprint))
             existing = await self._items.get(pk, item_id)
             if existing is None:
                 continue
@@ -123,7 +143,7 @@ class IdempotencyKeys:
                     replaced = await self._items.replace(pk, item_id, fresh, if_match=existing.etag)
                 except ETagMismatch:
                     continue
-                return Claim(pk, item_id, replaced.etag, request_fingerprint)
+                return self._hold(Claim(pk, item_id, replaced.etag, request_fingerprint))
             if body.get("fingerprint") != request_fingerprint:
                 raise IdempotencyKeyReused(
                     "this Idempotency-Key was used with a different request; use a new key for a new request"
@@ -148,16 +168,49 @@ class IdempotencyKeys:
             "created_at": now.isoformat(),
             "expires_at": (now + self._ttl).isoformat(),
         }
+        etag = await self._release(claim)
         try:
-            await self._items.replace(claim.partition_key, claim.item_id, record, if_match=claim.etag)
+            await self._items.replace(claim.partition_key, claim.item_id, record, if_match=etag)
         except ETagMismatch:
             # The claim outlived its lease and another request took the key over; its answer is the one kept.
             logger.warning("an idempotency key was taken over before its request completed")
 
     async def abandon(self, claim: Claim) -> None:
         """Release the claim without a response (the request failed in a way a retry may fix)."""
+        etag = await self._release(claim)
         with contextlib.suppress(ETagMismatch):
-            await self._items.delete(claim.partition_key, claim.item_id, if_match=claim.etag)
+            await self._items.delete(claim.partition_key, claim.item_id, if_match=etag)
+
+    def _hold(self, claim: Claim) -> Claim:
+        holding = _Holding(claim.etag)
+        holding.task = asyncio.create_task(self._renew(claim, holding))
+        self._held[(claim.partition_key, claim.item_id)] = holding
+        return claim
+
+    async def _release(self, claim: Claim) -> str:
+        """Stop renewing ``claim`` (a renewal under way finishes first); the record's current ETag."""
+        holding = self._held.pop((claim.partition_key, claim.item_id), None)
+        if holding is None:
+            return claim.etag
+        holding.stop.set()
+        if holding.task is not None:
+            await asyncio.gather(holding.task, return_exceptions=True)
+        return holding.etag
+
+    async def _renew(self, claim: Claim, holding: _Holding) -> None:
+        """Move the claim's lease forward while its request runs (until released, or for ``max_hold``)."""
+        every = self._lease.total_seconds() / 3
+        started = self._clock()
+        with contextlib.suppress(ETagMismatch, ItemNotFound, StorageUnavailable):
+            # Taken over, or storage is away: the lease runs out and another request may take the key.
+            while self._clock() - started < self._max_hold:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(holding.stop.wait(), every)
+                if holding.stop.is_set():
+                    return
+                record = {**self._in_flight(claim.fingerprint, self._clock()), "created_at": started.isoformat()}
+                renewed = await self._items.replace(claim.partition_key, claim.item_id, record, if_match=holding.etag)
+                holding.etag = renewed.etag
 
     def _in_flight(self, request_fingerprint: str, now: datetime) -> dict[str, Any]:
         return {

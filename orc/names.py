@@ -20,6 +20,18 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
+_WINDOWS_DEVICES = frozenset(
+    {"con", "prn", "aux", "nul", "conin$", "conout$"}
+    | {f"{port}{n}" for port in ("com", "lpt") for n in [*"123456789", "¹", "²", "³"]}
+)
+"""Names Windows gives to devices, with any extension (``CON``, ``nul.txt``): on a local folder such a file or
+folder cannot be made, or is the device itself."""
+
+
+def _is_windows_device(segment: str) -> bool:
+    return segment.split(".", 1)[0].rstrip(" ").lower() in _WINDOWS_DEVICES
+
+
 def validate_identifier(value: str, *, what: str) -> str:
     """Check an id that becomes one path segment (organization, user, conversation, context id)."""
     if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value) or value in {".", ".."}:
@@ -27,6 +39,11 @@ def validate_identifier(value: str, *, what: str) -> str:
             f"{what} id must be 1-128 characters of letters, digits, '_', '-', '.', '@' and start with a "
             "letter or digit"
         )
+    if value.endswith("."):
+        # Windows drops a trailing dot: "x." and "x" would be one folder on a local store there.
+        raise InvalidName(f"{what} id must not end with '.'")
+    if _is_windows_device(value):
+        raise InvalidName(f"{what} id must not be a Windows device name (CON, NUL, COM1...)")
     return value
 
 
@@ -46,10 +63,11 @@ def _checked_blob_name(name: str) -> str:
     # names are remembered, since a raised InvalidName is never cached.
     if not name:
         raise InvalidName("blob name must not be empty")
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-        raise InvalidName(f"blob name is longer than {MAX_NAME_BYTES} bytes")
+    # Before anything encodes it: a lone surrogate (JSON allows "\ud800") cannot be encoded as UTF-8.
     if any(unicodedata.category(ch) in {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"} for ch in name):
         raise InvalidName("blob name contains control or invisible characters")
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise InvalidName(f"blob name is longer than {MAX_NAME_BYTES} bytes")
     if unicodedata.normalize("NFKC", name) != name:
         # Full-width dots and slashes (．／) and other compatibility forms fold into path syntax.
         raise InvalidName("blob name contains compatibility (look-alike) characters")
@@ -71,6 +89,8 @@ def _checked_blob_name(name: str) -> str:
         if segment.endswith("."):
             # Windows drops a trailing dot: "report." and "report" would be one file there.
             raise InvalidName("blob name segments must not end with '.'")
+        if _is_windows_device(segment):
+            raise InvalidName("blob name segments must not be Windows device names (CON, NUL, COM1...)")
         if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
             raise InvalidName(f"each part of a blob name must be at most {MAX_SEGMENT_BYTES} bytes")
     return name

@@ -251,6 +251,13 @@ class Settings(BaseSettings):
         description="Host headers the /api/mcp endpoint accepts (DNS-rebinding protection); comma separated.",
     )
 
+    # -- output policy (orc.output_policy) ----------------------------------------------------------------
+    output_image_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Hosts whose https Markdown images an answer, title, export or MCP result may keep; comma "
+        "separated. Empty: every image is replaced by its alt text (a renderer fetches images without a click).",
+    )
+
     # -- MCP clients (tool names, local files) -----------------------------------------------------------
     mcp_tool_names: Literal["dotted", "underscore"] = Field(
         default="dotted",
@@ -313,7 +320,7 @@ class Settings(BaseSettings):
             raise ValueError("ORC_RATE_LIMIT must be N/second, N/minute, N/hour, N/day or off")
         return value
 
-    @field_validator("mcp_allowed_hosts", mode="before")
+    @field_validator("mcp_allowed_hosts", "output_image_hosts", mode="before")
     @classmethod
     def _parse_hosts(cls, value: object) -> object:
         if isinstance(value, str):

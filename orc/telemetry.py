@@ -402,7 +402,14 @@ def configure_telemetry(env: Mapping[str, str] | None = None, *, json_logs: bool
     if env.get("APPLICATIONINSIGHTS_CONNECTION_STRING"):
         from azure.monitor.opentelemetry import configure_azure_monitor  # heavy: only when exporting there
 
-        configure_azure_monitor(connection_string=env["APPLICATIONINSIGHTS_CONNECTION_STRING"], logger_name="orc")
+        from orc.telemetry_urls import ScrubUrls
+
+        # The distro instruments FastAPI and the Azure SDK: their URL attributes are scrubbed before export.
+        configure_azure_monitor(
+            connection_string=env["APPLICATIONINSIGHTS_CONNECTION_STRING"],
+            logger_name="orc",
+            span_processors=[ScrubUrls()],
+        )
         _configured = "azure-monitor"
     elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -414,7 +421,10 @@ def configure_telemetry(env: Mapping[str, str] | None = None, *, json_logs: bool
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
         resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME", "orc")})
+        from orc.telemetry_urls import ScrubUrls
+
         provider = TracerProvider(resource=resource)
+        provider.add_span_processor(ScrubUrls())  # before the exporter's, so it exports scrubbed URLs
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # endpoint etc. from OTEL_* vars
         trace.set_tracer_provider(provider)
         otel_metrics.set_meter_provider(

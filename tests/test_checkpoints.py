@@ -213,6 +213,7 @@ def every_field_set() -> TurnState:
         retrieval=RetrievalLegs(legs=["lexical", "vector"], fusion="rrf", embeddings="azure:embed"),
         grounding=Grounding(cited_sentences=1, uncited_sentences=0, removed_markers=1),
         suggestions=["What does lease.txt say about the deposit?"],
+        sanitized={"html": 1, "images": 1, "links": 0},
         context_request=[
             RequiredSlot(
                 slot="evidence",

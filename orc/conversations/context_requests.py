@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from orc.contracts import UnavailableDocument
 from orc.conversations.models import FocusContext
 from orc.errors import Conflict, ETagMismatch, ItemNotFound, NotFound
+from orc.names import validate_identifier
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection, StoredItem
 
@@ -173,7 +174,10 @@ class ContextRequests:
         self, principal: Principal, conversation_id: str, request_id: str
     ) -> tuple[ContextRequestRecord, str]:
         """The request and its ETag; ``context_request_not_found`` for unknown ids, other conversations' and other
-        principals' requests alike."""
+        principals' requests alike; ``invalid_name`` for an id that could not be one (NUL, line breaks, 255+
+        characters reached the storage key and failed there as a 500)."""
+        validate_identifier(conversation_id, what="conversation")
+        validate_identifier(request_id, what="context request")
         item = await self._items.get(principal.partition_key, _ID_PREFIX + request_id)
         record = ContextRequestRecord.model_validate(item.body) if item else None
         if record is None or record.conversation_id != conversation_id:

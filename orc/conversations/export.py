@@ -17,12 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
 
 from orc.contracts import Citation
 from orc.conversations import request_history
 from orc.conversations.context_requests import ContextRequestRecord
 from orc.conversations.models import Conversation, Feedback
+from orc.output_policy import OutputPolicy
 
 ExportFormat = Literal["markdown", "pdf", "json"]
 MEDIA_TYPES: dict[ExportFormat, str] = {
@@ -333,14 +336,41 @@ def export(
     feedback: Mapping[str, Feedback],
     fmt: ExportFormat,
     requests: Sequence[ContextRequestRecord] = (),
+    policy: OutputPolicy | None = None,
 ) -> bytes:
     """The conversation in ``fmt`` as bytes (the PDF is CPU-bound: call this in a thread for ``pdf``), with its
-    context ``requests`` where they happened."""
+    context ``requests`` where they happened.
+
+    Every string of it — title, questions, answers, quotes, file names, feedback, what was supplied — passes the
+    output ``policy`` first: a question or a feedback comment was never cleaned when it was stored, and an export
+    is rendered by whatever opens the file.
+    """
+    policy = policy or OutputPolicy()
+    conversation = _cleaned(conversation, policy)
+    feedback = {message_id: _cleaned(given, policy) for message_id, given in feedback.items()}
+    requests = [_cleaned(request, policy) for request in requests]
     if fmt == "json":
         return to_json(conversation, feedback, requests)
     if fmt == "markdown":
         return to_markdown(conversation, feedback, requests).encode("utf-8")
     return to_pdf(conversation, feedback, requests)
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _cleaned(model: _Model, policy: OutputPolicy) -> _Model:
+    return type(model).model_validate(_clean_value(model.model_dump(), policy))
+
+
+def _clean_value(value: Any, policy: OutputPolicy) -> Any:
+    if isinstance(value, str):
+        return policy.text(value)
+    if isinstance(value, dict):
+        return {key: _clean_value(item, policy) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clean_value(item, policy) for item in value]
+    return value
 
 
 def filename(conversation: Conversation, fmt: ExportFormat) -> str:

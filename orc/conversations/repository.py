@@ -204,9 +204,29 @@ class ConversationRepository:
         )
         return [_summary(item.body) for item in items]
 
-    async def rename(self, principal: Principal, conversation_id: str, title: str) -> ConversationSummary | None:
-        """Set the conversation's title (a user's title is never replaced by a generated one); ``None`` if absent."""
-        return await self._set_title(principal, conversation_id, title, source="user")
+    async def rename(
+        self, principal: Principal, conversation_id: str, title: str, *, start: bool = False
+    ) -> ConversationSummary | None:
+        """Set the conversation's title (a user's title is never replaced by a generated one); ``None`` if absent,
+        unless ``start``: a session that has files but no turn yet is then listed from now on with its title."""
+        renamed = await self._set_title(principal, conversation_id, title, source="user")
+        if renamed is not None or not start:
+            return renamed
+        now = utc_now()
+        body: dict[str, Any] = {
+            "kind": "conversation",
+            "conversation_id": conversation_id,
+            "title": title,
+            "title_source": "user",
+            "seq": HEADER_SEQ,
+            "turn_count": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        try:
+            return _summary((await self._items.create(principal.partition_key, _header_id(conversation_id), body)).body)
+        except ItemAlreadyExists:  # its first turn was stored meanwhile
+            return await self._set_title(principal, conversation_id, title, source="user")
 
     async def set_generated_title(self, principal: Principal, conversation_id: str, title: str) -> bool:
         """Replace the title made from the first question by a generated one, unless the user renamed it since."""

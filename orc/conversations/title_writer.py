@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from xml.sax.saxutils import escape
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -55,7 +56,12 @@ class TitleWriter:
     ) -> None:
         messages = [
             SystemMessage(load_prompt("conversation_title.system").render()),
-            HumanMessage(f"Question: {question[:EXCERPT_CHARS]}\n\nAnswer: {answer[:EXCERPT_CHARS]}"),
+            # Fenced and escaped: the question and the answer (which quotes documents) are data, and neither can
+            # close its fence or pose as another part of the request.
+            HumanMessage(
+                f"<question>\n{escape(question[:EXCERPT_CHARS])}\n</question>\n\n"
+                f"<answer>\n{escape(answer[:EXCERPT_CHARS])}\n</answer>"
+            ),
         ]
         try:
             with model_call("title"):

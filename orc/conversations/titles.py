@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import re
 
+from orc.output_policy import OutputPolicy
+
+_POLICY = OutputPolicy()
+"""Titles never show images: the strictest policy, whatever hosts answers may show images from."""
+
 TITLE_CHARS = 60
 MAX_USER_TITLE_CHARS = 200
 
@@ -32,9 +37,9 @@ def title_from_question(question: str) -> str:
         cut = core[:TITLE_CHARS]
         space = cut.rfind(" ")
         core = (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip(" ,;:") + "…"
-    return core[:1].upper() + core[1:]
+    return _POLICY.text(core[:1].upper() + core[1:])
 
 
 def clean_title(title: str) -> str:
     """A user's title, with control and invisible characters removed and spaces collapsed; may be empty."""
-    return " ".join(_CONTROL.sub(" ", title).split())
+    return _POLICY.text(" ".join(_CONTROL.sub(" ", title).split()))

@@ -21,6 +21,7 @@ from typing import Any
 from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.pdf_text import read_pdf
 from orc.errors import ExtractionError, UnsupportedMediaType
+from orc.json_depth import MAX_JSON_DEPTH, too_deep
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -304,8 +305,12 @@ def _extract_csv(data: bytes, filename: str) -> list[str]:
 
 
 def _extract_json(data: bytes, filename: str) -> list[str]:
+    text = _decode(data, filename)
+    if too_deep(text):
+        # json.loads and _flatten recurse per level: a deeper file would exhaust the stack.
+        raise ExtractionError(f"{filename!r} nests deeper than {MAX_JSON_DEPTH} levels")
     try:
-        value = json.loads(_decode(data, filename))
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ExtractionError(f"{filename!r} is not valid JSON (line {exc.lineno}, column {exc.colno})") from exc
     if isinstance(value, list) and value and all(isinstance(item, dict | list) for item in value):

@@ -29,6 +29,7 @@ from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, reque
 from orc.models.budget import HistoryTurn, history_within, within_budget
 from orc.models.sheets import Mode
 from orc.models.tokens import TokenCounter
+from orc.output_policy import OutputStream
 from orc.telemetry import model_call
 
 MAX_ANSWER_SOURCES = 12
@@ -110,17 +111,19 @@ async def _request(
     messages: list[BaseMessage],
     ctx: TurnContext,
     markers: MarkerFilter,
+    output: OutputStream,
     *,
     stream: bool,
     keep_reply: bool,
 ) -> tuple[BaseMessage | None, str]:
     """One answer request: streamed token by token when someone reads the events, else whole. Returns the reply
     (when ``keep_reply``: a request that may call tools needs it; others need only the text) and its text, without
-    the citation markers ``markers`` does not keep."""
+    the citation markers ``markers`` does not keep, cleaned by the output policy (``output``) before any of it is
+    sent."""
     if not stream:
         whole = await model.ainvoke(messages)
         ctx.meter.record(whole)
-        return whole, (markers.feed(whole.text) + markers.flush()).strip()
+        return whole, output.policy.text(markers.feed(whole.text) + markers.flush(), output.removed).strip()
     pieces: list[str] = []
     metered: list[BaseMessage] = []
     reply: BaseMessage | None = None
@@ -129,13 +132,13 @@ async def _request(
             reply = chunk if reply is None else cast(AIMessageChunk, reply) + cast(AIMessageChunk, chunk)
         # Text streams at once (held back only from an opening "[" until it is known to be a real marker); text a
         # model writes before asking for tools streams as well.
-        piece = markers.feed(str(chunk.text))
+        piece = output.feed(markers.feed(str(chunk.text)))
         if piece:
             pieces.append(piece)
             emit(TokenEvent(type="token", text=piece))
         if isinstance(chunk, AIMessage) and chunk.usage_metadata:
             metered.append(chunk)
-    tail = markers.flush()
+    tail = output.feed(markers.flush()) + output.flush()
     if tail:
         pieces.append(tail)
         emit(TokenEvent(type="token", text=tail))
@@ -186,8 +189,13 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     model = ctx.model.bind_tools(tools) if tools else ctx.model
     # Grounding in code: a marker that names no span given to the model never reaches the client.
     markers = MarkerFilter({source.ref for source in sources})
+    # The output policy in the pipeline: what is streamed, stored and returned is the cleaned text.
+    policy = ctx.output_policy
+    output = policy.stream()
     with model_call("answer"):
-        reply, text = await _request(model, messages, ctx, markers, stream=ctx.stream_tokens, keep_reply=bool(tools))
+        reply, text = await _request(
+            model, messages, ctx, markers, output, stream=ctx.stream_tokens, keep_reply=bool(tools)
+        )
     asked = requested_context(reply, state) if ctx.offers_request_context else []
     if asked:
         # The model asked the user for context: the turn pauses here, as when the rules ask.
@@ -203,11 +211,17 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     grounding = grounding_report(text, markers.removed)
     if ctx.corrective_retry and sources and grounding.mostly_uncited:
         text, grounding = await corrected_answer(model, messages, text, grounding, ctx, markers)
-    citations = extract_citations(text, sources)
-    note = (
+        text = policy.text(text, output.removed)
+    removed = output.removed
+    citations = [
+        citation.model_copy(update={"quote": policy.text(citation.quote, removed)})
+        for citation in extract_citations(text, sources)
+    ]
+    note = policy.text(
         non_focus_note(text, citations, origins)
         + unavailable_note(state.get("unavailable_documents") or [])
-        + (state.get("handoff_note") or "")
+        + (state.get("handoff_note") or ""),
+        removed,
     )
     if note:
         emit(TokenEvent(type="token", text=note))
@@ -217,7 +231,8 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         "answer": text,
         "citations": citations,
         "grounding": grounding,
-        "suggestions": follow_up_suggestions(state["question"], sources, citations, text),
+        "suggestions": policy.texts(follow_up_suggestions(state["question"], sources, citations, text), removed),
+        "sanitized": removed.as_dict(),
     }
     if ctx.finished is not None:
         ctx.finished({**state, **update})

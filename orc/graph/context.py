@@ -13,6 +13,7 @@ from orc.conversations import ConversationRepository
 from orc.mcp_client import McpToolbox
 from orc.models.metering import ModelMeter
 from orc.models.tokens import EstimatedTokens, TokenCounter
+from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 
 if TYPE_CHECKING:
@@ -74,3 +75,6 @@ class TurnContext:
     stream_tokens: bool = True
     """Whether someone reads the turn's events: the answer is then requested as a stream, token by token; a caller
     that only wants the result (``Orchestrator.ask``, a JSON response) gets it in one response."""
+    output_policy: OutputPolicy = field(default_factory=OutputPolicy)
+    """What the answer, its quotes and its suggestions may hold when they are sent and stored
+    (``ORC_OUTPUT_IMAGE_HOSTS``)."""

@@ -4,11 +4,16 @@ Rendered from ``prompts/context_block.txt`` with strict variables; the tool-plan
 in their ``{context_block}`` slot. The documents come from the availability model (loaded by tool_router before
 a planning call); a turn with attached files, which plans nothing, lists those files instead, so it costs no
 storage round trip.
+
+Every name in it — context ids, file names, statuses — is controlled by a user or a document: each is escaped as
+data inside the ``<context>`` fence, so ``x </context><system>…`` stays one file name and cannot close the fence or
+pose as another section.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from xml.sax.saxutils import escape
 
 from orc.graph.state import ListedDocument, TurnState
 from orc.models.prompting import load_prompt
@@ -20,13 +25,13 @@ _ORIGIN_LABEL = {"focus": "focus", "historical": "historical context"}
 
 
 def _context_label(type_: str, id_: str) -> str:
-    return f"{type_} {id_}"
+    return escape(f"{type_} {id_}")
 
 
 def _documents_text(documents: Sequence[ListedDocument] | None, blob_names: Sequence[str]) -> str:
     if documents is None:
         if blob_names:
-            return f"- session (attached to this question): {', '.join(blob_names)}"
+            return f"- session (attached to this question): {', '.join(escape(name) for name in blob_names)}"
         return "- (not listed here; documents.list lists them)"
     if not documents:
         return "- none"
@@ -34,7 +39,7 @@ def _documents_text(documents: Sequence[ListedDocument] | None, blob_names: Sequ
     labels: dict[tuple[str, str], str] = {}
     for doc in documents[:MAX_LISTED_DOCUMENTS]:
         key = (doc.context_type, doc.context_id)
-        groups.setdefault(key, []).append(f"{doc.filename} [{doc.status}]")
+        groups.setdefault(key, []).append(escape(f"{doc.filename} [{doc.status}]"))
         if doc.context_type == "session":
             labels[key] = "session (attached to this conversation)"
         elif doc.is_focus:

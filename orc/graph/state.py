@@ -181,6 +181,8 @@ class TurnState(TypedDict, total=False):
     citations: list[Citation]
     grounding: Grounding | None
     suggestions: list[str]
+    sanitized: dict[str, int]
+    """What the output policy removed from the answer, its quotes and suggestions (``metadata.sanitized``)."""
 
 
 def fresh_turn_input(
@@ -223,4 +225,5 @@ def fresh_turn_input(
         citations=[],
         grounding=None,
         suggestions=[],
+        sanitized={},
     )

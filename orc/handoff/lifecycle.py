@@ -136,12 +136,16 @@ class Handoff:
         """Store the request of a turn that just paused; the user message waits (``waiting_context``)."""
         summary = await self._conversations.get(principal, conversation_id)
         after_seq = summary.message_count // 2 if summary else 0
+        # The newer message wins: a request still pending from an earlier pause can no longer be supplied.
+        await self.supersede_pending(principal, conversation_id)
         now = datetime.now(UTC)
         slots, redactions = self._redacted([RequiredSlot.model_validate(slot) for slot in required])
+        request_id = ContextRequests.new_id()
         record = ContextRequestRecord(
-            request_id=ContextRequests.new_id(),
+            request_id=request_id,
             conversation_id=conversation_id,
-            user_message_id=f"msg-{after_seq + 1}-user",
+            # Its own id: two pauses before a stored turn are two different waiting messages.
+            user_message_id=f"msg-{after_seq + 1}-user-{request_id.removeprefix('req-')}",
             question=question,
             blob_names=blob_names,
             focus_context=focus,

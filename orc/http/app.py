@@ -8,6 +8,8 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from langchain_core.language_models import BaseChatModel
+from pydantic import SecretStr
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_server.http import build_mcp_http_app
@@ -28,10 +30,13 @@ from orc.http import (
 )
 from orc.http.admission import EarlyRefusal
 from orc.http.auth import Authenticator, RefuseEveryRequest, authenticator_for, easyauth_is_off
+from orc.http.body_deadline import BodyDeadline
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
 from orc.http.openapi_events import add_event_schemas
+from orc.http.response_headers import no_sniffing
 from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
+from orc.output_policy import OutputPolicy
 from orc.settings import Settings
 from orc.turns.policy import UNLIMITED, TurnPolicy
 
@@ -99,12 +104,14 @@ def _is_context_upload(path: str) -> bool:
 
 
 def configured_secrets(settings: Settings) -> list[str]:
-    """The secret values ``settings`` hold, which no log line may carry."""
+    """The secret values ``settings`` hold (API keys and every secret field), and those of environment variables
+    named like secrets, which client libraries read by themselves: no log line may carry them."""
     secrets = [*settings.api_keys]
-    for secret in (settings.model_api_key, settings.cosmos_key, settings.blob_connection_string):
-        if secret is not None:
-            secrets.append(secret.get_secret_value())
-    return secrets
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            secrets.append(value.get_secret_value())
+    return secrets + log_safety.environment_secrets()
 
 
 def create_app(
@@ -132,7 +139,9 @@ def create_app(
             settings, model=model, stores=stores, digest_model=digest_model, policy=policy
         ) as services:
             mcp_app, mcp_lifespan = build_mcp_http_app(
-                services.published_mcp_server, allowed_hosts=settings.mcp_allowed_hosts
+                services.published_mcp_server,
+                allowed_hosts=settings.mcp_allowed_hosts,
+                output_policy=OutputPolicy.allowing(settings.output_image_hosts),
             )
             async with mcp_lifespan():
                 app.state.services = services
@@ -151,7 +160,8 @@ def create_app(
         # /api/docs is served by orc.http.page from local assets (FastAPI's default loads Swagger UI from a CDN).
         docs_url=None,
         redoc_url=None,
-        openapi_url="/api/openapi.json",
+        # Served below, so that only an authenticated caller reads orc's version in it.
+        openapi_url=None,
     )
     add_event_schemas(api)
     api.state.authenticator = authenticator
@@ -191,6 +201,15 @@ def create_app(
             "mcp": MCP_PATH,
         }
 
+    @api.get("/api/openapi.json", include_in_schema=False)
+    async def openapi_document(request: Request) -> JSONResponse:
+        document = api.openapi()
+        try:
+            authenticator.authenticate(request.headers)
+        except OrcError:
+            document = {**document, "info": {**document["info"], "version": "unpublished"}}
+        return JSONResponse(document)
+
     def limit_for(path: str) -> int:
         if path.endswith("/context/files") or "/context/files/" in path or _is_context_upload(path):
             return settings.max_upload_bytes + _MULTIPART_OVERHEAD
@@ -212,6 +231,6 @@ def create_app(
         early = EarlyRefusal(app, authenticator, running_policy)
         return StreamLimits(early, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
 
-    served = BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for)
+    served = no_sniffing(BodyDeadline(BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for), authenticator))
     # A principal header nobody vouches for must not be trusted anywhere: refuse everything, say why in the log.
     return RefuseEveryRequest(served) if easyauth_is_off(settings) else served

@@ -1,64 +1,184 @@
-"""Bounds on client connections for ``orc serve``: a header-read deadline on top of uvicorn's own limits.
+"""Bounds on client connections for ``orc serve``: a deadline and a size limit on every request head, under either
+HTTP parser uvicorn may run (httptools, or h11 where httptools is not installed).
 
 uvicorn closes idle keep-alive connections (``timeout_keep_alive``) but sets no deadline on reading a request's
-headers: a client that sends a header line every few seconds (slowloris) held its connection, and its slot in
-``limit_concurrency``, for ever. :class:`HeaderDeadlineProtocol` closes a connection whose request line and
-headers are not complete within ``HEADER_TIMEOUT_SECONDS`` of its first byte (or of the connection opening).
+head: a client that sends a header line every few seconds (slowloris) held its connection, and its slot in
+``limit_concurrency``, for ever. And httptools sets no limit on a head's size: one 8 MB header was answered 200,
+and 100 such connections took the server from 190 MB to 1 GB. The protocols here close a connection whose request
+line and headers are not complete within ``HEADER_TIMEOUT_SECONDS`` of its first byte (or of the connection
+opening), and answer 431 and close when a head grows past ``MAX_HEADER_BYTES`` — counted by the protocol itself,
+so the limit holds whichever parser reads the bytes (h11's own ``max_incomplete_event_size`` only looks at a head
+that is still incomplete after a read).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_TIMEOUT_SECONDS = 10.0
 KEEP_ALIVE_SECONDS = 5
-MAX_CONNECTIONS = 2048
-"""Per process; beyond it uvicorn answers 503 at once instead of queueing (``limit_concurrency``)."""
+MAX_CONNECTIONS = 8192
+"""Per process; beyond it uvicorn answers 503 at once instead of queueing (``limit_concurrency``). High enough that
+one caller's burst of connections does not reach it before orc's own per-caller limits refuse them (2,100 slow
+bodies of one principal took every slot of 2,048 and every other caller got 503); an idle connection costs a few
+kilobytes, and the head deadline closes one that says nothing."""
 MAX_HEADER_BYTES = 64 * 1024
-"""Bytes of an incomplete request head h11 buffers (httptools has its own fixed limit)."""
+"""Bytes of one request head (request line and headers)."""
 
 
-class HeaderDeadlineProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol plus a deadline on reading each request's headers."""
+def _head_too_large_response() -> bytes:
+    body = json.dumps(
+        {
+            "type": "about:blank",
+            "title": "Request Header Fields Too Large",
+            "status": 431,
+            "code": "headers_too_large",
+            "detail": f"the request line and headers are larger than {MAX_HEADER_BYTES} bytes",
+        }
+    ).encode()
+    head = (
+        "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+        "content-type: application/problem+json\r\n"
+        "x-content-type-options: nosniff\r\n"
+        "connection: close\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+class _HeadLimits:
+    """The deadline and the size limit on a request head, shared by both protocols below. The protocol says when
+    a head starts (:meth:`_head_started`) and ends (:meth:`_head_done`) and counts its bytes (:meth:`_count`)."""
 
     header_timeout: float = HEADER_TIMEOUT_SECONDS
+    max_header_bytes: int = MAX_HEADER_BYTES
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def _init_head_limits(self) -> None:
         self._header_deadline: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+        self._in_head = True
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def on_message_begin(self) -> None:
-        self._arm()
-        super().on_message_begin()
-
-    def on_headers_complete(self) -> None:
-        self._disarm()
-        super().on_headers_complete()
-
-    def _arm(self) -> None:
+    def _head_started(self) -> None:
+        self._in_head = True
         if self._header_deadline is None:
             self._header_deadline = self.loop.call_later(self.header_timeout, self._headers_too_slow)
 
-    def _disarm(self) -> None:
+    def _head_done(self) -> None:
+        self._in_head = False
+        self._head_bytes = 0
+        self._stop_deadline()
+
+    def _stop_deadline(self) -> None:
         if self._header_deadline is not None:
             self._header_deadline.cancel()
             self._header_deadline = None
+
+    def _count(self, data: bytes) -> None:
+        if self._in_head:
+            self._head_bytes += len(data)
+
+    def _head_too_large(self) -> bool:
+        """Answer 431 and close when the head in progress passed the limit; whether it did."""
+        if not (self._in_head and self._head_bytes > self.max_header_bytes):
+            return False
+        self._stop_deadline()
+        if not self.transport.is_closing():
+            self.transport.write(_head_too_large_response())
+            self.transport.close()
+        return True
 
     def _headers_too_slow(self) -> None:
         self._header_deadline = None
         if not self.transport.is_closing():
             self.transport.close()
+
+
+def _httptools_protocol() -> type[Any] | None:
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:  # httptools has no build for this platform: h11 serves
+        return None
+
+    class HeaderDeadlineProtocol(_HeadLimits, HttpToolsProtocol):
+        """uvicorn's httptools protocol with a deadline and a size limit on each request head."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._init_head_limits()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._head_started()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_deadline()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            self._count(data)
+            if self._head_too_large():
+                return
+            super().data_received(data)
+            self._head_too_large()
+
+        def on_message_begin(self) -> None:
+            self._head_started()
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._head_done()
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            # What arrives next is the next request's head (its deadline starts with its first byte).
+            self._in_head = True
+
+    return HeaderDeadlineProtocol
+
+
+class H11HeadLimitsProtocol(_HeadLimits, H11Protocol):
+    """uvicorn's h11 protocol with a deadline and a size limit on each request head."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_head_limits()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_started()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_deadline()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        # h11 is IDLE on the client's side until it has read a whole request head.
+        if self.conn.their_state is h11.IDLE:
+            self._in_head = True
+        self._count(data)
+        if self._head_too_large():
+            return
+        super().data_received(data)
+        if self.transport.is_closing():
+            return
+        if self.conn.their_state is h11.IDLE:
+            if not self._head_too_large():
+                self._head_started()
+        else:
+            self._head_done()
+
+
+HttpToolsHeadLimitsProtocol = _httptools_protocol()
+HeaderDeadlineProtocol = HttpToolsHeadLimitsProtocol or H11HeadLimitsProtocol
+"""The protocol ``orc serve`` runs: httptools' when it is installed, else h11's; both bound request heads."""
 
 
 def server_options() -> dict[str, Any]:

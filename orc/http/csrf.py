@@ -61,6 +61,8 @@ class CsrfGuard:
         found = _origin(origin)
         if found is None:
             return False
-        host = headers.get("x-forwarded-host") or headers.get("host", "")
+        # The Host header only: X-Forwarded-Host is whatever the client wrote (App Service passes the site's own
+        # Host through), so trusting it let any page name itself as this site.
+        host = headers.get("host", "")
         own = {f"{scheme}://{host}".lower() for scheme in ("https", "http")} if host else set()
         return found in own or found in self.allowed

@@ -8,13 +8,18 @@ factory sees every record of every logger once, when it is made.
   shaped like one (``sk-…`` keys, ``AccountKey=``/``SharedAccessSignature=`` parts of connection strings, SAS
   ``sig=``, bearer tokens, ``api-key`` values) by pattern; each becomes ``[redacted]``.
 - Tracebacks: dropped from records above DEBUG unless their logger is enabled for DEBUG; the exception's type
-  stays in the message.
+  stays in the message. A traceback that stays is formatted here and redacted like the message (an exception's
+  text often quotes the request that failed, key included).
+- A record keeps its arguments (each redacted): formatters such as uvicorn's access formatter unpack them, and a
+  record without them made every access line a "Logging error".
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -44,22 +49,58 @@ class RedactSecrets(logging.Filter):
         return _PATTERNS.sub(_keep_label, text)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Redact the message (formatted once, here) and drop a traceback that DEBUG is not enabled for."""
+        """Redact the message and its arguments, drop a traceback that DEBUG is not enabled for, and redact the
+        one that stays."""
         try:
-            message = record.getMessage()
+            record.getMessage()
         except Exception:  # a malformed record: leave it to the formatter's own error handling
             return True
+        record.msg = self.redact(str(record.msg))
+        record.args = self._redacted_args(record.args)
         debugging = logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
         if record.exc_info and record.levelno > logging.DEBUG and not debugging:
             exc = record.exc_info[1]
             if exc is not None:
-                message = f"{message} ({type(exc).__name__})"
+                record.msg = f"{record.msg} ({type(exc).__name__})"
             record.exc_info = None
             record.exc_text = None
             record.stack_info = None
-        record.msg = self.redact(message)
-        record.args = None
+        elif record.exc_info and record.exc_info[0] is not None:
+            # Formatted now, redacted, and kept as the text formatters print (they format exc_info only when
+            # exc_text is empty).
+            record.exc_text = self.redact("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+            record.exc_info = None
+        if record.stack_info:
+            record.stack_info = self.redact(record.stack_info)
         return True
+
+    def _redacted_args(self, args: Any) -> Any:
+        if not args:
+            return args
+        if isinstance(args, dict):
+            return {key: self._redacted_arg(value) for key, value in args.items()}
+        if isinstance(args, tuple):
+            return tuple(self._redacted_arg(value) for value in args)
+        return self._redacted_arg(args)
+
+    def _redacted_arg(self, value: Any) -> Any:
+        if value is None or isinstance(value, bool | int | float):
+            return value  # %d and %f need numbers; numbers carry no secret
+        return self.redact(value if isinstance(value, str) else str(value))
+
+
+_SECRET_NAMES = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CONNECTION_STRING|CONNECTIONSTRING|SAS", re.IGNORECASE)
+
+
+def environment_secrets(environ: os._Environ[str] | dict[str, str] | None = None) -> list[str]:
+    """The values of environment variables named like secrets (``AZURE_OPENAI_API_KEY``, ``OPENAI_API_KEY``,
+    ``AzureWebJobsStorage``'s connection string...): client libraries read them without orc's settings."""
+    environ = os.environ if environ is None else environ
+    return [
+        value
+        for name, value in environ.items()
+        if len(value) >= 8 and (_SECRET_NAMES.search(name) or name.lower() == "azurewebjobsstorage")
+    ]
 
 
 def _keep_label(match: re.Match[str]) -> str:

@@ -18,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from orc import __version__
+from orc.errors import OrcError
 from orc.http.dependencies import Caller
 from orc.settings import Settings
 
@@ -47,7 +48,9 @@ class UiConfig(BaseModel):
     max_upload_bytes: int
     max_question_chars: int
     max_blob_names: int
-    version: str
+    version: str | None = Field(
+        default=None, description="orc's version, for a caller that is signed in (null for anyone else)."
+    )
 
 
 class Me(BaseModel):
@@ -65,7 +68,6 @@ def ui_config(settings: Settings) -> UiConfig:
         max_upload_bytes=settings.max_upload_bytes,
         max_question_chars=settings.max_question_chars,
         max_blob_names=settings.max_blob_names,
-        version=__version__,
     )
 
 
@@ -75,9 +77,14 @@ def install(api: FastAPI, settings: Settings) -> None:
     config = ui_config(settings)
 
     @router.get("/api/ui-config", response_model=UiConfig, tags=["page"], summary="The chat page's configuration")
-    async def get_ui_config() -> UiConfig:
-        """The sign-in mode and limits the page adapts to. Needs no credentials and reveals no secret."""
-        return config
+    async def get_ui_config(request: Request) -> UiConfig:
+        """The sign-in mode and limits the page adapts to. Needs no credentials and reveals no secret; the version
+        only to a caller that is signed in (an anonymous prober learns nothing about the deployment)."""
+        try:
+            request.app.state.authenticator.authenticate(request.headers)
+        except OrcError:
+            return config
+        return config.model_copy(update={"version": __version__})
 
     @router.get("/api/me", response_model=Me, tags=["page"], summary="Who you are signed in as")
     async def get_me(principal: Caller) -> Me:

@@ -5,9 +5,14 @@ and ``GET /api/sessions/{id}/context/stream``. Each holds a connection and a tas
 keeps it, so without limits 2,000 idle MCP streams stayed open for ever. :class:`StreamLimits` (an ASGI
 middleware in front of the app):
 
-- refuses a stream beyond ``per_principal`` open streams of its principal, or ``total`` of the process, with 429
-  ``too_many_streams`` and ``Retry-After`` (counted in process: a stream lives on one instance);
-- ends a stream that sent nothing for ``idle_seconds`` and any stream after ``max_seconds``.
+- refuses a stream beyond ``per_principal`` open streams of its principal, ``per_organization`` of its
+  organization (a group of keys), or ``total`` of the process, with 429 ``too_many_streams`` and ``Retry-After``
+  (counted in process: a stream lives on one instance);
+- keeps the last ``reserved`` slots for principals that hold no stream yet, so principals that already stream
+  cannot take every slot between them;
+- ends a stream that sent nothing for ``idle_seconds`` and any stream after ``max_seconds``. Keep-alive pings
+  (SSE comment lines, which the MCP SDK sends every 15 s) are not something sent: an idle stream that only pings
+  is still idle.
 
 A stream ended by a limit simply ends (its response already started); clients reconnect as they would after
 any dropped connection.
@@ -36,6 +41,22 @@ class StreamBounds:
     idle_seconds: float = 60.0
     max_seconds: float = 600.0
 
+    @property
+    def per_organization(self) -> int:
+        """Open streams of one organization's principals together: a quarter of the process."""
+        return max(self.per_principal, self.total // 4)
+
+    @property
+    def reserved(self) -> int:
+        """Slots only a principal without an open stream may take."""
+        return self.total // 8
+
+
+def carries_data(body: bytes) -> bool:
+    """Whether a chunk of a streamed body holds more than keep-alive: SSE comment lines (``: ping``) and blank
+    lines are not data."""
+    return any(line.strip() and not line.lstrip().startswith(b":") for line in body.split(b"\n"))
+
 
 def is_stream(scope: Scope, mcp_path: str) -> bool:
     """Whether the request asks for one of the long-lived responses."""
@@ -62,6 +83,7 @@ class StreamLimits:
         self.bounds = bounds
         self.is_stream = is_stream
         self.open: dict[str, int] = {}
+        self.by_organization: dict[str, int] = {}
         self.total = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -70,25 +92,33 @@ class StreamLimits:
             return
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
         try:
-            owner = self.authenticator.authenticate(headers).partition_key
+            principal = self.authenticator.authenticate(headers)
         except OrcError:
             await self.app(scope, receive, send)  # the app answers 401 itself
             return
-        if self.total >= self.bounds.total or self.open.get(owner, 0) >= self.bounds.per_principal:
+        owner, organization = principal.partition_key, principal.organization
+        if not self._admits(owner, organization):
             refused = TooManyStreams("too many open streams; close one or retry later", retry_after=5)
             await problems.problem_for(refused)(scope, receive, send)
             return
         self.total += 1
-        self.open[owner] = self.open.get(owner, 0) + 1
+        _add(self.open, owner, 1)
+        _add(self.by_organization, organization, 1)
         try:
             await self._bounded(scope, receive, send)
         finally:
             self.total -= 1
-            left = self.open[owner] - 1
-            if left:
-                self.open[owner] = left
-            else:
-                del self.open[owner]
+            _add(self.open, owner, -1)
+            _add(self.by_organization, organization, -1)
+
+    def _admits(self, owner: str, organization: str) -> bool:
+        holding = self.open.get(owner, 0)
+        limit = self.bounds.total - (self.bounds.reserved if holding else 0)
+        return (
+            self.total < limit
+            and holding < self.bounds.per_principal
+            and self.by_organization.get(organization, 0) < self.bounds.per_organization
+        )
 
     async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
         loop = asyncio.get_running_loop()
@@ -103,8 +133,10 @@ class StreamLimits:
                     started = started or message["type"] == "http.response.start"
                     finished = message["type"] == "http.response.body" and not message.get("more_body", False)
                     await send(message)
-                    # Whatever was sent resets the idle clock, never past the stream's total.
-                    deadline.reschedule(min(end, loop.time() + self.bounds.idle_seconds))
+                    # What was sent resets the idle clock (never past the stream's total) — unless it was only a
+                    # keep-alive ping, which the server sends by itself and which says nothing of the client.
+                    if message["type"] != "http.response.body" or carries_data(message.get("body", b"")):
+                        deadline.reschedule(min(end, loop.time() + self.bounds.idle_seconds))
 
                 await self.app(scope, receive, sending)
         except TimeoutError:
@@ -114,3 +146,11 @@ class StreamLimits:
             elif not finished:
                 # End the response properly (the last chunk), so the connection stays usable.
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _add(counts: dict[str, int], key: str, change: int) -> None:
+    left = counts.get(key, 0) + change
+    if left > 0:
+        counts[key] = left
+    else:
+        counts.pop(key, None)

@@ -6,7 +6,7 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
 from orc.documents.uploads import Upload
-from orc.errors import InvalidInput
+from orc.errors import InvalidInput, InvalidName
 
 MAX_FILES_PER_UPLOAD = 20
 
@@ -22,6 +22,10 @@ async def read_uploads(request: Request, max_upload_bytes: int) -> list[Upload]:
         for part in form.getlist("files"):
             if not isinstance(part, UploadFile) or part.filename is None:
                 raise InvalidInput("every 'files' part must be a file with a filename", code="invalid_upload")
+            if "\\" in part.headers.get("content-disposition", ""):
+                # The multipart parser keeps only what follows the last backslash of a Windows path
+                # (``C:\\Users\\x\\report.txt`` → ``report.txt``): that would silently replace another file.
+                raise InvalidName("a file name must not contain a backslash (send the file's own name, not a path)")
             data = await part.read(max_upload_bytes + 1)
             uploads.append(Upload(filename=part.filename, data=data, content_type=part.content_type))
     if not uploads:

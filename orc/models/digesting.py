@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from orc.models.prompting import unquoted_name
 from orc.text import split_sentences
 
 __all__ = ["aggregate_digest", "digest_reply", "per_file_digest"]
@@ -168,7 +169,7 @@ def _parse_per_file(envelope: str) -> tuple[str, str, list[_Span]]:
     for line in envelope.split("\n"):
         if not in_spans:
             if line.startswith("FILE: "):
-                filename = line[len("FILE: ") :]
+                filename = unquoted_name(line[len("FILE: ") :])
             elif line.startswith("FORMAT: "):
                 fmt = line[len("FORMAT: ") :]
             elif line == "SOURCE_SPANS:":
@@ -198,7 +199,7 @@ def _parse_aggregate(envelope: str) -> tuple[list[tuple[str, str]], list[dict[st
         elif line == "END_FILE_DIGESTS":
             break
         elif section == "MANIFEST:" and line.startswith("- filename: "):
-            files.append((line[len("- filename: ") :], "text"))
+            files.append((unquoted_name(line[len("- filename: ") :]), "text"))
         elif section == "MANIFEST:" and line.startswith("  format: ") and files:
             files[-1] = (files[-1][0], line[len("  format: ") :])
         elif section == "FILE_DIGESTS:" and line.strip():

@@ -10,6 +10,7 @@ provider failure                              orc error                         
 request timeout, the turn's own deadline      :class:`~orc.errors.ModelTimeout`       504
 400 ``context_length_exceeded``               :class:`~orc.errors.ContextTooLong`     413
 401, 403, 404 (key, role or deployment)       :class:`~orc.errors.ModelMisconfigured`  502
+a body that is not the JSON it should be      :class:`~orc.errors.ModelBehaviourError` 502
 ============================================  ======================================  ===========================
 
 Messages never repeat the provider's text: a 401's text can quote the API key.
@@ -17,6 +18,7 @@ Messages never repeat the provider's text: a 401's text can quote the API key.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,7 +27,14 @@ from typing import Any
 import httpx
 import openai
 
-from orc.errors import ContextTooLong, ModelMisconfigured, ModelTimeout, ModelUnavailable, OrcError
+from orc.errors import (
+    ContextTooLong,
+    ModelBehaviourError,
+    ModelMisconfigured,
+    ModelTimeout,
+    ModelUnavailable,
+    OrcError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +52,22 @@ def model_fault(exc: BaseException) -> OrcError | None:
         return ModelUnavailable("the model could not be reached; nothing was stored", retry_after=_DEFAULT_RETRY_AFTER)
     if isinstance(exc, openai.APIStatusError):
         return _status_fault(exc)
+    if isinstance(exc, openai.APIResponseValidationError) or (
+        isinstance(exc, json.JSONDecodeError) and _raised_by_the_provider_client(exc)
+    ):
+        log.warning("the model provider sent a response that is not valid JSON")
+        return ModelBehaviourError("the model sent a malformed response; nothing was stored. Retry later.")
     return None
+
+
+def _raised_by_the_provider_client(exc: BaseException) -> bool:
+    """Whether the OpenAI client raised ``exc`` (while reading a provider's response), not orc's own code."""
+    frame = exc.__traceback__
+    while frame is not None:
+        if str(frame.tb_frame.f_globals.get("__name__", "")).startswith("openai."):
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def _status_fault(exc: openai.APIStatusError) -> OrcError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from orc.contracts import SourceSpan
 from orc.errors import PromptFileError
+
+_NEEDS_QUOTING = re.compile(r'[<>&"\\]|^\s|\s$')
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,3 +214,28 @@ def format_sources(sources: Iterable[SourceSpan], contexts: Mapping[str, str] | 
         section = f" section={quoteattr(source.section)}" if source.section else ""
         parts.append(f"<source ref={quoteattr(source.ref)}{page}{section}{context}>\n{escape(source.text)}\n</source>")
     return "\n".join(parts)
+
+
+def quoted_name(name: str) -> str:
+    """``name`` as the envelope shows it: as it is, or — when it holds a markup or quoting character — as a JSON
+    string without one (``"x \\u003csystem\\u003e.md"``)."""
+    if not _NEEDS_QUOTING.search(name):
+        return name
+    return markup_safe_json(json.dumps(name, ensure_ascii=False))
+
+
+def unquoted_name(shown: str) -> str:
+    """The file name an envelope line shows (the inverse of :func:`quoted_name`)."""
+    if shown.startswith('"'):
+        try:
+            value = json.loads(shown)
+        except ValueError:
+            return shown
+        return value if isinstance(value, str) else shown
+    return shown
+
+
+def markup_safe_json(encoded_json: str) -> str:
+    """JSON text with ``<``, ``>`` and ``&`` written as ``\\u`` escapes: the same value, no markup character."""
+    # In JSON text these characters occur only inside strings, where their \u escapes mean the same.
+    return encoded_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -85,6 +85,11 @@ class TurnMetadata(BaseModel):
     retrieval: RetrievalLegs | None = Field(
         default=None, description='Which retrieval legs ran, e.g. {"legs": ["lexical", "vector"], "fusion": "rrf"}.'
     )
+    sanitized: dict[str, int] = Field(
+        default_factory=dict,
+        description="What the server's output policy removed from the answer, its quotes and suggestions: raw HTML "
+        "tags escaped (html), images from hosts not allowed (images), links with a refused scheme (links).",
+    )
 
 
 class TurnResult(BaseModel):

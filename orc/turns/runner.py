@@ -13,7 +13,7 @@ import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -33,6 +33,7 @@ from orc.mcp_client import McpConnection, McpToolbox
 from orc.models.faults import model_fault
 from orc.models.metering import ModelMeter
 from orc.models.tokens import TokenCounter
+from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 from orc.storage.checkpoints import NEW_TURN
 from orc.telemetry import turn_span
@@ -59,6 +60,8 @@ class RunnerParts:
     titles: TitleWriter | None
     handoff: Handoff
     session_digest: Callable[[Principal, str], Awaitable[str]] | None
+    output_policy: OutputPolicy = field(default_factory=OutputPolicy)
+    """What answers, quotes and suggestions may hold when they are streamed and stored (ORC_OUTPUT_IMAGE_HOSTS)."""
 
 
 class TurnRunner:
@@ -179,6 +182,7 @@ class TurnRunner:
             offers_request_context=may_pause and capabilities.asks_for_context,
             session_digest=parts.session_digest,
             gate=gate,
+            output_policy=parts.output_policy,
         )
 
     def _astream(
@@ -260,6 +264,7 @@ class TurnRunner:
             unavailable_documents=turn.unavailable,
             retrieval_rounds=state["retrieval_rounds"],
             retrieval=state.get("retrieval"),
+            sanitized=state["sanitized"],
         )
         stored = await self._parts.conversations.append_turn(
             turn.principal,

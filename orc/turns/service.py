@@ -26,6 +26,7 @@ from orc.graph.events import ContextRequiredEvent, ContextResolvedEvent, ErrorEv
 from orc.graph.pause import Resumed
 from orc.handoff import ContextUpdate, Handoff, Move, Resumption, SupplyPayload, running_without
 from orc.names import validate_identifier
+from orc.output_policy import OutputPolicy
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.turns.contract import ContextRequired, TurnRequest, TurnResult, final_event
 from orc.turns.policy import Admission, TurnPolicy
@@ -116,6 +117,7 @@ class Orchestrator:
         files: SessionFiles,
         delete_checkpoints: Callable[[str], Awaitable[None]],
         titles: TitleWriter | None = None,
+        output_policy: OutputPolicy | None = None,
     ) -> None:
         self._preparer = preparer
         self._runner = runner
@@ -125,6 +127,7 @@ class Orchestrator:
         self._files = files
         self._delete_checkpoints = delete_checkpoints
         self._titles = titles
+        self._output_policy = output_policy or OutputPolicy()
 
     async def settle(self) -> None:
         """Wait for the work a turn leaves running after its answer (a conversation's generated title)."""
@@ -289,6 +292,9 @@ class Orchestrator:
         if len(cleaned) > MAX_USER_TITLE_CHARS:
             raise PayloadTooLarge(f"the title is longer than {MAX_USER_TITLE_CHARS} characters", code="title_too_long")
         summary = await self._conversations.rename(principal, conversation_id, cleaned)
+        if summary is None and await self._files.files(principal, conversation_id):
+            # A session with files and no turn yet is a session the user sees (and may name).
+            summary = await self._conversations.rename(principal, conversation_id, cleaned, start=True)
         if summary is None:
             raise NotFound("no such session", code="session_not_found")
         return summary
@@ -314,7 +320,7 @@ class Orchestrator:
         }
         requests = await self._handoff.requests.for_conversation(principal, conversation_id) if self._handoff else []
         # Laying out a long conversation as a PDF takes tens of milliseconds: not on the event loop.
-        data = await asyncio.to_thread(export, conversation, feedback, fmt, requests)
+        data = await asyncio.to_thread(export, conversation, feedback, fmt, requests, self._output_policy)
         return data, filename(conversation, fmt)
 
     async def delete_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> None:

@@ -48,8 +48,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     code: str | None = None
     """The OpenAI error ``code`` of an error reply (default: the status)."""
-    fault: Literal["hang", "cut"] | None = None
-    """``hang``: never answer (until the endpoint stops); ``cut``: drop the connection mid-body."""
+    fault: Literal["hang", "cut", "truncated"] | None = None
+    """``hang``: never answer (until the endpoint stops); ``cut``: drop the connection mid-body; ``truncated``: a
+    complete response whose JSON body stops halfway."""
 
 
 class OpenAIEndpoint:
@@ -125,6 +126,10 @@ class OpenAIEndpoint:
         if reply.fault == "cut":
             return StreamingResponse(
                 _cut(), media_type="text/event-stream" if body.get("stream") else "application/json"
+            )
+        if reply.fault == "truncated":
+            return Response(
+                b'{"id": "chatcmpl-local", "object": "chat.completion", "choi', media_type="application/json"
             )
         if reply.status != 200:
             code = reply.code or str(reply.status)
