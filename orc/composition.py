@@ -314,8 +314,20 @@ async def build_document_services(
     pool = extraction_pool(settings, stack)
     vectors = await span_vectors(settings, stack, stores)
     operations = await build_operation_quotas(settings, stores)
+    quotas = await build_quotas(settings, stores)
     library, context, jobs, recovery = await _document_library(
-        settings, stack, stores, catalog, digests_by, idempotency, conversations, queues, pool, vectors, operations
+        settings,
+        stack,
+        stores,
+        catalog,
+        digests_by,
+        idempotency,
+        conversations,
+        queues,
+        pool,
+        vectors,
+        operations,
+        quotas,
     )
     document_chat = DocumentChatService(
         stores.blobs,
@@ -333,7 +345,6 @@ async def build_document_services(
         ),
         vectors=vectors,
     )
-    quotas = await build_quotas(settings, stores)
     policy = policy if policy is not None else turn_policy(quotas)
     services = McpServices(
         # An MCP client's document_chat answer is a model call: admitted and charged like a turn.
@@ -373,6 +384,7 @@ async def _document_library(
     pool: ExtractionPool,
     vectors: SpanVectors | None,
     uploads: OperationQuotas,
+    quotas: Quotas,
 ) -> tuple[DocumentLibrary, ContextFiles, JobWorker, DocumentRecovery]:
     """Contexts, session and context documents, the processing pipeline, the search index cache and digests."""
     texts = TextStore(await stores.collections.collection("document_text"))
@@ -412,9 +424,7 @@ async def _document_library(
     digest_store = DigestStore(await stores.collections.collection("digests"))
     runner = DigestRunner(digest_model)
     file_digests = FileDigests(catalog, texts, digest_store, runner, max_concurrency=settings.digest_concurrency)
-    session_digests = SessionDigests(
-        files, file_digests, digest_store, runner, SessionSignals(), admission=await build_quotas(settings, stores)
-    )
+    session_digests = SessionDigests(files, file_digests, digest_store, runner, SessionSignals(), admission=quotas)
     files.listen(session_digests)
     summaries = DigestSummaries(catalog, session_digests, file_digests)
     # Registered after the processor, so digests stop (and leave their work "stale") before it and the stores do.
