@@ -120,8 +120,8 @@ async def test_another_organizations_upload_is_processed_before_a_backlog_queued
 
 
 async def test_a_document_past_its_deadline_fails_with_the_reason_and_the_next_gets_a_fresh_worker() -> None:
-    # About 7 s of parsing on an idle machine; the deadline leaves room for a loaded one's first parse (imports).
-    slow = make_pdf([[f"line {line} of page {page}, with a few words" for line in range(40)] for page in range(1000)])
+    # About 10 s of parsing on an idle machine; the deadline leaves room for a loaded one's first parse (imports).
+    slow = make_pdf([[f"line {line} of page {page}, with a few words" for line in range(40)] for page in range(6000)])
     quick = make_pdf([["The rent is 900 euros."]])
     pool = ExtractionPool(1, 1024 << 20, deadline_seconds=3.0)
     try:

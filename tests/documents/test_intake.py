@@ -25,13 +25,13 @@ from tests.mcp_server.helpers import connect
 from tests.mcp_server.test_document_tools import call, error_code
 
 MB = 1024 * 1024
-MAX_UPLOAD_BYTES = 2 * MB
+MAX_UPLOAD_BYTES = 8 * MB
 DEADLINE_SECONDS = 0.3
 
 
 def slow_pdf() -> bytes:
-    """A PDF of 300 dense pages: seconds to parse, far past :data:`DEADLINE_SECONDS`."""
-    return make_pdf([[f"line {line} of page {page}, with a few words" for line in range(40)] for page in range(300)])
+    """A PDF of 2,000 dense pages (4 MB): seconds to parse, far past :data:`DEADLINE_SECONDS`."""
+    return make_pdf([[f"line {line} of page {page}, with a few words" for line in range(40)] for page in range(2000)])
 
 
 CASES = {
