@@ -27,6 +27,7 @@ from mcp_server.server import build_mcp_server
 from mcp_server.services import McpServices
 from orc.conversations import ConversationRepository
 from orc.conversations.context_requests import ContextRequests
+from orc.conversations.exporting import Exports
 from orc.conversations.title_writer import TitleWriter
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
@@ -41,6 +42,7 @@ from orc.documents.contexts import ContextDirectory
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.intake import FileTexts
 from orc.documents.leases import ProcessingLeases
 from orc.documents.library import DocumentLibrary
 from orc.documents.limits import ExtractionLimits
@@ -68,7 +70,7 @@ from orc.models.tokens import token_counter_for
 from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 from orc.prompt_source import prompts_for
-from orc.quotas import Quotas, RateLimit
+from orc.quotas import MAX_CONCURRENT_UPLOADS, OperationQuotas, Quotas, RateLimit
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.localfs import LocalBlobStore
@@ -156,6 +158,8 @@ class DocumentServices:
     recovery: DocumentRecovery
     quotas: Quotas
     policy: TurnPolicy
+    file_texts: FileTexts
+    exports: Exports
 
 
 async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:
@@ -311,8 +315,21 @@ async def build_document_services(
     # Registered before the processor, so it stops after the jobs that use it.
     pool = extraction_pool(settings, stack)
     vectors = await span_vectors(settings, stack, stores)
+    operations = await build_operation_quotas(settings, stores)
+    quotas = await build_quotas(settings, stores)
     library, context, jobs, recovery = await _document_library(
-        settings, stack, stores, catalog, digests_by, idempotency, conversations, queues, pool, vectors
+        settings,
+        stack,
+        stores,
+        catalog,
+        digests_by,
+        idempotency,
+        conversations,
+        queues,
+        pool,
+        vectors,
+        operations,
+        quotas,
     )
     document_chat = DocumentChatService(
         stores.blobs,
@@ -320,7 +337,6 @@ async def build_document_services(
         chat_model,
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
-        limits=extraction_limits(settings),
         extraction_pool=pool,
         # What the document processor stored is read, not extracted again, and file ids hold across instances.
         texts=SessionTexts(
@@ -331,7 +347,6 @@ async def build_document_services(
         ),
         vectors=vectors,
     )
-    quotas = await build_quotas(settings, stores)
     policy = policy if policy is not None else turn_policy(quotas)
     services = McpServices(
         # An MCP client's document_chat answer is a model call: admitted and charged like a turn.
@@ -354,6 +369,8 @@ async def build_document_services(
         recovery=recovery,
         quotas=quotas,
         policy=policy,
+        file_texts=FileTexts(pool, max_upload_bytes=settings.max_upload_bytes, admission=operations),
+        exports=Exports(pool, operations),
     )
 
 
@@ -366,8 +383,10 @@ async def _document_library(
     idempotency: IdempotencyKeys,
     conversations: ConversationRepository,
     queues: JobQueues | None,
-    pool: ExtractionPool | None,
+    pool: ExtractionPool,
     vectors: SpanVectors | None,
+    uploads: OperationQuotas,
+    quotas: Quotas,
 ) -> tuple[DocumentLibrary, ContextFiles, JobWorker, DocumentRecovery]:
     """Contexts, session and context documents, the processing pipeline, the search index cache and digests."""
     texts = TextStore(await stores.collections.collection("document_text"))
@@ -389,7 +408,6 @@ async def _document_library(
         indexes,
         max_document_bytes=settings.max_upload_bytes,
         dispatch=dispatch if queues is not None else None,
-        limits=extraction_limits(settings),
         leases=leases,
         extraction_pool=pool,
         vectors=vectors,
@@ -398,12 +416,17 @@ async def _document_library(
     stack.push_async_callback(processor.aclose)
     directory = ContextDirectory(catalog)
     files = SessionFiles(
-        catalog, stores.blobs, max_upload_bytes=settings.max_upload_bytes, processor=processor, texts=texts
+        catalog,
+        stores.blobs,
+        max_upload_bytes=settings.max_upload_bytes,
+        processor=processor,
+        texts=texts,
+        admission=uploads,
     )
     digest_store = DigestStore(await stores.collections.collection("digests"))
     runner = DigestRunner(digest_model)
     file_digests = FileDigests(catalog, texts, digest_store, runner, max_concurrency=settings.digest_concurrency)
-    session_digests = SessionDigests(files, file_digests, digest_store, runner, SessionSignals())
+    session_digests = SessionDigests(files, file_digests, digest_store, runner, SessionSignals(), admission=quotas)
     files.listen(session_digests)
     summaries = DigestSummaries(catalog, session_digests, file_digests)
     # Registered after the processor, so digests stop (and leave their work "stale") before it and the stores do.
@@ -423,7 +446,13 @@ async def _document_library(
         scopes=DocumentScopes(
             directory=directory,
             context_documents=ContextDocuments(
-                catalog, stores.blobs, directory, processor, texts, max_upload_bytes=settings.max_upload_bytes
+                catalog,
+                stores.blobs,
+                directory,
+                processor,
+                texts,
+                max_upload_bytes=settings.max_upload_bytes,
+                admission=uploads,
             ),
             session_files=files,
             conversations=conversations,
@@ -518,6 +547,8 @@ class Services:
     """Resumes or fails uploads and processing a crash interrupted (swept in the background when embedded)."""
     artifacts: SessionArtifacts
     """What a session offers to supply to a context request: documents, digest facts, earlier answers."""
+    file_texts: FileTexts
+    """The text of files supplied to a context request: checked, admitted and parsed like uploads."""
 
 
 @asynccontextmanager
@@ -610,6 +641,7 @@ async def build_runtime(
             delete_checkpoints=checkpointer.adelete_thread,
             titles=titles,
             output_policy=output_policy,
+            exports=services.exports,
         )
         # Titles still being written finish before the stores they write to close.
         stack.push_async_callback(orchestrator.settle)
@@ -647,6 +679,7 @@ async def build_runtime(
                 conversations=services.conversations,
                 redactor=redactor,
             ),
+            file_texts=services.file_texts,
         )
 
 
@@ -668,6 +701,21 @@ def turn_policy(quotas: Quotas) -> TurnPolicy:
     """Quotas admit and charge turns; with no limit configured (always under ``ORC_AUTH=none``: one local user)
     nothing is counted and no turn waits at a gate."""
     return QuotaPolicy(quotas) if quotas.enabled else UNLIMITED
+
+
+async def build_operation_quotas(settings: Settings, stores: Stores) -> OperationQuotas:
+    """Uploads (files, bytes) and exports per principal per window; none under ``ORC_AUTH=none`` (as
+    :func:`build_quotas`)."""
+    if settings.auth == "none":
+        return OperationQuotas(None, files=None, max_bytes=None)
+    mb = settings.upload_mb_per_window
+    return OperationQuotas(
+        await stores.collections.collection("quotas"),
+        files=RateLimit.parse(settings.upload_rate),
+        max_bytes=None if mb is None else mb << 20,
+        exports=RateLimit.parse(settings.export_rate),
+        max_concurrent_uploads=MAX_CONCURRENT_UPLOADS,
+    )
 
 
 async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
@@ -706,12 +754,16 @@ def extraction_limits(settings: Settings) -> ExtractionLimits:
     )
 
 
-def extraction_pool(settings: Settings, stack: AsyncExitStack) -> ExtractionPool | None:
-    """The process's extraction workers (shared by the processor and document_chat), or None to parse in threads
-    (``ORC_EXTRACTION_PROCESSES=0``). Started on first use, stopped with the runtime."""
-    if settings.extraction_processes == 0:
-        return None
-    pool = ExtractionPool(settings.extraction_processes, settings.extraction_memory_mb << 20)
+def extraction_pool(settings: Settings, stack: AsyncExitStack) -> ExtractionPool:
+    """The one place documents are parsed (the processor, document_chat and supply share it), under the configured
+    limits and deadline: worker processes started on first use and stopped with the runtime, or threads
+    (``ORC_EXTRACTION_PROCESSES=0``)."""
+    pool = ExtractionPool(
+        settings.extraction_processes,
+        settings.extraction_memory_mb << 20,
+        limits=extraction_limits(settings),
+        deadline_seconds=settings.extraction_seconds,
+    )
     stack.push_async_callback(pool.aclose)
     return pool
 

@@ -42,6 +42,7 @@ from orc.errors import (
     StorageUnavailable,
     TokenQuotaExceeded,
     TooManyConcurrentTurns,
+    TooManyRequests,
 )
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection
@@ -70,6 +71,9 @@ REFUSAL_HOLD_SECONDS = 1.0
 """The longest an early refusal is held before it is sent (never longer than its ``Retry-After``)."""
 MAX_HELD_REFUSALS = 1024
 """Refusals held at once per process; beyond them refusals are sent at once (each holds a connection)."""
+MAX_CONCURRENT_UPLOADS = 4
+"""Uploads one principal may have being stored and processed at once, per process (as ORC_MAX_CONCURRENT_TURNS
+for turns): a flood of uploads then costs the others at most that many uploads' work at a time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +239,22 @@ class Quotas:
                     self._refused(key, now)
                     raise self._refusal(_RATE_ID, window_end - now)
 
+    async def may_digest(self, principal: Principal) -> bool:
+        """Whether digests of the principal's uploads may call the model now: not while its turns are refused
+        (its turn window full, or the day's tokens spent)."""
+        key, now = principal.partition_key, self._clock()
+        if any(self._full_until.get((key, counter), 0.0) > now for counter in (_TOKENS_ID, _RATE_ID)):
+            return False
+        if self._collection is None:
+            return True
+        # Read from the store: the process that refused the principal's turns may be another one.
+        if self._daily_tokens is not None and await self._read(key, _TOKENS_ID, now - now % _DAY) >= self._daily_tokens:
+            return False
+        if self._rate is not None:
+            window = self._rate.window_seconds
+            return await self._read(key, _RATE_ID, now - now % window) < self._rate.count
+        return True
+
     async def charge(self, principal: Principal, tokens: int) -> None:
         """Add the tokens a finished turn used to the principal's day (known only after the turn)."""
         if self._collection is None or self._daily_tokens is None or tokens <= 0:
@@ -354,21 +374,184 @@ class Quotas:
         return int(item.body.get("count", 0))
 
     async def _add(self, key: str, item_id: str, window_start: float, amount: int, *, cap: int | None) -> int | None:
-        """Add ``amount`` to the counter of the window starting at ``window_start``; ``None`` (nothing added) when
-        that would pass ``cap``. Conditional writes make concurrent instances count each request once."""
         assert self._collection is not None
-        for _ in range(_MAX_ATTEMPTS):
-            item = await self._collection.get(key, item_id)
-            current = 0 if item is None or item.body.get("window") != window_start else int(item.body["count"])
-            if cap is not None and current + amount > cap:
-                return None
-            body: dict[str, Any] = {"window": window_start, "count": current + amount}
+        return await add_to_window(self._collection, key, item_id, window_start, amount, cap=cap)
+
+
+async def add_to_window(
+    collection: DocumentCollection, key: str, item_id: str, window_start: float, amount: int, *, cap: int | None
+) -> int | None:
+    """Add ``amount`` to the counter ``item_id`` of the window starting at ``window_start``; ``None`` (nothing
+    added) when that would pass ``cap``. Conditional writes make concurrent instances count each request once."""
+    for _ in range(_MAX_ATTEMPTS):
+        item = await collection.get(key, item_id)
+        current = 0 if item is None or item.body.get("window") != window_start else int(item.body["count"])
+        if cap is not None and current + amount > cap:
+            return None
+        body: dict[str, Any] = {"window": window_start, "count": current + amount}
+        try:
+            if item is None:
+                await collection.create(key, item_id, body)
+            else:
+                await collection.replace(key, item_id, body, if_match=item.etag)
+        except (ItemAlreadyExists, ETagMismatch):
+            continue  # another instance counted first: read again
+        return current + amount
+    raise StorageUnavailable("the quota counter is contended; retry", retry_after=1)
+
+
+# -- uploads and exports ---------------------------------------------------------------------------------------------
+
+
+class OperationQuotas:
+    """The costly operations besides turns, per principal per window, counted in the ``quotas`` collection like
+    turns: files and bytes uploaded (``ORC_UPLOAD_RATE``, ``ORC_UPLOAD_MB_PER_WINDOW``), refused with 429
+    ``upload_limit`` before anything is stored, processed or digested; exports (``ORC_EXPORT_RATE``), refused with
+    429 ``export_limit`` before anything is rendered. ``None`` limits are off.
+
+    A refusal is held up to :data:`REFUSAL_HOLD_SECONDS` before it is raised (at most :data:`MAX_HELD_REFUSALS`
+    at once), as turns' early refusals are: a client that uploads again as soon as it is refused then sends one
+    request a second per connection, instead of keeping the server busy reading bodies it will refuse.
+
+    Implements :class:`orc.documents.uploads.UploadAdmission` and
+    :class:`orc.conversations.exporting.ExportAdmission`: the services call it, not the adapters.
+    """
+
+    def __init__(
+        self,
+        collection: DocumentCollection | None,
+        *,
+        files: RateLimit | None,
+        max_bytes: int | None,
+        exports: RateLimit | None = None,
+        max_concurrent_uploads: int | None = None,
+        clock: Callable[[], float] = time.time,
+        refusal_hold_seconds: float = REFUSAL_HOLD_SECONDS,
+    ) -> None:
+        self._collection = collection
+        self._files = files
+        self._max_bytes = max_bytes
+        self._exports = exports
+        self._max_concurrent = max_concurrent_uploads
+        self._in_flight: dict[str, int] = {}  # uploads (and "<key>#exports") running now, per principal
+        self._clock = clock
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._full_until: dict[str, float] = {}
+        self._refusal_hold = refusal_hold_seconds
+        self._held = 0
+
+    @contextlib.asynccontextmanager
+    async def uploading(self, principal: Principal, files: int, size: int) -> AsyncIterator[None]:
+        """Hold one of the principal's concurrent-upload slots while the block stores and processes ``files``
+        files of ``size`` bytes, counted in its window. Refused (held, then raised) with 429
+        ``too_many_concurrent_uploads`` when its slots are taken, ``upload_limit`` when the window cannot take
+        the files (nothing is counted then)."""
+        key = principal.partition_key
+        if self._max_concurrent is not None and self._in_flight.get(key, 0) >= self._max_concurrent:
+            refusal = TooManyRequests(
+                f"at most {self._max_concurrent} uploads may run at once; wait for one to finish",
+                code="too_many_concurrent_uploads",
+                retry_after=1,
+            )
+            await self._hold(refusal)
+            raise refusal
+        # Taken before the window's store round trip, so that concurrent uploads see it.
+        self._in_flight[key] = self._in_flight.get(key, 0) + 1
+        try:
             try:
-                if item is None:
-                    await self._collection.create(key, item_id, body)
-                else:
-                    await self._collection.replace(key, item_id, body, if_match=item.etag)
-            except (ItemAlreadyExists, ETagMismatch):
-                continue  # another instance counted first: read again
-            return current + amount
-        raise StorageUnavailable("the quota counter is contended; retry", retry_after=1)
+                await self._admit(principal, files, size)
+            except TooManyRequests as refusal:
+                await self._hold(refusal)
+                raise
+            yield
+        finally:
+            left = self._in_flight[key] - 1
+            if left:
+                self._in_flight[key] = left
+            else:
+                del self._in_flight[key]
+
+    @contextlib.asynccontextmanager
+    async def exporting(self, principal: Principal) -> AsyncIterator[None]:
+        """Hold the principal's one export slot while the block renders, counted in its window. Refused (held,
+        then raised) with 429 ``too_many_concurrent_exports`` while another of its exports renders in this
+        process, ``export_limit`` when its window is full."""
+        key = f"{principal.partition_key}#exports"
+        if self._collection is not None and key in self._in_flight:
+            refusal = TooManyRequests(
+                "one export at a time; wait for the other to finish", code="too_many_concurrent_exports", retry_after=1
+            )
+            await self._hold(refusal)
+            raise refusal
+        self._in_flight[key] = 1  # taken before the window's store round trip: a concurrent export sees it
+        try:
+            await self._admit_export(principal)
+            yield
+        finally:
+            del self._in_flight[key]
+
+    async def _admit_export(self, principal: Principal) -> None:
+        if self._collection is None or self._exports is None:
+            return
+        now = self._clock()
+        window = self._exports.window_seconds
+        start = now - now % window
+        key = principal.partition_key
+        known_full = self._full_until.get(f"{key}#exports", 0.0) > now
+        if (
+            known_full
+            or (await add_to_window(self._collection, key, "exports", start, 1, cap=self._exports.count)) is None
+        ):
+            self._full_until[f"{key}#exports"] = start + window
+            refusal = RateLimited(
+                f"at most {self._exports.count} exports per {window} s",
+                code="export_limit",
+                retry_after=max(1, math.ceil(start + window - now)),
+            )
+            await self._hold(refusal)
+            raise refusal
+
+    async def _hold(self, refusal: TooManyRequests) -> None:
+        if self._held >= MAX_HELD_REFUSALS:
+            return
+        self._held += 1
+        try:
+            await asyncio.sleep(min(self._refusal_hold, refusal.retry_after))
+        finally:
+            self._held -= 1
+
+    async def _admit(self, principal: Principal, files: int, size: int) -> None:
+        if self._collection is None or self._files is None or files <= 0:
+            return
+        now = self._clock()
+        window = self._files.window_seconds
+        start = now - now % window
+        key = principal.partition_key
+        if self._full_until.get(key, 0.0) > now:
+            raise self._refusal(start + window - now)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if self._max_bytes is not None:
+                counted = await add_to_window(self._collection, key, "upload_bytes", start, size, cap=self._max_bytes)
+                if counted is None:
+                    raise self._refusal(start + window - now)  # a smaller file may still fit: not remembered
+            counted = await add_to_window(self._collection, key, "upload_files", start, files, cap=self._files.count)
+            if counted is None:
+                if self._max_bytes is not None:  # the bytes were counted for files that are refused: give them back
+                    await add_to_window(self._collection, key, "upload_bytes", start, -size, cap=None)
+                if files == 1:  # not even one more file: the window is full, refused from memory until it ends
+                    self._full_until[key] = start + window
+                raise self._refusal(start + window - now)
+        if len(self._full_until) > _MAX_REMEMBERED:
+            self._full_until = {other: until for other, until in self._full_until.items() if until > now}
+
+    def _refusal(self, wait: float) -> RateLimited:
+        assert self._files is not None
+        limit = f"{self._files.count} files"
+        if self._max_bytes is not None:
+            limit += f" or {self._max_bytes >> 20} MB"
+        return RateLimited(
+            f"at most {limit} may be uploaded per {self._files.window_seconds} s",
+            code="upload_limit",
+            retry_after=max(1, math.ceil(wait)),
+        )

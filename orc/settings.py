@@ -183,6 +183,12 @@ class Settings(BaseSettings):
     extraction_memory_mb: int = Field(
         default=1024, ge=256, description="Address-space limit of each extraction worker process, in MiB."
     )
+    extraction_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long one document may take to parse; past it the worker is replaced and the document "
+        "fails (extraction_timeout).",
+    )
     processing_lease_seconds: float = Field(
         default=30.0,
         gt=0,
@@ -206,6 +212,16 @@ class Settings(BaseSettings):
     )
     token_quota_daily: int | None = Field(
         default=None, ge=1, description="Model tokens per principal per UTC day (unset: no quota)."
+    )
+    upload_rate: str = Field(
+        default="300/hour",
+        description="Files one principal may upload per window: N/second|minute|hour|day, or 'off'.",
+    )
+    export_rate: str = Field(
+        default="60/hour", description="Exports one principal may make per window: N/second|minute|hour|day, or 'off'."
+    )
+    upload_mb_per_window: int | None = Field(
+        default=2048, ge=1, description="Megabytes one principal may upload per ORC_UPLOAD_RATE window (unset: no cap)."
     )
     max_concurrent_turns: int = Field(default=4, ge=1, description="Turns one principal may run at once (per process).")
     turn_timeout: float = Field(
@@ -312,12 +328,12 @@ class Settings(BaseSettings):
                 ) from exc
         return value
 
-    @field_validator("rate_limit")
+    @field_validator("rate_limit", "upload_rate", "export_rate")
     @classmethod
     def _rate(cls, value: str) -> str:
         value = value.strip().lower()
         if value not in ("", "off") and not RATE_LIMIT_PATTERN.fullmatch(value):
-            raise ValueError("ORC_RATE_LIMIT must be N/second, N/minute, N/hour, N/day or off")
+            raise ValueError("a rate must be N/second, N/minute, N/hour, N/day or off")
         return value
 
     @field_validator("mcp_allowed_hosts", "output_image_hosts", mode="before")

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from orc.cli.commands import Console, ask
+from orc.cli.handoff import Terminal
 from orc.composition import build_runtime
 from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
@@ -35,7 +36,8 @@ async def run(*lines: str) -> tuple[str, str, list[str]]:
     prompts, read_line = typed(*lines)
     async with build_runtime(Settings()) as services:
         await services.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
-        assert await ask(services.orchestrator, Console(out, err), QUESTION, read_line)  # type: ignore[arg-type]
+        terminal = Terminal(read_line, services.file_texts)
+        assert await ask(services.orchestrator, Console(out, err), QUESTION, terminal)  # type: ignore[arg-type]
     return out.getvalue(), err.getvalue(), prompts
 
 

@@ -92,7 +92,7 @@ def test_every_python_block_of_the_readme_runs_as_written(samples: Path, capsys:
     blocks = code_blocks("python")
     assert blocks
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {"__name__": "__readme__"})
+        exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
     assert "60 days" in capsys.readouterr().out
 
 

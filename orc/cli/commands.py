@@ -24,7 +24,7 @@ from orc.cli.documents import (
     put_context,
     remove_document,
 )
-from orc.cli.handoff import ReadLine, resume_interactively
+from orc.cli.handoff import Terminal, resume_interactively
 from orc.cli.table import table
 from orc.composition import Services, build_runtime
 from orc.conversations import FocusContext
@@ -50,12 +50,12 @@ PROGRESS_SECONDS = 2.0
 
 
 async def ask(
-    orchestrator: Orchestrator, console: Console, request: TurnRequest, read_line: ReadLine | None = None
+    orchestrator: Orchestrator, console: Console, request: TurnRequest, terminal: Terminal | None = None
 ) -> bool:
-    """Stream one turn to ``console``; ``False`` when it ended in an error. With ``read_line`` (a terminal), a turn
-    that pauses for context asks the user for it and goes on."""
+    """Stream one turn to ``console``; ``False`` when it ended in an error. With a ``terminal``, a turn that pauses
+    for context asks the user for it and goes on."""
     ok = True
-    if read_line is not None:
+    if terminal is not None:
         request = request.model_copy(update={"context_requests": "allow"})
     events = orchestrator.stream(request)
     while True:
@@ -65,9 +65,9 @@ async def ask(
             ok = ok and event["type"] != "error"
             if event["type"] == "context_required":
                 paused = event
-        if paused is None or read_line is None:
+        if paused is None or terminal is None:
             return ok
-        events = resume_interactively(orchestrator, paused, read_line, console.err)
+        events = resume_interactively(orchestrator, paused, terminal, console.err)
 
 
 async def upload(files: SessionFiles, conversation_id: str, paths: Sequence[Path], console: Console) -> list[str]:
@@ -175,7 +175,8 @@ async def run_ask(settings: Settings, console: Console, args: argparse.Namespace
             question=args.question, conversation_id=conversation_id, blob_names=names, context=context
         )
         # Only a person at a terminal can answer a context request; a piped run always gets an answer.
-        ok = await ask(services.orchestrator, console, request, input if sys.stdin.isatty() else None)
+        terminal = Terminal(input, services.file_texts) if sys.stdin.isatty() else None
+        ok = await ask(services.orchestrator, console, request, terminal)
     return 0 if ok else 1
 
 

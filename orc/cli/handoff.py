@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from orc.cli.answer_text import readable
-from orc.documents.extraction import extract
+from orc.documents.intake import FileTexts
+from orc.documents.uploads import Upload
 from orc.errors import OrcError
 from orc.handoff import SupplyPayload, running_without, supplying
 from orc.principal import LOCAL_PRINCIPAL
@@ -21,6 +23,15 @@ from orc.turns import ContextRequiredEvent, ContextSuggestion, Event
 from orc.turns.service import Orchestrator, Turn
 
 ReadLine = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    """What a paused turn needs to ask the user: a way to read a line, and the intake that reads a file's text
+    (the same checks, limits and extraction pool as uploads)."""
+
+    read_line: ReadLine
+    texts: FileTexts
 
 
 def show_request(event: ContextRequiredEvent, err: TextIO) -> None:
@@ -35,14 +46,14 @@ def show_request(event: ContextRequiredEvent, err: TextIO) -> None:
 
 
 async def resume_interactively(
-    orchestrator: Orchestrator, event: ContextRequiredEvent, read_line: ReadLine, err: TextIO
+    orchestrator: Orchestrator, event: ContextRequiredEvent, terminal: Terminal, err: TextIO
 ) -> AsyncIterator[Event]:
     """Ask the user for each slot and resume the turn with the answers (or without, when all are skipped)."""
     show_request(event, err)
     numbered = [suggestion for slot in event["required"] for suggestion in slot["suggestions"]]
     payloads: list[SupplyPayload] = []
     for slot in event["required"]:
-        payload = await _ask_for(slot["slot"], numbered, read_line, err)
+        payload = await _ask_for(slot["slot"], numbered, terminal, err)
         if payload is not None:
             payloads.append(payload)
     conversation, request = event["conversation_id"], event["request_id"]
@@ -57,8 +68,9 @@ async def resume_interactively(
 
 
 async def _ask_for(
-    slot: str, numbered: list[ContextSuggestion], read_line: ReadLine, err: TextIO
+    slot: str, numbered: list[ContextSuggestion], terminal: Terminal, err: TextIO
 ) -> SupplyPayload | None:
+    read_line = terminal.read_line
     prompt = f"\n{slot}: paste text (end with an empty line), a file path, a suggestion number, or Enter to skip\n> "
     first = (await asyncio.to_thread(read_line, prompt)).strip()
     if not first:
@@ -75,7 +87,8 @@ async def _ask_for(
     if path is not None:
         try:
             data = await asyncio.to_thread(path.read_bytes)
-            text = (await asyncio.to_thread(extract, data, path.name, None)).text.strip()
+            (read,) = await terminal.texts.read(LOCAL_PRINCIPAL, [Upload(path.name, data)])
+            text = read.text.strip()
         except (OSError, OrcError) as exc:
             print(f"  could not read {path.name}: {exc}", file=err)
             return None

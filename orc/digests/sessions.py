@@ -24,7 +24,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from orc.clock import utc_now
 from orc.digests.envelopes import format_name
@@ -81,8 +81,20 @@ class _Worker:
     task: asyncio.Task[None] | None = None
 
 
+class DigestAdmission(Protocol):
+    """Whether digest work may call the model for ``principal`` now (implemented by :class:`orc.quotas.Quotas`).
+
+    Digests are started by uploads, not asked for: a principal whose turns are being refused (its window full,
+    its day's tokens spent) must not keep the model busy through its uploads instead."""
+
+    async def may_digest(self, principal: Principal) -> bool: ...
+
+
 class SessionDigests:
-    """Keeps each session's per-file and aggregate digests current, one background worker per session."""
+    """Keeps each session's per-file and aggregate digests current, one background worker per session.
+
+    A pass for a principal that :class:`DigestAdmission` holds back makes no model call: its files' digests stay
+    ``stale`` until the next change (or an explicit retry) finds the principal admitted again."""
 
     def __init__(
         self,
@@ -91,6 +103,8 @@ class SessionDigests:
         store: DigestStore,
         runner: DigestRunner,
         signals: SessionSignals,
+        *,
+        admission: DigestAdmission | None = None,
     ) -> None:
         self._files = files
         self._file_digests = file_digests
@@ -99,6 +113,8 @@ class SessionDigests:
         self.signals = signals
         self._workers: dict[str, _Worker] = {}
         self._closed = False
+        # Digest passes of a principal it refuses make no model call (none: every pass runs).
+        self._admission = admission
 
     @property
     def file_digests(self) -> FileDigests:
@@ -238,6 +254,10 @@ class SessionDigests:
 
     async def _pass(self, worker: _Worker, retry: set[str], *, forced: bool = False) -> None:
         principal, session_id = worker.principal, worker.session_id
+        if self._admission is not None and not await self._admission.may_digest(principal):
+            logger.info("digests deferred: the principal is over its limits")
+            await self._leave_stale([worker])  # nobody works on them until the next change or retry
+            return
         manifest = await self._files.manifest(principal, session_id)
         if not manifest.auto_parse and not forced:
             return  # the digests wait for "parse now" (released cached digests are still freed by the caller)

@@ -19,7 +19,7 @@ from orc.documents.processing import DocumentLocation, DocumentProcessor, Proces
 from orc.documents.records import ContextDocument, ContextRef
 from orc.documents.sessions.service import refuse_folder_conflicts
 from orc.documents.text_store import TextStore
-from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads
+from orc.documents.uploads import ADMIT_ALL, UPLOAD_WAIT_SECONDS, Upload, UploadAdmission, check_uploads, uploading
 from orc.errors import NotFound
 from orc.names import BlobPaths, validate_identifier
 from orc.principal import Principal
@@ -69,8 +69,10 @@ class ContextDocuments:
         texts: TextStore,
         *,
         max_upload_bytes: int,
+        admission: UploadAdmission = ADMIT_ALL,
     ) -> None:
         self._catalog = catalog
+        self._admission = admission
         self._blobs = blobs
         self._directory = directory
         self._processor = processor
@@ -98,6 +100,12 @@ class ContextDocuments:
         """
         check_uploads(uploads, self._max_upload_bytes)
         await self._directory.get(principal, ref)
+        async with uploading(self._admission, principal, uploads):
+            return await self._add(principal, ref, uploads, wait_seconds)
+
+    async def _add(
+        self, principal: Principal, ref: ContextRef, uploads: Sequence[Upload], wait_seconds: float
+    ) -> list[UploadedDocument]:
         existing = {record.filename: record for record in await self.documents(principal, ref)}
         refuse_folder_conflicts([upload.filename for upload in uploads], existing)
         touched: list[UploadedDocument] = []

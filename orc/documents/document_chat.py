@@ -23,12 +23,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, RetrievalLegs, SourceSpan, Usage
-from orc.documents.extraction import ExtractedDocument, extract
+from orc.documents.extraction import ExtractedDocument
 from orc.documents.extraction_pool import ExtractionPool
+from orc.documents.fair_turns import organization_of
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
 from orc.documents.hybrid import beside_lexical, start_query
-from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
 from orc.documents.search import SpanIndex, build_index
 from orc.documents.session_texts import NOTHING_PROCESSED, ProcessedTexts
 from orc.documents.spans import Span, source_ref
@@ -73,11 +73,6 @@ class _LoadedFile:
         return self.index.text.spans
 
 
-def _extract_and_index(data: bytes, name: str, content_type: str, limits: ExtractionLimits) -> SpanIndex:
-    """The processor's own steps (extract → spans → index), for a blob it never processed."""
-    return _index(extract(data, name, content_type, limits))
-
-
 def _index(extracted: ExtractedDocument) -> SpanIndex:
     """Spans and index of text already extracted."""
     return build_index(process_extracted(extracted))
@@ -104,15 +99,13 @@ class DocumentChatService:
         max_question_chars: int = 4000,
         max_documents: int = 20,
         model_timeout_seconds: float = 120.0,
-        limits: ExtractionLimits = DEFAULT_LIMITS,
         extraction_pool: ExtractionPool | None = None,
         vectors: SpanVectors | None = None,
     ) -> None:
         if max_sources < 1 or max_documents < 1 or max_question_chars < 1 or max_document_bytes < 1:
             raise ValueError("limits must be positive")
         self._blobs = blobs
-        self._limits = limits
-        self._pool = extraction_pool
+        self._pool = extraction_pool if extraction_pool is not None else ExtractionPool(0)
         self._cache = cache
         self._texts = texts
         self._model = model
@@ -304,9 +297,7 @@ class DocumentChatService:
             raise _not_found(name) from None
         if len(data) > self._max_document_bytes:
             raise _too_large(name, self._max_document_bytes)
-        if self._pool is None:
-            return await asyncio.to_thread(_extract_and_index, data, name, info.content_type, self._limits)
-        extracted = await self._pool.extract(data, name, info.content_type, self._limits)
+        extracted = await self._pool.extract(data, name, info.content_type, organization=organization_of(path))
         return await asyncio.to_thread(_index, extracted)
 
     async def _retrieve(

@@ -1,41 +1,77 @@
-"""Extraction in worker processes with a memory ceiling, so one hostile document cannot take the serving process.
+"""Where every document is parsed: worker processes with a memory cap and a deadline, shared fairly across
+organizations, so one hostile or slow document cannot take the serving process or hold anyone else's.
 
 The size bounds of :mod:`orc.documents.limits` stop the bombs they can see coming (a zip's declared sizes, the
 text a parser returned). What they cannot see — a PDF stream that inflates to gigabytes inside the parser, a
-parser's own blow-up — is contained here: the parsing runs in a small pool of worker processes, each under an
-address-space limit (``ORC_EXTRACTION_MEMORY_MB``). A worker that hits it fails that one document
-(``extraction_memory``) and is replaced; the serving process's memory and event loop are untouched, and a parse
-holding a worker's GIL never holds the server's. ``ORC_EXTRACTION_PROCESSES=0`` keeps extraction in threads of
-the serving process (what tests and tiny set-ups may prefer: no worker start-up).
+parser's own blow-up, a parse that never ends — is contained here: the parsing runs in a small pool of worker
+processes, each under an address-space limit (``ORC_EXTRACTION_MEMORY_MB``) and each document under a deadline
+(``ORC_EXTRACTION_SECONDS``). A worker that hits either fails that one document (``extraction_memory``,
+``extraction_timeout``) and is replaced; the serving process's memory and event loop are untouched. The workers
+are handed out by :class:`~orc.documents.fair_turns.FairTurns`: one organization's backlog waits behind its own
+documents, not in front of another organization's.
+
+``ORC_EXTRACTION_PROCESSES=0`` keeps extraction in threads of the serving process (what tests and tiny set-ups
+may prefer: no worker start-up); the limits, the fairness and the deadline still hold there, but a thread past
+its deadline cannot be stopped: its document fails at the deadline and the thread finishes in the background.
 
 Small plain-text documents (text, Markdown, CSV, JSON, HTML up to :data:`IN_PROCESS_MAX_BYTES`) are parsed in a
 thread of the serving process even with a pool: they cannot decompress, and their parse costs less than the trip
-to a worker and back (a 600-byte text: 0.24 ms in a thread, 0.64 ms through a worker; 100 at once 18 vs 38 ms,
-since one worker takes them one by one). A set-up that only ever sees such documents never starts a worker.
+to a worker and back.
+
+Workers are started with ``spawn``, which imports the program's main module again in each worker. A program
+that does its work at import time (no ``if __name__ == "__main__":`` guard) would run again there, so such a
+program is detected before any worker starts (:func:`unguarded_main`) and its documents are parsed in threads,
+with one warning.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import contextlib
 import logging
 import multiprocessing
+import os
+import signal
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from orc.documents.extraction import CSV, HTML, JSON, MARKDOWN, TEXT, ExtractedDocument, detect_media_type, extract
-from orc.documents.limits import ExtractionLimits
-from orc.errors import ExtractionError, UnsupportedMediaType
+from orc.documents.fair_turns import FairTurns
+from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
+from orc.errors import ExtractionError, OrcError, UnsupportedMediaType
 
-__all__ = ["IN_PROCESS_MAX_BYTES", "ExtractionPool", "parses_in_process"]
+__all__ = [
+    "DEFAULT_EXTRACTION_SECONDS",
+    "IN_PROCESS_MAX_BYTES",
+    "ExtractionPool",
+    "parses_in_process",
+    "unguarded_main",
+]
 
 IN_PROCESS_MAX_BYTES = 128 * 1024
 """Plain-text documents up to this size are parsed in the serving process (a few ms at most, bounded memory)."""
+DEFAULT_EXTRACTION_SECONDS = 60.0
+"""How long one document may take to parse (``ORC_EXTRACTION_SECONDS``)."""
+THREADS = 2
+"""Documents parsed at once when the pool runs in threads."""
 
 _PLAIN_TEXT = frozenset({TEXT, MARKDOWN, CSV, JSON, HTML})
+_KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+
+class WorkerInitializer(Protocol):
+    """Runs first in every worker process, with the worker's memory cap in bytes."""
+
+    def __call__(self, memory_bytes: int, /) -> None: ...
 
 
 def parses_in_process(data: bytes, filename: str, content_type: str | None) -> bool:
@@ -50,19 +86,92 @@ def parses_in_process(data: bytes, filename: str, content_type: str | None) -> b
         return True  # refused at once by extract(), wherever it runs
 
 
+def unguarded_main() -> str | None:
+    """The program's main module when a ``spawn``ed worker would run its code again, else None.
+
+    ``spawn`` re-imports the main module in each worker (as ``__mp_main__``), by path or by module name, the way
+    :mod:`multiprocessing.spawn` prepares a child; an interactive session, ``python -c`` and a package's
+    ``__main__`` are not re-imported. The module is safe when its top level only imports, defines, assigns or
+    runs code under ``if __name__ == "__main__":``; any other statement (a bare call such as
+    ``asyncio.run(main())``) would run again in the worker. A source that cannot be read counts as unguarded.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        return None
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if name is not None:
+        if name == "__main__" or name.endswith(".__main__"):
+            return None
+        path = getattr(spec, "origin", None)
+    else:
+        path = getattr(main, "__file__", None)
+    if not path:
+        return None
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return str(path)
+    return None if all(_runs_nothing(node) for node in tree.body) else str(path)
+
+
+_DEFINITIONS = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Pass,
+    ast.Assign,
+    ast.AnnAssign,
+)
+
+
+def _runs_nothing(node: ast.stmt) -> bool:
+    """Whether a top-level statement is safe to run again in a worker."""
+    if isinstance(node, _DEFINITIONS):
+        return True
+    if isinstance(node, ast.Expr):
+        return isinstance(node.value, ast.Constant)  # a docstring
+    if isinstance(node, ast.If):
+        return _is_main_guard(node.test) or (
+            all(_runs_nothing(child) for child in node.body) and all(_runs_nothing(child) for child in node.orelse)
+        )
+    if isinstance(node, ast.Try):
+        parts = [*node.body, *node.orelse, *node.finalbody, *(s for h in node.handlers for s in h.body)]
+        return all(_runs_nothing(child) for child in parts)
+    return False
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [side.id for side in sides if isinstance(side, ast.Name)]
+    values = [side.value for side in sides if isinstance(side, ast.Constant)]
+    return names == ["__name__"] and values == ["__main__"]
+
+
+WORKER_NICENESS = 10
+"""How much lower a worker's scheduling priority is than the serving process's: parsing is background work, so on
+a busy machine the server's requests (another organization's turns) get the CPU first."""
+
+
 def _limit_memory(memory_bytes: int) -> None:
-    """Worker initializer: cap the worker's address space (where the platform allows it)."""
+    """Worker initializer: cap the worker's address space and lower its priority (where the platform allows)."""
     try:
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     except (ImportError, ValueError, OSError):  # Windows, or a hard limit already lower
         logger.debug("could not limit the extraction worker's memory", exc_info=True)
+    with contextlib.suppress(AttributeError, OSError):  # no os.nice on Windows
+        os.nice(WORKER_NICENESS)
 
 
-def _probe() -> bool:
-    """The first job of a new pool: proves the workers start (they import the program's ``__main__``)."""
-    return True
+def _probe() -> int:
+    """The first job of a new worker: proves it starts, and names the process to stop at a deadline."""
+    return os.getpid()
 
 
 def _extract_in_worker(data: bytes, filename: str, content_type: str | None, limits: ExtractionLimits) -> Any:
@@ -70,94 +179,185 @@ def _extract_in_worker(data: bytes, filename: str, content_type: str | None, lim
         return extract(data, filename, content_type, limits)
     except MemoryError:
         # Raised inside the worker when the cap is hit: the worker itself is fine once the parse is dropped.
-        raise ExtractionError(
-            f"{filename!r} needs more memory to extract than one document may use", code="extraction_memory"
-        ) from None
+        raise _over_memory(filename) from None
+
+
+def _over_memory(filename: str) -> ExtractionError:
+    return ExtractionError(
+        f"{filename!r} needs more memory to extract than one document may use", code="extraction_memory"
+    )
+
+
+@dataclass(slots=True)
+class _Worker:
+    """One worker process, in an executor of its own so that it can be stopped alone."""
+
+    executor: ProcessPoolExecutor
+    pid: int
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):  # already gone
+            os.kill(self.pid, _KILL)
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 class ExtractionPool:
-    """A lazily started pool of ``workers`` extraction processes, each limited to ``memory_bytes``.
+    """Parses documents under ``limits``: in ``workers`` processes (each capped at ``memory_bytes``, started on
+    first use), or in threads when ``workers`` is 0; each document within ``deadline_seconds``; fair across
+    organizations.
 
-    Workers are started with ``spawn``, so each imports the program's ``__main__`` module again; a program that
-    does its work at import time (no ``if __name__ == "__main__":`` guard) cannot start them. The pool's first job
-    is a probe: when it fails, documents are parsed in threads of this process from then on, with a warning,
-    instead of every upload failing.
+    When the workers cannot start (a program without a main guard, a platform that refuses them), documents are
+    parsed in threads from then on, with one warning, instead of every upload failing.
     """
 
-    def __init__(self, workers: int, memory_bytes: int, *, initializer: Callable[[int], None] = _limit_memory) -> None:
-        if workers < 1:
-            raise ValueError("an extraction pool needs at least one worker")
+    def __init__(
+        self,
+        workers: int,
+        memory_bytes: int = 1024 << 20,
+        *,
+        limits: ExtractionLimits = DEFAULT_LIMITS,
+        deadline_seconds: float = DEFAULT_EXTRACTION_SECONDS,
+        initializer: WorkerInitializer = _limit_memory,
+    ) -> None:
+        if workers < 0 or deadline_seconds <= 0:
+            raise ValueError("an extraction pool needs a non-negative worker count and a positive deadline")
         self._workers = workers
         self._memory_bytes = memory_bytes
         self._initializer = initializer
-        self._executor: ProcessPoolExecutor | None = None
-        self._probed = False
-        self._in_threads = False
-        self._probing = asyncio.Lock()
+        self._limits = limits
+        self._deadline = deadline_seconds
+        self._idle: list[_Worker] = []
+        self._live: set[int] = set()  # pids of the workers started and not stopped
+        self._in_threads = workers == 0
+        self._warned = False
+        self._turns = FairTurns(workers or THREADS)
+
+    @property
+    def limits(self) -> ExtractionLimits:
+        """The bounds every document is parsed under."""
+        return self._limits
 
     @property
     def in_threads(self) -> bool:
-        """Whether the workers could not start and extraction runs in threads of this process."""
+        """Whether extraction runs in threads of this process (configured so, or the workers could not start)."""
         return self._in_threads
 
-    def _pool(self) -> ProcessPoolExecutor:
-        if self._executor is None:
-            # spawn: a fork of a process with an event loop and threads may inherit held locks.
-            self._executor = ProcessPoolExecutor(
-                max_workers=self._workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=self._initializer,
-                initargs=(self._memory_bytes,),
-            )
-        return self._executor
-
-    async def _started(self) -> ProcessPoolExecutor | None:
-        """The pool once its workers are known to start, or None when they cannot (extract in threads)."""
-        async with self._probing:
-            if not self._probed and not self._in_threads:
-                try:
-                    await asyncio.get_running_loop().run_in_executor(self._pool(), _probe)
-                    self._probed = True
-                except BrokenProcessPool:
-                    self._reset()
-                    self._in_threads = True
-                    logger.warning(
-                        "extraction worker processes could not start, so documents are parsed in this process "
-                        "without a memory limit; a program that embeds orc must guard its entry point with "
-                        '`if __name__ == "__main__":` (or set ORC_EXTRACTION_PROCESSES=0)'
-                    )
-        return None if self._in_threads else self._pool()
-
     async def extract(
-        self, data: bytes, filename: str, content_type: str | None, limits: ExtractionLimits
+        self, data: bytes, filename: str, content_type: str | None, *, organization: str = ""
     ) -> ExtractedDocument:
-        """Extract ``data`` in a worker process (small plain text in a thread of this one); :class:`ExtractionError`
-        when the document is over a bound."""
-        pool = None if parses_in_process(data, filename, content_type) else await self._started()
-        if pool is None:
-            return await asyncio.to_thread(extract, data, filename, content_type, limits)
-        loop = asyncio.get_running_loop()
-        try:
-            result: ExtractedDocument = await loop.run_in_executor(
-                pool, _extract_in_worker, data, filename, content_type, limits
-            )
-        except BrokenProcessPool:
-            # The worker died on this document (killed by the kernel, or the cap hit where Python could not
-            # raise): the document fails, and the next one gets a fresh pool.
-            self._reset()
-            raise ExtractionError(
-                f"{filename!r} needs more memory to extract than one document may use", code="extraction_memory"
-            ) from None
+        """Parse ``data`` in ``organization``'s turn; :class:`ExtractionError` when it is over a bound
+        (``decompression_limit``, ``text_limit``, ``extraction_memory``) or its deadline (``extraction_timeout``)."""
+        if parses_in_process(data, filename, content_type):
+            return await asyncio.to_thread(extract, data, filename, content_type, self._limits)
+        overdue = ExtractionError(
+            f"{filename!r} took longer than {self._deadline:g} s to read; simplify or split it",
+            code="extraction_timeout",
+        )
+        result: ExtractedDocument = await self.run(
+            _extract_in_worker,
+            data,
+            filename,
+            content_type,
+            self._limits,
+            organization=organization,
+            overdue=overdue,
+            over_memory=_over_memory(filename),
+        )
         return result
 
-    def _reset(self) -> None:
-        executor, self._executor = self._executor, None
-        self._probed = False
-        if executor is not None:
+    async def run(
+        self,
+        function: Callable[..., _T],
+        *args: Any,
+        organization: str,
+        overdue: OrcError,
+        over_memory: OrcError,
+    ) -> _T:
+        """Run the CPU-bound, picklable ``function(*args)`` in a worker, in ``organization``'s turn, within the
+        deadline: what parses documents, and what else must not load the serving process (PDF exports).
+        ``overdue`` is raised past the deadline (the worker is replaced), ``over_memory`` when the worker dies."""
+        async with self._turns.turn(organization):
+            worker = await self._take()
+            if worker is None:
+                try:
+                    return await asyncio.wait_for(asyncio.to_thread(function, *args), self._deadline)
+                except TimeoutError:
+                    raise overdue from None
+            return await self._in_worker(worker, function, args, overdue, over_memory)
+
+    async def _in_worker(
+        self,
+        worker: _Worker,
+        function: Callable[..., _T],
+        args: tuple[Any, ...],
+        overdue: OrcError,
+        over_memory: OrcError,
+    ) -> _T:
+        loop = asyncio.get_running_loop()
+        running = loop.run_in_executor(worker.executor, function, *args)
+        try:
+            result = await asyncio.wait_for(running, self._deadline)
+        except TimeoutError:
+            self._drop(worker)  # still running: stopped, and the next job gets a fresh worker
+            raise overdue from None
+        except BrokenProcessPool:
+            # The worker died on this job (killed by the kernel, or the cap hit where Python could not raise):
+            # the job fails, and the next one gets a fresh worker.
+            self._drop(worker)
+            raise over_memory from None
+        except BaseException:
+            self._drop(worker)  # cancelled (shutdown, a request given up): the job must not outlive it
+            raise
+        self._idle.append(worker)
+        return result
+
+    async def _take(self) -> _Worker | None:
+        """An idle worker (started if none is), or None when documents are parsed in threads."""
+        if self._in_threads:
+            return None
+        if self._idle:
+            return self._idle.pop()
+        main = unguarded_main()
+        if main is not None:
+            self._fall_back(f'the program {main!r} runs code outside `if __name__ == "__main__":`')
+            return None
+        executor = ProcessPoolExecutor(
+            max_workers=1,
+            # spawn: a fork of a process with an event loop and threads may inherit held locks.
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=self._initializer,
+            initargs=(self._memory_bytes,),
+        )
+        try:
+            pid = await asyncio.get_running_loop().run_in_executor(executor, _probe)
+        except BrokenProcessPool:
             executor.shutdown(wait=False, cancel_futures=True)
+            self._fall_back("extraction worker processes could not start")
+            return None
+        self._live.add(pid)
+        return _Worker(executor, pid)
+
+    def _drop(self, worker: _Worker) -> None:
+        self._live.discard(worker.pid)
+        worker.stop()
+
+    def _fall_back(self, why: str) -> None:
+        self._in_threads = True
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "%s, so documents are parsed in threads of this process, without a memory limit; a program that "
+                'embeds orc should guard its entry point with `if __name__ == "__main__":` '
+                "(or set ORC_EXTRACTION_PROCESSES=0)",
+                why,
+            )
 
     async def aclose(self) -> None:
         """Stop the workers (a parse still running is abandoned with its worker)."""
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
+        idle, self._idle = self._idle, []
+        for pid in self._live - {worker.pid for worker in idle}:
+            with contextlib.suppress(OSError):
+                os.kill(pid, _KILL)  # busy: its parse is abandoned
+        self._live.clear()
+        for worker in idle:
+            await asyncio.to_thread(worker.executor.shutdown, wait=True, cancel_futures=True)

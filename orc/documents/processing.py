@@ -1,10 +1,12 @@
 """Background processing of uploaded documents: extract → spans → hashes → stored text → search index → ``ready``.
 
 Every upload (session or context document) stores its blob and a catalog record in ``processing`` state and
-submits a job here. Jobs run as asyncio tasks, at most ``max_concurrency`` at a time; the CPU-bound part
-(parsing, chunking, hashing, tokenizing) runs in a worker thread, so the event loop keeps serving requests while
-a 200-page PDF is parsed. A job that fails marks only its own document ``failed`` with a reason a user can act
-on; a job whose document was replaced or deleted meanwhile steps aside (``superseded``).
+submits a job here. Jobs run as asyncio tasks, at most ``max_concurrency`` at a time, taken in turn by
+organization (:class:`~orc.documents.fair_turns.FairTurns`), so one organization's backlog never holds another's
+documents behind it. Parsing goes through the extraction pool (limits, memory cap, deadline); chunking, hashing
+and tokenizing run in a worker thread, so the event loop keeps serving requests while a 200-page PDF is parsed.
+A job that fails marks only its own document ``failed`` with a reason a user can act on; a job whose document
+was replaced or deleted meanwhile steps aside (``superseded``).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from orc.clock import utc_now
-from orc.documents.extraction import ExtractedDocument, extract
+from orc.documents.extraction import ExtractedDocument
 from orc.documents.extraction_pool import ExtractionPool
-from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
+from orc.documents.fair_turns import FairTurns, organization_of
 from orc.documents.records import estimate_tokens
 from orc.documents.search import IndexCache, SpanIndex, build_index
 from orc.documents.text_store import DocumentText, TextStore, extractor_pages, process_extracted
@@ -100,11 +102,6 @@ class _Processed:
     index: SpanIndex
 
 
-def _process_bytes(data: bytes, filename: str, content_type: str | None, limits: ExtractionLimits) -> _Processed:
-    """Everything CPU-bound about one document, in one thread hop."""
-    return _indexed(extract(data, filename, content_type, limits))
-
-
 def _indexed(extracted: ExtractedDocument) -> _Processed:
     """The CPU-bound steps after extraction (spans, hashes, index), in one thread hop."""
     text = process_extracted(extracted)
@@ -136,7 +133,6 @@ class DocumentProcessor:
         max_concurrency: int = 2,
         max_document_bytes: int = 20 * 1024 * 1024,
         dispatch: Callable[[ProcessingJob], Coroutine[Any, Any, None]] | None = None,
-        limits: ExtractionLimits = DEFAULT_LIMITS,
         leases: JobLeases | None = None,
         extraction_pool: ExtractionPool | None = None,
         vectors: SpanVectors | None = None,
@@ -144,11 +140,10 @@ class DocumentProcessor:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         self._catalog = catalog
-        self._limits = limits
         self._blobs = blobs
         self._texts = texts
         self._indexes = indexes
-        self._slots = asyncio.Semaphore(max_concurrency)
+        self._slots = FairTurns(max_concurrency)
         self._max_document_bytes = max_document_bytes
         self._running: dict[tuple[str, str], tuple[str, asyncio.Task[ProcessingResult]]] = {}
         self._closed = False
@@ -157,8 +152,8 @@ class DocumentProcessor:
         self._enqueued: dict[asyncio.Task[ProcessingResult], asyncio.Task[None]] = {}
         # Uploads and in-process jobs hold a lease on their document, so work a crash interrupts is resumed.
         self._leases = leases
-        # Parsing in worker processes with a memory cap, when configured (orc.documents.extraction_pool).
-        self._pool = extraction_pool
+        # The one place documents are parsed (the composition root's pool; threads with default limits here).
+        self._pool = extraction_pool if extraction_pool is not None else ExtractionPool(0)
         # Span vectors for hybrid retrieval, when embeddings are configured (orc.documents.vectors).
         self._vectors = vectors
 
@@ -256,7 +251,7 @@ class DocumentProcessor:
             await asyncio.sleep(leases.lease_seconds / 3)
 
     async def _run_in_slot(self, job: ProcessingJob) -> ProcessingResult:
-        async with self._slots:
+        async with self._slots.turn(organization_of(job.location.partition_key)):
             try:
                 return await self._process(job)
             except asyncio.CancelledError:
@@ -281,11 +276,10 @@ class DocumentProcessor:
             return ProcessingResult(location.document_id, "superseded")
         content_type = job.content_type or info.content_type
         try:
-            if self._pool is None:
-                processed = await asyncio.to_thread(_process_bytes, data, location.filename, content_type, self._limits)
-            else:
-                extracted = await self._pool.extract(data, location.filename, content_type, self._limits)
-                processed = await asyncio.to_thread(_indexed, extracted)
+            extracted = await self._pool.extract(
+                data, location.filename, content_type, organization=organization_of(location.partition_key)
+            )
+            processed = await asyncio.to_thread(_indexed, extracted)
         except (ExtractionError, UnsupportedMediaType) as exc:
             return await self._fail(job, exc.message)
         except OrcError as exc:

@@ -2,19 +2,54 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
 from orc.documents.extraction import detect_media_type
 from orc.errors import InvalidInput, OrcError, PayloadTooLarge
 from orc.names import validate_blob_name
+from orc.principal import Principal
 
 UPLOAD_WAIT_SECONDS = 3.0
 """How long an upload request waits for its documents to be processed before answering with their status.
 
 Small documents are ready within milliseconds, so the response (and every tool right after it) sees them
 ``ready``; a big PDF answers ``processing`` and keeps going in the background."""
+
+
+class UploadAdmission(Protocol):
+    """Whether a principal may upload now (implemented by :class:`orc.quotas.OperationQuotas`).
+
+    ``uploading`` counts ``files`` files of ``size`` bytes against the principal's window and holds one of its
+    concurrent-upload slots while the block runs (storing and processing the files), or raises a
+    :class:`~orc.errors.TooManyRequests` (with ``retry_after``) and counts nothing. The upload services enter it
+    after the files are screened and before anything is stored, so a refused upload stores, parses and digests
+    nothing."""
+
+    def uploading(self, principal: Principal, files: int, size: int) -> AbstractAsyncContextManager[None]: ...
+
+
+class AdmitAll:
+    """No upload limit (the CLI, embedders, ``ORC_AUTH=none``)."""
+
+    @contextlib.asynccontextmanager
+    async def uploading(self, principal: Principal, files: int, size: int) -> AsyncIterator[None]:
+        """Admit everything."""
+        yield
+
+
+ADMIT_ALL = AdmitAll()
+
+
+def uploading(
+    admission: UploadAdmission, principal: Principal, uploads: Sequence[Upload]
+) -> AbstractAsyncContextManager[None]:
+    """``admission.uploading`` for ``uploads`` (see :class:`UploadAdmission`)."""
+    return admission.uploading(principal, len(uploads), sum(len(upload.data) for upload in uploads))
 
 
 @dataclass(frozen=True, slots=True)

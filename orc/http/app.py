@@ -211,7 +211,8 @@ def create_app(
         return JSONResponse(document)
 
     def limit_for(path: str) -> int:
-        if path.endswith("/context/files") or "/context/files/" in path or _is_context_upload(path):
+        supply = path.endswith("/supply") and "/context-requests/" in path  # its files are uploads too
+        if path.endswith("/context/files") or "/context/files/" in path or _is_context_upload(path) or supply:
             return settings.max_upload_bytes + _MULTIPART_OVERHEAD
         return settings.max_request_bytes
 

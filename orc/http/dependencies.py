@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 
 from orc.composition import Services
 from orc.digests.context import ContextFiles
+from orc.documents.intake import FileTexts
 from orc.documents.library import DocumentLibrary
 from orc.errors import ServiceUnavailable
 from orc.handoff import Handoff, SessionArtifacts
@@ -58,6 +59,11 @@ async def artifacts(built: AppServices) -> SessionArtifacts:
     return built.artifacts
 
 
+async def file_texts(built: AppServices) -> FileTexts:
+    """The text of files supplied to a context request (the intake pipeline)."""
+    return built.file_texts
+
+
 async def idempotency(built: AppServices) -> IdempotencyKeys:
     """``Idempotency-Key`` records of mutating requests."""
     return built.idempotency
@@ -74,3 +80,4 @@ Library = Annotated[DocumentLibrary, Depends(documents)]
 Context = Annotated[ContextFiles, Depends(context_files)]
 Artifacts = Annotated[SessionArtifacts, Depends(artifacts)]
 Keys = Annotated[IdempotencyKeys, Depends(idempotency)]
+Texts = Annotated[FileTexts, Depends(file_texts)]

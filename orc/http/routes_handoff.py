@@ -8,15 +8,11 @@ retried supply resume the turn once and replay its answer.
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
-from starlette.datastructures import UploadFile
 from starlette.responses import JSONResponse, Response
 
-from orc.documents.extraction import extract
-from orc.documents.uploads import Upload, check_uploads
+from orc.documents.intake import FileTexts
 from orc.errors import InvalidInput, PayloadTooLarge
 from orc.handoff import (
     MAX_PAYLOADS,
@@ -25,10 +21,12 @@ from orc.handoff import (
     SupplyPayload,
     running_without,
 )
-from orc.http.dependencies import Caller, Context, Keys, Orc, Requests
+from orc.http.dependencies import Caller, Keys, Orc, Requests, Texts
 from orc.http.idempotent import idempotent
 from orc.http.openapi_events import STREAM_RESPONSES
 from orc.http.turn_responses import turn_response
+from orc.http.uploads import read_multipart
+from orc.principal import Principal
 from orc.turns import ContextRequired, TurnResult
 
 router = APIRouter()
@@ -69,13 +67,13 @@ async def supply(
     orchestrator: Orc,
     principal: Caller,
     keys: Keys,
-    files: Context,
+    texts: Texts,
 ) -> Response:
     """JSON ``{"payloads": [{"slot", "text" | "document_id" | "source_ref"}]}``, or multipart with ``slot`` and
     ``files`` (their text is supplied). When every required slot has something the turn resumes and this answers
     it; otherwise the request's state. 404 ``context_request_not_found``; 409 ``context_request_resolved``,
     ``_cancelled``, ``_superseded`` or ``_expired``; 400 ``unknown_slot``; 413 / 415 for files."""
-    payloads = await _payloads(request, files.max_upload_bytes)
+    payloads = await _payloads(request, texts, principal)
     body = [payload.model_dump(mode="json") for payload in payloads]
     parts = {"route": "supply", "session": session_id, "request": request_id, "payloads": body}
     return await turn_response(
@@ -149,10 +147,10 @@ async def get_request(session_id: str, request_id: str, handoff: Requests, princ
 # -- helpers ------------------------------------------------------------------------------------------------------
 
 
-async def _payloads(request: Request, max_upload_bytes: int) -> list[SupplyPayload]:
+async def _payloads(request: Request, texts: FileTexts, principal: Principal) -> list[SupplyPayload]:
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
-        return await _uploaded(request, max_upload_bytes)
+        return await _uploaded(request, texts, principal)
     try:
         body = SupplyBody.model_validate_json(await request.body())
     except ValidationError as exc:
@@ -164,32 +162,19 @@ async def _payloads(request: Request, max_upload_bytes: int) -> list[SupplyPaylo
     return body.payloads
 
 
-async def _uploaded(request: Request, max_upload_bytes: int) -> list[SupplyPayload]:
-    """Multipart ``slot`` + ``files``: each file's text becomes a payload (its name kept as provenance)."""
-    async with request.form(max_files=MAX_PAYLOADS, max_fields=10) as form:
-        slot = form.get("slot")
-        if not isinstance(slot, str) or not slot.strip():
-            raise InvalidInput("send the slot the files are for in a field named 'slot'", code="missing_slot")
-        uploads = []
-        for part in form.getlist("files"):
-            if not isinstance(part, UploadFile) or part.filename is None:
-                raise InvalidInput("every 'files' part must be a file with a filename", code="invalid_upload")
-            uploads.append(
-                Upload(
-                    filename=part.filename, data=await part.read(max_upload_bytes + 1), content_type=part.content_type
-                )
-            )
-    if not uploads:
-        raise InvalidInput("no files were uploaded; send one or more parts named 'files'", code="no_files")
-    check_uploads(uploads, max_upload_bytes)  # 413 / 400 before any extraction
+async def _uploaded(request: Request, texts: FileTexts, principal: Principal) -> list[SupplyPayload]:
+    """Multipart ``slot`` + ``files``: each file's text becomes a payload (its name kept as provenance). The files
+    go through the intake pipeline (checks, the upload window, the extraction pool), as uploads do."""
+    uploads, fields = await read_multipart(request, texts.max_upload_bytes, max_files=MAX_PAYLOADS, fields=["slot"])
+    slot = fields.get("slot", "").strip()
+    if not slot:
+        raise InvalidInput("send the slot the files are for in a field named 'slot'", code="missing_slot")
     payloads = []
-    for upload in uploads:
-        # Extraction parses untrusted bytes: off the event loop.
-        document = await asyncio.to_thread(extract, upload.data, upload.filename, upload.content_type)
-        text = document.text.strip()  # over the slot's limit it is refused by the supply, never cut
+    for read in await texts.read(principal, uploads):
+        text = read.text.strip()  # over the slot's limit it is refused by the supply, never cut
         if not text:
-            raise InvalidInput(f"{upload.filename!r} has no text to supply", code="empty_supply")
-        payloads.append(SupplyPayload(slot=slot.strip(), text=text, name=upload.filename))
+            raise InvalidInput(f"{read.filename!r} has no text to supply", code="empty_supply")
+        payloads.append(SupplyPayload(slot=slot, text=text, name=read.filename))
     return payloads
 
 

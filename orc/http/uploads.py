@@ -1,6 +1,10 @@
-"""Reading multipart uploads (field ``files``) into :class:`~orc.documents.uploads.Upload` objects."""
+"""Reading multipart uploads (field ``files``) into :class:`~orc.documents.uploads.Upload` objects: the one way
+an HTTP request's files enter the intake pipeline (session files, context documents, a context request's supply).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -12,12 +16,21 @@ MAX_FILES_PER_UPLOAD = 20
 
 
 async def read_uploads(request: Request, max_upload_bytes: int) -> list[Upload]:
-    """The ``files`` parts of a multipart request; each file is read up to one byte over the limit, so an
-    oversized file is refused by the upload checks without reading it whole."""
+    """The ``files`` parts of a multipart request (see :func:`read_multipart`)."""
+    uploads, _ = await read_multipart(request, max_upload_bytes)
+    return uploads
+
+
+async def read_multipart(
+    request: Request, max_upload_bytes: int, *, max_files: int = MAX_FILES_PER_UPLOAD, fields: Sequence[str] = ()
+) -> tuple[list[Upload], dict[str, str]]:
+    """The ``files`` parts of a multipart request, and its text ``fields`` that were sent. Each file is read up to
+    one byte over the limit, so an oversized file is refused by the upload checks without reading it whole."""
     content_type = request.headers.get("content-type", "")
     if not content_type.startswith("multipart/form-data"):
         raise InvalidInput("send the files as multipart/form-data in parts named 'files'", code="not_multipart")
-    async with request.form(max_files=MAX_FILES_PER_UPLOAD, max_fields=50) as form:
+    async with request.form(max_files=max_files, max_fields=50) as form:
+        values = {name: value for name in fields if isinstance(value := form.get(name), str)}
         uploads = []
         for part in form.getlist("files"):
             if not isinstance(part, UploadFile) or part.filename is None:
@@ -30,4 +43,4 @@ async def read_uploads(request: Request, max_upload_bytes: int) -> list[Upload]:
             uploads.append(Upload(filename=part.filename, data=data, content_type=part.content_type))
     if not uploads:
         raise InvalidInput("no files were uploaded; send one or more parts named 'files'", code="no_files")
-    return uploads
+    return uploads, values

@@ -11,6 +11,10 @@ every handling starts from the catalog record, not from the message:
   names the claim (``ProcessingJob.claim``), so a worker whose lease lapsed and was taken over never completes;
 - a delivery seen more than ``max_deliveries`` times is poison: its document ends ``failed`` with a reason.
 
+Deliveries are received a few at a time beyond what runs (:data:`LOOKAHEAD`) and run in turn by organization
+(:class:`~orc.documents.fair_turns.FairTurns`): a queue is first in, first out, so without the turns one
+organization's hundred uploads would hold every other organization's documents behind them.
+
 The same :class:`JobWorker` serves ``orc worker`` (:meth:`run` polls the queues) and the queue-triggered
 functions of ``function_app.py`` (:meth:`handle`; the Functions host deletes or redelivers the message).
 """
@@ -30,6 +34,7 @@ from typing import Any
 
 from orc.clock import utc_now
 from orc.digests.sessions import SessionDigests
+from orc.documents.fair_turns import FairTurns, organization_of
 from orc.documents.processing import DocumentProcessor, ProcessingJob
 from orc.errors import ETagMismatch, InvalidInput, ItemNotFound, JobBusy
 from orc.jobs.messages import JobKind, digest_message, processing_job, processing_message
@@ -41,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 _CLAIM_ATTEMPTS = 10
 _SETTLED = ("ready", "failed")
+LOOKAHEAD = 4
+"""Deliveries held per running job, waiting for their organization's turn (the queue's order is not the turns')."""
 
 Observer = Callable[[str, str], None]
 """Called with (document or session id, outcome) after each handling; tests and benchmarks count with it."""
@@ -188,23 +195,25 @@ class JobWorker:
     async def run(self, stop: asyncio.Event, *, concurrency: int = 2, idle_pause: float = 1.0) -> None:
         """Consume both queues until ``stop`` is set, ``concurrency`` jobs at a time; idle polls back off."""
         running: set[asyncio.Task[None]] = set()
+        turns = FairTurns(concurrency)
+        held = concurrency * LOOKAHEAD
         stopping = asyncio.create_task(stop.wait())
         pause = 0.05
         try:
             while not stop.is_set():
                 received: list[tuple[JobKind, JobQueue, ReceivedJob]] = []
                 for kind, queue in (("process", self.documents_queue), ("digest", self.digests_queue)):
-                    free = concurrency - len(running) - len(received)
+                    free = min(held - len(running) - len(received), 32)  # 32: a receive's most
                     if free > 0:
                         kind_: JobKind = "process" if kind == "process" else "digest"
                         received += [(kind_, queue, job) for job in await queue.receive(free, self._visibility)]
                 for kind, queue, job in received:
-                    task = asyncio.create_task(self._settle(kind, queue, job))
+                    task = asyncio.create_task(self._in_turn(turns, kind, queue, job))
                     running.add(task)
                     task.add_done_callback(running.discard)
                 if received:
                     pause = 0.05
-                    if len(running) < concurrency:
+                    if len(running) < held:
                         continue
                 # Wake on stop, on a finished job (a free slot), or after the polling pause.
                 await asyncio.wait({stopping, *running}, timeout=pause, return_when=asyncio.FIRST_COMPLETED)
@@ -216,6 +225,10 @@ class JobWorker:
             for task in running:
                 task.cancel()
             await asyncio.gather(stopping, *running, return_exceptions=True)
+
+    async def _in_turn(self, turns: FairTurns, kind: JobKind, queue: JobQueue, job: ReceivedJob) -> None:
+        async with turns.turn(organization_of(str(job.body.get("partition_key", "")))):
+            await self._settle(kind, queue, job)
 
     async def _settle(self, kind: JobKind, queue: JobQueue, job: ReceivedJob) -> None:
         try:

@@ -17,7 +17,8 @@ from orc.conversations import (
     Feedback,
 )
 from orc.conversations.context_requests import ContextRequestRecord
-from orc.conversations.export import ExportFormat, export, filename
+from orc.conversations.export import ExportFormat, filename
+from orc.conversations.exporting import Exports
 from orc.conversations.title_writer import TitleWriter
 from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
 from orc.documents.sessions import SessionFiles
@@ -118,8 +119,11 @@ class Orchestrator:
         delete_checkpoints: Callable[[str], Awaitable[None]],
         titles: TitleWriter | None = None,
         output_policy: OutputPolicy | None = None,
+        exports: Exports | None = None,
     ) -> None:
         self._preparer = preparer
+        # Exports are admitted, bounded and rendered away from the event loop (orc.conversations.exporting).
+        self._exports = exports if exports is not None else Exports()
         self._runner = runner
         self._policy = policy
         self._handoff = handoff
@@ -319,8 +323,9 @@ class Orchestrator:
             turn.assistant.message_id: turn.assistant.feedback for turn in conversation.turns if turn.assistant.feedback
         }
         requests = await self._handoff.requests.for_conversation(principal, conversation_id) if self._handoff else []
-        # Laying out a long conversation as a PDF takes tens of milliseconds: not on the event loop.
-        data = await asyncio.to_thread(export, conversation, feedback, fmt, requests, self._output_policy)
+        data = await self._exports.render(
+            principal, conversation, feedback, fmt, requests=requests, policy=self._output_policy
+        )
         return data, filename(conversation, fmt)
 
     async def delete_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> None:

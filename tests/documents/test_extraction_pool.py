@@ -12,7 +12,6 @@ import pytest
 
 from orc.composition import build_runtime
 from orc.documents.extraction_pool import IN_PROCESS_MAX_BYTES, ExtractionPool, parses_in_process
-from orc.documents.limits import ExtractionLimits
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
@@ -97,7 +96,7 @@ async def test_when_the_workers_cannot_start_documents_are_still_parsed_in_threa
     pool = ExtractionPool(1, 512 << 20, initializer=worker_that_cannot_start)
     text = b"The rent is 900 euros. " * (IN_PROCESS_MAX_BYTES // 20)  # over the in-process size: for a worker
     try:
-        extracted = await pool.extract(text, "lease.txt", "text/plain", ExtractionLimits())
+        extracted = await pool.extract(text, "lease.txt", "text/plain")
     finally:
         await pool.aclose()
 
@@ -113,7 +112,7 @@ async def test_small_plain_text_is_parsed_in_this_process_without_starting_a_wor
     pool = ExtractionPool(1, 512 << 20, initializer=worker_that_cannot_start)
     try:
         extracted = [
-            await pool.extract(data, name, None, ExtractionLimits())
+            await pool.extract(data, name, None)
             for name, data in [
                 ("lease.txt", b"The rent is 900 euros."),
                 ("notes.md", b"# Notes\n\nPay on the first."),

@@ -102,10 +102,10 @@ async def test_an_uploaded_pdf_says_which_extractor_read_which_page_in_its_metad
 
 
 async def test_the_fallback_runs_in_an_extraction_worker_under_its_memory_limit() -> None:
-    pool = ExtractionPool(1, 512 << 20)
+    pool = ExtractionPool(1, 512 << 20, limits=DEFAULT_LIMITS)
     try:
         data = make_pdf([GOOD_PAGE, LINES], words_run_together={1})
-        document = await pool.extract(data, "history.pdf", None, DEFAULT_LIMITS)
+        document = await pool.extract(data, "history.pdf", None)
     finally:
         await pool.aclose()
 

@@ -167,3 +167,36 @@ async def test_queue_mode_without_a_queue_account_fails_fast_naming_the_settings
     with pytest.raises(ConfigurationError, match="ORC_QUEUE_CONNECTION_STRING or ORC_QUEUE_ACCOUNT_URL"):
         Settings(jobs="queue").check()
     await asyncio.sleep(0)
+
+
+async def test_the_worker_takes_the_deliveries_it_holds_in_turn_by_organization() -> None:
+    from orc.documents.records import ContextRef
+    from orc.principal import Principal
+
+    globex = Principal(organization="globex", user="bob")
+    stores, jobs = memory_stores(), queues()
+    async with process(stores, jobs) as web:
+        library = web.documents.context_documents
+        names = {}
+        for n in range(3):
+            (doc,) = await library.add(ACME, ORG, [Upload(f"a{n}.txt", f"Acme {n}.".encode())], wait_seconds=0)
+            names[doc.record.document_id] = f"a{n}"
+        (doc,) = await library.add(
+            globex, ContextRef("organization", "globex"), [Upload("g.txt", b"Globex.")], wait_seconds=0
+        )
+        names[doc.record.document_id] = "g"
+    order: list[str] = []
+    stop = asyncio.Event()
+    async with process(stores, jobs) as worker:
+        worker.jobs.observer = lambda key, outcome: order.append(names[key])
+        running = asyncio.create_task(worker.jobs.run(stop, concurrency=1, idle_pause=0.05))
+        await until(lambda: _count_at_least(order, 4))
+        stop.set()
+        await running
+
+    # One at a time, in the queue's order a0 a1 a2 g: globex's document goes second, not last.
+    assert order == ["a0", "g", "a1", "a2"]
+
+
+async def _count_at_least(items: list[str], count: int) -> bool:
+    return len(items) >= count

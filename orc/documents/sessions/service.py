@@ -36,7 +36,15 @@ from orc.documents.sessions.models import (
 )
 from orc.documents.sessions.planning import PlannedFile, Planner
 from orc.documents.text_store import TextStore
-from orc.documents.uploads import UPLOAD_WAIT_SECONDS, Upload, check_uploads, screen_uploads
+from orc.documents.uploads import (
+    ADMIT_ALL,
+    UPLOAD_WAIT_SECONDS,
+    Upload,
+    UploadAdmission,
+    check_uploads,
+    screen_uploads,
+    uploading,
+)
 from orc.errors import (
     Conflict,
     ETagMismatch,
@@ -82,8 +90,10 @@ class SessionFiles:
         texts: TextStore,
         wait_seconds: float = UPLOAD_WAIT_SECONDS,
         max_files: int = MAX_FILES_PER_SESSION,
+        admission: UploadAdmission = ADMIT_ALL,
     ) -> None:
         self._catalog = catalog
+        self._admission = admission
         self._blobs = blobs
         self._max_upload_bytes = max_upload_bytes
         self._processor = processor
@@ -150,9 +160,10 @@ class SessionFiles:
         accepted, refused = screen_uploads(uploads, self._max_upload_bytes)
         plan = planning.plan_uploads(accepted)
         names = [upload.filename for upload in accepted]
-        mutation = await self._mutate(
-            principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds, new_names=names
-        )
+        async with uploading(self._admission, principal, accepted):
+            mutation = await self._mutate(
+                principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds, new_names=names
+            )
         return mutation.model_copy(
             update={
                 "refused": [
@@ -179,7 +190,8 @@ class SessionFiles:
         validate_identifier(file_id, what="file")
         check_uploads([upload], self._max_upload_bytes)
         plan = planning.plan_replacement(file_id, upload)
-        return await self._mutate(principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds)
+        async with uploading(self._admission, principal, [upload]):
+            return await self._mutate(principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds)
 
     async def remove(
         self, principal: Principal, conversation_id: str, file_id: str, *, if_match: int | None = None
