@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ def write_files(folder: Path, count: int) -> list[str]:
     return paths
 
 
+def listing(out: str) -> list[list[str]]:
+    """The rows of ``orc docs list``'s aligned table (columns two or more spaces apart), without its header."""
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines and lines[0].split()[:2] == ["NAME", "STATUS"], out
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[1:]]
+
+
 def test_docs_add_uploads_many_files_with_a_progress_bar_and_docs_list_shows_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -34,7 +42,7 @@ def test_docs_add_uploads_many_files_with_a_progress_bar_and_docs_list_shows_the
     assert len(bar_lines) == 20
     assert bar_lines[-1].startswith("[" + "#" * 30 + "] 20/20 ")
     assert "20 of 20 file(s) ready in folder legal" in err
-    listed = [line.split("\t") for line in out.splitlines()]
+    listed = listing(out)
     assert sorted(row[0] for row in listed) == [f"note{n:02d}.txt" for n in range(20)]
     assert {row[1] for row in listed} == {"ready"}
 
@@ -61,10 +69,10 @@ def test_docs_add_skips_unreadable_files_reports_them_and_exits_1(
     assert "blob.bin: skipped (unsupported_media_type" in err
     assert "broken.pdf: failed (" in err
     assert "1 of 4 file(s) ready in session cli-session" in err
-    assert {line.split("\t")[0]: line.split("\t")[1] for line in out.splitlines()} == {
-        "good.md": "ready",
-        "broken.pdf": "failed",
-    }
+    statuses = {row[0]: row[1] for row in listing(out)}
+    assert statuses["good.md"] == "ready"
+    assert statuses["broken.pdf"].startswith("failed (") and "not a readable PDF" in statuses["broken.pdf"]
+    assert set(statuses) == {"good.md", "broken.pdf"}
 
 
 def test_docs_without_a_target_use_the_local_organization(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,7 +81,7 @@ def test_docs_without_a_target_use_the_local_organization(tmp_path: Path, capsys
     assert main(["docs", "add", path]) == 0
     assert main(["docs", "list", "--context", "organization:default"]) == 0
 
-    assert "note00.txt\tready" in capsys.readouterr().out
+    assert [row[:2] for row in listing(capsys.readouterr().out)] == [["note00.txt", "ready"]]
 
 
 @pytest.mark.parametrize(

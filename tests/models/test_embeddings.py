@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
@@ -27,8 +28,24 @@ def endpoint(running: RunningEndpoint) -> RunningEndpoint:
     return running
 
 
+_RESOURCES: list[AsyncExitStack] = []
+
+
+@pytest.fixture(autouse=True)
+async def _clients_closed_after_each_test() -> AsyncIterator[None]:
+    """What a model built by the test holds open (its HTTP connection pools) closes when the test ends."""
+    async with AsyncExitStack() as resources:
+        _RESOURCES.append(resources)
+        try:
+            yield
+        finally:
+            _RESOURCES.remove(resources)
+
+
 def local_model(running: RunningEndpoint, **options: Any) -> OpenAIEmbeddingModel:
-    model = build_embedding_model("openai:local-embed", base_url=running.base_url, environ={}, **options)
+    model = build_embedding_model(
+        "openai:local-embed", base_url=running.base_url, environ={}, resources=_RESOURCES[-1], **options
+    )
     assert isinstance(model, OpenAIEmbeddingModel)
     return model
 
