@@ -34,7 +34,7 @@ from orc.http.body_deadline import BodyDeadline
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
 from orc.http.openapi_events import add_event_schemas
-from orc.http.response_headers import no_sniffing
+from orc.http.response_headers import NoSniffing
 from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
 from orc.output_policy import OutputPolicy
 from orc.settings import Settings
@@ -232,6 +232,6 @@ def create_app(
         early = EarlyRefusal(app, authenticator, running_policy)
         return StreamLimits(early, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
 
-    served = no_sniffing(BodyDeadline(BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for), authenticator))
+    served = NoSniffing(BodyDeadline(BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for), authenticator))
     # A principal header nobody vouches for must not be trusted anywhere: refuse everything, say why in the log.
     return RefuseEveryRequest(served) if easyauth_is_off(settings) else served

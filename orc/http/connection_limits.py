@@ -141,6 +141,9 @@ def _httptools_protocol() -> type[Any] | None:
             # What arrives next is the next request's head (its deadline starts with its first byte).
             self._in_head = True
 
+    # Named as the module-level name that holds it: `orc serve --workers N` pickles the server config for its
+    # spawned workers, and pickle finds a class by its qualified name.
+    HeaderDeadlineProtocol.__name__ = HeaderDeadlineProtocol.__qualname__ = "HttpToolsHeadLimitsProtocol"
     return HeaderDeadlineProtocol
 
 

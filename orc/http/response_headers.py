@@ -11,12 +11,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 
-def no_sniffing(app: ASGIApp) -> ASGIApp:
-    """``app``, with ``X-Content-Type-Options: nosniff`` added to every HTTP response that lacks it."""
+class NoSniffing:
+    """``app``, with ``X-Content-Type-Options: nosniff`` added to every HTTP response that lacks it. A class with
+    ``app`` like the other middlewares, so what wraps the FastAPI app can be walked down to it."""
 
-    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await app(scope, receive, send)
+            await self.app(scope, receive, send)
             return
 
         async def send_with_header(message: Message) -> None:
@@ -26,6 +30,4 @@ def no_sniffing(app: ASGIApp) -> ASGIApp:
                     message = {**message, "headers": [*headers, NOSNIFF]}
             await send(message)
 
-        await app(scope, receive, send_with_header)
-
-    return guarded
+        await self.app(scope, receive, send_with_header)

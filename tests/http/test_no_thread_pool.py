@@ -36,8 +36,11 @@ def calls(dependant: Dependant) -> Iterator[Any]:
 
 def test_every_route_and_dependency_of_the_app_is_a_coroutine() -> None:
     app = create_app(Settings())
-    # create_app wraps the FastAPI app: BodySizeLimit(Dispatcher(api, mcp)).
-    api = app.app.api  # type: ignore[attr-defined]
+    # create_app wraps the FastAPI app in its middlewares, down to Dispatcher(api, mcp).
+    wrapped: Any = app
+    while not hasattr(wrapped, "api"):
+        wrapped = wrapped.app
+    api = wrapped.api
     routes = list(api_routes(api.routes))
 
     assert {"/orc", "/sessions/{session_id}", "/api/health"} <= {route.path for route in routes}

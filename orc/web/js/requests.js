@@ -184,7 +184,7 @@ export function resolvedRequest(record) {
 export function placeRequests(list, requests) {
   const questions = Array.from(list.querySelectorAll(".message.user"));
   for (const record of requests.filter((r) => r.status !== "pending")) {
-    const seq = Number(/^msg-(\d+)-user$/.exec(record.user_message_id)?.[1] || 0);
+    const seq = Number(/^msg-(\d+)-user(?:-|$)/.exec(record.user_message_id)?.[1] || 0);
     const answered = record.status === "resolved" || record.status === "expired";
     const question = questions[seq - 1];
     const block = resolvedRequest(record);
