@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Iterator
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from orc.models.embeddings import EmbeddingModel, OpenAIEmbeddingModel, build_em
 from orc.models.guard import forbid_model_requests
 from orc.settings import Settings
 from orc.testing.embeddings import hashed_vector
+from tests.models.closing import clients_closed_after_each_test, resources  # noqa: F401 (autouse fixture)
 from tests.models.openai_endpoint import OpenAIEndpoint, Reply, RunningEndpoint, serve
 
 
@@ -28,23 +28,9 @@ def endpoint(running: RunningEndpoint) -> RunningEndpoint:
     return running
 
 
-_RESOURCES: list[AsyncExitStack] = []
-
-
-@pytest.fixture(autouse=True)
-async def _clients_closed_after_each_test() -> AsyncIterator[None]:
-    """What a model built by the test holds open (its HTTP connection pools) closes when the test ends."""
-    async with AsyncExitStack() as resources:
-        _RESOURCES.append(resources)
-        try:
-            yield
-        finally:
-            _RESOURCES.remove(resources)
-
-
 def local_model(running: RunningEndpoint, **options: Any) -> OpenAIEmbeddingModel:
     model = build_embedding_model(
-        "openai:local-embed", base_url=running.base_url, environ={}, resources=_RESOURCES[-1], **options
+        "openai:local-embed", base_url=running.base_url, environ={}, resources=resources(), **options
     )
     assert isinstance(model, OpenAIEmbeddingModel)
     return model

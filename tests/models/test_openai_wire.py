@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
 
 import openai
 import pytest
@@ -14,6 +13,7 @@ from langchain_core.tools import tool
 from orc.models.factory import build_chat_model
 from orc.models.guard import forbid_model_requests
 from orc.models.metering import ModelMeter
+from tests.models.closing import clients_closed_after_each_test, resources  # noqa: F401 (autouse fixture)
 from tests.models.openai_endpoint import OpenAIEndpoint, Reply, RunningEndpoint, serve
 
 
@@ -34,20 +34,6 @@ def endpoint(running: RunningEndpoint) -> OpenAIEndpoint:
     return running.endpoint
 
 
-_RESOURCES: list[AsyncExitStack] = []
-
-
-@pytest.fixture(autouse=True)
-async def _clients_closed_after_each_test() -> AsyncIterator[None]:
-    """What a model built by the test holds open (its HTTP connection pools) closes when the test ends."""
-    async with AsyncExitStack() as resources:
-        _RESOURCES.append(resources)
-        try:
-            yield
-        finally:
-            _RESOURCES.remove(resources)
-
-
 def model(running: RunningEndpoint, max_retries: int = 0) -> BaseChatModel:
     return build_chat_model(
         "openai:test-model",
@@ -55,7 +41,7 @@ def model(running: RunningEndpoint, max_retries: int = 0) -> BaseChatModel:
         api_key=None,
         timeout=10,
         max_retries=max_retries,
-        resources=_RESOURCES[-1],
+        resources=resources(),
     )
 
 
