@@ -1,7 +1,7 @@
 """Running orc's coroutines from synchronous code: on uvloop where it is installed, else on asyncio's loop.
 
 A turn is dozens of small steps through LangGraph, LangChain and the MCP session, so the event loop's own cost
-shows: uvloop cut about a fifth of a warm turn's time on the benchmark machine (``bench/README.md``). uvicorn
+shows, and uvloop's is smaller (figures in ``bench/README.md``). uvicorn
 picks it by itself for ``orc serve``; this does the same for the CLI and the stdio MCP server. Code that embeds
 orc in its own asyncio application keeps whatever loop it runs; :func:`loop_factory` is there to choose the
 same one.

@@ -13,7 +13,7 @@ each new claim deletes a few expired records of the principal, so the collection
 backends that have no native TTL. A claim whose request died (its process crashed) is taken over once its
 ``lease`` has passed. The lease is short (30 s) and the process that holds a claim renews it while its request
 runs (every third of the lease, for at most ``max_hold``): a live request keeps its key, and a crashed one blocks
-its retry for seconds, not the ten minutes a lease long enough for the slowest request took. Responses that a retry
+its retry for seconds, not the minutes a lease long enough for the slowest request would need. Responses that a retry
 could change (5xx, failures) are not kept: the claim is released.
 """
 

@@ -139,7 +139,7 @@ class McpToolbox:
     async def _call(self, name: str, args: dict[str, Any], started: float, current: Span) -> ToolOutcome:
         session = await self._connection.session()
         # Sent as a plain tools/call request rather than ClientSession.call_tool: that helper first lists the
-        # tools and then re-validates the JSON Schema itself on every call (about 10 ms here), while orc
+        # tools and then re-validates the JSON Schema itself on every call (costly on every turn), while orc
         # validates each structured result against its pydantic contract where it is used.
         result = await session.send_request(
             ClientRequest(CallToolRequest(params=CallToolRequestParams(name=name, arguments=args, _meta=self._meta))),

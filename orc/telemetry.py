@@ -74,7 +74,7 @@ _tracers: dict[int, tuple[trace.TracerProvider, trace.Tracer]] = {}
 
 def tracer() -> trace.Tracer:
     """orc's tracer (the API's no-op one until a provider is configured), made once per provider."""
-    # trace.get_tracer builds a new tracer on every call (tens of µs): cached, an untraced seam costs ~1 µs.
+    # trace.get_tracer builds a new tracer on every call: cached, an untraced seam costs next to nothing.
     provider = _providers.tracer or trace.get_tracer_provider()
     made = _tracers.get(id(provider))
     if made is None:
@@ -83,8 +83,8 @@ def tracer() -> trace.Tracer:
 
 
 class _SpanScope:
-    """The context manager :func:`span` returns: a class rather than a generator, because it runs ~12 times a turn
-    and the generator-based ``start_as_current_span`` (two nested context managers) cost more than the span."""
+    """The context manager :func:`span` returns: a class rather than a generator, because it runs many times a turn
+    and the generator-based ``start_as_current_span`` (two nested context managers) would cost more than the span."""
 
     __slots__ = ("_current", "_leaf", "_token")
 
@@ -206,10 +206,10 @@ def node(name: str, function: Callable[P, T]) -> Callable[P, T]:
 class Tally:
     """A monotonic count kept in this process and reported through an ``ObservableCounter`` when a reader collects.
 
-    Why not a synchronous ``Counter``: each ``Counter.add`` of the SDK costs 40-60 µs on this VM inside a turn
-    (attribute-set lookup, aggregation and exemplar checks under locks), and a warm turn made four of them, about
-    2 % of it. ``Tally.add`` is a dictionary increment under a lock (about 1 µs); the SDK reads the totals once
-    per export interval, as OpenTelemetry recommends for counts a program already keeps.
+    Why not a synchronous ``Counter``: each ``Counter.add`` of the SDK is costly inside a turn (attribute-set
+    lookup, aggregation and exemplar checks under locks), and a turn adds to several counters. ``Tally.add`` is a
+    dictionary increment under a lock; the SDK reads the totals once per export interval, as OpenTelemetry
+    recommends for counts a program already keeps.
     """
 
     __slots__ = ("_lock", "_totals")
@@ -378,7 +378,7 @@ def quiet_dropped_span_warnings() -> None:
     """Stop the SDK's batch processors from logging a warning for every span they drop.
 
     With the collector unreachable their queue fills within a few thousand spans, and from then on each span
-    logged "Queue full, dropping span": a log record (~10 µs) per span on the serving thread and a flood of
+    would log "Queue full, dropping span": a log record per span on the serving thread and a flood of
     identical lines. The exporter still warns about each failed export, which is what tells an operator the
     collector is down; export errors (ERROR) still show.
     """

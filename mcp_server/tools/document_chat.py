@@ -63,7 +63,7 @@ def register(server: FastMCP, services: DocumentChatServices) -> None:
             )
         # A CallToolResult annotated with its contract keeps the advertised output schema and is checked by
         # FastMCP with the pydantic model; a plain return value would make the low-level server re-validate
-        # the JSON Schema against its metaschema on every call (most of a warm turn's time).
+        # the JSON Schema against its metaschema on every call (a cost larger than a warm turn's own work).
         return CallToolResult(
             content=[TextContent(type="text", text=result.model_dump_json())],
             structuredContent=result.model_dump(mode="json"),

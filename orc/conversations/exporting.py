@@ -1,7 +1,7 @@
 """Exports as a costly operation: admitted and counted per principal, PDFs bounded in size and rendered outside
 the serving process, so one principal exporting long conversations in a loop does not slow everyone else.
 
-Laying out a PDF costs about 12 µs of CPU per character of the conversation: a few ms for a short chat, seconds
+Laying out a PDF costs CPU in proportion to the conversation's characters: little for a short chat, seconds
 for hundreds of long answers. So a PDF is refused above :data:`MAX_PDF_CHARS` (Markdown and JSON, which cost
 next to nothing, are not), and it is rendered by a :class:`Renderer` — the extraction pool's workers, at a lower
 priority, in the exporting organization's turn and under the pool's deadline.
@@ -25,8 +25,8 @@ from orc.principal import Principal
 __all__ = ["MAX_PDF_CHARS", "ExportAdmission", "Exports", "Renderer"]
 
 MAX_PDF_CHARS = 250_000
-"""The longest conversation (questions, answers and quotes, in characters) exported as a PDF: a few seconds of
-CPU. A longer one is refused (413 ``export_too_large``) with a pointer to Markdown or JSON."""
+"""The longest conversation (questions, answers and quotes, in characters) exported as a PDF, so one export holds a
+worker only briefly. A longer one is refused (413 ``export_too_large``) with a pointer to Markdown or JSON."""
 
 _T = TypeVar("_T")
 

@@ -69,7 +69,7 @@ class ConversationRepository:
     A stored turn never changes (it is created once and only ever deleted; feedback on its answer is an item of
     its own), so each version, named by its id and ETag, is parsed once: every turn reads the conversation's
     recent history, and validating those turns
-    again was the largest pydantic cost of a turn. The turn a write stores is kept as it was built.
+    again would be the largest pydantic cost of a turn. The turn a write stores is kept as it was built.
     """
 
     def __init__(self, collection: DocumentCollection, *, parsed_turns: int = PARSED_TURNS) -> None:

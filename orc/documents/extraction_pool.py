@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 IN_PROCESS_MAX_BYTES = 128 * 1024
-"""Plain-text documents up to this size are parsed in the serving process (a few ms at most, bounded memory)."""
+"""Plain-text documents up to this size are parsed in the serving process (cheap, with bounded memory)."""
 DEFAULT_EXTRACTION_SECONDS = 60.0
 """How long one document may take to parse (``ORC_EXTRACTION_SECONDS``)."""
 THREADS = 2

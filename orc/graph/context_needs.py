@@ -33,9 +33,9 @@ from orc.text import tokenize
 
 MIN_COVERAGE = 0.2
 """The share of the question's content words the best span must contain for the evidence to count as good: below
-it the turn asks (for a caller that allows it), at or above it the answerer answers or declines. Measured by
-``bench/handoff_needs.py``: above 0.2, paraphrased questions start to pause although their documents answer them;
-0.2 pauses 1 of 179 answerable questions and still asks on 4 of 44 unanswerable ones."""
+it the turn asks (for a caller that allows it), at or above it the answerer answers or declines. Chosen with
+``bench/handoff_needs.py`` (figures in ``bench/README.md``): above 0.2, paraphrased questions start to pause
+although their documents answer them."""
 MAX_SUGGESTIONS = 5
 _EXTENSIONS = r"(?:pdf|docx?|pptx?|xlsx?|csv|txt|md|json|html?)"
 _FILE_NAME = re.compile(

@@ -1,8 +1,8 @@
 """A deadline on reading a request body, and a bound on the bodies one caller may be sending at once.
 
-Without them, 2,100 authenticated POSTs that dripped one byte every 5 s held every connection slot of the process
-(uvicorn's ``limit_concurrency``), and every caller, ``/api/health`` included, got 503. :class:`BodyDeadline` (an
-ASGI middleware, outermost):
+Without them, one caller's authenticated POSTs that drip a byte every few seconds can hold every connection slot of
+the process (uvicorn's ``limit_concurrency``), and every caller, ``/api/health`` included, gets 503.
+:class:`BodyDeadline` (an ASGI middleware, outermost):
 
 - gives a body ``base_seconds`` plus one second per ``min_bytes_per_second`` of its size (``Content-Length``, or
   what has arrived of a chunked body) to arrive; a body that is late ends the request with 408

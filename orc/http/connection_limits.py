@@ -2,13 +2,13 @@
 HTTP parser uvicorn may run (httptools, or h11 where httptools is not installed).
 
 uvicorn closes idle keep-alive connections (``timeout_keep_alive``) but sets no deadline on reading a request's
-head: a client that sends a header line every few seconds (slowloris) held its connection, and its slot in
-``limit_concurrency``, for ever. And httptools sets no limit on a head's size: one 8 MB header was answered 200,
-and 100 such connections took the server from 190 MB to 1 GB. The protocols here close a connection whose request
-line and headers are not complete within ``HEADER_TIMEOUT_SECONDS`` of its first byte (or of the connection
-opening), and answer 431 and close when a head grows past ``MAX_HEADER_BYTES`` — counted by the protocol itself,
-so the limit holds whichever parser reads the bytes (h11's own ``max_incomplete_event_size`` only looks at a head
-that is still incomplete after a read).
+head: a client that sends a header line every few seconds (slowloris) would hold its connection, and its slot in
+``limit_concurrency``, for ever. And httptools sets no limit on a head's size: a header of several megabytes is
+read and answered, and a few such connections grow the server's memory by their size. The protocols here close a
+connection whose request line and headers are not complete within ``HEADER_TIMEOUT_SECONDS`` of its first byte (or
+of the connection opening), and answer 431 and close when a head grows past ``MAX_HEADER_BYTES`` — counted by the
+protocol itself, so the limit holds whichever parser reads the bytes (h11's own ``max_incomplete_event_size`` only
+looks at a head that is still incomplete after a read).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ HEADER_TIMEOUT_SECONDS = 10.0
 KEEP_ALIVE_SECONDS = 5
 MAX_CONNECTIONS = 8192
 """Per process; beyond it uvicorn answers 503 at once instead of queueing (``limit_concurrency``). High enough that
-one caller's burst of connections does not reach it before orc's own per-caller limits refuse them (2,100 slow
-bodies of one principal took every slot of 2,048 and every other caller got 503); an idle connection costs a few
-kilobytes, and the head deadline closes one that says nothing."""
+one caller's burst of connections does not reach it before orc's own per-caller limits refuse them (at a lower
+limit one principal's slow bodies could take every slot and every other caller would get 503); an idle connection
+costs a few kilobytes, and the head deadline closes one that says nothing."""
 MAX_HEADER_BYTES = 64 * 1024
 """Bytes of one request head (request line and headers)."""
 

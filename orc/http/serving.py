@@ -7,15 +7,15 @@ answers processes its files again (same answer, a little slower).
 
 **TCP_NODELAY.** With ``workers`` > 1 uvicorn binds the listening socket itself with ``proto`` 0; accepted
 sockets inherit it, and asyncio only sets ``TCP_NODELAY`` when ``proto == IPPROTO_TCP``, so every response on a
-keep-alive connection waited about 40 ms for the client's delayed ACK (uvicorn issue #3149). :func:`tcp_listener`
+keep-alive connection would wait for the client's delayed ACK (uvicorn issue #3149). :func:`tcp_listener`
 binds the socket with ``IPPROTO_TCP`` and hands it to uvicorn's own ``Multiprocess`` supervisor, as
 ``uvicorn.run`` would.
 
-**Garbage collection.** A served process holds about 200,000 long-lived objects from its imports and start-up
-(modules, pydantic schemas, the compiled graph), and every full collection walked all of them: 125-135 ms
-each, paid by whichever turn allocated at the wrong moment, and one fell inside every 100-turn burst measured.
-:func:`freeze_after_startup` moves them out of the collector's generations once the app has started
-(``gc.freeze``), so a full collection walks only the objects of the requests in flight (about 27 ms).
+**Garbage collection.** A served process holds hundreds of thousands of long-lived objects from its imports and
+start-up (modules, pydantic schemas, the compiled graph), and a full collection would walk all of them, a pause
+paid by whichever turn allocated at the wrong moment. :func:`freeze_after_startup` moves them out of the
+collector's generations once the app has started (``gc.freeze``), so a full collection walks only the objects of
+the requests in flight.
 """
 
 from __future__ import annotations

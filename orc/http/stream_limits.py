@@ -2,7 +2,7 @@
 
 Streams are ``GET /api/mcp`` (the MCP server's notification stream), ``POST /api/orc`` answered as NDJSON or SSE
 and ``GET /api/sessions/{id}/context/stream``. Each holds a connection and a task for as long as the client
-keeps it, so without limits 2,000 idle MCP streams stayed open for ever. :class:`StreamLimits` (an ASGI
+keeps it, so without limits idle MCP streams would stay open for ever. :class:`StreamLimits` (an ASGI
 middleware in front of the app):
 
 - refuses a stream beyond ``per_principal`` open streams of its principal, ``per_organization`` of its

@@ -15,8 +15,8 @@ The clients are langchain-openai's, built with the same guarded httpx clients as
   (telemetry ``orc.embeddings.requests``) and a caller can say how many requests a document cost.
 
 The vectors travel as the SDK asks by default, base64 float32: parsing a JSON array costs the SDK a model
-construction per float (milliseconds of a turn's CPU at 1,536 dimensions). A server that answers floats anyway
-(Ollama does) is read as well: the SDK decodes only what came as base64.
+construction per float (a real share of a turn's CPU at an embedding's dimensions). A server that
+answers floats anyway (Ollama does) is read as well: the SDK decodes only what came as base64.
 """
 
 from __future__ import annotations

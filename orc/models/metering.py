@@ -21,8 +21,8 @@ class ModelMeter(BaseCallbackHandler):
 
     Either record each request's reply yourself (:meth:`record`), as the turn graph does, or pass the meter in
     ``config={"callbacks": [meter]}``. The graph records: a callback on the graph run would make LangChain set
-    up callback managers for every node, edge and model request of the turn, about 0.3 ms per model request
-    here. As a callback it is a synchronous handler that runs inline, so async callback managers call it
+    up callback managers for every node, edge and model request of the turn, a cost paid on every model
+    request. As a callback it is a synchronous handler that runs inline, so async callback managers call it
     directly on the event loop instead of in an executor. A lock keeps the sums right when requests run
     concurrently on several threads.
     """

@@ -228,8 +228,8 @@ class LocalBlobStore:
         start = root.joinpath(*folder.split("/")) if folder else root
         if folder and not start.resolve().is_relative_to(root):
             raise ValueError("prefix resolves outside the store")
-        # Plain strings and os.scandir rather than pathlib: listing is on every warm turn's path, and Path
-        # objects made up most of its time.
+        # Plain strings and os.scandir rather than pathlib: listing is on every warm turn's path, and making Path
+        # objects would be most of its cost.
         sidecars = os.path.join(root, META_DIR, "blobs")
         found: builtins.list[BlobInfo] = []
         pending = [(str(start), folder)]

@@ -89,7 +89,7 @@ def best(
     if limit <= 0:
         return []
     # Plain tuples that sort best first until the few winners are known: a common term can match most of
-    # 10,000 passages, and a key function per candidate cost as much as the scoring.
+    # a large document's passages, and a key function per candidate would cost as much as the scoring.
     top = heapq.nsmallest(limit, _scored(query_terms, groups, weights, None))
     return [
         Match(group=group, passage=passage, score=-negated, matched=matched) for negated, group, passage, matched in top
