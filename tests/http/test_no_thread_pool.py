@@ -1,7 +1,7 @@
 """No request goes through FastAPI's thread pool: every route and dependency is a coroutine.
 
 FastAPI runs a plain ``def`` route or dependency with ``run_in_threadpool``; under concurrent turns those
-hand-offs cost more than the turns themselves (bench/README.md, concurrency).
+hand-offs cost more than the turns themselves (bench/README.md, "Serving choices the figures rest on").
 """
 
 from __future__ import annotations
