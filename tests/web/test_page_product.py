@@ -158,6 +158,8 @@ def test_the_page_follows_new_answers_and_keyboard_shortcuts_are_listed_behind_a
         expect(page.locator("#shortcuts")).to_contain_text("Open the last cited source")
         page.keyboard.press("Escape")
         expect(page.locator("#shortcuts")).to_be_hidden()
+        expect(page.locator(".citation-chip").last).to_be_visible()
+        page.locator("#chat-title").click()  # the focus back on the page, not on the closed dialog
         page.keyboard.press("c")
         expect(page.locator("#viewer")).to_be_visible()
         expect(page.locator(".excerpt mark")).to_contain_text("Rue Haute 12")
