@@ -119,6 +119,26 @@ def orc_serve(home: Path, settings: dict[str, str]) -> Iterator[str]:
         process.wait(timeout=START_TIMEOUT)
 
 
+async def calm_under_flood(
+    session: aiohttp.ClientSession, base_url: str, calm: int, module: str, arguments: list[str], *, wait: float
+) -> tuple[list[float], Counter[int]]:
+    """The calm caller's turn times while ``python -m module --flood-only base_url *arguments`` floods the server,
+    and the flooder's response statuses.
+
+    The flooder is a process of its own: in this event loop, its connections' client work would delay the calm
+    caller's own reads and be measured as the server's doing."""
+    flooder = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", module, "--flood-only", base_url, *arguments, stdout=asyncio.subprocess.PIPE
+    )
+    assert flooder.stdout is not None
+    ready = await asyncio.wait_for(flooder.stdout.readline(), START_TIMEOUT)
+    if ready.strip() != b"flooding":
+        raise RuntimeError(f"the flooder did not start: {ready!r}")
+    under_flood = await calm_turns(session, base_url, calm)
+    output, _ = await asyncio.wait_for(flooder.communicate(), wait)
+    return under_flood, Counter({int(code): count for code, count in json.loads(output).items()})
+
+
 async def run_row(name: str, calm: int, requests: int, concurrency: int) -> dict[str, Any]:
     """One row: idle calm turns, then calm turns under flood."""
     with temporary_home() as home, orc_serve(home, ROWS[name]) as base_url:
@@ -127,27 +147,14 @@ async def run_row(name: str, calm: int, requests: int, concurrency: int) -> dict
         async with aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False) as session:
             await calm_turns(session, base_url, 5)  # warm-up: imports and first-use caches
             idle = await calm_turns(session, base_url, calm)
-            # The flooder is a process of its own: in this event loop, its 150 connections' client work would
-            # delay the calm caller's own reads and be measured as the server's doing.
-            flooder = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "bench.flood",
-                "--flood-only",
+            under_flood, statuses = await calm_under_flood(
+                session,
                 base_url,
-                "--flood-requests",
-                str(requests),
-                "--flood-concurrency",
-                str(concurrency),
-                stdout=asyncio.subprocess.PIPE,
+                calm,
+                "bench.flood",
+                ["--flood-requests", str(requests), "--flood-concurrency", str(concurrency)],
+                wait=300,
             )
-            assert flooder.stdout is not None
-            ready = await asyncio.wait_for(flooder.stdout.readline(), START_TIMEOUT)
-            if ready.strip() != b"flooding":
-                raise RuntimeError(f"the flooder did not start: {ready!r}")
-            under_flood = await calm_turns(session, base_url, calm)
-            output, _ = await asyncio.wait_for(flooder.communicate(), 300)
-            statuses = Counter({int(code): count for code, count in json.loads(output).items()})
     idle_p95, flood_p95 = percentile(idle, 95), percentile(under_flood, 95)
     return {
         "row": name,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 import aiohttp
 
 from bench.common import percentile, summarize, temporary_home
-from bench.flood import START_TIMEOUT, calm_turns, orc_serve
+from bench.flood import calm_turns, calm_under_flood, orc_serve
 from orc.clock import utc_now
 from orc.composition import build_runtime
 from orc.conversations.models import AssistantMessage, UserMessage
@@ -132,27 +131,14 @@ async def measure(name: str, home: Path, calm: int, requests: int, concurrency: 
                 await upload(warm, base_url)  # starts the extraction worker: not part of what is measured
             await calm_turns(session, base_url, 5)
             idle = await calm_turns(session, base_url, calm)
-            flooder = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "bench.flood_ops",
-                "--flood-only",
+            under_flood, statuses = await calm_under_flood(
+                session,
                 base_url,
-                "--rows",
-                name,
-                "--flood-requests",
-                str(requests),
-                "--flood-concurrency",
-                str(concurrency),
-                stdout=asyncio.subprocess.PIPE,
+                calm,
+                "bench.flood_ops",
+                ["--rows", name, "--flood-requests", str(requests), "--flood-concurrency", str(concurrency)],
+                wait=600,
             )
-            assert flooder.stdout is not None
-            ready = await asyncio.wait_for(flooder.stdout.readline(), START_TIMEOUT)
-            if ready.strip() != b"flooding":
-                raise RuntimeError(f"the flooder did not start: {ready!r}")
-            under_flood = await calm_turns(session, base_url, calm)
-            output, _ = await asyncio.wait_for(flooder.communicate(), 600)
-            statuses = Counter({int(code): count for code, count in json.loads(output).items()})
     idle_p95, flood_p95 = percentile(idle, 95), percentile(under_flood, 95)
     return {
         "row": name,
