@@ -4,22 +4,21 @@ ordinary 500 problem that leaves the connection usable, and a client that never 
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orc.http import create_app
-from orc.http.connection_limits import HeaderDeadlineProtocol, server_options
+from orc.http.connection_limits import HeaderDeadlineProtocol
 from orc.settings import Settings
+from tests.adversarial.uvicorn_server import serving
 from tests.http.conftest import open_client
 from tests.http.test_mcp_endpoint import KEYS, mcp_session
 from tests.support import lifespan
@@ -104,22 +103,8 @@ def server() -> Iterator[int]:
     class QuickDeadline(HeaderDeadlineProtocol):
         header_timeout = 0.3
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    options = {**server_options(), "http": QuickDeadline}
-    server = uvicorn.Server(uvicorn.Config(failing_app, log_level="warning", lifespan="off", **options))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=DEADLINE_SECONDS)
-        sock.close()
+    with serving(failing_app, QuickDeadline) as port:
+        yield port
 
 
 def test_a_client_that_never_finishes_its_headers_is_disconnected(server: int) -> None:

@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 from starlette.types import Message, Receive, Scope, Send
 
 from orc.http.auth import authenticator_for
@@ -21,10 +19,10 @@ from orc.http.connection_limits import (
     MAX_HEADER_BYTES,
     H11HeadLimitsProtocol,
     HttpToolsHeadLimitsProtocol,
-    server_options,
 )
 from orc.http.stream_limits import StreamBounds, StreamLimits
 from orc.settings import Settings
+from tests.adversarial.uvicorn_server import serving
 
 DEADLINE_SECONDS = 10.0
 PROTOCOLS = {"httptools": HttpToolsHeadLimitsProtocol, "h11": H11HeadLimitsProtocol}
@@ -45,22 +43,8 @@ def server(request: pytest.FixtureRequest) -> Iterator[int]:
     class Quick(protocol):  # type: ignore[misc, valid-type]
         header_timeout = 0.3
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    options = {**server_options(), "http": Quick}
-    server = uvicorn.Server(uvicorn.Config(ok_app, log_level="warning", lifespan="off", **options))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=DEADLINE_SECONDS)
-        sock.close()
+    with serving(ok_app, Quick) as port:
+        yield port
 
 
 def _answer(sock: socket.socket) -> bytes:
