@@ -47,7 +47,6 @@ class TurnContext:
     conversations: ConversationRepository
     toolbox: McpToolbox
     max_tool_rounds: int = 4
-    history_turns: int = 10
     offers_planning_tools: bool = True
     """False when the MCP server has no tool but document_chat: then no planning call is worth making."""
     meter: ModelMeter = field(default_factory=ModelMeter)

@@ -33,8 +33,6 @@ class TurnLimits:
     max_question_chars: int = 4000
     max_blob_names: int = 20
     max_tool_rounds: int = 4
-    history_turns: int = 10
-    tool_timeout_seconds: float = 120.0
     history_tokens: int = 16_000
     """Token budget of the history in the answer request (``ORC_HISTORY_TOKENS``)."""
     sources_tokens: int = 12_000
