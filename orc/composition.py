@@ -334,6 +334,8 @@ async def build_document_services(
         chat_model,
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
+        max_question_chars=settings.max_question_chars,
+        max_documents=settings.max_blob_names,
         extraction_pool=pool,
         # What the document processor stored is read, not extracted again, and file ids hold across instances.
         texts=SessionTexts(
@@ -349,6 +351,7 @@ async def build_document_services(
         # An MCP client's document_chat answer is a model call: admitted and charged like a turn.
         document_chat=AdmittedDocumentChat(document_chat, policy),
         max_question_chars=settings.max_question_chars,
+        max_document_names=settings.max_blob_names,
         library=library,
     )
     return DocumentServices(

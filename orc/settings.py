@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     embeddings_api_key: SecretStr | None = None
     embeddings_timeout_seconds: float = Field(default=30.0, gt=0)
     embeddings_max_retries: int = Field(default=2, ge=0)
+    # 256: well under OpenAI's 2,048 inputs and 300,000 tokens per request for spans of a few hundred words, and few
+    # enough that one slow request does not hold a whole document back.
     embeddings_batch_size: int = Field(default=256, ge=1, le=2048, description="Spans per embedding request.")
 
     prompts_dir: str | None = Field(

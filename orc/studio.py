@@ -60,6 +60,8 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Turn
                 scope={"session_id": conversation_id, "include_historical": True},
             ),
             max_tool_rounds=settings.max_tool_rounds,
+            history_tokens=settings.history_tokens,
+            sources_tokens=settings.sources_tokens,
             offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
             stream_tokens=True,
         )

@@ -131,7 +131,7 @@ class DocumentProcessor:
         indexes: IndexCache,
         *,
         max_concurrency: int = 2,
-        max_document_bytes: int = 20 * 1024 * 1024,
+        max_document_bytes: int,
         dispatch: Callable[[ProcessingJob], Coroutine[Any, Any, None]] | None = None,
         leases: JobLeases | None = None,
         extraction_pool: ExtractionPool | None = None,

@@ -52,6 +52,7 @@ class Harness:
             max_document_bytes=max_document_bytes,
             max_sources=max_sources,
             max_question_chars=200,
+            max_documents=20,
         )
 
     async def upload(self, name: str, data: bytes, principal: Principal = ALICE) -> None:
@@ -276,6 +277,8 @@ async def test_a_failing_model_is_service_unavailable_without_its_message() -> N
         FunctionChatModel(fail),
         model_label="broken",
         max_document_bytes=1000,
+        max_question_chars=200,
+        max_documents=20,
     )
     await harness.upload("handbook.txt", HANDBOOK)
 

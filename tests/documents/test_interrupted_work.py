@@ -52,9 +52,15 @@ class Store:
 
     async def process(self) -> tuple[DocumentProcessor, DocumentRecovery, ProcessingLeases]:
         catalog = await self.provider.collection("catalog")
-        leases = ProcessingLeases(await self.provider.collection("processing_leases"), clock=self.clock)
+        leases = ProcessingLeases(
+            await self.provider.collection("processing_leases"),
+            lease_seconds=Settings().processing_lease_seconds,
+            clock=self.clock,
+        )
         texts = TextStore(await self.provider.collection("document_text"))
-        processor = DocumentProcessor(catalog, self.blobs, texts, IndexCache(), leases=leases)
+        processor = DocumentProcessor(
+            catalog, self.blobs, texts, IndexCache(), max_document_bytes=Settings().max_upload_bytes, leases=leases
+        )
         return processor, DocumentRecovery(leases, catalog, self.blobs, processor), leases
 
 

@@ -46,6 +46,7 @@ def build_served(blobs: BlobStore | None = None, *, max_question_chars: int = 50
         model_label="test:citing",
         max_document_bytes=1_000_000,
         max_question_chars=max_question_chars,
+        max_documents=3,
     )
     services = DocumentChatServices(document_chat=service, max_question_chars=max_question_chars, max_document_names=3)
     return Served(server=build_document_chat_server(services), blobs=counting, model=model)
