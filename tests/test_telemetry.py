@@ -204,7 +204,6 @@ def test_json_logs_carry_the_trace_id_of_the_current_span(recorded: Recorded) ->
     assert "trace_id" not in outside
 
 
-
 async def test_log_format_json_makes_each_record_of_the_process_one_json_object() -> None:
     from orc.composition import build_runtime
 
