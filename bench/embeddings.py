@@ -165,7 +165,15 @@ async def _turns(args: argparse.Namespace, running: Endpoint, result: BenchResul
         homes = [stack.enter_context(tempfile.TemporaryDirectory(prefix="orc-bench-embed-")) for _ in range(2)]
         off = await stack.enter_async_context(build_runtime(_settings(homes[0], None)))
         settings = _settings(homes[1], running)
-        model = build_embedding_model("openai:bench-embed", base_url=running.base_url, resources=stack)
+        defaults = Settings()
+        model = build_embedding_model(
+            "openai:bench-embed",
+            base_url=running.base_url,
+            timeout=defaults.embeddings_timeout_seconds,
+            max_retries=defaults.embeddings_max_retries,
+            batch_size=defaults.embeddings_batch_size,
+            resources=stack,
+        )
         on = await stack.enter_async_context(build_runtime(settings))
         for services in (off, on):
             await services.session_files.add(LOCAL_PRINCIPAL, "c", uploads, wait_seconds=60)

@@ -38,8 +38,10 @@ class DocumentChatServices:
     """What ``document_chat`` runs on, and the limits it enforces before any work is done."""
 
     document_chat: DocumentAnswerer
-    max_question_chars: int = 4000
-    max_document_names: int = 20
+    max_question_chars: int
+    """The longest question, in characters (``ORC_MAX_QUESTION_CHARS``)."""
+    max_document_names: int
+    """Documents one call may name (``ORC_MAX_BLOB_NAMES``, as a turn's attached files)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -307,9 +306,7 @@ async def build_document_services(
         settings, chat_model, chat_model_given=model is not None, digest_model=digest_model, resources=stack
     )
     catalog = await stores.collections.collection("catalog")
-    idempotency = IdempotencyKeys(
-        await stores.collections.collection("idempotency"), ttl=timedelta(seconds=settings.idempotency_ttl_seconds)
-    )
+    idempotency = IdempotencyKeys(await stores.collections.collection("idempotency"))
     conversations = ConversationRepository(await stores.collections.collection("conversations"))
     queues = job_queues if job_queues is not None else await open_job_queues(settings, stack)
     # Registered before the processor, so it stops after the jobs that use it.
@@ -337,6 +334,8 @@ async def build_document_services(
         chat_model,
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
+        max_question_chars=settings.max_question_chars,
+        max_documents=settings.max_blob_names,
         extraction_pool=pool,
         # What the document processor stored is read, not extracted again, and file ids hold across instances.
         texts=SessionTexts(
@@ -352,6 +351,7 @@ async def build_document_services(
         # An MCP client's document_chat answer is a model call: admitted and charged like a turn.
         document_chat=AdmittedDocumentChat(document_chat, policy),
         max_question_chars=settings.max_question_chars,
+        max_document_names=settings.max_blob_names,
         library=library,
     )
     return DocumentServices(
@@ -456,7 +456,6 @@ async def _document_library(
             ),
             session_files=files,
             conversations=conversations,
-            history_turns=settings.history_turns,
         ),
         texts=texts,
         indexes=indexes,
@@ -689,8 +688,6 @@ def turn_limits(settings: Settings) -> TurnLimits:
         max_question_chars=settings.max_question_chars,
         max_blob_names=settings.max_blob_names,
         max_tool_rounds=settings.max_tool_rounds,
-        history_turns=settings.history_turns,
-        tool_timeout_seconds=settings.tool_timeout_seconds,
         history_tokens=settings.history_tokens,
         sources_tokens=settings.sources_tokens,
         turn_timeout_seconds=settings.turn_timeout,

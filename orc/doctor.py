@@ -271,6 +271,7 @@ async def embedding_checks(settings: Settings, stack: AsyncExitStack) -> list[Ch
             api_key=settings.embeddings_api_key,
             timeout=settings.embeddings_timeout_seconds,
             max_retries=settings.embeddings_max_retries,
+            batch_size=settings.embeddings_batch_size,
             resources=stack,
         )
         if model is None:

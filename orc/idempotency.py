@@ -45,6 +45,7 @@ from orc.storage.ports import DocumentCollection
 logger = logging.getLogger(__name__)
 
 DEFAULT_TTL = timedelta(hours=24)
+"""How long a key's response is kept: a day covers any client's retries of one request."""
 DEFAULT_LEASE = timedelta(seconds=30)
 DEFAULT_MAX_HOLD = timedelta(minutes=15)
 """Longest a claim is renewed: a request still running after this is treated as lost."""

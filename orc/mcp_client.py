@@ -37,6 +37,10 @@ from orc.tool_contract import PRINCIPAL_META_KEY, SCOPE_ARGUMENTS, model_tool_na
 
 SessionFactory = Callable[[], AbstractAsyncContextManager[ClientSession]]
 
+CALL_TIMEOUT_SECONDS = 120.0
+"""Longest one tool call of a turn may take: a guard inside the turn, whose own deadline (``ORC_TURN_TIMEOUT``) and
+model timeout (``ORC_MODEL_TIMEOUT_SECONDS``) are the bounds an operator sets."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
@@ -115,7 +119,7 @@ class McpToolbox:
         *,
         principal: Principal,
         scope: Mapping[str, Any],
-        call_timeout_seconds: float = 120.0,
+        call_timeout_seconds: float = CALL_TIMEOUT_SECONDS,
     ) -> None:
         self._connection = connection
         self._meta = RequestParams.Meta(**{PRINCIPAL_META_KEY: principal.model_dump()})

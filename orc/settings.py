@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -22,6 +23,15 @@ EASYAUTH_OFF = (
 )
 """Why an app with ``ORC_AUTH=easyauth`` and no App Service authentication refuses every request."""
 RATE_LIMIT_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
+REMOVED = {
+    "ORC_HISTORY_TURNS": "a turn reads the last 10 turns; ORC_HISTORY_TOKENS bounds what the answer model sees",
+    "ORC_TOOL_TIMEOUT_SECONDS": "one tool call may take 120 s; ORC_TURN_TIMEOUT bounds the whole turn",
+    "ORC_IDEMPOTENCY_TTL_SECONDS": "Idempotency-Key responses are kept for 24 hours",
+}
+"""Settings that became constants (README, "Changes"), and what holds instead: an operator who still sets one is
+told it has no effect rather than left to wonder."""
+
+log = logging.getLogger(__name__)
 
 
 class ApiKeyPrincipal(BaseModel):
@@ -81,6 +91,8 @@ class Settings(BaseSettings):
     embeddings_api_key: SecretStr | None = None
     embeddings_timeout_seconds: float = Field(default=30.0, gt=0)
     embeddings_max_retries: int = Field(default=2, ge=0)
+    # 256: well under OpenAI's 2,048 inputs and 300,000 tokens per request for spans of a few hundred words, and few
+    # enough that one slow request does not hold a whole document back.
     embeddings_batch_size: int = Field(default=256, ge=1, le=2048, description="Spans per embedding request.")
 
     prompts_dir: str | None = Field(
@@ -142,7 +154,6 @@ class Settings(BaseSettings):
     max_blob_names: int = 20
     max_tool_rounds: int = 4
     file_cache_ttl_seconds: float = Field(default=3600.0, gt=0)
-    history_turns: int = Field(default=10, ge=0, le=10, description="Turns of history a turn reads (at most 10).")
     history_tokens: int = Field(
         default=16_000,
         ge=0,
@@ -150,7 +161,6 @@ class Settings(BaseSettings):
         "the oldest turns dropped).",
     )
     sources_tokens: int = Field(default=12_000, ge=1, description="Token budget of the sources in the answer prompt.")
-    tool_timeout_seconds: float = 120.0
     context_requests: Literal["allow", "never"] = Field(
         default="never",
         description="Whether a turn whose request does not say may pause to ask for missing context (context "
@@ -203,7 +213,6 @@ class Settings(BaseSettings):
         description="With a real model, title each conversation from its first exchange in the background (the "
         "first question's title shows until then; a title the user chose is never replaced).",
     )
-    idempotency_ttl_seconds: float = Field(default=86400.0, gt=0, description="How long Idempotency-Keys are kept.")
 
     # -- quotas and deadlines (off under ORC_AUTH=none: one local user has nobody to share with) ------------
     rate_limit: str = Field(
@@ -285,6 +294,11 @@ class Settings(BaseSettings):
         description="Folders whose files the stdio MCP server may attach by path (session.attach_path), "
         f"separated by {os.pathsep!r}; none: the tool is not offered. Never used over HTTP.",
     )
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Warn about each removed setting the environment still sets (pydantic-settings ignores it silently)."""
+        for name in sorted(REMOVED.keys() & os.environ.keys()):
+            log.warning("%s is no longer a setting and has no effect: %s (README, Changes)", name, REMOVED[name])
 
     @field_validator("redact_patterns", mode="before")
     @classmethod

@@ -58,10 +58,10 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Turn
                 principal=LOCAL_PRINCIPAL,
                 # The orchestrator's scope for a turn without focus: the thread's session documents.
                 scope={"session_id": conversation_id, "include_historical": True},
-                call_timeout_seconds=settings.tool_timeout_seconds,
             ),
             max_tool_rounds=settings.max_tool_rounds,
-            history_turns=settings.history_turns,
+            history_tokens=settings.history_tokens,
+            sources_tokens=settings.sources_tokens,
             offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
             stream_tokens=True,
         )

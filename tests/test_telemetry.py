@@ -204,6 +204,30 @@ def test_json_logs_carry_the_trace_id_of_the_current_span(recorded: Recorded) ->
     assert "trace_id" not in outside
 
 
+async def test_log_format_json_makes_each_record_of_the_process_one_json_object() -> None:
+    from orc.composition import build_runtime
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    formatters = {each: each.formatter for each in root.handlers}
+    root.addHandler(handler)
+    try:
+        async with build_runtime(Settings()):
+            logging.getLogger("orc.test_telemetry").warning("as text")
+        async with build_runtime(Settings(log_format="json")):
+            logging.getLogger("orc.test_telemetry").warning("as json")
+    finally:
+        root.removeHandler(handler)
+        for each, formatter in formatters.items():
+            each.setFormatter(formatter)
+
+    lines = stream.getvalue().splitlines()
+    assert "as text" in lines
+    (record,) = [json.loads(line) for line in lines if "as json" in line]
+    assert record["message"] == "as json" and record["level"] == "WARNING"
+
+
 def test_without_an_exporter_configured_nothing_is_installed_and_spans_do_not_record() -> None:
     assert telemetry.configure_telemetry({}) is None
     assert not telemetry.tracing_enabled()

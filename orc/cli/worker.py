@@ -39,9 +39,11 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
     from orc.composition import build_runtime
     from orc.documents.recovery import sweep_interrupted_documents
 
+    concurrency = concurrency or settings.worker_concurrency
     async with build_runtime(settings) as services:
         print(
-            f"orc worker: consuming {settings.queue_documents} and {settings.queue_digests}",
+            f"orc worker: consuming {settings.queue_documents} and {settings.queue_digests}, "
+            f"{concurrency} job{'s' if concurrency != 1 else ''} at a time",
             file=sys.stderr,
             flush=True,
         )
@@ -50,7 +52,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
             sweep_interrupted_documents(services.recovery, settings.processing_sweep_seconds)
         )
         try:
-            await services.jobs.run(stop, concurrency=concurrency or settings.worker_concurrency)
+            await services.jobs.run(stop, concurrency=concurrency)
         finally:
             recovering.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -9,9 +9,10 @@ from orc.conversations.models import (
     Turn,
     UserMessage,
 )
-from orc.conversations.repository import ConversationRepository, Snapshot
+from orc.conversations.repository import HISTORY_TURNS, ConversationRepository, Snapshot
 
 __all__ = [
+    "HISTORY_TURNS",
     "AssistantMessage",
     "Conversation",
     "ConversationRepository",

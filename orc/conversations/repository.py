@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 HEADER_SEQ = 10**12
 """The header's sort key: greater than any turn number, so it comes first in a newest-first query."""
 _MAX_WRITE_ATTEMPTS = 50
+HISTORY_TURNS = 10
+"""Turns of history a turn reads: the planner's follow-ups, the answer prompt's recent exchanges (cut further by
+``ORC_HISTORY_TOKENS``, the budget an operator tunes) and the historical contexts a session names."""
 PARSED_TURNS = 2048
 """How many parsed turns a repository keeps: the recent history of a few hundred busy conversations."""
 

@@ -83,7 +83,7 @@ class FileDigests:
         store: DigestStore,
         runner: DigestRunner,
         *,
-        max_concurrency: int = 4,
+        max_concurrency: int,
         max_input_chars: int = MAX_INPUT_CHARS,
     ) -> None:
         if max_concurrency < 1:

@@ -96,16 +96,16 @@ class DocumentChatService:
         max_document_bytes: int,
         texts: ProcessedTexts = NOTHING_PROCESSED,
         max_sources: int = 8,
-        max_question_chars: int = 4000,
-        max_documents: int = 20,
+        max_question_chars: int,
+        max_documents: int,
         model_timeout_seconds: float = 120.0,
-        extraction_pool: ExtractionPool | None = None,
+        extraction_pool: ExtractionPool,
         vectors: SpanVectors | None = None,
     ) -> None:
         if max_sources < 1 or max_documents < 1 or max_question_chars < 1 or max_document_bytes < 1:
             raise ValueError("limits must be positive")
         self._blobs = blobs
-        self._pool = extraction_pool if extraction_pool is not None else ExtractionPool(0)
+        self._pool = extraction_pool
         self._cache = cache
         self._texts = texts
         self._model = model

@@ -43,11 +43,10 @@ from typing import Any, Protocol, TypeVar
 
 from orc.documents.extraction import CSV, HTML, JSON, MARKDOWN, TEXT, ExtractedDocument, detect_media_type, extract
 from orc.documents.fair_turns import FairTurns
-from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
+from orc.documents.limits import ExtractionLimits
 from orc.errors import ExtractionError, OrcError, UnsupportedMediaType
 
 __all__ = [
-    "DEFAULT_EXTRACTION_SECONDS",
     "IN_PROCESS_MAX_BYTES",
     "ExtractionPool",
     "parses_in_process",
@@ -56,8 +55,6 @@ __all__ = [
 
 IN_PROCESS_MAX_BYTES = 128 * 1024
 """Plain-text documents up to this size are parsed in the serving process (cheap, with bounded memory)."""
-DEFAULT_EXTRACTION_SECONDS = 60.0
-"""How long one document may take to parse (``ORC_EXTRACTION_SECONDS``)."""
 THREADS = 2
 """Documents parsed at once when the pool runs in threads."""
 
@@ -213,10 +210,10 @@ class ExtractionPool:
     def __init__(
         self,
         workers: int,
-        memory_bytes: int = 1024 << 20,
+        memory_bytes: int,
         *,
-        limits: ExtractionLimits = DEFAULT_LIMITS,
-        deadline_seconds: float = DEFAULT_EXTRACTION_SECONDS,
+        limits: ExtractionLimits,
+        deadline_seconds: float,
         initializer: WorkerInitializer = _limit_memory,
     ) -> None:
         if workers < 0 or deadline_seconds <= 0:

@@ -22,10 +22,8 @@ from orc.documents.processing import DocumentLocation, ProcessingJob
 from orc.errors import ETagMismatch, ItemNotFound
 from orc.storage.ports import DocumentCollection
 
-__all__ = ["LEASE_SECONDS", "Lease", "ProcessingLeases"]
+__all__ = ["Lease", "ProcessingLeases"]
 
-LEASE_SECONDS = 30.0
-"""How long a lease holds without being renewed (renewed every third of it while the work runs)."""
 PARTITION = "leases"
 
 
@@ -47,13 +45,15 @@ def _lease_id(location: DocumentLocation) -> str:
 
 
 class ProcessingLeases:
-    """The leases of one store: hold, renew, release, and find and take over the lapsed ones."""
+    """The leases of one store: hold, renew, release, and find and take over the lapsed ones. A lease holds
+    ``lease_seconds`` unrenewed (``ORC_PROCESSING_LEASE_SECONDS``) and is renewed every third of it while the work
+    runs."""
 
     def __init__(
         self,
         collection: DocumentCollection,
         *,
-        lease_seconds: float = LEASE_SECONDS,
+        lease_seconds: float,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._collection = collection

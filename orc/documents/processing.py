@@ -131,10 +131,10 @@ class DocumentProcessor:
         indexes: IndexCache,
         *,
         max_concurrency: int = 2,
-        max_document_bytes: int = 20 * 1024 * 1024,
+        max_document_bytes: int,
         dispatch: Callable[[ProcessingJob], Coroutine[Any, Any, None]] | None = None,
         leases: JobLeases | None = None,
-        extraction_pool: ExtractionPool | None = None,
+        extraction_pool: ExtractionPool,
         vectors: SpanVectors | None = None,
     ) -> None:
         if max_concurrency < 1:
@@ -152,8 +152,8 @@ class DocumentProcessor:
         self._enqueued: dict[asyncio.Task[ProcessingResult], asyncio.Task[None]] = {}
         # Uploads and in-process jobs hold a lease on their document, so work a crash interrupts is resumed.
         self._leases = leases
-        # The one place documents are parsed (the composition root's pool; threads with default limits here).
-        self._pool = extraction_pool if extraction_pool is not None else ExtractionPool(0)
+        # The one place documents are parsed, under the configured limits (the composition root's pool).
+        self._pool = extraction_pool
         # Span vectors for hybrid retrieval, when embeddings are configured (orc.documents.vectors).
         self._vectors = vectors
 

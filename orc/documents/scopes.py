@@ -7,7 +7,7 @@ documents the scope makes available (:func:`orc.documents.availability.available
 
 from __future__ import annotations
 
-from orc.conversations import ConversationRepository, FocusContext
+from orc.conversations import HISTORY_TURNS, ConversationRepository, FocusContext
 from orc.documents.availability import Availability, DocumentScope, available_documents
 from orc.documents.context_documents import ContextDocuments
 from orc.documents.contexts import ContextDirectory, historical_from_turns
@@ -16,8 +16,6 @@ from orc.documents.sessions import SessionFiles
 from orc.errors import InvalidInput
 from orc.names import validate_identifier
 from orc.principal import Principal
-
-DEFAULT_HISTORY_TURNS = 10
 
 
 class DocumentScopes:
@@ -30,7 +28,6 @@ class DocumentScopes:
         context_documents: ContextDocuments,
         session_files: SessionFiles,
         conversations: ConversationRepository,
-        history_turns: int = DEFAULT_HISTORY_TURNS,
     ) -> None:
         self.directory = directory
         """The context tree the focus and historical contexts are looked up in."""
@@ -40,7 +37,6 @@ class DocumentScopes:
         """The documents attached to sessions."""
         self.conversations = conversations
         """The conversation store the historical contexts are read from (shared with the orchestrator)."""
-        self._history_turns = history_turns
 
     async def check_focus(self, principal: Principal, focus: FocusContext | None) -> ContextRef | None:
         """The focus as a :class:`ContextRef` once it is known to exist in the caller's organization."""
@@ -76,7 +72,7 @@ class DocumentScopes:
             raise InvalidInput("include_historical needs the session_id whose history names the contexts")
         historical: tuple[ContextRef, ...] = ()
         if include_historical and session_id is not None:
-            turns = await self.conversations.recent_turns(principal, session_id, self._history_turns)
+            turns = await self.conversations.recent_turns(principal, session_id, HISTORY_TURNS)
             historical = tuple(historical_from_turns(turns, focus))
         return DocumentScope(
             session_id=session_id, focus=focus, historical=historical, include_historical=include_historical

@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from orc.contracts import Citation, SourceSpan
+from orc.conversations import HISTORY_TURNS
 from orc.documents.attachments import unavailable_note
 from orc.graph.answer_checks import corrected_answer
 from orc.graph.answer_prompt import answer_system_prompt
@@ -176,7 +177,7 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     )
     messages: list[BaseMessage] = [
         SystemMessage(system),
-        *history_messages(state.get("history") or [], ctx.token_counter, ctx.history_tokens, ctx.history_turns),
+        *history_messages(state.get("history") or [], ctx.token_counter, ctx.history_tokens, HISTORY_TURNS),
         HumanMessage(state["question"]),
     ]
     tools = await answer_tools(state, ctx)

@@ -46,8 +46,12 @@ class TurnContext:
     model: BaseChatModel
     conversations: ConversationRepository
     toolbox: McpToolbox
-    max_tool_rounds: int = 4
-    history_turns: int = 10
+    max_tool_rounds: int
+    """Bound on the tool loop (``ORC_MAX_TOOL_ROUNDS``)."""
+    history_tokens: int
+    """Budget of the recent history in the answer request (``ORC_HISTORY_TOKENS``)."""
+    sources_tokens: int
+    """Budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
     offers_planning_tools: bool = True
     """False when the MCP server has no tool but document_chat: then no planning call is worth making."""
     meter: ModelMeter = field(default_factory=ModelMeter)
@@ -57,10 +61,6 @@ class TurnContext:
     writes its last checkpoint, instead of after it."""
     token_counter: TokenCounter = field(default_factory=EstimatedTokens)
     """Measures the answer prompt's budgets; chosen once for the model by the composition root (never does I/O)."""
-    history_tokens: int = 16_000
-    """Budget of the recent history in the answer request (``ORC_HISTORY_TOKENS``)."""
-    sources_tokens: int = 12_000
-    """Budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
     session_digest: Callable[[Principal, str], Awaitable[str]] | None = None
     """The session's ready aggregate digest as prompt text (empty when none), for the answer prompt's sheet."""
     context_requests: bool = False

@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from orc.contracts import SourceSpan
-from orc.conversations import FocusContext
+from orc.conversations import HISTORY_TURNS, FocusContext
 from orc.conversations.models import Turn
 from orc.documents.contexts import historical_from_turns
 from orc.documents.records import ContextRef
@@ -57,7 +57,7 @@ def _cited(turn: Turn) -> tuple[str, str]:
 
 async def _plan_query(state: TurnState, ctx: TurnContext) -> TurnState:
     progress("query_planner", "Reading the conversation", 5)
-    snapshot = await ctx.conversations.load(ctx.principal, ctx.conversation_id, ctx.history_turns)
+    snapshot = await ctx.conversations.load(ctx.principal, ctx.conversation_id, HISTORY_TURNS)
     turns = snapshot.turns
     question = state["question"]
     focus = state.get("focus_context")

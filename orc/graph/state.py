@@ -148,7 +148,7 @@ class TurnState(TypedDict, total=False):
     historical_contexts: list[FocusContext]
     """Contexts the conversation focused on before this turn, oldest first, without the current focus."""
     history: list[PriorTurn]
-    """The recent exchanges (at most ``history_turns``), oldest first; the answer node budgets them."""
+    """The recent exchanges (at most ``HISTORY_TURNS``), oldest first; the answer node budgets them."""
     prior_sources: list[SourceSpan]
     """The spans the previous answer cited, kept as evidence so a follow-up ("and the second one?") can use them."""
     # tool_router / mcp_executor / context_builder (and answer, when it asks for another tool round)

@@ -106,10 +106,10 @@ class Handoff:
         conversations: ConversationRepository,
         documents: DocumentLibrary,
         *,
-        default_mode: Literal["allow", "never"] = "never",
-        timeout_seconds: float = 300.0,
+        default_mode: Literal["allow", "never"],
+        timeout_seconds: float,
         redactor: Redactor | None = None,
-        reminder: float = 0.8,
+        reminder: float,
     ) -> None:
         self.requests = requests
         self._redactor = redactor or Redactor()

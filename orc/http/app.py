@@ -114,6 +114,16 @@ def configured_secrets(settings: Settings) -> list[str]:
     return secrets + log_safety.environment_secrets()
 
 
+def stream_bounds(settings: Settings) -> StreamBounds:
+    """The open-stream limits of ``settings`` (``ORC_MAX_STREAMS*``, ``ORC_STREAM_*_SECONDS``)."""
+    return StreamBounds(
+        per_principal=settings.max_streams_per_principal,
+        total=settings.max_streams,
+        idle_seconds=settings.stream_idle_seconds,
+        max_seconds=settings.stream_max_seconds,
+    )
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -216,12 +226,7 @@ def create_app(
             return settings.max_upload_bytes + _MULTIPART_OVERHEAD
         return settings.max_request_bytes
 
-    bounds = StreamBounds(
-        per_principal=settings.max_streams_per_principal,
-        total=settings.max_streams,
-        idle_seconds=settings.stream_idle_seconds,
-        max_seconds=settings.stream_max_seconds,
-    )
+    bounds = stream_bounds(settings)
 
     def running_policy() -> TurnPolicy | None:
         services: Services | None = getattr(api.state, "services", None)

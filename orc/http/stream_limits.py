@@ -36,10 +36,10 @@ from orc.http.streaming import negotiate
 class StreamBounds:
     """The limits :class:`StreamLimits` enforces."""
 
-    per_principal: int = 8
-    total: int = 512
-    idle_seconds: float = 60.0
-    max_seconds: float = 600.0
+    per_principal: int
+    total: int
+    idle_seconds: float
+    max_seconds: float
 
     @property
     def per_organization(self) -> int:

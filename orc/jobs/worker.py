@@ -64,8 +64,8 @@ class JobWorker:
         documents_queue: JobQueue,
         digests_queue: JobQueue,
         *,
-        visibility_seconds: float = 300.0,
-        max_deliveries: int = 4,
+        visibility_seconds: float,
+        max_deliveries: int,
         observer: Observer | None = None,
     ) -> None:
         self._catalog = catalog
@@ -192,7 +192,7 @@ class JobWorker:
 
     # -- the polling loop (orc worker) ----------------------------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event, *, concurrency: int = 2, idle_pause: float = 1.0) -> None:
+    async def run(self, stop: asyncio.Event, *, concurrency: int, idle_pause: float = 1.0) -> None:
         """Consume both queues until ``stop`` is set, ``concurrency`` jobs at a time; idle polls back off."""
         running: set[asyncio.Task[None]] = set()
         turns = FairTurns(concurrency)

@@ -35,17 +35,12 @@ from orc.models.factory import DEFAULT_AZURE_API_VERSION, LOCAL_API_KEY, entra_t
 from orc.telemetry import record_embedding_request
 
 __all__ = [
-    "DEFAULT_BATCH_SIZE",
     "EmbeddingModel",
     "EmbeddingPurpose",
     "OpenAIEmbeddingModel",
     "build_embedding_model",
     "model_key",
 ]
-
-DEFAULT_BATCH_SIZE = 256
-"""Texts per embedding request: well under OpenAI's 2,048 inputs and 300,000 tokens per request for spans of a
-few hundred words, and few enough that one slow request does not hold a whole document back."""
 
 EmbeddingPurpose = Literal["spans", "query"]
 """What a request embeds: a document's spans (at processing) or a turn's retrieval query."""
@@ -84,7 +79,7 @@ def model_key(model: EmbeddingModel) -> str:
 class OpenAIEmbeddingModel:
     """:class:`EmbeddingModel` over a langchain-openai ``OpenAIEmbeddings`` / ``AzureOpenAIEmbeddings``."""
 
-    def __init__(self, client: Any, *, identity: str, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(self, client: Any, *, identity: str, batch_size: int) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be positive")
         self._client = client
@@ -130,9 +125,9 @@ def build_embedding_model(
     *,
     base_url: str | None = None,
     api_key: str | SecretStr | None = None,
-    timeout: float = 30.0,
-    max_retries: int = 2,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    timeout: float,
+    max_retries: int,
+    batch_size: int,
     environ: Mapping[str, str] | None = None,
     resources: AsyncExitStack | None = None,
 ) -> EmbeddingModel | None:

@@ -47,8 +47,8 @@ def build_chat_model(
     *,
     base_url: str | None = None,
     api_key: str | SecretStr | None = None,
-    timeout: float = 60.0,
-    max_retries: int = 2,
+    timeout: float,
+    max_retries: int,
     environ: Mapping[str, str] | None = None,
     resources: AsyncExitStack | None = None,
 ) -> BaseChatModel:

@@ -28,18 +28,17 @@ from orc.turns.contract import TurnRequest
 
 @dataclass(frozen=True, slots=True)
 class TurnLimits:
-    """Bounds on a turn's input and work."""
+    """Bounds on a turn's input and work, from settings (each field is the ``ORC_`` setting of its name)."""
 
-    max_question_chars: int = 4000
-    max_blob_names: int = 20
-    max_tool_rounds: int = 4
-    history_turns: int = 10
-    tool_timeout_seconds: float = 120.0
-    history_tokens: int = 16_000
+    max_question_chars: int
+    max_blob_names: int
+    max_tool_rounds: int
+    history_tokens: int
     """Token budget of the history in the answer request (``ORC_HISTORY_TOKENS``)."""
-    sources_tokens: int = 12_000
+    sources_tokens: int
     """Token budget of the sources in the answer prompt (``ORC_SOURCES_TOKENS``)."""
-    turn_timeout_seconds: float = 200.0
+    turn_timeout_seconds: float
+    """How long a whole turn may take (``ORC_TURN_TIMEOUT``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,12 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from orc.errors import RateLimited, TokenQuotaExceeded, TooManyConcurrentTurns
+from orc.http.app import stream_bounds
 from orc.http.auth import authenticator_for
-from orc.http.stream_limits import StreamBounds, StreamLimits
+from orc.http.stream_limits import StreamLimits
 from orc.principal import Principal
 from orc.quotas import Quotas, RateLimit
 from orc.settings import Settings
@@ -183,14 +184,25 @@ async def call(app: StreamLimits, scope: Scope) -> list[Message]:
     return sent
 
 
-def stream_limits(app: HeldStream, **bounds: float) -> StreamLimits:
+def stream_limits(app: ASGIApp, **settings: float) -> StreamLimits:
+    """The stream limits of the app built with ``settings``."""
     authenticator = authenticator_for(api_key_settings())
-    return StreamLimits(app, authenticator, StreamBounds(**bounds), lambda scope: True)  # type: ignore[arg-type]
+    return StreamLimits(app, authenticator, stream_bounds(Settings(**settings)), lambda scope: True)  # type: ignore[arg-type]
+
+
+class ChattyStream:
+    """An ASGI app whose stream sends data every few milliseconds and never ends by itself."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        while True:
+            await send({"type": "http.response.body", "body": b"data: tick\n\n", "more_body": True})
+            await asyncio.sleep(0.005)
 
 
 async def test_a_principal_over_its_open_streams_gets_429_too_many_streams_while_others_open_theirs() -> None:
     held = HeldStream()
-    limits = stream_limits(held, per_principal=1, total=10)
+    limits = stream_limits(held, max_streams_per_principal=1, max_streams=10)
     first = asyncio.create_task(call(limits, stream_scope("key-flood")))
     await held.started.wait()
 
@@ -206,10 +218,22 @@ async def test_a_principal_over_its_open_streams_gets_429_too_many_streams_while
 
 
 async def test_a_silent_stream_is_ended_after_the_idle_timeout() -> None:
-    limits = stream_limits(HeldStream(), idle_seconds=0.05, max_seconds=60)
+    limits = stream_limits(HeldStream(), stream_idle_seconds=0.05, stream_max_seconds=60)
 
     sent = await call(limits, stream_scope("key-flood"))
 
     assert sent[0]["status"] == 200
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert limits.total == 0
+
+
+async def test_a_stream_that_keeps_sending_is_ended_after_the_longest_a_stream_is_kept() -> None:
+    limits = stream_limits(ChattyStream(), stream_idle_seconds=60, stream_max_seconds=0.1)
+
+    async with asyncio.timeout(10):
+        sent = await call(limits, stream_scope("key-flood"))
+
+    assert sent[0]["status"] == 200
+    assert any(message.get("body") == b"data: tick\n\n" for message in sent)
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
     assert limits.total == 0

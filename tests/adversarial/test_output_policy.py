@@ -20,6 +20,7 @@ from orc.output_policy import OutputPolicy, Removed
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
+from orc.turns import TurnRequest, TurnResult
 from tests.adversarial.hostile import CORPUS, survivors
 from tests.http.conftest import open_client, upload
 from tests.mcp_server.helpers import connect
@@ -55,6 +56,27 @@ def test_a_stream_split_inside_an_image_still_never_sends_it() -> None:
 
 def _hostile_answer(messages: list[Any], tools: list[dict[str, Any]]) -> str:
     return f"{HOSTILE} [lease.txt::S1]"
+
+
+def _answer_with_a_chart(messages: list[Any], tools: list[dict[str, Any]]) -> str:
+    return "The rent is 900 euros [lease.txt::S1]. ![chart](https://img.example/rent.png)"
+
+
+async def test_an_answers_image_is_kept_only_from_a_host_the_output_image_hosts_setting_allows() -> None:
+    answers = {}
+    for hosts in ([], ["img.example"]):
+        async with build_runtime(
+            Settings(output_image_hosts=hosts), model=FunctionChatModel(_answer_with_a_chart)
+        ) as orc:
+            await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", b"The rent is 900 euros.")])
+            result = await orc.orchestrator.ask(
+                TurnRequest(question="What is the rent?", conversation_id="c1", blob_names=["lease.txt"])
+            )
+        assert isinstance(result, TurnResult)
+        answers[tuple(hosts)] = result.answer
+
+    assert "https://img.example/rent.png" not in answers[()] and "chart" in answers[()]
+    assert "![chart](https://img.example/rent.png)" in answers[("img.example",)]
 
 
 async def test_a_hostile_answer_is_cleaned_in_the_stream_the_result_the_history_and_every_export() -> None:

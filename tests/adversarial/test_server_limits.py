@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
+from orc.http.app import stream_bounds
 from orc.http.auth import authenticator_for
 from orc.http.body_deadline import BodyBounds, BodyDeadline
 from orc.http.connection_limits import (
@@ -20,7 +21,7 @@ from orc.http.connection_limits import (
     H11HeadLimitsProtocol,
     HttpToolsHeadLimitsProtocol,
 )
-from orc.http.stream_limits import StreamBounds, StreamLimits
+from orc.http.stream_limits import StreamLimits
 from orc.settings import Settings
 from tests.adversarial.uvicorn_server import serving
 
@@ -222,9 +223,8 @@ async def _stream(app: StreamLimits, key: str) -> list[Message]:
 
 async def test_a_stream_that_only_pings_is_ended_by_the_idle_timeout() -> None:
     pinging = PingingStream(every=0.01)
-    limits = StreamLimits(
-        pinging, _authenticator(), StreamBounds(idle_seconds=0.1, max_seconds=600), lambda scope: True
-    )
+    bounds = stream_bounds(Settings(stream_idle_seconds=0.1))
+    limits = StreamLimits(pinging, _authenticator(), bounds, lambda scope: True)
 
     async with asyncio.timeout(DEADLINE_SECONDS):
         sent = await _stream(limits, "key-drip")
@@ -238,7 +238,9 @@ async def test_principals_that_already_stream_cannot_take_every_slot() -> None:
     keys["key-new"] = {"organization": "newcomer", "user": "n"}
     authenticator = authenticator_for(Settings(auth="api-key", api_keys=json.dumps(keys)))  # type: ignore[arg-type]
     held = PingingStream(every=0.05)
-    limits = StreamLimits(held, authenticator, StreamBounds(per_principal=4, total=16), lambda scope: True)
+    limits = StreamLimits(
+        held, authenticator, stream_bounds(Settings(max_streams_per_principal=4, max_streams=16)), lambda scope: True
+    )
     streams: list[asyncio.Task[list[Message]]] = []
 
     async def opened(key: str) -> bool:

@@ -65,6 +65,9 @@ class GatedDigestModel(BaseChatModel):
 
     _open: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
     _reached: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _arrivals: asyncio.Condition = PrivateAttr(default_factory=asyncio.Condition)
+    _waiting: int = PrivateAttr(default=0)
+    _most_waiting: int = PrivateAttr(default=0)
 
     @property
     def _llm_type(self) -> str:
@@ -78,6 +81,16 @@ class GatedDigestModel(BaseChatModel):
     def open(self) -> None:
         """Let every waiting and later request through."""
         self._open.set()
+
+    @property
+    def most_waiting(self) -> int:
+        """The most requests that were at the gate at once: how many digests were being made together."""
+        return self._most_waiting
+
+    async def until_waiting(self, count: int) -> None:
+        """Return once ``count`` requests wait at the gate together."""
+        async with self._arrivals:
+            await self._arrivals.wait_for(lambda: self._waiting >= count)
 
     def _generate(
         self,
@@ -96,6 +109,13 @@ class GatedDigestModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self._reached.set()
-        await self._open.wait()
+        async with self._arrivals:
+            self._waiting += 1
+            self._most_waiting = max(self._most_waiting, self._waiting)
+            self._arrivals.notify_all()
+        try:
+            await self._open.wait()
+        finally:
+            self._waiting -= 1
         reply = Reply(text=offline_answer(messages))
         return reply_result(reply, usage_for(messages, reply), {"model_name": "gated"})

@@ -3,6 +3,8 @@ the document tools' view of digests."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from orc.composition import Stores, build_runtime
@@ -173,3 +175,19 @@ async def test_deleting_a_session_deletes_its_aggregate_and_the_digests_only_it_
         left = [(item.body["kind"], item.body.get("filename")) for item in await digests.query(ME.partition_key)]
 
     assert sorted(left) == [("aggregate_digest", None), ("file_digest", "notes.md")]  # all of session "keep"
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_digests_made_together_are_bounded_by_the_digest_concurrency_setting(concurrency: int) -> None:
+    files = [Upload(f"f{n}.txt", f"File {n}: the fee is {n}00 euros.".encode()) for n in range(3)]
+    gated = GatedDigestModel()
+    async with build_runtime(Settings(digest_concurrency=concurrency), stores=memory(), digest_model=gated) as runtime:
+        context = context_of(runtime.context_files)
+        await context.upload(ME, "s", files)
+        async with asyncio.timeout(10):
+            await gated.until_waiting(concurrency)
+        await context.manifest(ME, "s")  # every file's digest work has started by now: more would be waiting
+        gated.open()
+        assert await context.digests.wait_idle(ME, "s", 30)
+
+    assert gated.most_waiting == concurrency

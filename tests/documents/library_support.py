@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from orc.composition import Services, Stores, build_runtime
+from orc.composition import Services, Stores, build_runtime, extraction_limits
+from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
@@ -25,6 +26,16 @@ TREE: list[tuple[ContextRef, str | None]] = [
     (ContextRef("usecase", "u21"), "f2"),
 ]
 ORGANIZATION = ContextRef("organization", "acme")
+
+
+def extraction_pool(workers: int = 0, settings: Settings | None = None) -> ExtractionPool:
+    """An extraction pool under the limits of ``settings`` (default: the defaults); ``workers`` 0 parses in threads.
+    Close it with ``aclose`` when it has workers."""
+    settings = settings or Settings()
+    limits = extraction_limits(settings)
+    return ExtractionPool(
+        workers, settings.extraction_memory_mb << 20, limits=limits, deadline_seconds=settings.extraction_seconds
+    )
 
 
 def memory_stores() -> Stores:

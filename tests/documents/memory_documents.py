@@ -17,6 +17,7 @@ from orc.documents.search import IndexCache
 from orc.documents.sessions import SessionFiles
 from orc.documents.text_store import TextStore
 from orc.storage.memory import MemoryBlobStore, MemoryCollection
+from tests.documents.library_support import extraction_pool
 
 MAX_UPLOAD_BYTES = 1024 * 1024
 
@@ -60,7 +61,9 @@ async def memory_documents() -> AsyncIterator[MemoryDocuments]:
     """Fresh in-memory document services; background processing stops on exit."""
     catalog, blobs = MemoryCollection("catalog"), MemoryBlobStore()
     texts, indexes = TextStore(MemoryCollection("document_text")), IndexCache()
-    processor = DocumentProcessor(catalog, blobs, texts, indexes, max_document_bytes=MAX_UPLOAD_BYTES)
+    processor = DocumentProcessor(
+        catalog, blobs, texts, indexes, max_document_bytes=MAX_UPLOAD_BYTES, extraction_pool=extraction_pool()
+    )
     directory = ContextDirectory(catalog)
     try:
         yield MemoryDocuments(

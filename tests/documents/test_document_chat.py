@@ -21,6 +21,7 @@ from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from orc.testing import FunctionChatModel
 from tests.documents.doubles import CountingBlobStore, FakeClock, citing_model
+from tests.documents.library_support import extraction_pool
 from tests.documents.pdf_factory import make_pdf
 
 ALICE = Principal(organization="acme", user="alice")
@@ -52,6 +53,8 @@ class Harness:
             max_document_bytes=max_document_bytes,
             max_sources=max_sources,
             max_question_chars=200,
+            max_documents=20,
+            extraction_pool=extraction_pool(),
         )
 
     async def upload(self, name: str, data: bytes, principal: Principal = ALICE) -> None:
@@ -276,6 +279,9 @@ async def test_a_failing_model_is_service_unavailable_without_its_message() -> N
         FunctionChatModel(fail),
         model_label="broken",
         max_document_bytes=1000,
+        max_question_chars=200,
+        max_documents=20,
+        extraction_pool=extraction_pool(),
     )
     await harness.upload("handbook.txt", HANDBOOK)
 

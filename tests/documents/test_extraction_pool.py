@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orc.composition import build_runtime
+from orc.composition import build_runtime, extraction_limits
 from orc.documents.extraction_pool import IN_PROCESS_MAX_BYTES, ExtractionPool, parses_in_process
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
@@ -18,6 +18,8 @@ from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 
 INFLATED_BYTES = 400 * 1024 * 1024
+
+LIMITS = extraction_limits(Settings())
 
 
 def pdf_bomb() -> bytes:
@@ -93,7 +95,7 @@ def worker_that_cannot_start(memory_bytes: int) -> None:
 async def test_when_the_workers_cannot_start_documents_are_still_parsed_in_threads_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    pool = ExtractionPool(1, 512 << 20, initializer=worker_that_cannot_start)
+    pool = ExtractionPool(1, 512 << 20, limits=LIMITS, deadline_seconds=60, initializer=worker_that_cannot_start)
     text = b"The rent is 900 euros. " * (IN_PROCESS_MAX_BYTES // 20)  # over the in-process size: for a worker
     try:
         extracted = await pool.extract(text, "lease.txt", "text/plain")
@@ -109,7 +111,7 @@ async def test_small_plain_text_is_parsed_in_this_process_without_starting_a_wor
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # A worker that cannot start would log a warning and switch the pool to threads if anything were sent to it.
-    pool = ExtractionPool(1, 512 << 20, initializer=worker_that_cannot_start)
+    pool = ExtractionPool(1, 512 << 20, limits=LIMITS, deadline_seconds=60, initializer=worker_that_cannot_start)
     try:
         extracted = [
             await pool.extract(data, name, None)

@@ -10,7 +10,6 @@ import functools
 import pytest
 
 from orc.composition import Stores, build_runtime
-from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.fair_turns import FairTurns
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
@@ -19,7 +18,7 @@ from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore
-from tests.documents.library_support import ACME, library_of
+from tests.documents.library_support import ACME, extraction_pool, library_of
 from tests.documents.pdf_factory import make_pdf
 
 GLOBEX = Principal(organization="globex", user="bob")
@@ -123,7 +122,7 @@ async def test_a_document_past_its_deadline_fails_with_the_reason_and_the_next_g
     # About 10 s of parsing on an idle machine; the deadline leaves room for a loaded one's first parse (imports).
     slow = make_pdf([[f"line {line} of page {page}, with a few words" for line in range(40)] for page in range(6000)])
     quick = make_pdf([["The rent is 900 euros."]])
-    pool = ExtractionPool(1, 1024 << 20, deadline_seconds=3.0)
+    pool = extraction_pool(1, Settings(extraction_seconds=3.0))
     try:
         await pool.extract(quick, "warm.pdf", None)  # starts the worker: not part of the deadline under test
         with pytest.raises(ExtractionError) as refused:

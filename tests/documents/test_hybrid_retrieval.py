@@ -7,6 +7,7 @@ before embeddings were configured is searched lexically, never waited for. No te
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -179,3 +180,22 @@ async def test_with_a_real_chat_model_a_turn_makes_one_chat_request_and_one_embe
     assert spans_requests == 2 and len(endpoint.embedding_requests) == 1
     assert result.metadata.retrieval is not None and result.metadata.retrieval.legs == ["lexical", "vector"]
     assert [citation.ref for citation in result.citations] == ["rfc.pdf::S1"]
+
+
+async def test_a_query_vector_slower_than_the_embeddings_timeout_leaves_the_turn_to_the_lexical_leg(
+    running: RunningEndpoint, endpoint: OpenAIEndpoint
+) -> None:
+    settings = embeddings_on(running, embeddings_timeout_seconds=0.2, embeddings_max_retries=0)
+    async with runtime(settings) as services:
+        await attach(services)
+        endpoint.embedding_faults = [Reply(fault="hang")]
+        try:
+            async with asyncio.timeout(10):  # far below the default 30 s: the setting, not the default, ended it
+                result = await ask(services, "What separates the headers from the body?")
+        finally:
+            endpoint.released.set()
+
+    retrieval = result.metadata.retrieval
+    assert retrieval is not None
+    assert retrieval.legs == ["lexical"] and retrieval.vector_error == "embedding_timeout"
+    assert result.citations and result.citations[0].ref == "rfc.pdf::S1"

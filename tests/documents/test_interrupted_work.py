@@ -29,6 +29,7 @@ from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+from tests.documents.library_support import extraction_pool
 
 REPO = Path(__file__).resolve().parents[2]
 TEXT = b"The warranty lasts two years from the date of purchase.\n\n"
@@ -52,9 +53,21 @@ class Store:
 
     async def process(self) -> tuple[DocumentProcessor, DocumentRecovery, ProcessingLeases]:
         catalog = await self.provider.collection("catalog")
-        leases = ProcessingLeases(await self.provider.collection("processing_leases"), clock=self.clock)
+        leases = ProcessingLeases(
+            await self.provider.collection("processing_leases"),
+            lease_seconds=Settings().processing_lease_seconds,
+            clock=self.clock,
+        )
         texts = TextStore(await self.provider.collection("document_text"))
-        processor = DocumentProcessor(catalog, self.blobs, texts, IndexCache(), leases=leases)
+        processor = DocumentProcessor(
+            catalog,
+            self.blobs,
+            texts,
+            IndexCache(),
+            max_document_bytes=Settings().max_upload_bytes,
+            leases=leases,
+            extraction_pool=extraction_pool(),
+        )
         return processor, DocumentRecovery(leases, catalog, self.blobs, processor), leases
 
 

@@ -10,8 +10,6 @@ import pypdf
 
 from orc.composition import build_runtime
 from orc.documents.extraction import extract
-from orc.documents.extraction_pool import ExtractionPool
-from orc.documents.limits import DEFAULT_LIMITS
 from orc.documents.pdf_text import DEGENERATE_SCORE, defect_score
 from orc.documents.records import ContextRef
 from orc.documents.text_store import TextStore, extractor_pages, process_extracted
@@ -19,6 +17,7 @@ from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
+from tests.documents.library_support import extraction_pool
 from tests.documents.pdf_factory import make_pdf
 
 LINES = [
@@ -102,7 +101,7 @@ async def test_an_uploaded_pdf_says_which_extractor_read_which_page_in_its_metad
 
 
 async def test_the_fallback_runs_in_an_extraction_worker_under_its_memory_limit() -> None:
-    pool = ExtractionPool(1, 512 << 20, limits=DEFAULT_LIMITS)
+    pool = extraction_pool(1, Settings(extraction_memory_mb=512))
     try:
         data = make_pdf([GOOD_PAGE, LINES], words_run_together={1})
         document = await pool.extract(data, "history.pdf", None)

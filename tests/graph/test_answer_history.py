@@ -125,3 +125,20 @@ async def test_the_retrieval_question_of_a_follow_up_carries_the_words_the_previ
     # The previous question says "parking"; the span the answer cited says what it cost, in euros.
     assert "parking" in call.arguments["question"]
     assert "euros" in call.arguments["question"]
+
+
+async def test_the_sources_of_the_answer_prompt_are_cut_to_the_sources_budget() -> None:
+    clauses = [
+        f"Clause {n}. The tenant pays {n}00 euros for item {n}. " + "The terms apply in full. " * 16 for n in range(8)
+    ]
+    shown: dict[int, int] = {}
+    for budget in (Settings().sources_tokens, 200):
+        model = FunctionChatModel(cite_first_source)
+        async with build_runtime(Settings(sources_tokens=budget), model=model) as orc:
+            await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("terms.txt", "\n\n".join(clauses).encode())])
+            await orc.orchestrator.ask(
+                TurnRequest(question="What does the tenant pay?", conversation_id="conv", blob_names=["terms.txt"])
+            )
+        shown[budget] = model.requests[-1].messages[0].text.count('ref="terms.txt::')
+
+    assert 0 < shown[200] < shown[Settings().sources_tokens]

@@ -29,7 +29,9 @@ HOSTILE_BLOB_NAMES = [
 @pytest.fixture
 async def counted() -> AsyncIterator[tuple[httpx.AsyncClient, CallCounter]]:
     stores, counter = counting_stores()
-    async with open_client(Settings(max_question_chars=200, max_upload_bytes=1000), stores=stores) as client:
+    async with open_client(
+        Settings(max_question_chars=200, max_upload_bytes=1000, max_blob_names=2), stores=stores
+    ) as client:
         await upload(client, "conv", ("doc.txt", b"The rent is 900 euros."))
         await settled(client, "conv")  # the document's digests are made in the background: let them finish first
         counter.reset()
@@ -82,7 +84,7 @@ async def test_a_blob_name_that_is_not_a_file_of_the_conversation_is_not_found(
         ({"question": "hi", "role": "admin"}, 422, "validation_error"),
         ({}, 422, "validation_error"),
         ({"question": "hi", "conversation_id": "../x"}, 400, "invalid_name"),
-        ({"question": "hi", "blob_names": ["a.txt"] * 21}, 400, "too_many_blob_names"),
+        ({"question": "hi", "blob_names": ["a.txt", "b.txt", "c.txt"]}, 400, "too_many_blob_names"),
     ],
 )
 async def test_invalid_turn_requests_are_refused_and_store_nothing(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
+import pytest
 import pytest_asyncio
 
+from orc.cli.worker import run_worker
 from orc.composition import JobQueues
 from orc.documents.uploads import Upload
 from orc.settings import Settings
@@ -108,3 +111,24 @@ async def _ready(services, count: int) -> bool:  # type: ignore[no-untyped-def]
 
 async def _handled_twice(ledger: Ledger, ids: list[str]) -> bool:
     return all(sum(ledger.by_document.get(i, {}).values()) >= 2 for i in ids)
+
+
+async def test_orc_worker_takes_its_concurrency_from_the_worker_concurrency_setting(
+    azurite_queue: AzuriteQueue, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suffix = uuid.uuid4().hex[:12]
+    settings = Settings(
+        jobs="queue",
+        queue_connection_string=azurite_queue.connection_string,
+        queue_documents=f"docs-{suffix}",
+        queue_digests=f"digests-{suffix}",
+        worker_concurrency=3,
+    )
+    stop = asyncio.Event()
+    stop.set()  # consume nothing: start, say how, and stop
+
+    assert await run_worker(settings, stop=stop) == 0
+    assert await run_worker(settings, concurrency=1, stop=stop) == 0
+
+    said = capsys.readouterr().err
+    assert "3 jobs at a time" in said and "1 job at a time" in said

@@ -20,6 +20,7 @@ from orc.principal import Principal
 from orc.storage.ports import BlobStore
 from orc.testing import FunctionChatModel
 from tests.documents.doubles import CountingBlobStore, citing_model
+from tests.documents.library_support import extraction_pool
 
 ALICE = Principal(organization="acme", user="alice")
 CONVERSATION = "conv-1"
@@ -46,6 +47,8 @@ def build_served(blobs: BlobStore | None = None, *, max_question_chars: int = 50
         model_label="test:citing",
         max_document_bytes=1_000_000,
         max_question_chars=max_question_chars,
+        max_documents=3,
+        extraction_pool=extraction_pool(),
     )
     services = DocumentChatServices(document_chat=service, max_question_chars=max_question_chars, max_document_names=3)
     return Served(server=build_document_chat_server(services), blobs=counting, model=model)

@@ -30,7 +30,11 @@ def endpoint(running: RunningEndpoint) -> RunningEndpoint:
 
 def local_model(running: RunningEndpoint, **options: Any) -> OpenAIEmbeddingModel:
     model = build_embedding_model(
-        "openai:local-embed", base_url=running.base_url, environ={}, resources=resources(), **options
+        "openai:local-embed",
+        base_url=running.base_url,
+        environ={},
+        resources=resources(),
+        **{"timeout": 5.0, "max_retries": 0, "batch_size": 256, **options},
     )
     assert isinstance(model, OpenAIEmbeddingModel)
     return model
@@ -38,7 +42,7 @@ def local_model(running: RunningEndpoint, **options: Any) -> OpenAIEmbeddingMode
 
 def test_off_is_the_default_and_builds_no_model() -> None:
     assert Settings().embeddings == "off"
-    assert build_embedding_model("off", environ={}) is None
+    assert build_embedding_model("off", environ={}, timeout=5.0, max_retries=0, batch_size=256) is None
 
 
 @pytest.mark.parametrize(
@@ -52,15 +56,20 @@ def test_off_is_the_default_and_builds_no_model() -> None:
 )
 def test_a_spec_that_cannot_be_served_is_refused_naming_the_setting(spec: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        build_embedding_model(spec, environ={})
+        build_embedding_model(spec, environ={}, timeout=5.0, max_retries=0, batch_size=256)
 
 
 def test_azure_and_openai_specs_build_models_keyed_by_what_they_serve() -> None:
     azure = build_embedding_model(
         "azure:embed-small",
         environ={"AZURE_OPENAI_ENDPOINT": "https://x.openai.azure.com/", "AZURE_OPENAI_API_KEY": "k"},
+        timeout=5.0,
+        max_retries=0,
+        batch_size=256,
     )
-    openai = build_embedding_model("openai:text-embedding-3-small", environ={"OPENAI_API_KEY": "k"})
+    openai = build_embedding_model(
+        "openai:text-embedding-3-small", environ={"OPENAI_API_KEY": "k"}, timeout=5.0, max_retries=0, batch_size=256
+    )
     assert azure is not None and openai is not None
     assert isinstance(azure, EmbeddingModel)
     assert azure.identity == "azure:embed-small@https://x.openai.azure.com/"
@@ -133,7 +142,15 @@ def no_dns(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 async def test_a_forbidden_embedding_request_fails_before_any_network_io(no_dns: list[Any]) -> None:
-    model = build_embedding_model("openai:embed", base_url="http://example.invalid/v1", api_key="k", environ={})
+    model = build_embedding_model(
+        "openai:embed",
+        base_url="http://example.invalid/v1",
+        api_key="k",
+        environ={},
+        timeout=5.0,
+        max_retries=0,
+        batch_size=256,
+    )
     assert model is not None
 
     with forbid_model_requests(), pytest.raises(ModelRequestsForbidden):
@@ -144,7 +161,7 @@ async def test_a_forbidden_embedding_request_fails_before_any_network_io(no_dns:
 
 async def test_entra_id_token_acquisition_for_embeddings_is_guarded(no_dns: list[Any]) -> None:
     environ = {"AZURE_OPENAI_ENDPOINT": "https://example.openai.azure.com/"}
-    model = build_embedding_model("azure:embed", max_retries=0, environ=environ)
+    model = build_embedding_model("azure:embed", max_retries=0, environ=environ, timeout=5.0, batch_size=256)
     assert model is not None
 
     with forbid_model_requests(), pytest.raises(ModelRequestsForbidden):

@@ -27,7 +27,7 @@ AZURE_ENV = {"AZURE_OPENAI_ENDPOINT": "https://example.openai.azure.com/"}
 
 
 def test_offline_builds_the_offline_extractive_model() -> None:
-    model = build_chat_model("offline", environ={})
+    model = build_chat_model("offline", environ={}, timeout=5.0, max_retries=0)
 
     assert isinstance(model, OfflineExtractiveModel)
     assert model_label(model) == "orc-offline-extractive (offline)"
@@ -36,7 +36,7 @@ def test_offline_builds_the_offline_extractive_model() -> None:
 @pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "azure:", "anthropic:claude", "offline:x", ""])
 def test_an_unknown_spec_is_a_configuration_error_naming_orc_model(spec: str) -> None:
     with pytest.raises(ConfigurationError, match="ORC_MODEL"):
-        build_chat_model(spec, environ={})
+        build_chat_model(spec, environ={}, timeout=5.0, max_retries=0)
 
 
 def test_openai_uses_the_given_key_timeout_retries_and_streams_usage() -> None:
@@ -54,14 +54,16 @@ def test_openai_uses_the_given_key_timeout_retries_and_streams_usage() -> None:
 
 
 def test_openai_reads_openai_api_key_from_the_environment() -> None:
-    model = build_chat_model("openai:gpt-4o", environ={"OPENAI_API_KEY": "sk-env"})
+    model = build_chat_model("openai:gpt-4o", environ={"OPENAI_API_KEY": "sk-env"}, timeout=5.0, max_retries=0)
 
     assert isinstance(model, ChatOpenAI)
     assert api_key(model) == "sk-env"
 
 
 def test_a_local_openai_compatible_server_needs_no_key() -> None:
-    model = build_chat_model("openai:llama3", base_url="http://127.0.0.1:11434/v1", environ={})
+    model = build_chat_model(
+        "openai:llama3", base_url="http://127.0.0.1:11434/v1", environ={}, timeout=5.0, max_retries=0
+    )
 
     assert isinstance(model, ChatOpenAI)
     assert model.openai_api_base == "http://127.0.0.1:11434/v1"
@@ -70,16 +72,18 @@ def test_a_local_openai_compatible_server_needs_no_key() -> None:
 
 def test_openai_without_any_key_or_base_url_fails_fast_naming_the_variables() -> None:
     with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
-        build_chat_model("openai:gpt-4o", environ={})
+        build_chat_model("openai:gpt-4o", environ={}, timeout=5.0, max_retries=0)
 
 
 def test_azure_without_an_endpoint_names_azure_openai_endpoint() -> None:
     with pytest.raises(ConfigurationError, match="AZURE_OPENAI_ENDPOINT"):
-        build_chat_model("azure:chat", api_key="k", environ={})
+        build_chat_model("azure:chat", api_key="k", environ={}, timeout=5.0, max_retries=0)
 
 
 def test_azure_with_a_key_uses_it_and_the_deployment() -> None:
-    model = build_chat_model("azure:chat-prod", environ={**AZURE_ENV, "AZURE_OPENAI_API_KEY": "az-key"})
+    model = build_chat_model(
+        "azure:chat-prod", environ={**AZURE_ENV, "AZURE_OPENAI_API_KEY": "az-key"}, timeout=5.0, max_retries=0
+    )
 
     assert isinstance(model, AzureChatOpenAI)
     assert model.deployment_name == "chat-prod"
@@ -91,7 +95,9 @@ def test_azure_with_a_key_uses_it_and_the_deployment() -> None:
 
 
 def test_azure_without_a_key_uses_entra_id_token_providers() -> None:
-    model = build_chat_model("azure:chat", environ={**AZURE_ENV, "OPENAI_API_VERSION": "2025-01-01-preview"})
+    model = build_chat_model(
+        "azure:chat", environ={**AZURE_ENV, "OPENAI_API_VERSION": "2025-01-01-preview"}, timeout=5.0, max_retries=0
+    )
 
     assert isinstance(model, AzureChatOpenAI)
     assert model.azure_ad_token_provider is not None
@@ -118,7 +124,7 @@ async def test_a_real_model_closes_its_connection_pools_with_the_resources_it_wa
     spec: str, environ: dict[str, str]
 ) -> None:
     async with AsyncExitStack() as resources:
-        model = build_chat_model(spec, environ=environ, resources=resources)
+        model = build_chat_model(spec, environ=environ, resources=resources, timeout=5.0, max_retries=0)
         assert isinstance(model, BaseChatOpenAI)
         assert not model.http_client.is_closed and not model.http_async_client.is_closed
 

@@ -55,7 +55,12 @@ def test_the_switch_restores_the_previous_state_when_scoped() -> None:
 
 async def test_a_forbidden_request_to_a_remote_host_fails_before_any_network_io(no_dns: list[Any]) -> None:
     model = build_chat_model(
-        "openai:gpt-4o", base_url="http://example.invalid/v1", api_key="k", max_retries=2, environ={}
+        "openai:gpt-4o",
+        base_url="http://example.invalid/v1",
+        api_key="k",
+        max_retries=2,
+        environ={},
+        timeout=5.0,
     )
 
     with forbid_model_requests(), pytest.raises(ModelRequestsForbidden):
@@ -65,7 +70,9 @@ async def test_a_forbidden_request_to_a_remote_host_fails_before_any_network_io(
 
 
 def test_the_sync_client_is_guarded_too(no_dns: list[Any]) -> None:
-    model = build_chat_model("openai:gpt-4o", base_url="http://example.invalid/v1", api_key="k", environ={})
+    model = build_chat_model(
+        "openai:gpt-4o", base_url="http://example.invalid/v1", api_key="k", environ={}, timeout=5.0, max_retries=0
+    )
 
     with forbid_model_requests(), pytest.raises(ModelRequestsForbidden):
         model.invoke("hi")
@@ -75,7 +82,7 @@ def test_the_sync_client_is_guarded_too(no_dns: list[Any]) -> None:
 
 async def test_entra_id_token_acquisition_is_guarded_before_the_credential_runs(no_dns: list[Any]) -> None:
     environ = {"AZURE_OPENAI_ENDPOINT": "https://example.openai.azure.com/"}
-    model = build_chat_model("azure:chat", max_retries=0, environ=environ)
+    model = build_chat_model("azure:chat", max_retries=0, environ=environ, timeout=5.0)
 
     with forbid_model_requests(), pytest.raises(ModelRequestsForbidden):
         await model.ainvoke("hi")
