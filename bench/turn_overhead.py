@@ -274,7 +274,7 @@ async def breakdown(iterations: int) -> dict[str, Any]:
             contextlib.AsyncExitStack() as stack,
         ):
             documents = await build_document_services(bench_settings(service_home), stack, model=scripted_model())
-            await documents.session_files.add(
+            await documents.foundation.session_files.add(
                 LOCAL_PRINCIPAL, CONVERSATION, [Upload(n, SAMPLE_DOCS[n]) for n in SAMPLE_NAMES]
             )
             service = documents.mcp.document_chat

@@ -52,7 +52,7 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Turn
             principal=LOCAL_PRINCIPAL,
             conversation_id=conversation_id,
             model=services.model,
-            conversations=services.conversations,
+            conversations=services.foundation.conversations,
             toolbox=McpToolbox(
                 connection,
                 principal=LOCAL_PRINCIPAL,

@@ -40,8 +40,8 @@ from orc.documents.search import IndexCache, SpanIndex, bm25, build_index
 from orc.documents.sessions import SessionFiles
 from orc.documents.spans import source_ref
 from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
-from orc.documents.text_store import DocumentText, TextStore
-from orc.documents.vectors import Matrix, SpanVectors, VectorLocation
+from orc.documents.text_store import DocumentText, TextStore, VectorLocation
+from orc.documents.vectors import Matrix, SpanVectors
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal

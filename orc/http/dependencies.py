@@ -18,6 +18,7 @@ from orc.errors import ServiceUnavailable
 from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
 from orc.principal import Principal
+from orc.sessions import Sessions
 from orc.turns.service import Orchestrator
 
 
@@ -40,8 +41,13 @@ Caller = Annotated[Principal, Depends(principal)]
 
 
 async def orchestrator(built: AppServices) -> Orchestrator:
-    """Turns and conversations."""
+    """Turns, their context requests, and deleting a conversation."""
     return built.orchestrator
+
+
+async def sessions(built: AppServices) -> Sessions:
+    """The caller's conversations."""
+    return built.sessions
 
 
 async def documents(built: AppServices) -> DocumentLibrary:
@@ -75,6 +81,7 @@ async def handoff(built: AppServices) -> Handoff:
 
 
 Orc = Annotated[Orchestrator, Depends(orchestrator)]
+Conversations = Annotated[Sessions, Depends(sessions)]
 Requests = Annotated[Handoff, Depends(handoff)]
 Library = Annotated[DocumentLibrary, Depends(documents)]
 Context = Annotated[ContextFiles, Depends(context_files)]

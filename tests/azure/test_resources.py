@@ -13,8 +13,9 @@ import pytest
 from azure.cosmos import PartitionKey
 from azure.cosmos.aio import CosmosClient
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.errors import ConfigurationError
+from orc.foundation import Stores
 from orc.principal import Principal
 from orc.resources import BLOB_CONTAINER, COSMOS_CONTAINER_NAMES, COSMOS_CONTAINERS, QUEUES
 from orc.settings import Settings

@@ -7,11 +7,12 @@ import asyncio
 
 import pytest
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.digests.context import ContextFiles
 from orc.documents.availability import DocumentScope
 from orc.documents.uploads import Upload
 from orc.errors import NotFound, NotReady
+from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from orc.composition import Services, Stores, build_runtime, extraction_limits
+from orc.composition import Services, build_runtime
 from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
+from orc.foundation import Stores, extraction_limits
 from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.documents.contexts import organization_partition
 from orc.documents.records import ContextRef
 from orc.documents.spans import CHUNKING_VERSION
 from orc.documents.text_store import TextStore, spans_hash, text_hash
 from orc.documents.uploads import Upload
+from orc.foundation import Stores
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.documents.uploads import Upload
+from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

@@ -236,7 +236,7 @@ async def test_past_its_deadline_a_request_is_answered_without_the_context() -> 
         expired = await orc.orchestrator.expire_due(datetime.now(UTC) + timedelta(minutes=3))
         with pytest.raises(Conflict) as late:
             await orc.orchestrator.supply("c1", request.request_id, [SupplyPayload(slot="evidence", text="x")])
-        conversation = await orc.orchestrator.get_session("c1")
+        conversation = await orc.sessions.get(LOCAL_PRINCIPAL, "c1")
         (stored,) = await orc.orchestrator.context_requests("c1")
 
     assert (not_yet, expired) == (0, 1)

@@ -10,8 +10,8 @@ import pytest
 import pytest_asyncio
 
 from orc.cli.worker import run_worker
-from orc.composition import JobQueues
 from orc.documents.uploads import Upload
+from orc.foundation import JobQueues
 from orc.settings import Settings
 from orc.storage.azure_queue import AzureJobQueue
 from tests.documents.library_support import ACME, memory_stores

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from orc.composition import JobQueues
 from orc.documents.uploads import Upload
 from orc.errors import JobBusy
+from orc.foundation import JobQueues
 from orc.settings import Settings
 from orc.storage.queues import InProcessJobQueue
 from tests.documents.library_support import ACME, SESSION, memory_stores
