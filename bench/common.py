@@ -129,10 +129,10 @@ async def attach_samples(services: Services, conversation_id: str, names: Sequen
 
     An upload starts digests in the background; waiting keeps that work out of the turns timed next.
     """
-    await services.session_files.add(
+    await services.foundation.session_files.add(
         LOCAL_PRINCIPAL, conversation_id, [Upload(name, SAMPLE_DOCS[name]) for name in names]
     )
-    if not await services.context_files.digests.wait_idle(LOCAL_PRINCIPAL, conversation_id, REQUEST_TIMEOUT):
+    if not await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, conversation_id, REQUEST_TIMEOUT):
         raise RuntimeError(f"the digests of {conversation_id} did not settle in {REQUEST_TIMEOUT:.0f} s")
 
 

@@ -107,7 +107,7 @@ async def _scenario(
         for count in DOCUMENT_COUNTS:
             names = SAMPLE_NAMES[:count]
             conversation = f"bench-rt-{count}"
-            mutation = await services.session_files.add(
+            mutation = await services.foundation.session_files.add(
                 LOCAL_PRINCIPAL,
                 conversation,
                 [Upload(name, SAMPLE_DOCS[name]) for name in names],

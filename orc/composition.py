@@ -28,7 +28,6 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from mcp_server.scope import in_process_session
 from mcp_server.server import build_mcp_server
 from mcp_server.services import McpServices
-from orc.conversations import ConversationRepository
 from orc.conversations.title_writer import TitleWriter
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
@@ -40,18 +39,15 @@ from orc.digests.store import DigestStore
 from orc.digests.summaries import DigestSummaries
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
-from orc.documents.intake import FileTexts
 from orc.documents.library import DocumentLibrary
 from orc.documents.processing import DocumentLocation
 from orc.documents.recovery import DocumentRecovery, sweep_interrupted_documents
 from orc.documents.reprocessing import Reprocessor
 from orc.documents.session_texts import SessionTexts
-from orc.documents.sessions import SessionFiles
 from orc.foundation import Foundation, JobQueues, Stores, build_foundation
 from orc.graph import build_graph
 from orc.handoff import Handoff, SessionArtifacts
 from orc.handoff.redaction import Redactor
-from orc.idempotency import IdempotencyKeys
 from orc.jobs.worker import JobWorker
 from orc.mcp_client import McpConnection
 from orc.models.choice import ChosenModel, ModelChoice
@@ -62,7 +58,6 @@ from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 from orc.prompt_source import prompts_for
 from orc.quotas import Quotas, RateLimit
-from orc.sessions import Sessions
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
@@ -78,20 +73,31 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class DocumentServices:
-    """The document side of a process, over its :class:`~orc.foundation.Foundation`: the model, the document
-    tools, the digests behind them, and the MCP server those tools are served by."""
+    """The document side of a process, over its :class:`~orc.foundation.Foundation`: the model, the digests, the
+    document tools and the MCP server those tools are served by."""
 
-    foundation: Foundation
     mcp: McpServices
+    """What the MCP server's tools run on."""
     server: FastMCP
-    documents: DocumentLibrary
+    """The MCP server (dotted tool names, always)."""
+    library: DocumentLibrary
+    """The ``documents.*`` tool operations over what a scope makes available."""
     context_files: ContextFiles
+    """The ``/api/sessions/{id}/context…`` service: a session's files with their digests."""
+    digests: SessionDigests
+    """Makes the per-file and aggregate digests of each session's files in the background."""
     model: BaseChatModel
+    """The configured chat model (the default of every turn, and document_chat's)."""
     model_label: str
+    """The model's label, as answers' metadata name it (``offline-extractive``, ``azure:gpt-4o``...)."""
     jobs: JobWorker
+    """The queue worker (``orc worker``, the queue-triggered functions); idle with in-process jobs."""
     recovery: DocumentRecovery
+    """Resumes or fails uploads and processing a crash interrupted (swept in the background when embedded)."""
     quotas: Quotas
+    """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
     policy: TurnPolicy
+    """What admits and charges every turn and document_chat answer (unlimited under ``ORC_AUTH=none``)."""
 
 
 def model_from_settings(
@@ -131,33 +137,37 @@ def digest_model_for(
 async def build_document_services(
     settings: Settings,
     stack: AsyncExitStack,
+    base: Foundation,
     *,
     model: BaseChatModel | None = None,
-    stores: Stores | None = None,
     digest_model: BaseChatModel | None = None,
-    job_queues: JobQueues | None = None,
     policy: TurnPolicy | None = None,
 ) -> DocumentServices:
-    """The :class:`~orc.foundation.Foundation`, then the model, digests, document tools and the MCP server over
-    them (also used by ``python -m mcp_server``).
+    """The model, digests, document tools and the MCP server over the foundation ``base`` (also used by
+    ``python -m mcp_server``); closed with ``stack``.
 
-    ``stores`` replaces the configured storage (e.g. in-memory stores for an embedded, throw-away use);
-    ``digest_model`` the model that makes context digests (see :func:`digest_model_for`); ``job_queues`` the
-    configured job queues (given queues mean queue mode: uploads enqueue, a worker processes); ``policy`` the
-    configured turn policy (quotas, unlimited under ``ORC_AUTH=none``).
+    ``model`` replaces the configured model; ``digest_model`` the model that makes context digests (see
+    :func:`digest_model_for`); ``policy`` the configured turn policy (quotas, unlimited under ``ORC_AUTH=none``).
     """
-    # ORC_PROMPTS_DIR: checked before anything else starts, in force until the runtime closes.
+    # ORC_PROMPTS_DIR: checked before any model is built, in force until the runtime closes.
     prompts = await prompts_for(settings)
     if prompts is not None:
         stack.callback(restore_prompts, prompts, use_prompts(prompts))
-    base = await build_foundation(settings, stack, stores=stores, job_queues=job_queues)
     chat_model = model if model is not None else model_from_settings(settings, resources=stack)
     label = model_label(chat_model)
     digests_by = digest_model_for(
         settings, chat_model, chat_model_given=model is not None, digest_model=digest_model, resources=stack
     )
     quotas = await build_quotas(settings, base.stores)
-    library, context, jobs, recovery = await _document_library(settings, stack, base, digests_by, quotas)
+    digests, context, summaries = await _digests(settings, stack, base, digests_by, quotas)
+    library = DocumentLibrary(
+        scopes=base.scopes,
+        texts=base.texts,
+        indexes=base.indexes,
+        reprocessor=Reprocessor(base.catalog, base.processor),
+        summaries=summaries,
+        vectors=base.vectors,
+    )
     document_chat = DocumentChatService(
         base.stores.blobs,
         ProcessedFileCache(settings.file_cache_ttl_seconds),
@@ -178,63 +188,57 @@ async def build_document_services(
         max_question_chars=settings.max_question_chars,
         max_document_names=settings.max_blob_names,
         library=library,
-    )
-    return DocumentServices(
-        foundation=base,
-        mcp=services,
-        server=build_mcp_server(services),
-        documents=library,
-        context_files=context,
-        model=chat_model,
-        model_label=label,
-        jobs=jobs,
-        recovery=recovery,
-        quotas=quotas,
-        policy=policy,
-    )
-
-
-async def _document_library(
-    settings: Settings, stack: AsyncExitStack, base: Foundation, digest_model: BaseChatModel, quotas: Quotas
-) -> tuple[DocumentLibrary, ContextFiles, JobWorker, DocumentRecovery]:
-    """Digests over the foundation's files, the document tools' library, the queue worker and crash recovery."""
-    files, catalog = base.session_files, base.catalog
-    digest_store = DigestStore(await base.stores.collections.collection("digests"))
-    runner = DigestRunner(digest_model)
-    file_digests = FileDigests(catalog, base.texts, digest_store, runner, max_concurrency=settings.digest_concurrency)
-    session_digests = SessionDigests(files, file_digests, digest_store, runner, SessionSignals(), admission=quotas)
-    files.listen(session_digests)
-    summaries = DigestSummaries(catalog, session_digests, file_digests)
-    # Registered after the processor, so digests stop (and leave their work "stale") before it and the stores do.
-    stack.push_async_callback(session_digests.aclose)
-    stack.push_async_callback(summaries.aclose)
-    context = ContextFiles(files, session_digests, digest_store)
-    jobs = JobWorker(
-        catalog,
-        base.processor,
-        session_digests,
-        base.queues.documents,
-        base.queues.digests,
-        visibility_seconds=settings.queue_visibility_seconds,
-        max_deliveries=settings.queue_max_deliveries,
-    )
-    library = DocumentLibrary(
         scopes=base.scopes,
-        texts=base.texts,
-        indexes=base.indexes,
-        reprocessor=Reprocessor(catalog, base.processor),
-        summaries=summaries,
-        vectors=base.vectors,
+        session_files=base.session_files,
+        directory=base.directory,
     )
 
     def digest_again(location: DocumentLocation, record: Mapping[str, Any]) -> None:
         # A session file whose processing a crash interrupted gets its digests made once it is processed.
         if record.get("kind") == "session_file" and isinstance(record.get("conversation_id"), str):
             organization, _, user = location.partition_key.partition("/")
-            session_digests.schedule(Principal(organization=organization, user=user), record["conversation_id"])
+            digests.schedule(Principal(organization=organization, user=user), record["conversation_id"])
 
-    recovery = DocumentRecovery(base.leases, catalog, base.stores.blobs, base.processor, on_resumed=digest_again)
-    return library, context, jobs, recovery
+    return DocumentServices(
+        mcp=services,
+        server=build_mcp_server(services),
+        library=library,
+        context_files=context,
+        digests=digests,
+        model=chat_model,
+        model_label=label,
+        jobs=JobWorker(
+            base.catalog,
+            base.processor,
+            digests,
+            base.queues.documents,
+            base.queues.digests,
+            visibility_seconds=settings.queue_visibility_seconds,
+            max_deliveries=settings.queue_max_deliveries,
+        ),
+        recovery=DocumentRecovery(
+            base.leases, base.catalog, base.stores.blobs, base.processor, on_resumed=digest_again
+        ),
+        quotas=quotas,
+        policy=policy,
+    )
+
+
+async def _digests(
+    settings: Settings, stack: AsyncExitStack, base: Foundation, digest_model: BaseChatModel, quotas: Quotas
+) -> tuple[SessionDigests, ContextFiles, DigestSummaries]:
+    """The digests of the foundation's session files, the context-files service over them, and document summaries."""
+    files, catalog = base.session_files, base.catalog
+    store = DigestStore(await base.stores.collections.collection("digests"))
+    runner = DigestRunner(digest_model)
+    file_digests = FileDigests(catalog, base.texts, store, runner, max_concurrency=settings.digest_concurrency)
+    digests = SessionDigests(files, file_digests, store, runner, SessionSignals(), admission=quotas)
+    files.listen(digests)
+    summaries = DigestSummaries(catalog, digests, file_digests)
+    # Registered after the processor, so digests stop (and leave their work "stale") before it and the stores do.
+    stack.push_async_callback(digests.aclose)
+    stack.push_async_callback(summaries.aclose)
+    return digests, ContextFiles(files, digests, store), summaries
 
 
 def in_memory_mcp(server: FastMCP) -> McpConnection:
@@ -270,49 +274,25 @@ def _allowed_models(settings: Settings, stack: AsyncExitStack) -> dict[str, Chos
 
 @dataclass(frozen=True, slots=True)
 class Services:
-    """A built process: every service its entry points use, each built once by :func:`build_runtime`.
+    """A built process, in its layers, each built once by :func:`build_runtime`.
 
     Nothing here is optional: a process built from settings has all of them. The HTTP app gets this object
-    through its dependencies, the CLI and ``mcp_server`` take it directly.
+    through its dependencies, the CLI and ``function_app.py`` take it directly.
     """
 
-    settings: Settings
-    stores: Stores
+    foundation: Foundation
+    """The settings, the stores and what is served from them without a model (sessions, files, contexts...)."""
+    documents: DocumentServices
+    """The model, the digests, the document tools and the MCP server over the foundation."""
     orchestrator: Orchestrator
     """Turns (ask, stream, resume) and deleting a conversation."""
-    sessions: Sessions
-    """Conversations: list, get, rename, rate, export."""
-    model_label: str
-    """The turn model's label, as answers' metadata name it (``offline-extractive``, ``azure:gpt-4o``...)."""
-    conversations: ConversationRepository
-    """Conversation history (read-only use outside the orchestrator, e.g. a session's title)."""
-    session_files: SessionFiles
-    """The files attached to each conversation."""
-    documents: DocumentLibrary
-    """Contexts, context documents and the document tools' operations."""
-    context_files: ContextFiles
-    """The ``/api/sessions/{id}/context…`` service: a session's files with their digests."""
-    idempotency: IdempotencyKeys
-    """``Idempotency-Key`` records of mutating requests."""
-    mcp_server: FastMCP
-    """The MCP server the orchestrator talks to in memory (dotted tool names, always)."""
     published_mcp_server: FastMCP
-    """The MCP server ``/api/mcp`` serves: :attr:`mcp_server` itself, or one with the same tools spelled as
+    """The MCP server ``/api/mcp`` serves: the documents' server itself, or one with the same tools spelled as
     ``ORC_MCP_TOOL_NAMES=underscore`` asks (the orchestrator keeps the dotted one)."""
-    quotas: Quotas
-    """Per-principal rate limit, daily token quota and concurrent-turn cap (all off under ``ORC_AUTH=none``)."""
-    policy: TurnPolicy
-    """What admits and charges every turn (over :attr:`quotas`; unlimited under ``ORC_AUTH=none``)."""
     handoff: Handoff
     """The context requests of paused turns (the turn service resumes them)."""
-    jobs: JobWorker
-    """The queue worker (``orc worker``, the queue-triggered functions); idle with in-process jobs."""
-    recovery: DocumentRecovery
-    """Resumes or fails uploads and processing a crash interrupted (swept in the background when embedded)."""
     artifacts: SessionArtifacts
     """What a session offers to supply to a context request: documents, digest facts, earlier answers."""
-    file_texts: FileTexts
-    """The text of files supplied to a context request: checked, admitted and parsed like uploads."""
 
 
 @asynccontextmanager
@@ -329,39 +309,34 @@ async def build_runtime(
     """Build every service ``settings`` (default: the environment) describes; close it all on exit.
 
     ``model`` replaces the configured model for turns (tests pass a scripted one); ``digest_model`` the model
-    that makes context digests; ``stores`` the configured storage; ``job_queues`` the configured job queues;
-    ``policy`` the turn policy (default: quotas from settings); each of ``mcp_extensions`` registers extra tools
-    on the MCP server (the model may plan calls to them).
+    that makes context digests; ``stores`` the configured storage; ``job_queues`` the configured job queues
+    (given queues mean queue mode: uploads enqueue, a worker processes); ``policy`` the turn policy (default:
+    quotas from settings); each of ``mcp_extensions`` registers extra tools on the MCP server (the model may plan
+    calls to them).
     """
     settings = settings or Settings()
     async with AsyncExitStack() as stack:
-        services = await build_document_services(
-            settings,
-            stack,
-            model=model,
-            stores=stores,
-            digest_model=digest_model,
-            job_queues=job_queues,
-            policy=policy,
+        base = await build_foundation(settings, stack, stores=stores, job_queues=job_queues)
+        documents = await build_document_services(
+            settings, stack, base, model=model, digest_model=digest_model, policy=policy
         )
         for extend in mcp_extensions:
-            extend(services.server)
-        published = services.server
+            extend(documents.server)
+        published = documents.server
         if settings.mcp_tool_names != "dotted":
-            published = build_mcp_server(services.mcp, tool_names=settings.mcp_tool_names)
+            published = build_mcp_server(documents.mcp, tool_names=settings.mcp_tool_names)
             for extend in mcp_extensions:
                 extend(published)
-        base = services.foundation
         checkpointer = await _checkpointer(settings, base.stores, stack)
         # One redactor for what a context request offers: suggestions and the artifacts listing alike.
         redactor = Redactor(settings.redact_patterns)
-        tools = await services.server.list_tools()
-        connection = in_memory_mcp(services.server)
+        tools = await documents.server.list_tools()
+        connection = in_memory_mcp(documents.server)
         stack.push_async_callback(connection.aclose)
         handoff = Handoff(
             base.context_requests,
             base.conversations,
-            services.documents,
+            documents.library,
             default_mode=settings.context_requests,
             timeout_seconds=settings.context_request_timeout,
             redactor=redactor,
@@ -369,7 +344,7 @@ async def build_runtime(
         )
         titles = TitleWriter(base.conversations) if settings.generated_titles else None
         models = ModelChoice(
-            default=ChosenModel(services.model, services.model_label), allowed=_allowed_models(settings, stack)
+            default=ChosenModel(documents.model, documents.model_label), allowed=_allowed_models(settings, stack)
         )
         limits = turn_limits(settings)
         orchestrator = Orchestrator(
@@ -377,7 +352,7 @@ async def build_runtime(
                 limits=limits,
                 models=models,
                 files=base.session_files,
-                documents=services.documents,
+                scopes=base.scopes,
                 default_mode=handoff.default_mode,
             ),
             runner=TurnRunner(
@@ -388,14 +363,14 @@ async def build_runtime(
                     offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
                     limits=limits,
                     # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
-                    token_counter=await asyncio.to_thread(token_counter_for, services.model_label),
+                    token_counter=await asyncio.to_thread(token_counter_for, documents.model_label),
                     titles=titles,
                     handoff=handoff,
-                    session_digest=PromptDigests(services.context_files).text,
+                    session_digest=PromptDigests(documents.context_files).text,
                     output_policy=OutputPolicy.allowing(settings.output_image_hosts),
                 )
             ),
-            policy=services.policy,
+            policy=documents.policy,
             handoff=handoff,
             conversations=base.conversations,
             files=base.session_files,
@@ -408,38 +383,24 @@ async def build_runtime(
             # Embedded: this process answers paused turns whose deadline passed (on Azure a timer function does).
             sweeper = asyncio.create_task(sweep_context_requests(orchestrator, settings.context_sweep_seconds))
             stack.push_async_callback(_stop, sweeper)
-        # Uploads and processing a crash interrupted (here or on another instance) are resumed or failed; with
-        # queues on Azure a timer function sweeps instead, and `orc worker` does.
-        if settings.jobs == "inprocess":
+            # Uploads and processing a crash interrupted (here or on another instance) are resumed or failed; with
+            # queues on Azure a timer function sweeps instead, and `orc worker` does.
             recovering = asyncio.create_task(
-                sweep_interrupted_documents(services.recovery, settings.processing_sweep_seconds)
+                sweep_interrupted_documents(documents.recovery, settings.processing_sweep_seconds)
             )
             stack.push_async_callback(_stop, recovering)
         yield Services(
-            settings=settings,
-            stores=base.stores,
+            foundation=base,
+            documents=documents,
             orchestrator=orchestrator,
-            sessions=base.sessions,
-            model_label=services.model_label,
-            conversations=base.conversations,
-            session_files=base.session_files,
-            documents=services.documents,
-            context_files=services.context_files,
-            idempotency=base.idempotency,
-            mcp_server=services.server,
-            quotas=services.quotas,
-            policy=services.policy,
-            handoff=handoff,
-            jobs=services.jobs,
-            recovery=services.recovery,
             published_mcp_server=published,
+            handoff=handoff,
             artifacts=SessionArtifacts(
-                library=services.documents,
-                context_files=services.context_files,
+                scopes=base.scopes,
+                context_files=documents.context_files,
                 conversations=base.conversations,
                 redactor=redactor,
             ),
-            file_texts=base.file_texts,
         )
 
 

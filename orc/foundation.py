@@ -227,8 +227,12 @@ class Foundation:
     """The caller's conversations: list, get, rename, rate, export."""
     session_files: SessionFiles
     """The files attached to each conversation."""
+    directory: ContextDirectory
+    """The context tree of each organization."""
+    context_documents: ContextDocuments
+    """The documents attached to contexts."""
     scopes: DocumentScopes
-    """The context tree, context documents and session files, and what a scope makes available."""
+    """What a scope (a session, a focus context, the historical contexts) makes available."""
     context_requests: ContextRequests
     """The stored context requests of paused turns."""
     idempotency: IdempotencyKeys
@@ -312,6 +316,15 @@ async def build_foundation(
     )
     # Exports are admitted, bounded and rendered away from the event loop (orc.conversations.exporting).
     exports = Exports(pool, uploads)
+    context_documents = ContextDocuments(
+        catalog,
+        stores.blobs,
+        directory,
+        processor,
+        texts,
+        max_upload_bytes=settings.max_upload_bytes,
+        admission=uploads,
+    )
     return Foundation(
         settings=settings,
         stores=stores,
@@ -320,17 +333,11 @@ async def build_foundation(
             conversations, files, context_requests, exports, OutputPolicy.allowing(settings.output_image_hosts)
         ),
         session_files=files,
+        directory=directory,
+        context_documents=context_documents,
         scopes=DocumentScopes(
             directory=directory,
-            context_documents=ContextDocuments(
-                catalog,
-                stores.blobs,
-                directory,
-                processor,
-                texts,
-                max_upload_bytes=settings.max_upload_bytes,
-                admission=uploads,
-            ),
+            context_documents=context_documents,
             session_files=files,
             conversations=conversations,
         ),

@@ -47,6 +47,6 @@ async def test_a_built_process_fills_every_service_and_freezes_them() -> None:
     stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
     async with build_runtime(Settings(), stores=stores) as services:
         assert all(getattr(services, field.name) is not None for field in dataclasses.fields(services))
-        assert services.stores is stores
+        assert services.foundation.stores is stores
         with pytest.raises(dataclasses.FrozenInstanceError):
             services.orchestrator = services.orchestrator  # type: ignore[misc]

@@ -105,7 +105,7 @@ async def run_demo(settings: Settings, console: Console) -> int:
     paths = sorted(Path(str(entry)) for entry in samples.iterdir() if entry.is_file())
     print(f"orc demo — data in {settings.home.resolve()}", file=console.err)
     async with build_runtime(settings) as services:
-        names = await upload(services.session_files, DEMO_CONVERSATION, paths, console)
+        names = await upload(services.foundation.session_files, DEMO_CONVERSATION, paths, console)
         ok = True
         for question in DEMO_QUESTIONS:
             print(f"\n> {question}", file=console.out, flush=True)
@@ -145,8 +145,8 @@ def focus(context: str | None) -> FocusContext | None:
 
 async def is_new_conversation(services: Services, conversation_id: str) -> bool:
     """Whether the local principal has neither turns nor files under ``conversation_id``."""
-    summary = await services.conversations.get(LOCAL_PRINCIPAL, conversation_id)
-    return summary is None and await services.session_files.header(LOCAL_PRINCIPAL, conversation_id) is None
+    summary = await services.foundation.conversations.get(LOCAL_PRINCIPAL, conversation_id)
+    return summary is None and await services.foundation.session_files.header(LOCAL_PRINCIPAL, conversation_id) is None
 
 
 async def run_ask(settings: Settings, console: Console, args: argparse.Namespace) -> int:
@@ -158,17 +158,17 @@ async def run_ask(settings: Settings, console: Console, args: argparse.Namespace
             # A mistyped id would otherwise silently lose the conversation's history and files.
             print(f"note: no conversation {conversation_id!r} yet; starting a new one with that id", file=console.err)
         if context is not None:
-            await services.documents.directory.get(LOCAL_PRINCIPAL, ContextRef(context.type, context.id))
+            await services.foundation.directory.get(LOCAL_PRINCIPAL, ContextRef(context.type, context.id))
         if args.files:
-            names = await upload(services.session_files, conversation_id, args.files, console)
+            names = await upload(services.foundation.session_files, conversation_id, args.files, console)
         else:
-            attached = await services.session_files.files(LOCAL_PRINCIPAL, conversation_id)
+            attached = await services.foundation.session_files.files(LOCAL_PRINCIPAL, conversation_id)
             names = [record.filename for record in attached]
         request = TurnRequest(
             question=args.question, conversation_id=conversation_id, blob_names=names, context=context
         )
         # Only a person at a terminal can answer a context request; a piped run always gets an answer.
-        terminal = Terminal(input, services.file_texts) if sys.stdin.isatty() else None
+        terminal = Terminal(input, services.foundation.file_texts) if sys.stdin.isatty() else None
         ok = await ask(services.orchestrator, console, request, terminal)
     return 0 if ok else 1
 
@@ -177,7 +177,7 @@ async def run_docs(settings: Settings, args: argparse.Namespace, console: Consol
     """``orc docs add|remove``: uploads and removals reach the digests, so they run on the whole runtime."""
     async with build_runtime(settings) as services:
         target = Target.parse(args.context, args.session)
-        scopes = services.documents.scopes
+        scopes = services.foundation.scopes
         if args.action == "add":
             return await add_documents(scopes, target, args.paths, console.err)
         return await remove_document(scopes, target, args.document, console.err)

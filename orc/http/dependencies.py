@@ -12,8 +12,11 @@ from fastapi import Depends, Request
 
 from orc.composition import Services
 from orc.digests.context import ContextFiles
+from orc.documents.context_documents import ContextDocuments
+from orc.documents.contexts import ContextDirectory
 from orc.documents.intake import FileTexts
-from orc.documents.library import DocumentLibrary
+from orc.documents.scopes import DocumentScopes
+from orc.documents.sessions import SessionFiles
 from orc.errors import ServiceUnavailable
 from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
@@ -47,17 +50,32 @@ async def orchestrator(built: AppServices) -> Orchestrator:
 
 async def sessions(built: AppServices) -> Sessions:
     """The caller's conversations."""
-    return built.sessions
+    return built.foundation.sessions
 
 
-async def documents(built: AppServices) -> DocumentLibrary:
-    """Contexts and their documents."""
-    return built.documents
+async def session_files(built: AppServices) -> SessionFiles:
+    """The files attached to each conversation."""
+    return built.foundation.session_files
+
+
+async def directory(built: AppServices) -> ContextDirectory:
+    """The context tree."""
+    return built.foundation.directory
+
+
+async def context_documents(built: AppServices) -> ContextDocuments:
+    """The documents attached to contexts."""
+    return built.foundation.context_documents
+
+
+async def scopes(built: AppServices) -> DocumentScopes:
+    """What a scope makes available."""
+    return built.foundation.scopes
 
 
 async def context_files(built: AppServices) -> ContextFiles:
     """A session's context files with their digests."""
-    return built.context_files
+    return built.documents.context_files
 
 
 async def artifacts(built: AppServices) -> SessionArtifacts:
@@ -67,12 +85,12 @@ async def artifacts(built: AppServices) -> SessionArtifacts:
 
 async def file_texts(built: AppServices) -> FileTexts:
     """The text of files supplied to a context request (the intake pipeline)."""
-    return built.file_texts
+    return built.foundation.file_texts
 
 
 async def idempotency(built: AppServices) -> IdempotencyKeys:
     """``Idempotency-Key`` records of mutating requests."""
-    return built.idempotency
+    return built.foundation.idempotency
 
 
 async def handoff(built: AppServices) -> Handoff:
@@ -82,8 +100,11 @@ async def handoff(built: AppServices) -> Handoff:
 
 Orc = Annotated[Orchestrator, Depends(orchestrator)]
 Conversations = Annotated[Sessions, Depends(sessions)]
+Files = Annotated[SessionFiles, Depends(session_files)]
+Directory = Annotated[ContextDirectory, Depends(directory)]
+ContextDocs = Annotated[ContextDocuments, Depends(context_documents)]
+Scopes = Annotated[DocumentScopes, Depends(scopes)]
 Requests = Annotated[Handoff, Depends(handoff)]
-Library = Annotated[DocumentLibrary, Depends(documents)]
 Context = Annotated[ContextFiles, Depends(context_files)]
 Artifacts = Annotated[SessionArtifacts, Depends(artifacts)]
 Keys = Annotated[IdempotencyKeys, Depends(idempotency)]

@@ -84,7 +84,7 @@ async def test_the_title_request_fences_the_question_and_answer_and_a_hostile_ti
     async with build_runtime(Settings(generated_titles=True), model=FunctionChatModel(reply)) as orc:
         await orc.orchestrator.ask(TurnRequest(question=question, conversation_id="c1"))
         await orc.orchestrator.settle()
-        (summary,) = await orc.sessions.summaries(LOCAL_PRINCIPAL)
+        (summary,) = await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)
 
     (title_request,) = requests
     data = str(title_request[1].content)

@@ -160,7 +160,7 @@ async def test_an_app_on_azure_without_its_database_names_the_database(azure_set
 async def test_local_emulators_still_get_what_they_need_created(azure_settings: Settings, azurite: AzuriteBlob) -> None:
     assert azure_settings.creates_resources
     async with build_runtime(azure_settings) as services:
-        assert services.settings.storage == "azure"
+        assert services.foundation.settings.storage == "azure"
 
 
 @pytest.mark.emulator

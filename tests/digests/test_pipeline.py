@@ -36,9 +36,9 @@ async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_whe
     stores = memory()
     model = digest_model()
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
-        context = context_of(runtime.context_files)
+        context = context_of(runtime.documents.context_files)
         await context.upload(ME, "s", [LEASE, NOTES])
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         catalog = await stores.collections.collection("catalog")
         (lease,) = [
             item
@@ -51,7 +51,7 @@ async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_whe
         )
 
         stale = await context.manifest(ME, "s")
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         fresh = await context.manifest(ME, "s")
 
     assert {f.filename: f.digest_status for f in stale.files} == {"lease.txt": "stale", "notes.md": "ready"}
@@ -66,17 +66,17 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
     stores = memory()
     gated = GatedDigestModel()
     async with build_runtime(Settings(), stores=stores, digest_model=gated) as runtime:
-        context = context_of(runtime.context_files)
+        context = context_of(runtime.documents.context_files)
         await context.upload(ME, "s", [LEASE])
         await gated.reached.wait()
         during = await context.manifest(ME, "s")
 
     model = digest_model()
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
-        context = context_of(runtime.context_files)
-        after_restart = await context.files.manifest(ME, "s")
+        context = context_of(runtime.documents.context_files)
+        after_restart = await runtime.foundation.session_files.manifest(ME, "s")
         await context.manifest(ME, "s")  # reading it schedules the stale work
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         finished = await context.manifest(ME, "s")
 
     assert during.files[0].digest_status == "parsing" and during.parsing
@@ -88,11 +88,11 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
 async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.context_files)
+        context = context_of(runtime.documents.context_files)
         first = await context.upload(ME, "one", [LEASE])
         second = await context.upload(ME, "two", [LEASE])
         for session in ("one", "two"):
-            assert await context.digests.wait_idle(ME, session, 30)
+            assert await runtime.documents.digests.wait_idle(ME, session, 30)
         digests = await stores.collections.collection("digests")
 
         async def cached() -> int:
@@ -101,10 +101,10 @@ async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() 
 
         assert await cached() == 1
         await context.remove(ME, "one", first.files[0].file_id)
-        assert await context.digests.wait_idle(ME, "one", 30)  # the release runs in the background
+        assert await runtime.documents.digests.wait_idle(ME, "one", 30)  # the release runs in the background
         still_used = await cached()
         await context.remove(ME, "two", second.files[0].file_id)
-        assert await context.digests.wait_idle(ME, "two", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "two", 30)
         unused = await cached()
 
     assert still_used == 1 and unused == 0
@@ -113,8 +113,8 @@ async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() 
 async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_returns_it_when_ready() -> None:
     gated = GatedDigestModel()
     async with build_runtime(Settings(), stores=memory(), digest_model=gated) as runtime:
-        library = runtime.documents
-        context = context_of(runtime.context_files)
+        library = runtime.documents.library
+        context = context_of(runtime.documents.context_files)
         assert library is not None
         mutation = await context.upload(ME, "s", [LEASE])
         file_id = mutation.files[0].file_id
@@ -134,7 +134,7 @@ async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_ret
 
 async def test_another_users_session_and_digests_are_not_found() -> None:
     async with build_runtime(Settings(), stores=memory(), digest_model=digest_model()) as runtime:
-        context = context_of(runtime.context_files)
+        context = context_of(runtime.documents.context_files)
         await context.upload(ME, "s", [LEASE])
         other = Principal(organization="default", user="mallory")
 
@@ -147,13 +147,13 @@ async def test_another_users_session_and_digests_are_not_found() -> None:
 async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.context_files)
+        context = context_of(runtime.documents.context_files)
         created = await context.upload(ME, "s", [LEASE])
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         await context.replace(
             ME, "s", created.files[0].file_id, Upload("ignored.txt", b"The rent went up to 1,500 euros.")
         )
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         digests = await stores.collections.collection("digests")
         cached = [item.body["extracted_text_hash"] for item in await digests.query(ME.partition_key, id_prefix="fd:")]
         manifest = await context.manifest(ME, "s")
@@ -165,13 +165,13 @@ async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
 async def test_deleting_a_session_deletes_its_aggregate_and_the_digests_only_it_used() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.context_files)
+        context = context_of(runtime.documents.context_files)
         await context.upload(ME, "s", [LEASE, NOTES])
         await context.upload(ME, "keep", [NOTES])
         for session in ("s", "keep"):
-            assert await context.digests.wait_idle(ME, session, 30)
+            assert await runtime.documents.digests.wait_idle(ME, session, 30)
 
-        await context.files.remove_all(ME, "s")  # what deleting the conversation does to its files
+        await runtime.foundation.session_files.remove_all(ME, "s")  # what deleting the conversation does to its files
         digests = await stores.collections.collection("digests")
         left = [(item.body["kind"], item.body.get("filename")) for item in await digests.query(ME.partition_key)]
 

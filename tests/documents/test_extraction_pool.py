@@ -67,8 +67,8 @@ async def test_a_pdf_bomb_fails_in_a_worker_and_the_serving_process_does_not_gro
     bomb = pdf_bomb()
     async with build_runtime(settings) as services:
         folder = ContextRef("folder", "legal")
-        await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
-        library = services.documents.context_documents
+        await services.foundation.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
+        library = services.foundation.context_documents
         # The worker starts with the first document it gets (a second or two): not part of what is measured.
         # Small plain text is parsed in this process, so the warm-up is a text over that size.
         warm_text = b"Warm up. " * (IN_PROCESS_MAX_BYTES // 8)

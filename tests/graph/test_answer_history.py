@@ -28,7 +28,7 @@ def model() -> FunctionChatModel:
 
 async def runtime_with_lease(model: FunctionChatModel | None, settings: Settings) -> AsyncIterator[Services]:
     async with build_runtime(settings, model=model) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", LEASE)])
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", LEASE)])
         yield orc
 
 

@@ -52,8 +52,10 @@ async def running_workers(
     async with AsyncExitStack() as stack:
         workers = [await stack.enter_async_context(process(stores, queues, settings)) for _ in range(count)]
         for index, worker in enumerate(workers):
-            worker.jobs.observer = ledger.observer(f"worker-{index}")
-        loops = [asyncio.create_task(worker.jobs.run(stop, concurrency=2, idle_pause=0.05)) for worker in workers]
+            worker.documents.jobs.observer = ledger.observer(f"worker-{index}")
+        loops = [
+            asyncio.create_task(worker.documents.jobs.run(stop, concurrency=2, idle_pause=0.05)) for worker in workers
+        ]
         try:
             yield workers
         finally:
