@@ -237,8 +237,6 @@ class Foundation:
     """The stored context requests of paused turns."""
     idempotency: IdempotencyKeys
     """``Idempotency-Key`` records of mutating requests."""
-    uploads: OperationQuotas
-    """Uploads and exports per principal per window (none under ``ORC_AUTH=none``)."""
     file_texts: FileTexts
     """The text of files supplied to a context request: checked, admitted and parsed like uploads."""
     catalog: DocumentCollection
@@ -343,7 +341,6 @@ async def build_foundation(
         ),
         context_requests=context_requests,
         idempotency=IdempotencyKeys(await collections.collection("idempotency")),
-        uploads=uploads,
         file_texts=FileTexts(pool, max_upload_bytes=settings.max_upload_bytes, admission=uploads),
         catalog=catalog,
         texts=texts,

@@ -6,7 +6,8 @@ thread hop per dependency per request, which under 100 concurrent turns cost mor
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 
@@ -23,6 +24,8 @@ from orc.idempotency import IdempotencyKeys
 from orc.principal import Principal
 from orc.sessions import Sessions
 from orc.turns.service import Orchestrator
+
+T = TypeVar("T")
 
 
 async def services(request: Request) -> Services:
@@ -43,69 +46,23 @@ AppServices = Annotated[Services, Depends(services)]
 Caller = Annotated[Principal, Depends(principal)]
 
 
-async def orchestrator(built: AppServices) -> Orchestrator:
-    """Turns, their context requests, and deleting a conversation."""
-    return built.orchestrator
+def _part(get: Callable[[Services], T]) -> Callable[[Services], Awaitable[T]]:
+    """A dependency on one service of the built process."""
+
+    async def dependency(built: AppServices) -> T:
+        return get(built)
+
+    return dependency
 
 
-async def sessions(built: AppServices) -> Sessions:
-    """The caller's conversations."""
-    return built.foundation.sessions
-
-
-async def session_files(built: AppServices) -> SessionFiles:
-    """The files attached to each conversation."""
-    return built.foundation.session_files
-
-
-async def directory(built: AppServices) -> ContextDirectory:
-    """The context tree."""
-    return built.foundation.directory
-
-
-async def context_documents(built: AppServices) -> ContextDocuments:
-    """The documents attached to contexts."""
-    return built.foundation.context_documents
-
-
-async def scopes(built: AppServices) -> DocumentScopes:
-    """What a scope makes available."""
-    return built.foundation.scopes
-
-
-async def context_files(built: AppServices) -> ContextFiles:
-    """A session's context files with their digests."""
-    return built.documents.context_files
-
-
-async def artifacts(built: AppServices) -> SessionArtifacts:
-    """A session's artifacts (what can be supplied to a context request)."""
-    return built.artifacts
-
-
-async def file_texts(built: AppServices) -> FileTexts:
-    """The text of files supplied to a context request (the intake pipeline)."""
-    return built.foundation.file_texts
-
-
-async def idempotency(built: AppServices) -> IdempotencyKeys:
-    """``Idempotency-Key`` records of mutating requests."""
-    return built.foundation.idempotency
-
-
-async def handoff(built: AppServices) -> Handoff:
-    """The context requests of paused turns."""
-    return built.handoff
-
-
-Orc = Annotated[Orchestrator, Depends(orchestrator)]
-Conversations = Annotated[Sessions, Depends(sessions)]
-Files = Annotated[SessionFiles, Depends(session_files)]
-Directory = Annotated[ContextDirectory, Depends(directory)]
-ContextDocs = Annotated[ContextDocuments, Depends(context_documents)]
-Scopes = Annotated[DocumentScopes, Depends(scopes)]
-Requests = Annotated[Handoff, Depends(handoff)]
-Context = Annotated[ContextFiles, Depends(context_files)]
-Artifacts = Annotated[SessionArtifacts, Depends(artifacts)]
-Keys = Annotated[IdempotencyKeys, Depends(idempotency)]
-Texts = Annotated[FileTexts, Depends(file_texts)]
+Orc = Annotated[Orchestrator, Depends(_part(lambda built: built.orchestrator))]
+Conversations = Annotated[Sessions, Depends(_part(lambda built: built.foundation.sessions))]
+Files = Annotated[SessionFiles, Depends(_part(lambda built: built.foundation.session_files))]
+Directory = Annotated[ContextDirectory, Depends(_part(lambda built: built.foundation.directory))]
+ContextDocs = Annotated[ContextDocuments, Depends(_part(lambda built: built.foundation.context_documents))]
+Scopes = Annotated[DocumentScopes, Depends(_part(lambda built: built.foundation.scopes))]
+Texts = Annotated[FileTexts, Depends(_part(lambda built: built.foundation.file_texts))]
+Keys = Annotated[IdempotencyKeys, Depends(_part(lambda built: built.foundation.idempotency))]
+Context = Annotated[ContextFiles, Depends(_part(lambda built: built.documents.context_files))]
+Requests = Annotated[Handoff, Depends(_part(lambda built: built.handoff))]
+Artifacts = Annotated[SessionArtifacts, Depends(_part(lambda built: built.artifacts))]
