@@ -177,10 +177,9 @@ async def run_docs(settings: Settings, args: argparse.Namespace, console: Consol
     """``orc docs add|remove``: uploads and removals reach the digests, so they run on the whole runtime."""
     async with build_runtime(settings) as services:
         target = Target.parse(args.context, args.session)
-        scopes = services.foundation.scopes
         if args.action == "add":
-            return await add_documents(scopes, target, args.paths, console.err)
-        return await remove_document(scopes, target, args.document, console.err)
+            return await add_documents(services.foundation, target, args.paths, console.err)
+        return await remove_document(services.foundation, target, args.document, console.err)
 
 
 async def delete_session(settings: Settings, conversation_id: str, console: Console) -> int:

@@ -36,16 +36,15 @@ async def run(settings: Settings, args: argparse.Namespace, console: Console) ->
     async with open_foundation(settings) as foundation:
         if args.command == "sessions":
             return await _sessions(foundation.sessions, args, console)
-        scopes = foundation.scopes
         if args.command == "contexts":
             if args.action == "list":
-                return await list_contexts(scopes, console.out)
+                return await list_contexts(foundation, console.out)
             ref = ContextRef.parse(args.type, args.id)
-            print(await put_context(scopes, ref, args.name, args.parent), file=console.out)
+            print(await put_context(foundation, ref, args.name, args.parent), file=console.out)
             return 0
         if args.context is None and args.session is None:
-            return await list_everything(scopes, console.out)
-        return await list_documents(scopes, Target.parse(args.context, args.session), console.out)
+            return await list_everything(foundation, console.out)
+        return await list_documents(foundation, Target.parse(args.context, args.session), console.out)
 
 
 async def _sessions(sessions: Sessions, args: argparse.Namespace, console: Console) -> int:
