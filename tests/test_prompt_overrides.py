@@ -76,7 +76,7 @@ async def digest_of_lease(settings: Settings) -> tuple[dict[str, Any], list[str]
     stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
     model = digest_model()
     async with build_runtime(settings, stores=stores, digest_model=model) as runtime:
-        await runtime.documents.context_files.upload(LOCAL_PRINCIPAL, "s", [LEASE])
+        await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [LEASE])
         assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
         catalog = await stores.collections.collection("catalog")
         (record,) = await catalog.query(LOCAL_PRINCIPAL.partition_key, id_prefix="sf:s:")

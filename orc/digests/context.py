@@ -10,14 +10,13 @@ digests catch up after a prompt upgrade or a restart.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 from orc.digests.schema import Digest
 from orc.digests.sessions import SessionDigests, aggregate_inputs, session_key
 from orc.digests.store import DigestStore
-from orc.documents.sessions import ContextFile, ContextSet, Mutation, SessionFiles, SpecDigestStatus, spec_digest_status
-from orc.documents.uploads import Upload
+from orc.documents.sessions import ContextFile, ContextSet, SessionFiles, SpecDigestStatus, spec_digest_status
 from orc.errors import Conflict, DigestFailed, NotFound, NotReady
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -148,24 +147,6 @@ class ContextFiles:
                 yield None
 
     # -- mutations ------------------------------------------------------------------------------------------------
-
-    async def upload(
-        self, principal: Principal, session_id: str, uploads: Sequence[Upload], *, if_match: int | None = None
-    ) -> Mutation:
-        """``POST …/context/files``: add or replace files by name."""
-        return await self._files.add(principal, session_id, uploads, if_match=if_match)
-
-    async def replace(
-        self, principal: Principal, session_id: str, file_id: str, upload: Upload, *, if_match: int | None = None
-    ) -> Mutation:
-        """``PUT …/context/files/{file_id}``: new content for one file."""
-        return await self._files.replace(principal, session_id, file_id, upload, if_match=if_match)
-
-    async def remove(
-        self, principal: Principal, session_id: str, file_id: str, *, if_match: int | None = None
-    ) -> Mutation:
-        """``DELETE …/context/files/{file_id}``."""
-        return await self._files.remove(principal, session_id, file_id, if_match=if_match)
 
     async def retry_parse(self, principal: Principal, session_id: str, file_id: str) -> ContextFile:
         """Make a file's failed digest again (the spec's "Retry parse", §8.2); the file as it is now.

@@ -18,6 +18,7 @@ from orc.documents.contexts import ContextDirectory
 from orc.documents.intake import FileTexts
 from orc.documents.scopes import DocumentScopes
 from orc.documents.sessions import SessionFiles
+from orc.documents.text_store import TextStore
 from orc.errors import ServiceUnavailable
 from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
@@ -62,6 +63,7 @@ Directory = Annotated[ContextDirectory, Depends(_part(lambda built: built.founda
 ContextDocs = Annotated[ContextDocuments, Depends(_part(lambda built: built.foundation.context_documents))]
 Scopes = Annotated[DocumentScopes, Depends(_part(lambda built: built.foundation.scopes))]
 Texts = Annotated[FileTexts, Depends(_part(lambda built: built.foundation.file_texts))]
+StoredTexts = Annotated[TextStore, Depends(_part(lambda built: built.foundation.texts))]
 Keys = Annotated[IdempotencyKeys, Depends(_part(lambda built: built.foundation.idempotency))]
 Context = Annotated[ContextFiles, Depends(_part(lambda built: built.documents.context_files))]
 Requests = Annotated[Handoff, Depends(_part(lambda built: built.handoff))]

@@ -156,16 +156,14 @@ async def get_file_digest(session_id: str, file_id: str, context: Context, princ
     summary="Upload files to a session",
     openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
 )
-async def upload_files(
-    session_id: str, request: Request, context: Context, files: Files, principal: Caller, keys: Keys
-) -> Response:
+async def upload_files(session_id: str, request: Request, files: Files, principal: Caller, keys: Keys) -> Response:
     """Multipart upload, field ``files`` (one or more); each file's blob name is its uploaded filename. A file
     with a known name replaces that file (``changed``, or ``unchanged`` when its content is the same)."""
     uploads = await read_uploads(request, files.max_upload_bytes)
     if_match = _if_match(request)
 
     async def run() -> Mutation:
-        return await context.upload(principal, session_id, uploads, if_match=if_match)
+        return await files.add(principal, session_id, uploads, if_match=if_match)
 
     parts = _request_parts("POST", session_id, None, if_match, uploads)
     return await idempotent(request, principal, keys, parts, status.HTTP_201_CREATED, run)
@@ -178,7 +176,7 @@ async def upload_files(
     openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
 )
 async def replace_file(
-    session_id: str, file_id: str, request: Request, context: Context, files: Files, principal: Caller, keys: Keys
+    session_id: str, file_id: str, request: Request, files: Files, principal: Caller, keys: Keys
 ) -> Response:
     """Multipart, field ``files`` with exactly one file: the new content. The file keeps its id and filename."""
     uploads = await read_uploads(request, files.max_upload_bytes)
@@ -187,7 +185,7 @@ async def replace_file(
     if_match = _if_match(request)
 
     async def run() -> Mutation:
-        return await context.replace(principal, session_id, file_id, uploads[0], if_match=if_match)
+        return await files.replace(principal, session_id, file_id, uploads[0], if_match=if_match)
 
     parts = _request_parts("PUT", session_id, file_id, if_match, uploads)
     return await idempotent(request, principal, keys, parts, status.HTTP_200_OK, run)
@@ -200,13 +198,13 @@ async def replace_file(
     openapi_extra=_MUTATION_HEADERS,
 )
 async def delete_file(
-    session_id: str, file_id: str, request: Request, context: Context, principal: Caller, keys: Keys
+    session_id: str, file_id: str, request: Request, files: Files, principal: Caller, keys: Keys
 ) -> Response:
     """Remove one file; the aggregate is rebuilt from the remaining digests."""
     if_match = _if_match(request)
 
     async def run() -> Mutation:
-        return await context.remove(principal, session_id, file_id, if_match=if_match)
+        return await files.remove(principal, session_id, file_id, if_match=if_match)
 
     parts = _request_parts("DELETE", session_id, file_id, if_match, [])
     return await idempotent(request, principal, keys, parts, status.HTTP_200_OK, run)

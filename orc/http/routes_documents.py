@@ -11,12 +11,11 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from starlette.responses import Response
 
 from orc.documents.sources import SourceView, document_bytes, source_view
-from orc.documents.text_store import TextStore
-from orc.http.dependencies import AppServices, Caller, Scopes
+from orc.http.dependencies import AppServices, Caller, Scopes, StoredTexts
 
 router = APIRouter()
 
@@ -30,19 +29,11 @@ _CONTENT_HEADERS = {
 }
 
 
-async def text_store(built: AppServices) -> TextStore:
-    """The extracted-text store the document tools read."""
-    return built.foundation.texts
-
-
-Texts = Annotated[TextStore, Depends(text_store)]
-
-
 @router.get("/sessions/{session_id}/sources", response_model=SourceView, summary="Locate a cited span")
 async def get_source(
     session_id: str,
     scopes: Scopes,
-    texts: Texts,
+    texts: StoredTexts,
     principal: Caller,
     ref: Annotated[str, Query(description="The citation's SourceRef: <document>::<span_id>.", max_length=1200)],
 ) -> SourceView:

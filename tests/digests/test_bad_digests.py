@@ -67,7 +67,7 @@ async def test_a_malformed_digest_is_retried_once_then_the_file_is_error_and_not
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
         context = runtime.documents.context_files
         assert context is not None
-        await context.upload(LOCAL_PRINCIPAL, "s", [GOOD, BAD])
+        await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [GOOD, BAD])
         assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
         _, aggregate = await context.aggregate(LOCAL_PRINCIPAL, "s")
@@ -101,7 +101,7 @@ async def test_a_digest_fixed_on_the_retry_is_ready() -> None:
     async with build_runtime(Settings(), stores=_memory(), digest_model=model) as runtime:
         context = runtime.documents.context_files
         assert context is not None
-        await context.upload(LOCAL_PRINCIPAL, "s", [GOOD])
+        await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [GOOD])
         assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
 
@@ -115,7 +115,9 @@ async def test_a_file_whose_text_cannot_be_extracted_gets_a_digest_error_and_no_
     async with build_runtime(Settings(), stores=_memory(), digest_model=model) as runtime:
         context = runtime.documents.context_files
         assert context is not None
-        await context.upload(LOCAL_PRINCIPAL, "s", [Upload("broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>")])
+        await runtime.foundation.session_files.add(
+            LOCAL_PRINCIPAL, "s", [Upload("broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>")]
+        )
         assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
 

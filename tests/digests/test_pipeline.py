@@ -37,7 +37,7 @@ async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_whe
     model = digest_model()
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
         context = context_of(runtime.documents.context_files)
-        await context.upload(ME, "s", [LEASE, NOTES])
+        await runtime.foundation.session_files.add(ME, "s", [LEASE, NOTES])
         assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         catalog = await stores.collections.collection("catalog")
         (lease,) = [
@@ -67,7 +67,7 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
     gated = GatedDigestModel()
     async with build_runtime(Settings(), stores=stores, digest_model=gated) as runtime:
         context = context_of(runtime.documents.context_files)
-        await context.upload(ME, "s", [LEASE])
+        await runtime.foundation.session_files.add(ME, "s", [LEASE])
         await gated.reached.wait()
         during = await context.manifest(ME, "s")
 
@@ -88,9 +88,8 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
 async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.documents.context_files)
-        first = await context.upload(ME, "one", [LEASE])
-        second = await context.upload(ME, "two", [LEASE])
+        first = await runtime.foundation.session_files.add(ME, "one", [LEASE])
+        second = await runtime.foundation.session_files.add(ME, "two", [LEASE])
         for session in ("one", "two"):
             assert await runtime.documents.digests.wait_idle(ME, session, 30)
         digests = await stores.collections.collection("digests")
@@ -100,10 +99,10 @@ async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() 
             return len(items)
 
         assert await cached() == 1
-        await context.remove(ME, "one", first.files[0].file_id)
+        await runtime.foundation.session_files.remove(ME, "one", first.files[0].file_id)
         assert await runtime.documents.digests.wait_idle(ME, "one", 30)  # the release runs in the background
         still_used = await cached()
-        await context.remove(ME, "two", second.files[0].file_id)
+        await runtime.foundation.session_files.remove(ME, "two", second.files[0].file_id)
         assert await runtime.documents.digests.wait_idle(ME, "two", 30)
         unused = await cached()
 
@@ -114,9 +113,8 @@ async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_ret
     gated = GatedDigestModel()
     async with build_runtime(Settings(), stores=memory(), digest_model=gated) as runtime:
         library = runtime.documents.library
-        context = context_of(runtime.documents.context_files)
         assert library is not None
-        mutation = await context.upload(ME, "s", [LEASE])
+        mutation = await runtime.foundation.session_files.add(ME, "s", [LEASE])
         file_id = mutation.files[0].file_id
         await gated.reached.wait()
         scope = DocumentScope(session_id="s")
@@ -135,7 +133,7 @@ async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_ret
 async def test_another_users_session_and_digests_are_not_found() -> None:
     async with build_runtime(Settings(), stores=memory(), digest_model=digest_model()) as runtime:
         context = context_of(runtime.documents.context_files)
-        await context.upload(ME, "s", [LEASE])
+        await runtime.foundation.session_files.add(ME, "s", [LEASE])
         other = Principal(organization="default", user="mallory")
 
         with pytest.raises(NotFound):
@@ -148,9 +146,9 @@ async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
         context = context_of(runtime.documents.context_files)
-        created = await context.upload(ME, "s", [LEASE])
+        created = await runtime.foundation.session_files.add(ME, "s", [LEASE])
         assert await runtime.documents.digests.wait_idle(ME, "s", 30)
-        await context.replace(
+        await runtime.foundation.session_files.replace(
             ME, "s", created.files[0].file_id, Upload("ignored.txt", b"The rent went up to 1,500 euros.")
         )
         assert await runtime.documents.digests.wait_idle(ME, "s", 30)
@@ -165,9 +163,8 @@ async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
 async def test_deleting_a_session_deletes_its_aggregate_and_the_digests_only_it_used() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.documents.context_files)
-        await context.upload(ME, "s", [LEASE, NOTES])
-        await context.upload(ME, "keep", [NOTES])
+        await runtime.foundation.session_files.add(ME, "s", [LEASE, NOTES])
+        await runtime.foundation.session_files.add(ME, "keep", [NOTES])
         for session in ("s", "keep"):
             assert await runtime.documents.digests.wait_idle(ME, session, 30)
 
