@@ -68,7 +68,9 @@ async def test_an_answers_image_is_kept_only_from_a_host_the_output_image_hosts_
         async with build_runtime(
             Settings(output_image_hosts=hosts), model=FunctionChatModel(_answer_with_a_chart)
         ) as orc:
-            await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", b"The rent is 900 euros.")])
+            await orc.foundation.session_files.add(
+                LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", b"The rent is 900 euros.")]
+            )
             result = await orc.orchestrator.ask(
                 TurnRequest(question="What is the rent?", conversation_id="c1", blob_names=["lease.txt"])
             )

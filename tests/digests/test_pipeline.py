@@ -180,12 +180,12 @@ async def test_digests_made_together_are_bounded_by_the_digest_concurrency_setti
     files = [Upload(f"f{n}.txt", f"File {n}: the fee is {n}00 euros.".encode()) for n in range(3)]
     gated = GatedDigestModel()
     async with build_runtime(Settings(digest_concurrency=concurrency), stores=memory(), digest_model=gated) as runtime:
-        context = context_of(runtime.context_files)
-        await context.upload(ME, "s", files)
+        context = context_of(runtime.documents.context_files)
+        await runtime.foundation.session_files.add(ME, "s", files)
         async with asyncio.timeout(10):
             await gated.until_waiting(concurrency)
         await context.manifest(ME, "s")  # every file's digest work has started by now: more would be waiting
         gated.open()
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
 
     assert gated.most_waiting == concurrency
