@@ -35,14 +35,14 @@ async def job_services() -> Services:
 async def process_document(message: func.QueueMessage) -> None:
     """Extract, span and index one uploaded document (orc.jobs.worker)."""
     services = await job_services()
-    await services.jobs.handle_message("process", message.get_body(), message.dequeue_count or 1)
+    await services.documents.jobs.handle_message("process", message.get_body(), message.dequeue_count or 1)
 
 
 @app.queue_trigger(arg_name="message", queue_name=QUEUE_DIGESTS, connection="AzureWebJobsStorage")
 async def refresh_digests(message: func.QueueMessage) -> None:
     """Refresh one session's per-file and aggregate digests (orc.jobs.worker)."""
     services = await job_services()
-    await services.jobs.handle_message("digest", message.get_body(), message.dequeue_count or 1)
+    await services.documents.jobs.handle_message("digest", message.get_body(), message.dequeue_count or 1)
 
 
 @app.timer_trigger(arg_name="timer", schedule="*/15 * * * * *", run_on_startup=False)
@@ -56,4 +56,4 @@ async def expire_context_requests(timer: func.TimerRequest) -> None:
 async def recover_interrupted_documents(timer: func.TimerRequest) -> None:
     """Resume (or fail) uploads and processing that an instance stopped mid-way (orc.documents.recovery)."""
     services = await job_services()
-    await services.recovery.sweep()
+    await services.documents.recovery.sweep()

@@ -65,10 +65,10 @@ async def measure(home: Path, processes: int, bombs: int, idle_turns: int) -> di
     bomb = pdf_bomb()
     async with build_runtime(settings, model=scripted_model()) as services:
         folder = ContextRef("folder", "uploads")
-        await services.documents.directory.put(ATTACKER, folder, "Uploads", None)
-        await services.session_files.add(VICTIM, "victim", [Upload("lease.txt", SAMPLE_DOCS["lease.txt"])])
+        await services.foundation.directory.put(ATTACKER, folder, "Uploads", None)
+        await services.foundation.session_files.add(VICTIM, "victim", [Upload("lease.txt", SAMPLE_DOCS["lease.txt"])])
         # Warm: the worker process (if any) is started and the victim's file cache filled before measuring.
-        await services.documents.context_documents.add(
+        await services.foundation.context_documents.add(
             ATTACKER, folder, [Upload("warm.txt", b"Warm.")], wait_seconds=60
         )
         request = TurnRequest(question="What is the monthly rent?", conversation_id="victim", blob_names=["lease.txt"])
@@ -87,7 +87,7 @@ async def measure(home: Path, processes: int, bombs: int, idle_turns: int) -> di
         victim = asyncio.create_task(_turns(services, "victim", stop, under))
         failed = 0
         for number in range(bombs):
-            (added,) = await services.documents.context_documents.add(
+            (added,) = await services.foundation.context_documents.add(
                 ATTACKER, folder, [Upload(f"bomb-{number}.pdf", bomb)], wait_seconds=120
             )
             failed += added.record.status == "failed"

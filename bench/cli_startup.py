@@ -4,8 +4,9 @@ how long ``orc chat`` takes to show its prompt on a terminal.
 The CLI parses its arguments before importing what a command needs (orc/cli/__init__.py), so ``--help`` and a
 usage error load no LangGraph, MCP, model client or storage backend, and a read-only command on a fresh
 ``ORC_HOME`` answers without opening anything. ``sessions list`` and ``docs list`` also run against a home with
-one conversation and one file. Prints the median and worst wall time of ``--runs`` fresh interpreters per
-command, and the same for ``import orc.composition`` (what a command that opens the stores pays) for comparison.
+one conversation and one file: those open the stores and the services over them (``orc.foundation``), not the
+model, graph or MCP server a turn needs (``orc.composition``). Prints the median and worst wall time of ``--runs``
+fresh interpreters per command, and the same for importing each of the two for comparison.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ COMMANDS = {
     "orc sessions list (1 conversation)": ("used", _MAIN.format(argv=["sessions", "list"])),
     "orc docs list (1 file)": ("used", _MAIN.format(argv=["docs", "list"])),
     "python -c pass (interpreter alone)": ("fresh", "pass"),
-    "import orc.composition (opening the stores)": ("fresh", "import orc.composition"),
+    "import orc.foundation (a listing's layers)": ("fresh", "import orc.foundation"),
+    "import orc.composition (a turn's layers)": ("fresh", "import orc.composition"),
 }
 PROMPT_READY = b"\x1b[?2004h"
 """prompt-toolkit turns bracketed paste on when it shows the prompt."""

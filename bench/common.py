@@ -34,8 +34,9 @@ from asgi_lifespan import LifespanManager
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from starlette.types import ASGIApp
 
-from orc.composition import Services, Stores, build_runtime
+from orc.composition import Services, build_runtime
 from orc.documents.uploads import Upload
+from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
@@ -128,10 +129,10 @@ async def attach_samples(services: Services, conversation_id: str, names: Sequen
 
     An upload starts digests in the background; waiting keeps that work out of the turns timed next.
     """
-    await services.session_files.add(
+    await services.foundation.session_files.add(
         LOCAL_PRINCIPAL, conversation_id, [Upload(name, SAMPLE_DOCS[name]) for name in names]
     )
-    if not await services.context_files.digests.wait_idle(LOCAL_PRINCIPAL, conversation_id, REQUEST_TIMEOUT):
+    if not await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, conversation_id, REQUEST_TIMEOUT):
         raise RuntimeError(f"the digests of {conversation_id} did not settle in {REQUEST_TIMEOUT:.0f} s")
 
 

@@ -65,7 +65,7 @@ async def embedded_runtime(**overrides: Any) -> AsyncIterator[Services]:
 
 def library_of(runtime: Services) -> DocumentLibrary:
     """The runtime's document library."""
-    return runtime.documents
+    return runtime.documents.library
 
 
 @asynccontextmanager
@@ -73,7 +73,7 @@ async def mcp_session(runtime: Services, principal: Principal = LOCAL_PRINCIPAL)
     """An in-memory MCP client session on the runtime's server, acting for ``principal``."""
     token = current_principal.set(principal)
     try:
-        async with create_connected_server_and_client_session(runtime.mcp_server) as session:
+        async with create_connected_server_and_client_session(runtime.documents.server) as session:
             yield session
     finally:
         current_principal.reset(token)

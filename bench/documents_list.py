@@ -45,11 +45,11 @@ async def run(args: argparse.Namespace) -> BenchResult:
         contexts = [organization]
         for f in range(args.folders):
             folder = ContextRef("folder", f"folder-{f}")
-            await library.directory.put(LOCAL_PRINCIPAL, folder, f"Folder {f}", None)
+            await runtime.foundation.directory.put(LOCAL_PRINCIPAL, folder, f"Folder {f}", None)
             contexts.append(folder)
             for u in range(args.usecases):
                 usecase = ContextRef("usecase", f"usecase-{f}-{u}")
-                await library.directory.put(LOCAL_PRINCIPAL, usecase, f"Usecase {f}.{u}", folder.id)
+                await runtime.foundation.directory.put(LOCAL_PRINCIPAL, usecase, f"Usecase {f}.{u}", folder.id)
                 contexts.append(usecase)
         per_context: dict[ContextRef, list[Upload]] = {}
         for number in range(args.documents):
@@ -61,7 +61,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
         jobs = []
         for context, uploads in per_context.items():
             for start in range(0, len(uploads), BATCH):
-                added = await library.context_documents.add(
+                added = await runtime.foundation.context_documents.add(
                     LOCAL_PRINCIPAL, context, uploads[start : start + BATCH], wait_seconds=0
                 )
                 jobs.extend(doc.job for doc in added if doc.job is not None)
@@ -70,7 +70,9 @@ async def run(args: argparse.Namespace) -> BenchResult:
 
         focus = {"context_type": "organization", "context_id": organization.id}
         arguments = {**focus, "limit": 1000}
-        scope = await library.resolve_scope(LOCAL_PRINCIPAL, context_type="organization", context_id=organization.id)
+        scope = await runtime.foundation.scopes.resolve(
+            LOCAL_PRINCIPAL, context_type="organization", context_id=organization.id
+        )
         async with mcp_session(runtime) as session:
             warm = await call_tool(session, "documents.list", arguments)
             assert not warm.isError and warm.structuredContent is not None

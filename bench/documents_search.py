@@ -62,16 +62,18 @@ async def run(args: argparse.Namespace) -> BenchResult:
         jobs = []
         for number in range(args.documents):
             text = "\n\n".join(paragraph(rng, words, 750) for _ in range(args.spans_per_document))
-            (doc,) = await library.context_documents.add(
+            (doc,) = await runtime.foundation.context_documents.add(
                 LOCAL_PRINCIPAL, ORGANIZATION, [Upload(f"doc{number:03d}.txt", text.encode())], wait_seconds=0
             )
             jobs.append(doc.job)
         await asyncio.gather(*(job for job in jobs if job is not None))
         ingest_s = time.perf_counter() - started
-        records = await library.context_documents.documents(LOCAL_PRINCIPAL, ORGANIZATION)
+        records = await runtime.foundation.context_documents.documents(LOCAL_PRINCIPAL, ORGANIZATION)
         spans = sum(record.span_count or 0 for record in records)
         queries = [" ".join(rng.sample(words[:1500], rng.randint(2, 4))) for _ in range(args.queries)]
-        scope = await library.resolve_scope(LOCAL_PRINCIPAL, context_type="organization", context_id="default")
+        scope = await runtime.foundation.scopes.resolve(
+            LOCAL_PRINCIPAL, context_type="organization", context_id="default"
+        )
 
         async with mcp_session(runtime) as session:
             await call_tool(session, "documents.search", {"query": queries[0], **FOCUS})  # warm-up
@@ -93,7 +95,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
             await library.search(LOCAL_PRINCIPAL, scope, query)
             library_ms.append((time.perf_counter() - begin) * 1000)
         # Cold: an empty index cache, as in a fresh process; every index is rebuilt from the stored text.
-        library.indexes.clear()
+        runtime.foundation.indexes.clear()
         begin = time.perf_counter()
         await library.search(LOCAL_PRINCIPAL, scope, queries[0])
         cold_ms = (time.perf_counter() - begin) * 1000

@@ -100,15 +100,17 @@ async def run(args: argparse.Namespace) -> BenchResult:
     async with embedded_runtime() as runtime:
         library = library_of(runtime)
         uploads = [Upload(name, document(subject, fact, rng).encode()) for name, subject, _, fact, _ in SUBJECTS]
-        await library.context_documents.add(LOCAL_PRINCIPAL, organization, uploads)
-        scope = await library.resolve_scope(LOCAL_PRINCIPAL, context_type="organization", context_id=organization.id)
+        await runtime.foundation.context_documents.add(LOCAL_PRINCIPAL, organization, uploads)
+        scope = await runtime.foundation.scopes.resolve(
+            LOCAL_PRINCIPAL, context_type="organization", context_id=organization.id
+        )
         every_span: list[SourceSpan] = []
         document_tokens = []
-        for doc in (await library.available(LOCAL_PRINCIPAL, scope)).documents:
+        for doc in (await runtime.foundation.scopes.available(LOCAL_PRINCIPAL, scope)).documents:
             page = await library.content(LOCAL_PRINCIPAL, scope, doc.info.document_id, limit=1)
             # The pipeline indexed every document: the baseline takes every span from there.
             assert doc.extracted_text_hash is not None and doc.chunking_version is not None
-            index = library.indexes.get((doc.extracted_text_hash, doc.chunking_version))
+            index = runtime.foundation.indexes.get((doc.extracted_text_hash, doc.chunking_version))
             assert index is not None
             document_tokens.append(approx_tokens(index.text.text))
             every_span.extend(

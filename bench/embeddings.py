@@ -176,7 +176,7 @@ async def _turns(args: argparse.Namespace, running: Endpoint, result: BenchResul
         )
         on = await stack.enter_async_context(build_runtime(settings))
         for services in (off, on):
-            await services.session_files.add(LOCAL_PRINCIPAL, "c", uploads, wait_seconds=60)
+            await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c", uploads, wait_seconds=60)
         for question in QUESTIONS:  # warm-up: file caches, vectors cached, connections open
             await _turn(off, question)
             await _turn(on, question)
@@ -254,7 +254,7 @@ async def _pages(args: argparse.Namespace, running: Endpoint, result: BenchResul
                 async with build_runtime(settings) as services:
                     before = len(await running.inputs())
                     started = time.perf_counter()
-                    added = await services.session_files.add(
+                    added = await services.foundation.session_files.add(
                         LOCAL_PRINCIPAL, "p", [Upload("long.pdf", pdf)], wait_seconds=600
                     )
                     seconds[name] = time.perf_counter() - started

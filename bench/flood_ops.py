@@ -83,7 +83,7 @@ async def store_long_conversation(home: Path) -> None:
     settings = Settings(home=home, auth="api-key", api_keys=json.dumps(KEYS))
     async with build_runtime(settings) as services:
         for seq in range(EXPORT_TURNS):
-            await services.conversations.append_turn(
+            await services.foundation.conversations.append_turn(
                 principal,
                 EXPORTED,
                 UserMessage(content=f"Question {seq}: what is the notice period?", created_at=utc_now()),

@@ -77,7 +77,7 @@ async def _folder_set(services: Services, name: str) -> list[Decision]:
             )
         )
         scope = DocumentScope(session_id=result.conversation_id, focus=FOLDER)
-        hits = await services.documents.search(LOCAL_PRINCIPAL, scope, question.text, limit=SEARCH_LIMIT)
+        hits = await services.documents.library.search(LOCAL_PRINCIPAL, scope, question.text, limit=SEARCH_LIMIT)
         decisions.append(
             _decision(name.removesuffix(".json"), question.text, question.expect is not None, result, hits)
         )
@@ -93,7 +93,7 @@ async def _case_set(services: Services, label: str, path: Path) -> list[Decision
         conversation_id = f"needs-{label}-{number}"
         for name in case.docs:
             data.setdefault(name, await asyncio.to_thread((folder / name).read_bytes))
-        await services.session_files.add(
+        await services.foundation.session_files.add(
             LOCAL_PRINCIPAL, conversation_id, [Upload(name, data[name]) for name in case.docs], wait_seconds=600
         )
         result: Any = None
@@ -107,7 +107,7 @@ async def _case_set(services: Services, label: str, path: Path) -> list[Decision
                     context_requests="allow" if last else "never",
                 )
             )
-        hits = await services.documents.search(
+        hits = await services.documents.library.search(
             LOCAL_PRINCIPAL, DocumentScope(session_id=conversation_id), case.scored.question, limit=SEARCH_LIMIT
         )
         decisions.append(_decision(label, case.scored.question, case.answerable, result, hits))

@@ -109,11 +109,11 @@ async def one_run(workers: int, uploads: list[Upload], connection_string: str, t
     logs = [tmp / f"worker-{workers}-{i}.log" for i in range(workers)]
     async with build_runtime(settings) as web:
         # Create the database and queues before the workers open them.
-        await web.documents.context_documents.documents(LOCAL_PRINCIPAL, ORG)
+        await web.foundation.context_documents.documents(LOCAL_PRINCIPAL, ORG)
         processes = [await start_worker(env, log) for log in logs]
         try:
             started = time.perf_counter()
-            await web.documents.context_documents.add(LOCAL_PRINCIPAL, ORG, uploads, wait_seconds=0)
+            await web.foundation.context_documents.add(LOCAL_PRINCIPAL, ORG, uploads, wait_seconds=0)
             enqueued = time.perf_counter()
             async with asyncio.timeout(DEADLINE_SECONDS):
                 while True:
@@ -121,7 +121,7 @@ async def one_run(workers: int, uploads: list[Upload], connection_string: str, t
                     # where listing 200 records twice a second took CPU the workers need (and made the 2-worker
                     # run look slower than it is). The catalog is read once the logs count every document.
                     if len(await asyncio.to_thread(finished_documents, logs)) >= len(uploads):
-                        docs = await web.documents.context_documents.documents(LOCAL_PRINCIPAL, ORG)
+                        docs = await web.foundation.context_documents.documents(LOCAL_PRINCIPAL, ORG)
                         if len(docs) == len(uploads) and all(d.status in ("ready", "failed") for d in docs):
                             break
                     await asyncio.sleep(0.1)

@@ -29,10 +29,14 @@ async def main() -> None:
 
     with tempfile.TemporaryDirectory() as home:
         async with composition.build_runtime(bench_settings(Path(home)), model=scripted_model()) as rt:
-            files = getattr(rt, "session_files", None) or rt.orchestrator.files
+            layered = hasattr(rt, "foundation")  # Services holds its layers (foundation, documents)
+            files = (
+                rt.foundation.session_files if layered else getattr(rt, "session_files", None) or rt.orchestrator.files
+            )
             await files.add(LOCAL_PRINCIPAL, "c", [Upload(n, SAMPLE_DOCS[n]) for n in SAMPLE_NAMES])
-            context = getattr(rt, "context_files", None) or rt.orchestrator.context
-            assert await context.digests.wait_idle(LOCAL_PRINCIPAL, "c", 600)
+            context = None if layered else getattr(rt, "context_files", None) or rt.orchestrator.context
+            digests = rt.documents.digests if layered else context.digests
+            assert await digests.wait_idle(LOCAL_PRINCIPAL, "c", 600)
             req = TurnRequest(
                 question="How much notice is needed to end the lease?",
                 conversation_id="c",

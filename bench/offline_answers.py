@@ -139,8 +139,8 @@ def judge(question: Question, result: TurnResult, prompt: str = "") -> Outcome:
 
 async def ingest(services: Services) -> None:
     """Put the set's documents into the folder context and wait until each is processed."""
-    await services.documents.directory.put(LOCAL_PRINCIPAL, FOLDER, "Evaluation documents", None)
-    added = await services.documents.context_documents.add(
+    await services.foundation.directory.put(LOCAL_PRINCIPAL, FOLDER, "Evaluation documents", None)
+    added = await services.foundation.context_documents.add(
         LOCAL_PRINCIPAL, FOLDER, documents(), wait_seconds=PROCESSING_SECONDS
     )
     failed = [doc.record.filename for doc in added if doc.record.status != "ready"]
@@ -167,8 +167,8 @@ async def searched(services: Services, question: Question) -> bool:
     """Whether ``documents.search`` over the folder finds the span holding the expected phrase in its first
     :data:`SEARCH_DEPTH` results."""
     assert question.expect is not None
-    scope = await services.documents.resolve_scope(LOCAL_PRINCIPAL, context_type=FOLDER.type, context_id=FOLDER.id)
-    found = await services.documents.search(LOCAL_PRINCIPAL, scope, question.text, limit=SEARCH_DEPTH)
+    scope = await services.foundation.scopes.resolve(LOCAL_PRINCIPAL, context_type=FOLDER.type, context_id=FOLDER.id)
+    found = await services.documents.library.search(LOCAL_PRINCIPAL, scope, question.text, limit=SEARCH_DEPTH)
     phrase = _normal(question.expect)
     return any(phrase in _normal(hit.text) for hit in found.results)
 

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import SAMPLE_DOCS, SAMPLE_NAMES, BenchResult, Check, bench_settings, scripted_model, temporary_home
-from orc.composition import Stores, azure_stores, build_runtime
+from orc.composition import build_runtime
 from orc.documents.uploads import Upload
+from orc.foundation import Stores, azure_stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
@@ -106,7 +107,7 @@ async def _scenario(
         for count in DOCUMENT_COUNTS:
             names = SAMPLE_NAMES[:count]
             conversation = f"bench-rt-{count}"
-            mutation = await services.session_files.add(
+            mutation = await services.foundation.session_files.add(
                 LOCAL_PRINCIPAL,
                 conversation,
                 [Upload(name, SAMPLE_DOCS[name]) for name in names],

@@ -59,6 +59,7 @@ from bench.common import (
 )
 from orc.composition import build_document_services, build_runtime, in_memory_mcp
 from orc.documents.uploads import Upload
+from orc.foundation import build_foundation
 from orc.http import create_app
 from orc.mcp_client import McpToolbox, ToolOutcome
 from orc.principal import LOCAL_PRINCIPAL
@@ -273,8 +274,11 @@ async def breakdown(iterations: int) -> dict[str, Any]:
             open_services("memory", scripted_model(), memory_home) as memory_services,
             contextlib.AsyncExitStack() as stack,
         ):
-            documents = await build_document_services(bench_settings(service_home), stack, model=scripted_model())
-            await documents.session_files.add(
+            foundation = await build_foundation(bench_settings(service_home), stack)
+            documents = await build_document_services(
+                bench_settings(service_home), stack, foundation, model=scripted_model()
+            )
+            await foundation.session_files.add(
                 LOCAL_PRINCIPAL, CONVERSATION, [Upload(n, SAMPLE_DOCS[n]) for n in SAMPLE_NAMES]
             )
             service = documents.mcp.document_chat
@@ -303,9 +307,9 @@ async def breakdown(iterations: int) -> dict[str, Any]:
                 await turn()
                 await memory_turn()
                 await no_tools_turn()
-            history = await runtime.conversations.turns(LOCAL_PRINCIPAL, CONVERSATION)
+            history = await runtime.foundation.conversations.turns(LOCAL_PRINCIPAL, CONVERSATION)
             refs = [ref.model_dump() for ref in history[-1].assistant.uploaded_file_refs]
-            connection = in_memory_mcp(runtime.mcp_server)
+            connection = in_memory_mcp(runtime.documents.server)
             stack.push_async_callback(connection.aclose)
             toolbox = McpToolbox(
                 connection, principal=LOCAL_PRINCIPAL, scope={"session_id": CONVERSATION, "include_historical": True}

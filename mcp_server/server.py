@@ -57,9 +57,9 @@ def build_mcp_server(services: McpServices, *, name: str = "orc", tool_names: To
     """
     server = OrcMCP(name, tool_names=tool_names)
     document_chat.register(server, services)
-    documents.register(server, services.library)
-    contexts.register(server, services.library)
-    session.register(server, services.library)
+    documents.register(server, services.library, services.scopes)
+    contexts.register(server, services.directory)
+    session.register(server, services.session_files, services.scopes)
     _forbid_unknown_arguments(server)
     return server
 

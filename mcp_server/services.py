@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from orc.contracts import DocumentChatResult, FileRef
+from orc.documents.contexts import ContextDirectory
 from orc.documents.document_chat import DocumentChatMode
 from orc.documents.library import DocumentLibrary
+from orc.documents.scopes import DocumentScopes
+from orc.documents.sessions import SessionFiles
 from orc.principal import Principal
 
 
@@ -46,7 +49,13 @@ class DocumentChatServices:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class McpServices(DocumentChatServices):
-    """What every tool of the server runs on: ``document_chat``'s services plus the document library."""
+    """What every tool of the server runs on: ``document_chat``'s services plus the document services."""
 
     library: DocumentLibrary
-    """The document library behind ``documents.*`` and ``session.*``."""
+    """The document library behind ``documents.*``."""
+    scopes: DocumentScopes
+    """What a scope makes available: checks every tool's scope arguments, lists a session's documents."""
+    session_files: SessionFiles
+    """The documents attached to sessions, behind ``session.*``."""
+    directory: ContextDirectory
+    """The context tree behind ``contexts.list``."""

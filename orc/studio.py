@@ -29,6 +29,7 @@ from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.runtime import Runtime
 
 from orc.composition import build_document_services, in_memory_mcp
+from orc.foundation import build_foundation
 from orc.graph import TurnContext, build_graph
 from orc.graph.builder import TurnGraph
 from orc.mcp_client import McpToolbox
@@ -44,7 +45,8 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Turn
     configurable: dict[str, Any] = dict((config or {}).get("configurable") or {})
     conversation_id = str(configurable.get("thread_id") or uuid.uuid4())
     async with AsyncExitStack() as stack:
-        services = await build_document_services(settings, stack)
+        foundation = await build_foundation(settings, stack)
+        services = await build_document_services(settings, stack, foundation)
         connection = in_memory_mcp(services.server)
         stack.push_async_callback(connection.aclose)
         tools = await services.server.list_tools()
@@ -52,7 +54,7 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Turn
             principal=LOCAL_PRINCIPAL,
             conversation_id=conversation_id,
             model=services.model,
-            conversations=services.conversations,
+            conversations=foundation.conversations,
             toolbox=McpToolbox(
                 connection,
                 principal=LOCAL_PRINCIPAL,

@@ -97,11 +97,13 @@ async def test_twenty_concurrent_writers_on_one_conversation_lose_and_duplicate_
 async def test_one_cosmos_client_and_one_blob_client_serve_every_turn(azure_settings: Settings) -> None:
     async with build_runtime(azure_settings) as runtime:
         orchestrator = runtime.orchestrator
-        collections = runtime.stores.collections
-        blobs = runtime.stores.blobs
+        collections = runtime.foundation.stores.collections
+        blobs = runtime.foundation.stores.blobs
         assert isinstance(collections, CosmosCollectionProvider)
         principal = Principal(organization="default", user="default")
-        await runtime.session_files.add(principal, "one-client", [Upload("a.txt", b"Alpha is the first letter.")])
+        await runtime.foundation.session_files.add(
+            principal, "one-client", [Upload("a.txt", b"Alpha is the first letter.")]
+        )
         clients = set()
         for i in range(5):
             await orchestrator.ask(

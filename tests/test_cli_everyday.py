@@ -31,6 +31,32 @@ def test_help_imports_no_langgraph_mcp_azure_or_model_client() -> None:
     assert json.loads(result.stdout.splitlines()[-1]) == []
 
 
+TURN_MACHINERY = ("langgraph", "langchain_core", "langchain_openai", "openai", "mcp", "tiktoken", "numpy")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["sessions", "list"], ["docs", "list"], ["contexts", "list"], ["sessions", "show", "c1"]],
+    ids=" ".join,
+)
+def test_a_command_that_only_reads_what_is_stored_loads_no_turn_machinery(tmp_path: Path, command: list[str]) -> None:
+    lease = tmp_path / "lease.txt"
+    lease.write_text("The monthly rent is 1,450 euros.\n")
+    assert main(["ask", "What is the rent?", "--file", str(lease), "--conversation", "c1"]) == 0
+    script = (
+        "import json, sys\n"
+        "from orc.cli import main\n"
+        f"code = main({command!r})\n"
+        f"print(json.dumps([code, sorted({{m.split('.')[0] for m in sys.modules}} & set({list(TURN_MACHINERY)!r}))]))"
+    )
+
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    code, loaded = json.loads(result.stdout.splitlines()[-1])
+    assert (code, loaded) == (0, [])
+    assert "c1" in result.stdout or "lease.txt" in result.stdout or "organization:default" in result.stdout
+
+
 def test_ask_with_a_context_answers_from_that_contexts_documents(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -35,8 +35,8 @@ async def run(*lines: str) -> tuple[str, str, list[str]]:
     out, err = io.StringIO(), io.StringIO()
     prompts, read_line = typed(*lines)
     async with build_runtime(Settings()) as services:
-        await services.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
-        terminal = Terminal(read_line, services.file_texts)
+        await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        terminal = Terminal(read_line, services.foundation.file_texts)
         assert await ask(services.orchestrator, Console(out, err), QUESTION, terminal)  # type: ignore[arg-type]
     return out.getvalue(), err.getvalue(), prompts
 
@@ -67,7 +67,7 @@ async def test_enter_skips_and_the_answer_says_it_went_on_without_the_context() 
 async def test_a_piped_run_is_never_asked() -> None:
     out, err = io.StringIO(), io.StringIO()
     async with build_runtime(Settings()) as services:
-        await services.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
         assert await ask(services.orchestrator, Console(out, err), QUESTION, None)
 
     assert "The documents do not answer this yet" not in err.getvalue() and out.getvalue().strip()

@@ -40,7 +40,7 @@ def run_as_a_script(source: str, folder: Path) -> subprocess.CompletedProcess[st
 def stored_questions(folder: Path) -> list[str]:
     async def read() -> list[str]:
         async with build_runtime(Settings(home=folder / "home")) as services:
-            turns = await services.conversations.turns(LOCAL_PRINCIPAL, "conv-1")
+            turns = await services.foundation.conversations.turns(LOCAL_PRINCIPAL, "conv-1")
         return [turn.user.content for turn in turns]
 
     return asyncio.run(read())

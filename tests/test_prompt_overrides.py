@@ -13,9 +13,10 @@ import pytest
 from azure.storage.blob.aio import ContainerClient
 from langchain_core.messages import BaseMessage
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.documents.uploads import Upload
 from orc.errors import ConfigurationError
+from orc.foundation import Stores
 from orc.models.sheets import load_sheet
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
@@ -58,7 +59,7 @@ async def test_an_override_changes_the_rendered_answer_prompt_and_only_while_its
     model = FunctionChatModel(lambda messages, tools: "The rent is 1,450 euros.")
 
     async with build_runtime(Settings(home=tmp_path / "home", prompts_dir=str(folder)), model=model) as services:
-        await services.session_files.add(LOCAL_PRINCIPAL, "c1", [LEASE])
+        await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [LEASE])
         await services.orchestrator.ask(
             TurnRequest(question="What is the rent?", conversation_id="c1", blob_names=["lease.txt"])
         )
@@ -75,8 +76,8 @@ async def digest_of_lease(settings: Settings) -> tuple[dict[str, Any], list[str]
     stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
     model = digest_model()
     async with build_runtime(settings, stores=stores, digest_model=model) as runtime:
-        await runtime.context_files.upload(LOCAL_PRINCIPAL, "s", [LEASE])
-        assert await runtime.context_files.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
+        await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [LEASE])
+        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
         catalog = await stores.collections.collection("catalog")
         (record,) = await catalog.query(LOCAL_PRINCIPAL.partition_key, id_prefix="sf:s:")
     return record.body, system_prompts(model)

@@ -1,4 +1,5 @@
-"""The composition root hands entry points one frozen Services container; the orchestrator keeps turns and sessions."""
+"""The composition root hands entry points one frozen Services container; the orchestrator keeps turns (and deleting
+a conversation, with its checkpoints); the sessions service the rest of what is done to conversations."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import typing
 
 import pytest
 
-from orc.composition import Services, Stores, build_runtime
+from orc.composition import Services, build_runtime
+from orc.foundation import Stores
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.turns import Orchestrator
 
-TURNS_AND_SESSIONS = {
+TURNS = {
     "start",
     "ask",
     "stream",
@@ -24,12 +26,7 @@ TURNS_AND_SESSIONS = {
     "context_requests",
     "expire_due",
     "settle",
-    "list_sessions",
-    "get_session",
     "delete_session",
-    "rename_session",
-    "give_feedback",
-    "export_session",
 }
 
 
@@ -40,16 +37,16 @@ def test_no_service_in_the_container_is_optional() -> None:
     assert optional == []
 
 
-def test_the_orchestrator_offers_turns_and_sessions_and_no_collaborators() -> None:
+def test_the_orchestrator_offers_turns_and_no_collaborators() -> None:
     public = {name for name, _ in inspect.getmembers(Orchestrator) if not name.startswith("_")}
 
-    assert public == TURNS_AND_SESSIONS
+    assert public == TURNS
 
 
 async def test_a_built_process_fills_every_service_and_freezes_them() -> None:
     stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
     async with build_runtime(Settings(), stores=stores) as services:
         assert all(getattr(services, field.name) is not None for field in dataclasses.fields(services))
-        assert services.stores is stores
+        assert services.foundation.stores is stores
         with pytest.raises(dataclasses.FrozenInstanceError):
             services.orchestrator = services.orchestrator  # type: ignore[misc]

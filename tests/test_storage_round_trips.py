@@ -18,10 +18,10 @@ async def test_a_warm_document_chat_turn_makes_at_most_six_storage_round_trips()
     stores, counter = counting_stores()
     settings = Settings(storage="azure")  # collection-backed checkpoints, as on Cosmos DB
     async with build_runtime(settings, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", DOCS)
-        assert orc.context_files is not None
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", DOCS)
+        assert orc.documents.context_files is not None
         # The digests are made in the background; let them finish so that only the turn's calls are counted.
-        assert await orc.context_files.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
+        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
         names = [doc.filename for doc in DOCS]
         await orc.orchestrator.ask(TurnRequest(question="What is the fee?", conversation_id="conv", blob_names=names))
         counter.reset()

@@ -52,7 +52,7 @@ async def test_the_factory_yields_the_turn_graph_that_answers_from_the_embedded_
     from orc.settings import Settings
 
     async with build_runtime(Settings()) as runtime:
-        await runtime.session_files.add(
+        await runtime.foundation.session_files.add(
             LOCAL_PRINCIPAL, "studio-1", [Upload("policy.md", b"# Policy\n\nVisitors must sign in at the front desk.")]
         )
     module, function = factory_reference()
@@ -139,7 +139,7 @@ async def _attach_policy(home: Path, conversation_id: str) -> None:
 
     async with build_runtime(Settings(home=home)) as runtime:
         policy = Upload("policy.md", b"# Policy\n\nVisitors must sign in at the front desk.")
-        await runtime.session_files.add(LOCAL_PRINCIPAL, conversation_id, [policy])
+        await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, conversation_id, [policy])
 
 
 @pytest.mark.slow

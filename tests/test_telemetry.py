@@ -75,7 +75,9 @@ def recorded() -> Iterator[Recorded]:
 
 async def test_a_document_turn_has_spans_for_the_turn_its_nodes_its_tool_call_and_storage(recorded: Recorded) -> None:
     async with open_runtime() as orc:
-        await orc.session_files.add(telemetry_principal(), "c1", [Upload("nightjar.txt", SECRET_TEXT.encode())])
+        await orc.foundation.session_files.add(
+            telemetry_principal(), "c1", [Upload("nightjar.txt", SECRET_TEXT.encode())]
+        )
         await orc.orchestrator.ask(TurnRequest(question=QUESTION, conversation_id="c1", blob_names=["nightjar.txt"]))
 
     names = [span.name for span in recorded.finished()]
@@ -105,7 +107,9 @@ async def test_a_document_turn_has_spans_for_the_turn_its_nodes_its_tool_call_an
 
 async def test_spans_carry_hashed_tenant_ids_and_no_document_text_or_question(recorded: Recorded) -> None:
     async with open_runtime() as orc:
-        await orc.session_files.add(telemetry_principal(), "c1", [Upload("nightjar.txt", SECRET_TEXT.encode())])
+        await orc.foundation.session_files.add(
+            telemetry_principal(), "c1", [Upload("nightjar.txt", SECRET_TEXT.encode())]
+        )
         await orc.orchestrator.ask(TurnRequest(question=QUESTION, conversation_id="c1", blob_names=["nightjar.txt"]))
 
     everything = json.dumps(

@@ -138,7 +138,7 @@ async def environment(tmp_path: Path) -> AsyncIterator[Env]:
                 request = worker_request(method, f"http://localhost:7071{path}", body=body, headers=JSON)
                 return await read(await handler(request))
 
-            await services.session_files.add(WHO, "c1", [Upload("lease.txt", LEASE)])
+            await services.foundation.session_files.add(WHO, "c1", [Upload("lease.txt", LEASE)])
             yield Env(services, http, functions, policy)
 
 

@@ -26,7 +26,9 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
 ) -> None:
     stores, counter = counting_stores()
     async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
+        await orc.foundation.session_files.add(
+            LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
+        )
         counter.fail("checkpoints.upsert", StorageUnavailable("storage is unreachable"))
 
         if streamed:
@@ -35,7 +37,7 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
             assert events[-1]["type"] == "final" and events[-1]["citations"]
         else:
             answer = (await orc.orchestrator.ask(ASK)).answer
-        turns = await orc.conversations.turns(LOCAL_PRINCIPAL, "conv")
+        turns = await orc.foundation.conversations.turns(LOCAL_PRINCIPAL, "conv")
 
     assert "checkpoints.upsert" in counter.calls
     assert [turn.assistant.content for turn in turns] == [answer]
@@ -44,7 +46,9 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
 async def test_a_turn_that_cannot_be_stored_fails_and_stores_nothing_although_its_checkpoint_was_written() -> None:
     stores, counter = counting_stores()
     async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
+        await orc.foundation.session_files.add(
+            LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
+        )
         counter.fail("conversations.create", StorageUnavailable("storage is unreachable"))
 
         with pytest.raises(ServiceUnavailable):

@@ -11,7 +11,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_server.tools.scoped import add_principal_tool
-from orc.documents.library import DocumentLibrary
+from orc.documents.contexts import ContextDirectory
 from orc.documents.records import ContextNode, ContextRef
 from orc.principal import Principal
 from orc.tool_contract import CONTEXTS_LIST
@@ -37,11 +37,11 @@ class ContextTree(BaseModel):
     contexts: list[ContextEntry]
 
 
-def register(server: FastMCP, library: DocumentLibrary) -> None:
-    """Add ``contexts.list`` to ``server``, over ``library``'s context directory."""
+def register(server: FastMCP, directory: ContextDirectory) -> None:
+    """Add ``contexts.list`` to ``server``, over the context ``directory``."""
 
     async def contexts_list(principal: Principal) -> ContextTree:
-        tree = await library.directory.tree(principal.organization)
+        tree = await directory.tree(principal.organization)
         return ContextTree(organization=principal.organization, contexts=_walk(tree, principal.organization))
 
     add_principal_tool(

@@ -35,6 +35,7 @@ from orc.documents.library import (
     DocumentLibrary,
 )
 from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, PageContent, SearchResults, SpanContent
+from orc.documents.scopes import DocumentScopes
 from orc.documents.summaries import DocumentSummary
 from orc.principal import Principal
 from orc.tool_contract import (
@@ -51,18 +52,19 @@ DocumentId = Annotated[str, Field(description="The document_id from documents.li
 _READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 
 
-def register(server: FastMCP, library: DocumentLibrary) -> None:
-    """Add the seven ``documents.*`` tools to ``server``, over ``library``."""
-    _register_list(server, library)
-    _register_analyze(server, library)
-    _register_content(server, library)
-    _register_summary(server, library)
-    _register_search(server, library)
-    _register_page(server, library)
-    _register_span(server, library)
+def register(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
+    """Add the seven ``documents.*`` tools to ``server``, over ``library``, each in the scope its arguments name
+    (checked by ``scopes``)."""
+    _register_list(server, library, scopes)
+    _register_analyze(server, library, scopes)
+    _register_content(server, library, scopes)
+    _register_summary(server, library, scopes)
+    _register_search(server, library, scopes)
+    _register_page(server, library, scopes)
+    _register_span(server, library, scopes)
 
 
-def _register_page(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_page(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
     async def documents_get_page(
         principal: Principal,
         document_id: DocumentId,
@@ -73,7 +75,7 @@ def _register_page(server: FastMCP, library: DocumentLibrary) -> None:
 
     add_scoped_tool(
         server,
-        library,
+        scopes,
         documents_get_page,
         name=DOCUMENTS_GET_PAGE,
         title="Read one page of a document",
@@ -88,7 +90,7 @@ def _register_page(server: FastMCP, library: DocumentLibrary) -> None:
     )
 
 
-def _register_span(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_span(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
     async def documents_get_span(
         principal: Principal,
         source_ref: Annotated[
@@ -101,7 +103,7 @@ def _register_span(server: FastMCP, library: DocumentLibrary) -> None:
 
     add_scoped_tool(
         server,
-        library,
+        scopes,
         documents_get_span,
         name=DOCUMENTS_GET_SPAN,
         title="Read one cited span",
@@ -115,7 +117,7 @@ def _register_span(server: FastMCP, library: DocumentLibrary) -> None:
     )
 
 
-def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_list(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
     async def documents_list(
         principal: Principal,
         scope: DocumentScope,
@@ -132,7 +134,7 @@ def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
 
     add_scoped_tool(
         server,
-        library,
+        scopes,
         documents_list,
         name=DOCUMENTS_LIST,
         title="List available documents",
@@ -150,13 +152,13 @@ def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
     )
 
 
-def _register_analyze(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_analyze(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
     async def documents_analyze(principal: Principal, document_id: DocumentId, scope: DocumentScope) -> AnalyzeResult:
         return await library.analyze(principal, scope, document_id)
 
     add_scoped_tool(
         server,
-        library,
+        scopes,
         documents_analyze,
         name=DOCUMENTS_ANALYZE,
         title="Analyze a document",
@@ -172,7 +174,7 @@ def _register_analyze(server: FastMCP, library: DocumentLibrary) -> None:
     )
 
 
-def _register_content(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_content(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
     async def documents_get_content(
         principal: Principal,
         document_id: DocumentId,
@@ -193,7 +195,7 @@ def _register_content(server: FastMCP, library: DocumentLibrary) -> None:
 
     add_scoped_tool(
         server,
-        library,
+        scopes,
         documents_get_content,
         name=DOCUMENTS_GET_CONTENT,
         title="Read a document's text",
@@ -208,7 +210,7 @@ def _register_content(server: FastMCP, library: DocumentLibrary) -> None:
     )
 
 
-def _register_summary(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_summary(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
     async def documents_get_summary(
         principal: Principal, document_id: DocumentId, scope: DocumentScope
     ) -> DocumentSummary:
@@ -216,7 +218,7 @@ def _register_summary(server: FastMCP, library: DocumentLibrary) -> None:
 
     add_scoped_tool(
         server,
-        library,
+        scopes,
         documents_get_summary,
         name=DOCUMENTS_GET_SUMMARY,
         title="Get a document's summary",
@@ -231,7 +233,7 @@ def _register_summary(server: FastMCP, library: DocumentLibrary) -> None:
     )
 
 
-def _register_search(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_search(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
     async def documents_search(
         principal: Principal,
         query: Annotated[str, Field(description="What to look for, in the documents' own words if possible.")],
@@ -253,7 +255,7 @@ def _register_search(server: FastMCP, library: DocumentLibrary) -> None:
 
     add_scoped_tool(
         server,
-        library,
+        scopes,
         documents_search,
         name=DOCUMENTS_SEARCH,
         title="Search the documents",

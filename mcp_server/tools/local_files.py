@@ -19,7 +19,8 @@ from pydantic import Field
 
 from mcp_server.tools.scoped import add_principal_tool
 from mcp_server.tools.session import SessionChange, SessionId, attach_upload, render_change
-from orc.documents.library import DocumentLibrary
+from orc.documents.scopes import DocumentScopes
+from orc.documents.sessions import SessionFiles
 from orc.documents.uploads import Upload
 from orc.errors import ConfigurationError, InvalidInput, NotFound, PayloadTooLarge
 from orc.names import validate_identifier
@@ -65,7 +66,7 @@ class AllowedFolders:
         return real
 
 
-def register(server: FastMCP, library: DocumentLibrary, folders: AllowedFolders) -> None:
+def register(server: FastMCP, files: SessionFiles, scopes: DocumentScopes, folders: AllowedFolders) -> None:
     """Add ``session.attach_path`` to a stdio server that may read ``folders`` (nothing when there are none)."""
     if not folders:
         return
@@ -80,11 +81,11 @@ def register(server: FastMCP, library: DocumentLibrary, folders: AllowedFolders)
             raise InvalidInput("attaching by path is only possible over stdio", code="path_not_allowed")
         validate_identifier(session_id, what="session")
         real = folders.resolve(path)
-        limit = library.session_files.max_upload_bytes
+        limit = files.max_upload_bytes
         if real.stat().st_size > limit:
             raise PayloadTooLarge(f"the document is larger than the upload limit of {limit} bytes")
         upload = Upload(real.name, real.read_bytes(), content_type)
-        return await attach_upload(library, principal, session_id, upload)
+        return await attach_upload(files, scopes, principal, session_id, upload)
 
     add_principal_tool(
         server,

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server.scope import resolve_principal
 from mcp_server.tools import structured_result, tool_errors
-from orc.documents.library import DocumentLibrary
+from orc.documents.scopes import DocumentScopes
 from orc.tool_contract import CONTEXT_ID, CONTEXT_TYPE, INCLUDE_HISTORICAL, SCOPE_ARGUMENTS, SESSION_ID
 
 Result = TypeVar("Result", bound=BaseModel)
@@ -105,7 +105,7 @@ def add_principal_tool(
 
 def add_scoped_tool(
     server: FastMCP,
-    library: DocumentLibrary,
+    scopes: DocumentScopes,
     body: Callable[..., Awaitable[Result]],
     *,
     name: str,
@@ -116,7 +116,7 @@ def add_scoped_tool(
     render: Callable[[Result], str],
 ) -> None:
     """Register ``body`` as the tool ``name``, called with the caller's ``principal`` and the ``scope`` its scope
-    arguments name, validated by ``library`` (raises orc errors, reported by the error policy)."""
+    arguments name, validated by ``scopes`` (raises orc errors, reported by the error policy)."""
 
     async def resolve(ctx: Context[Any, Any, Any], arguments: dict[str, Any]) -> dict[str, Any]:
         principal = resolve_principal(ctx)
@@ -126,7 +126,7 @@ def add_scoped_tool(
             # context's documents available (DESIGN §3). The orchestrator always names its session.
             scope_arguments[CONTEXT_TYPE] = "organization"
             scope_arguments[CONTEXT_ID] = principal.organization
-        scope = await library.resolve_scope(principal, **scope_arguments)
+        scope = await scopes.resolve(principal, **scope_arguments)
         return {PRINCIPAL: principal, SCOPE: scope}
 
     _add(

@@ -18,9 +18,9 @@ from pydantic import BaseModel, Field
 from mcp_server.tools.rendering import document_line
 from mcp_server.tools.scoped import add_principal_tool
 from orc.documents.availability import DocumentScope
-from orc.documents.library import DocumentLibrary
 from orc.documents.records import DocumentInfo
-from orc.documents.sessions import FileChange
+from orc.documents.scopes import DocumentScopes
+from orc.documents.sessions import FileChange, SessionFiles
 from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, PayloadTooLarge
 from orc.names import validate_identifier
@@ -47,16 +47,19 @@ class SessionChange(BaseModel):
     document: DocumentInfo | None = Field(default=None, description="The attached document as listed now.")
 
 
-def register(server: FastMCP, library: DocumentLibrary) -> None:
-    """Add the three ``session.*`` tools to ``server``, over ``library``."""
-    _register_attach(server, library)
-    _register_list(server, library)
-    _register_remove(server, library)
+def register(server: FastMCP, files: SessionFiles, scopes: DocumentScopes) -> None:
+    """Add the three ``session.*`` tools to ``server``, over the session ``files`` and what ``scopes`` make
+    available."""
+    _register_attach(server, files, scopes)
+    _register_list(server, files, scopes)
+    _register_remove(server, files)
 
 
-async def _session_documents(library: DocumentLibrary, principal: Principal, session_id: str) -> SessionDocuments:
-    manifest = await library.session_files.manifest(principal, session_id)
-    availability = await library.available(principal, DocumentScope(session_id=session_id))
+async def _session_documents(
+    files: SessionFiles, scopes: DocumentScopes, principal: Principal, session_id: str
+) -> SessionDocuments:
+    manifest = await files.manifest(principal, session_id)
+    availability = await scopes.available(principal, DocumentScope(session_id=session_id))
     return SessionDocuments(
         session_id=session_id, revision=manifest.revision, documents=[doc.info for doc in availability.documents]
     )
@@ -78,12 +81,12 @@ def _decode(content: str, encoding: str, max_bytes: int) -> bytes:
 
 
 async def attach_upload(
-    library: DocumentLibrary, principal: Principal, session_id: str, upload: Upload
+    files: SessionFiles, scopes: DocumentScopes, principal: Principal, session_id: str, upload: Upload
 ) -> SessionChange:
     """Attach one file to the session, as an upload is; the change and the document as listed now."""
-    mutation = await library.session_files.add(principal, session_id, [upload])
+    mutation = await files.add(principal, session_id, [upload])
     (change,) = mutation.files
-    listed = await library.available(principal, DocumentScope(session_id=session_id))
+    listed = await scopes.available(principal, DocumentScope(session_id=session_id))
     found = listed.find(change.file_id)
     return SessionChange(
         session_id=session_id, revision=mutation.revision, change=change, document=found.info if found else None
@@ -98,7 +101,7 @@ def render_change(result: SessionChange) -> str:
     )
 
 
-def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_attach(server: FastMCP, files: SessionFiles, scopes: DocumentScopes) -> None:
     async def session_attach_document(
         principal: Principal,
         session_id: SessionId,
@@ -108,8 +111,8 @@ def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
         content_type: Annotated[str | None, Field(description="The media type, when the name does not say.")] = None,
     ) -> SessionChange:
         validate_identifier(session_id, what="session")
-        data = _decode(content, encoding, library.session_files.max_upload_bytes)
-        return await attach_upload(library, principal, session_id, Upload(filename, data, content_type))
+        data = _decode(content, encoding, files.max_upload_bytes)
+        return await attach_upload(files, scopes, principal, session_id, Upload(filename, data, content_type))
 
     add_principal_tool(
         server,
@@ -128,9 +131,9 @@ def _register_attach(server: FastMCP, library: DocumentLibrary) -> None:
     )
 
 
-def _register_list(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_list(server: FastMCP, files: SessionFiles, scopes: DocumentScopes) -> None:
     async def session_list_documents(principal: Principal, session_id: SessionId) -> SessionDocuments:
-        return await _session_documents(library, principal, session_id)
+        return await _session_documents(files, scopes, principal, session_id)
 
     add_principal_tool(
         server,
@@ -151,13 +154,13 @@ def _render_session_documents(result: SessionDocuments) -> str:
     return "\n".join(lines)
 
 
-def _register_remove(server: FastMCP, library: DocumentLibrary) -> None:
+def _register_remove(server: FastMCP, files: SessionFiles) -> None:
     async def session_remove_document(
         principal: Principal,
         session_id: SessionId,
         document_id: Annotated[str, Field(description="The document_id to remove.")],
     ) -> SessionChange:
-        mutation = await library.session_files.remove(principal, session_id, document_id)
+        mutation = await files.remove(principal, session_id, document_id)
         return SessionChange(session_id=session_id, revision=mutation.revision, change=mutation.files[0])
 
     add_principal_tool(

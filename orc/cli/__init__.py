@@ -2,8 +2,9 @@
 ``worker``, ``eval`` and ``doctor``.
 
 It acts as the embedded local principal. This module only parses arguments: what a command does lives in
-:mod:`orc.cli.commands` and :mod:`orc.cli.chat`, imported once the command is known, so ``orc --help`` and a
-mistyped argument answer without loading LangGraph, MCP, the model clients or the storage backends.
+:mod:`orc.cli.commands`, :mod:`orc.cli.stored` and :mod:`orc.cli.chat`, imported once the command is known, so
+``orc --help`` and a mistyped argument answer without loading LangGraph, MCP, the model clients or the storage
+backends, and a command that only reads what is stored (:mod:`orc.cli.stored`) without the turn machinery.
 """
 
 from __future__ import annotations
@@ -219,19 +220,22 @@ def _run(args: argparse.Namespace) -> int:
         from orc.cli.console import Console
 
         return event_loop.run(run_chat(settings, Console(model=settings.model), sys.stdin, args.conversation))
-    from orc.cli import commands
+    from orc.cli import stored
+    from orc.cli.console import Console
 
-    console = commands.Console(model=settings.model)
-    if args.command == "demo":
-        return event_loop.run(commands.run_demo(settings, console))
-    if args.command == "ask":
-        return event_loop.run(commands.run_ask(settings, console, args))
-    if args.command == "docs":
-        return event_loop.run(commands.run_docs(settings, args, console))
-    if args.command == "contexts":
-        return event_loop.run(commands.run_contexts(settings, args, console))
-    if args.command == "sessions":
-        return event_loop.run(commands.run_sessions(settings, args, console))
+    console = Console(model=settings.model)
+    if stored.handles(args):
+        return event_loop.run(stored.run(settings, args, console))
+    if args.command in ("demo", "ask", "docs", "sessions"):
+        from orc.cli import commands
+
+        if args.command == "demo":
+            return event_loop.run(commands.run_demo(settings, console))
+        if args.command == "ask":
+            return event_loop.run(commands.run_ask(settings, console, args))
+        if args.command == "docs":
+            return event_loop.run(commands.run_docs(settings, args, console))
+        return event_loop.run(commands.delete_session(settings, args.id, console))
     if args.command == "eval":
         from orc.cli.eval import run_eval
 

@@ -46,7 +46,7 @@ class ChatSession:
 
     async def load(self) -> None:
         """Pick up the files a continued conversation already has."""
-        attached = await self.services.session_files.files(LOCAL_PRINCIPAL, self.conversation_id)
+        attached = await self.services.foundation.session_files.files(LOCAL_PRINCIPAL, self.conversation_id)
         self.names = [record.filename for record in attached]
 
     async def handle(self, line: str) -> bool:
@@ -91,7 +91,7 @@ class ChatSession:
         if missing:
             self._say(f"no such file: {', '.join(missing)}")
             return
-        names = await upload(self.services.session_files, self.conversation_id, paths, self.console)
+        names = await upload(self.services.foundation.session_files, self.conversation_id, paths, self.console)
         self.names = [*dict.fromkeys([*self.names, *names])]
 
     async def _focus(self, rest: str) -> None:
@@ -104,7 +104,7 @@ class ChatSession:
 
         context = focus(rest)
         assert context is not None
-        await self.services.documents.directory.get(LOCAL_PRINCIPAL, ContextRef(context.type, context.id))
+        await self.services.foundation.directory.get(LOCAL_PRINCIPAL, ContextRef(context.type, context.id))
         self.context = context
         self._say(f"focus: {context.type}:{context.id}")
 

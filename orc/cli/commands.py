@@ -12,23 +12,16 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from orc.cli import NOTHING_YET
 from orc.cli.console import Console
 from orc.cli.documents import (
     Target,
     add_documents,
-    list_contexts,
-    list_documents,
-    list_everything,
     parse_context,
-    put_context,
     remove_document,
 )
 from orc.cli.handoff import Terminal, resume_interactively
-from orc.cli.table import table
 from orc.composition import Services, build_runtime
 from orc.conversations import FocusContext
-from orc.conversations.export import human_time
 from orc.documents.records import ContextRef
 from orc.documents.sessions import SessionFiles
 from orc.documents.uploads import Upload
@@ -112,7 +105,7 @@ async def run_demo(settings: Settings, console: Console) -> int:
     paths = sorted(Path(str(entry)) for entry in samples.iterdir() if entry.is_file())
     print(f"orc demo — data in {settings.home.resolve()}", file=console.err)
     async with build_runtime(settings) as services:
-        names = await upload(services.session_files, DEMO_CONVERSATION, paths, console)
+        names = await upload(services.foundation.session_files, DEMO_CONVERSATION, paths, console)
         ok = True
         for question in DEMO_QUESTIONS:
             print(f"\n> {question}", file=console.out, flush=True)
@@ -152,8 +145,8 @@ def focus(context: str | None) -> FocusContext | None:
 
 async def is_new_conversation(services: Services, conversation_id: str) -> bool:
     """Whether the local principal has neither turns nor files under ``conversation_id``."""
-    summary = await services.conversations.get(LOCAL_PRINCIPAL, conversation_id)
-    return summary is None and await services.session_files.header(LOCAL_PRINCIPAL, conversation_id) is None
+    summary = await services.foundation.conversations.get(LOCAL_PRINCIPAL, conversation_id)
+    return summary is None and await services.foundation.session_files.header(LOCAL_PRINCIPAL, conversation_id) is None
 
 
 async def run_ask(settings: Settings, console: Console, args: argparse.Namespace) -> int:
@@ -165,73 +158,33 @@ async def run_ask(settings: Settings, console: Console, args: argparse.Namespace
             # A mistyped id would otherwise silently lose the conversation's history and files.
             print(f"note: no conversation {conversation_id!r} yet; starting a new one with that id", file=console.err)
         if context is not None:
-            await services.documents.directory.get(LOCAL_PRINCIPAL, ContextRef(context.type, context.id))
+            await services.foundation.directory.get(LOCAL_PRINCIPAL, ContextRef(context.type, context.id))
         if args.files:
-            names = await upload(services.session_files, conversation_id, args.files, console)
+            names = await upload(services.foundation.session_files, conversation_id, args.files, console)
         else:
-            attached = await services.session_files.files(LOCAL_PRINCIPAL, conversation_id)
+            attached = await services.foundation.session_files.files(LOCAL_PRINCIPAL, conversation_id)
             names = [record.filename for record in attached]
         request = TurnRequest(
             question=args.question, conversation_id=conversation_id, blob_names=names, context=context
         )
         # Only a person at a terminal can answer a context request; a piped run always gets an answer.
-        terminal = Terminal(input, services.file_texts) if sys.stdin.isatty() else None
+        terminal = Terminal(input, services.foundation.file_texts) if sys.stdin.isatty() else None
         ok = await ask(services.orchestrator, console, request, terminal)
     return 0 if ok else 1
 
 
-async def run_sessions(settings: Settings, args: argparse.Namespace, console: Console) -> int:
-    """``orc sessions list|show|delete|export``."""
-    async with build_runtime(settings) as services:
-        orchestrator = services.orchestrator
-        if args.action == "list":
-            summaries = await orchestrator.list_sessions(LOCAL_PRINCIPAL)
-            if not summaries:
-                print(NOTHING_YET[("sessions", "list")], file=console.out)
-            rows = [
-                (human_time(s.updated_at), str(s.message_count), s.conversation_id, s.title or "Untitled")
-                for s in summaries
-            ]
-            for line in table(("UPDATED", "MESSAGES", "ID", "TITLE"), rows):
-                print(line, file=console.out)
-            return 0
-        if args.action == "delete":
-            await orchestrator.delete_session(args.id, LOCAL_PRINCIPAL)
-            print(f"deleted {args.id}", file=console.err)
-            return 0
-        if args.action == "show":
-            data, _ = await orchestrator.export_session(args.id, "markdown", LOCAL_PRINCIPAL)
-            console.out.write(data.decode("utf-8"))
-            return 0
-        data, _ = await orchestrator.export_session(args.id, args.format, LOCAL_PRINCIPAL)
-    # A PDF is no text for a terminal: without -o it goes to ID.pdf, as --help says.
-    output: Path | None = args.output or (Path(f"{args.id}.pdf") if args.format == "pdf" else None)
-    if output is None:
-        console.out.write(data.decode("utf-8"))
-    else:
-        await asyncio.to_thread(output.write_bytes, data)
-        print(f"wrote {output} ({len(data)} bytes)", file=console.err)
-    return 0
-
-
 async def run_docs(settings: Settings, args: argparse.Namespace, console: Console) -> int:
-    """``orc docs add|list|remove``."""
+    """``orc docs add|remove``: uploads and removals reach the digests, so they run on the whole runtime."""
     async with build_runtime(settings) as services:
-        if args.action == "list" and args.context is None and args.session is None:
-            return await list_everything(services.documents, console.out)
         target = Target.parse(args.context, args.session)
         if args.action == "add":
-            return await add_documents(services.documents, target, args.paths, console.err)
-        if args.action == "remove":
-            return await remove_document(services.documents, target, args.document, console.err)
-        return await list_documents(services.documents, target, console.out)
+            return await add_documents(services.foundation, target, args.paths, console.err)
+        return await remove_document(services.foundation, target, args.document, console.err)
 
 
-async def run_contexts(settings: Settings, args: argparse.Namespace, console: Console) -> int:
-    """``orc contexts put|list``."""
+async def delete_session(settings: Settings, conversation_id: str, console: Console) -> int:
+    """``orc sessions delete``: the turn service deletes a conversation with its graph checkpoints."""
     async with build_runtime(settings) as services:
-        if args.action == "list":
-            return await list_contexts(services.documents, console.out)
-        ref = ContextRef.parse(args.type, args.id)
-        print(await put_context(services.documents, ref, args.name, args.parent), file=console.out)
+        await services.orchestrator.delete_session(conversation_id, LOCAL_PRINCIPAL)
+    print(f"deleted {conversation_id}", file=console.err)
     return 0

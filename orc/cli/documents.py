@@ -16,11 +16,11 @@ from typing import TextIO
 
 from orc.cli.table import table
 from orc.documents.availability import DocumentScope, context_document
-from orc.documents.library import DocumentLibrary
 from orc.documents.processing import ProcessingResult
 from orc.documents.records import ContextRef, DocumentInfo
 from orc.documents.uploads import Upload, check_uploads
 from orc.errors import InvalidInput, NotFound, OrcError
+from orc.foundation import Foundation
 from orc.principal import LOCAL_PRINCIPAL
 
 BATCH_FILES = 8
@@ -83,11 +83,11 @@ async def _read(path: Path) -> Upload:
     return Upload(filename=path.name, data=await asyncio.to_thread(path.read_bytes))
 
 
-async def add_documents(library: DocumentLibrary, target: Target, paths: Sequence[Path], err: TextIO) -> int:
+async def add_documents(foundation: Foundation, target: Target, paths: Sequence[Path], err: TextIO) -> int:
     """Upload ``paths`` to ``target`` with a progress bar; 0 when every file ends ready, else 1."""
     principal = LOCAL_PRINCIPAL
     if target.context is not None:
-        await library.directory.get(principal, target.context)
+        await foundation.directory.get(principal, target.context)
     bar = ProgressBar(len(paths), err)
     failed = 0
     watched: list[asyncio.Task[tuple[str, str]]] = []
@@ -100,7 +100,7 @@ async def add_documents(library: DocumentLibrary, target: Target, paths: Sequenc
         batch: list[Upload] = []
         for upload in await asyncio.gather(*(_read(path) for path in paths[start : start + BATCH_FILES])):
             try:
-                check_uploads([upload], library.session_files.max_upload_bytes)
+                check_uploads([upload], foundation.session_files.max_upload_bytes)
             except OrcError as exc:
                 failed += 1
                 bar.advance(upload.filename, f"skipped ({exc.code}: {exc.message})")
@@ -109,14 +109,14 @@ async def add_documents(library: DocumentLibrary, target: Target, paths: Sequenc
         if not batch:
             continue
         if target.session_id is not None:
-            mutation = await library.session_files.add(principal, target.session_id, batch, wait_seconds=0)
+            mutation = await foundation.session_files.add(principal, target.session_id, batch, wait_seconds=0)
             jobs = {
                 record.file_id: job
-                for record, job in await library.session_files.processing(principal, target.session_id)
+                for record, job in await foundation.session_files.processing(principal, target.session_id)
             }
             # Read after the jobs: a document without a running job has finished, so its stored status is final.
             current = {
-                record.file_id: record for record in await library.session_files.files(principal, target.session_id)
+                record.file_id: record for record in await foundation.session_files.files(principal, target.session_id)
             }
             for change in mutation.files:
                 if change.file_id in jobs:
@@ -127,7 +127,7 @@ async def add_documents(library: DocumentLibrary, target: Target, paths: Sequenc
                     bar.advance(change.filename, f"{status} ({change.diff})")
         else:
             assert target.context is not None
-            for doc in await library.context_documents.add(principal, target.context, batch, wait_seconds=0):
+            for doc in await foundation.context_documents.add(principal, target.context, batch, wait_seconds=0):
                 if doc.job is not None:
                     watched.append(asyncio.create_task(watch(doc.record.filename, doc.job)))
                 else:
@@ -141,17 +141,17 @@ async def add_documents(library: DocumentLibrary, target: Target, paths: Sequenc
     return 0 if failed == 0 else 1
 
 
-async def list_documents(library: DocumentLibrary, target: Target, out: TextIO) -> int:
+async def list_documents(foundation: Foundation, target: Target, out: TextIO) -> int:
     """Print the documents of ``target`` (exactly that context, or the session), one per line."""
     principal = LOCAL_PRINCIPAL
     documents: list[DocumentInfo]
     if target.session_id is not None:
-        availability = await library.available(principal, DocumentScope(session_id=target.session_id))
+        availability = await foundation.scopes.available(principal, DocumentScope(session_id=target.session_id))
         documents = [doc.info for doc in availability.documents]
     else:
         assert target.context is not None
-        await library.directory.get(principal, target.context)
-        records = await library.context_documents.documents(principal, target.context)
+        await foundation.directory.get(principal, target.context)
+        records = await foundation.context_documents.documents(principal, target.context)
         documents = [context_document(principal.organization, record, None).info for record in records]
     if not documents:
         print(f"no documents in {target.label}", file=out)
@@ -159,28 +159,28 @@ async def list_documents(library: DocumentLibrary, target: Target, out: TextIO) 
     return 0
 
 
-async def put_context(library: DocumentLibrary, ref: ContextRef, name: str | None, parent: str | None) -> str:
+async def put_context(foundation: Foundation, ref: ContextRef, name: str | None, parent: str | None) -> str:
     """Create or rename a context of the local organization; returns what happened."""
-    node, created = await library.directory.put(LOCAL_PRINCIPAL, ref, name or ref.id, parent)
+    node, created = await foundation.directory.put(LOCAL_PRINCIPAL, ref, name or ref.id, parent)
     where = f" under {node.parent_type} {node.parent_id}" if node.parent_id else ""
     return f"{'created' if created else 'updated'} {ref.label} ({node.name}){where}"
 
 
-async def list_everything(library: DocumentLibrary, out: TextIO) -> int:
+async def list_everything(foundation: Foundation, out: TextIO) -> int:
     """Every document the local principal has: each context of the organization, then each session with files."""
     principal = LOCAL_PRINCIPAL
-    tree = await library.directory.tree(principal.organization)
+    tree = await foundation.directory.tree(principal.organization)
     found = 0
     for ref in sorted(tree, key=lambda ref: (_TYPE_ORDER[ref.type], ref.id)):
-        records = await library.context_documents.documents(principal, ref)
+        records = await foundation.context_documents.documents(principal, ref)
         if records:
             found += len(records)
             print(f"{ref.label}:", file=out)
             infos = [context_document(principal.organization, record, None).info for record in records]
             _print_documents(infos, out, indent="  ")
-    for header in await library.session_files.sessions(principal):
+    for header in await foundation.session_files.sessions(principal):
         target = Target(session_id=header.conversation_id)
-        availability = await library.available(principal, DocumentScope(session_id=header.conversation_id))
+        availability = await foundation.scopes.available(principal, DocumentScope(session_id=header.conversation_id))
         if availability.documents:
             found += len(availability.documents)
             print(f"{target.label}:", file=out)
@@ -212,30 +212,30 @@ def _size(size: int) -> str:
     return f"{size / 1024 / 1024:.1f} MB"
 
 
-async def remove_document(library: DocumentLibrary, target: Target, name_or_id: str, err: TextIO) -> int:
+async def remove_document(foundation: Foundation, target: Target, name_or_id: str, err: TextIO) -> int:
     """Remove one document of ``target``, named by its id or its filename."""
     principal = LOCAL_PRINCIPAL
     if target.session_id is not None:
-        records = await library.session_files.files(principal, target.session_id)
+        records = await foundation.session_files.files(principal, target.session_id)
         match = next((r for r in records if name_or_id in (r.file_id, r.filename)), None)
         if match is None:
             raise NotFound(f"no document {name_or_id!r} in {target.label}", code="document_not_found")
-        await library.session_files.remove(principal, target.session_id, match.file_id)
+        await foundation.session_files.remove(principal, target.session_id, match.file_id)
         print(f"removed {match.filename} ({match.file_id}) from {target.label}", file=err)
         return 0
     assert target.context is not None
-    documents = await library.context_documents.documents(principal, target.context)
+    documents = await foundation.context_documents.documents(principal, target.context)
     found = next((d for d in documents if name_or_id in (d.document_id, d.filename)), None)
     if found is None:
         raise NotFound(f"no document {name_or_id!r} in {target.label}", code="document_not_found")
-    await library.context_documents.remove(principal, target.context, found.document_id)
+    await foundation.context_documents.remove(principal, target.context, found.document_id)
     print(f"removed {found.filename} ({found.document_id}) from {target.label}", file=err)
     return 0
 
 
-async def list_contexts(library: DocumentLibrary, out: TextIO) -> int:
+async def list_contexts(foundation: Foundation, out: TextIO) -> int:
     """The local organization's context tree, one ``TYPE:ID`` per line, indented under its parent."""
-    tree = await library.directory.tree(LOCAL_PRINCIPAL.organization)
+    tree = await foundation.directory.tree(LOCAL_PRINCIPAL.organization)
     children: dict[ContextRef | None, list[ContextRef]] = {}
     for ref, node in tree.items():
         children.setdefault(node.parent, []).append(ref)

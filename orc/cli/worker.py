@@ -49,10 +49,10 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
         )
         # Uploads an instance left mid-way never reached the queue: the worker finds them by their lapsed leases.
         recovering = asyncio.create_task(
-            sweep_interrupted_documents(services.recovery, settings.processing_sweep_seconds)
+            sweep_interrupted_documents(services.documents.recovery, settings.processing_sweep_seconds)
         )
         try:
-            await services.jobs.run(stop, concurrency=concurrency)
+            await services.documents.jobs.run(stop, concurrency=concurrency)
         finally:
             recovering.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -10,14 +10,13 @@ digests catch up after a prompt upgrade or a restart.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 from orc.digests.schema import Digest
 from orc.digests.sessions import SessionDigests, aggregate_inputs, session_key
 from orc.digests.store import DigestStore
-from orc.documents.sessions import ContextFile, ContextSet, Mutation, SessionFiles, SpecDigestStatus, spec_digest_status
-from orc.documents.uploads import Upload
+from orc.documents.sessions import ContextFile, ContextSet, SessionFiles, SpecDigestStatus, spec_digest_status
 from orc.errors import Conflict, DigestFailed, NotFound, NotReady
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -41,24 +40,19 @@ class ContextFiles:
         *,
         stale_after: timedelta = STALE_AFTER,
     ) -> None:
-        self.files = files
-        self.digests = digests
+        self._files = files
+        self._digests = digests
         self._store = store
         self._stale_after = stale_after
-
-    @property
-    def max_upload_bytes(self) -> int:
-        """The largest file accepted."""
-        return self.files.max_upload_bytes
 
     # -- reads --------------------------------------------------------------------------------------------------
 
     async def manifest(self, principal: Principal, session_id: str, *, repair: bool = True) -> ContextSet:
         """The context set at its latest revision with effective statuses; schedules stale work when ``repair``."""
-        raw = await self.files.manifest(principal, session_id)
+        raw = await self._files.manifest(principal, session_id)
         view, stale = self._effective(principal, session_id, raw)
         if repair and stale and view.auto_parse:
-            self.digests.schedule(principal, session_id)
+            self._digests.schedule(principal, session_id)
         return view
 
     async def file(self, principal: Principal, session_id: str, file_id: str) -> ContextFile:
@@ -73,9 +67,9 @@ class ContextFiles:
         manifest = await self.manifest(principal, session_id)
         record = _find(manifest, file_id)
         _check_ready(record.digest_status, record.digest_error, f"the digest of {record.filename!r}")
-        digest = await self.digests.file_digests.load(principal.partition_key, record.model_dump())
+        digest = await self._digests.file_digests.load(principal.partition_key, record.model_dump())
         if digest is None:
-            self.digests.schedule(principal, session_id)
+            self._digests.schedule(principal, session_id)
             raise NotReady(f"the digest of {record.filename!r} is being made again; retry shortly")
         return record, digest
 
@@ -85,7 +79,7 @@ class ContextFiles:
         _check_ready(manifest.aggregate_digest_status, manifest.aggregate_digest_error, "the aggregate digest")
         stored = await self._store.load(principal.partition_key, manifest.aggregate_digest_ref or "")
         if stored is None:
-            self.digests.schedule(principal, session_id)
+            self._digests.schedule(principal, session_id)
             raise NotReady("the aggregate digest is being made again; retry shortly")
         return manifest, stored.digest
 
@@ -102,7 +96,7 @@ class ContextFiles:
         """The manifest each time it changes, from ``first`` until nothing is parsing (or ``max_seconds``); ``None``
         items are keep-alives. Wakes on local changes at once and re-reads storage every ``poll_seconds``."""
         loop = asyncio.get_running_loop()
-        signals = self.digests.signals
+        signals = self._digests.signals
         key = session_key(principal, session_id)
         seen = signals.version(key)
         deadline = loop.time() + max_seconds
@@ -129,25 +123,30 @@ class ContextFiles:
             except NotFound:
                 return  # the session was deleted while it was watched
 
+    async def first_manifest(
+        self,
+        principal: Principal,
+        session_id: str,
+        *,
+        poll_seconds: float = WATCH_POLL_SECONDS,
+        max_seconds: float = WATCH_MAX_SECONDS,
+    ) -> AsyncIterator[ContextSet | None]:
+        """``None`` (a keep-alive) every poll until a session without files has a set, then that set; gives up after
+        ``max_seconds``. Wakes at once on an upload to this process and re-reads storage every poll otherwise."""
+        signals = self._digests.signals
+        key = session_key(principal, session_id)
+        seen = signals.version(key)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_seconds
+        while loop.time() < deadline:
+            seen = await signals.wait(key, seen, min(poll_seconds, max(deadline - loop.time(), 0.0)))
+            try:
+                yield await self.manifest(principal, session_id)
+                return
+            except NotFound:
+                yield None
+
     # -- mutations ------------------------------------------------------------------------------------------------
-
-    async def upload(
-        self, principal: Principal, session_id: str, uploads: Sequence[Upload], *, if_match: int | None = None
-    ) -> Mutation:
-        """``POST …/context/files``: add or replace files by name."""
-        return await self.files.add(principal, session_id, uploads, if_match=if_match)
-
-    async def replace(
-        self, principal: Principal, session_id: str, file_id: str, upload: Upload, *, if_match: int | None = None
-    ) -> Mutation:
-        """``PUT …/context/files/{file_id}``: new content for one file."""
-        return await self.files.replace(principal, session_id, file_id, upload, if_match=if_match)
-
-    async def remove(
-        self, principal: Principal, session_id: str, file_id: str, *, if_match: int | None = None
-    ) -> Mutation:
-        """``DELETE …/context/files/{file_id}``."""
-        return await self.files.remove(principal, session_id, file_id, if_match=if_match)
 
     async def retry_parse(self, principal: Principal, session_id: str, file_id: str) -> ContextFile:
         """Make a file's failed digest again (the spec's "Retry parse", §8.2); the file as it is now.
@@ -163,27 +162,27 @@ class ContextFiles:
             )
         if record.digest_status != "error":
             return record
-        self.digests.schedule(principal, session_id, retry={file_id}, force=True)
+        self._digests.schedule(principal, session_id, retry={file_id}, force=True)
         return record.model_copy(update={"digest_status": "parsing", "digest_error": None})
 
     async def set_auto_parse(self, principal: Principal, session_id: str, on: bool) -> ContextSet:
         """Turn "auto-parse on change" on or off; turning it on makes what is stale at once."""
-        await self.files.set_auto_parse(principal, session_id, on)
+        await self._files.set_auto_parse(principal, session_id, on)
         return await self.manifest(principal, session_id)
 
     async def parse_now(self, principal: Principal, session_id: str) -> ContextSet:
         """Make every stale digest of the session now, whatever auto-parse says (the spec's manual parse)."""
         await self.manifest(principal, session_id, repair=False)  # NotFound for a session without files
-        self.digests.schedule(principal, session_id, force=True)
+        self._digests.schedule(principal, session_id, force=True)
         return await self.manifest(principal, session_id, repair=False)
 
     # -- effective statuses ---------------------------------------------------------------------------------------
 
     def _effective(self, principal: Principal, session_id: str, raw: ContextSet) -> tuple[ContextSet, bool]:
         """The manifest with effective statuses, and whether some work is stale (nobody is doing it)."""
-        busy = self.digests.busy(principal, session_id)
-        retrying = self.digests.retrying(principal, session_id)
-        fresh = self.digests.file_digests
+        busy = self._digests.busy(principal, session_id)
+        retrying = self._digests.retrying(principal, session_id)
+        fresh = self._digests.file_digests
         files: list[ContextFile] = []
         for record in raw.files:
             status: SpecDigestStatus = spec_digest_status(record.digest_status)
@@ -207,7 +206,7 @@ class ContextFiles:
         if pending:
             aggregate = "parsing" if busy or "parsing" in pending else "stale"
         else:
-            inputs = aggregate_inputs([f for f in files if f.digest_status == "ready"], self.digests.aggregate_version)
+            inputs = aggregate_inputs([f for f in files if f.digest_status == "ready"], self._digests.aggregate_version)
             if stored.inputs == inputs and stored.status == "error":
                 aggregate = "error"
             elif stored.inputs == inputs and stored.ref is not None and stored.status != "error":

@@ -13,14 +13,11 @@ import asyncio
 from collections.abc import Sequence
 
 from orc.contracts import RetrievalLegs
-from orc.conversations import ConversationRepository, FocusContext
-from orc.documents.availability import Availability, AvailableDocument, DocumentScope
-from orc.documents.context_documents import ContextDocuments
-from orc.documents.contexts import ContextDirectory
+from orc.documents.availability import AvailableDocument, DocumentScope
 from orc.documents.extraction import PDF
 from orc.documents.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
 from orc.documents.hybrid import beside_lexical, start_query
-from orc.documents.records import ContextRef, DocumentInfo
+from orc.documents.records import DocumentInfo
 from orc.documents.reprocessing import Reprocessor, usable
 from orc.documents.results import (
     AnalyzeResult,
@@ -37,11 +34,10 @@ from orc.documents.results import (
 )
 from orc.documents.scopes import DocumentScopes
 from orc.documents.search import IndexCache, SpanIndex, bm25, build_index
-from orc.documents.sessions import SessionFiles
 from orc.documents.spans import source_ref
 from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
-from orc.documents.text_store import DocumentText, TextStore
-from orc.documents.vectors import Matrix, SpanVectors, VectorLocation
+from orc.documents.text_store import DocumentText, TextStore, VectorLocation
+from orc.documents.vectors import Matrix, SpanVectors
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -82,77 +78,16 @@ class DocumentLibrary:
         summaries: SummaryProvider | None = None,
         vectors: SpanVectors | None = None,
     ) -> None:
-        self.scopes = scopes
+        self._scopes = scopes
         self._vectors = vectors
         self._texts = texts
         self._indexes = indexes
         self._reprocessor = reprocessor
         self._summaries: SummaryProvider = summaries or NoSummaries()
 
-    @property
-    def indexes(self) -> IndexCache:
-        """The per-process cache of search indexes (derived data: clearing it only costs rebuilds)."""
-        return self._indexes
-
-    @property
-    def texts(self) -> TextStore:
-        """The extracted texts the tools read (also what a citation's source view shows)."""
-        return self._texts
-
-    # The scope's collaborators, for the callers (routes, CLI, MCP session tools) that still reach them through
-    # the library; new code takes them from the composition root instead.
-
-    @property
-    def directory(self) -> ContextDirectory:
-        """The context tree."""
-        return self.scopes.directory
-
-    @property
-    def context_documents(self) -> ContextDocuments:
-        """The documents attached to contexts."""
-        return self.scopes.context_documents
-
-    @property
-    def session_files(self) -> SessionFiles:
-        """The documents attached to sessions."""
-        return self.scopes.session_files
-
-    @property
-    def conversations(self) -> ConversationRepository:
-        """The conversation store historical contexts are read from (shared with the orchestrator)."""
-        return self.scopes.conversations
-
-    # -- scope and availability ------------------------------------------------------------------------------
-
-    async def check_focus(self, principal: Principal, focus: FocusContext | None) -> ContextRef | None:
-        """The focus as a :class:`ContextRef` once it is known to exist in the caller's organization."""
-        return await self.scopes.check_focus(principal, focus)
-
-    async def resolve_scope(
-        self,
-        principal: Principal,
-        *,
-        session_id: str | None = None,
-        context_type: str | None = None,
-        context_id: str | None = None,
-        include_historical: bool = False,
-    ) -> DocumentScope:
-        """The validated scope of the tool arguments (see :meth:`DocumentScopes.resolve`)."""
-        return await self.scopes.resolve(
-            principal,
-            session_id=session_id,
-            context_type=context_type,
-            context_id=context_id,
-            include_historical=include_historical,
-        )
-
-    async def available(self, principal: Principal, scope: DocumentScope) -> Availability:
-        """The documents ``scope`` makes available (see :mod:`orc.documents.availability`)."""
-        return await self.scopes.available(principal, scope)
-
     async def _document(self, principal: Principal, scope: DocumentScope, document_id: str) -> AvailableDocument:
         validate_identifier(document_id, what="document")
-        found = (await self.available(principal, scope)).find(document_id)
+        found = (await self._scopes.available(principal, scope)).find(document_id)
         if found is None:
             raise NotFound(
                 f"no document {document_id!r} is available here; call documents.list for the available ones",
@@ -168,7 +103,7 @@ class DocumentLibrary:
         """``documents.list``: one page of the available documents with their origin and status."""
         _check_range("offset", offset, 0, None)
         _check_range("limit", limit, 1, MAX_LIST_LIMIT)
-        availability = await self.available(principal, scope)
+        availability = await self._scopes.available(principal, scope)
         page = availability.documents[offset : offset + limit]
         total = len(availability.documents)
         return DocumentList(
@@ -342,7 +277,7 @@ class DocumentLibrary:
             raise InvalidInput(
                 "source_ref must be a ref from a search result: <document>::<span_id>", code="invalid_source_ref"
             )
-        available = await self.available(principal, scope)
+        available = await self._scopes.available(principal, scope)
         document = next((doc for doc in available.documents if doc.ref_name == name), None)
         if document is None:
             raise NotFound(
@@ -396,7 +331,7 @@ class DocumentLibrary:
         _check_range("limit", limit, 1, MAX_SEARCH_LIMIT)
         # The query's vector is fetched while the scope and the indexes are read and the lexical leg ranks.
         query_vector = start_query(self._vectors, query) if self._vectors is not None else None
-        availability = await self.available(principal, scope)
+        availability = await self._scopes.available(principal, scope)
         documents = list(availability.documents)
         if document_ids:
             documents = []

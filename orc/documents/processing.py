@@ -17,7 +17,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from orc.clock import utc_now
 from orc.documents.extraction import ExtractedDocument
@@ -25,10 +25,12 @@ from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.fair_turns import FairTurns, organization_of
 from orc.documents.records import estimate_tokens
 from orc.documents.search import IndexCache, SpanIndex, build_index
-from orc.documents.text_store import DocumentText, TextStore, extractor_pages, process_extracted
-from orc.documents.vectors import SpanVectors, VectorLocation
+from orc.documents.text_store import DocumentText, TextStore, VectorLocation, extractor_pages, process_extracted
 from orc.errors import ETagMismatch, ExtractionError, ItemNotFound, OrcError, UnsupportedMediaType
 from orc.storage.ports import BlobStore, DocumentCollection
+
+if TYPE_CHECKING:  # numpy and the embedding clients load only where vectors are made
+    from orc.documents.vectors import SpanVectors
 
 logger = logging.getLogger(__name__)
 

@@ -29,21 +29,18 @@ class DocumentScopes:
         session_files: SessionFiles,
         conversations: ConversationRepository,
     ) -> None:
-        self.directory = directory
-        """The context tree the focus and historical contexts are looked up in."""
-        self.context_documents = context_documents
-        """The documents attached to contexts."""
-        self.session_files = session_files
-        """The documents attached to sessions."""
-        self.conversations = conversations
-        """The conversation store the historical contexts are read from (shared with the orchestrator)."""
+        self._directory = directory
+        self._context_documents = context_documents
+        self._session_files = session_files
+        # Historical contexts are read from the conversation store (shared with the turn service).
+        self._conversations = conversations
 
     async def check_focus(self, principal: Principal, focus: FocusContext | None) -> ContextRef | None:
         """The focus as a :class:`ContextRef` once it is known to exist in the caller's organization."""
         if focus is None:
             return None
         ref = ContextRef.parse(focus.type, focus.id)
-        await self.directory.get(principal, ref)
+        await self._directory.get(principal, ref)
         return ref
 
     async def resolve(
@@ -67,12 +64,12 @@ class DocumentScopes:
         focus = None
         if context_type is not None and context_id is not None:
             focus = ContextRef.parse(context_type, context_id)
-            await self.directory.get(principal, focus)
+            await self._directory.get(principal, focus)
         if include_historical and session_id is None:
             raise InvalidInput("include_historical needs the session_id whose history names the contexts")
         historical: tuple[ContextRef, ...] = ()
         if include_historical and session_id is not None:
-            turns = await self.conversations.recent_turns(principal, session_id, HISTORY_TURNS)
+            turns = await self._conversations.recent_turns(principal, session_id, HISTORY_TURNS)
             historical = tuple(historical_from_turns(turns, focus))
         return DocumentScope(
             session_id=session_id, focus=focus, historical=historical, include_historical=include_historical
@@ -83,7 +80,7 @@ class DocumentScopes:
         return await available_documents(
             principal,
             scope,
-            directory=self.directory,
-            context_documents=self.context_documents,
-            session_files=self.session_files,
+            directory=self._directory,
+            context_documents=self._context_documents,
+            session_files=self._session_files,
         )

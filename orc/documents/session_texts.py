@@ -13,8 +13,8 @@ from typing import Protocol
 
 from orc.documents.search import IndexCache, SpanIndex, build_index
 from orc.documents.spans import CHUNKING_VERSION
-from orc.documents.text_store import TextStore
-from orc.documents.vectors import SpanVectors, VectorLocation
+from orc.documents.text_store import TextStore, VectorLocation
+from orc.documents.vectors import SpanVectors
 from orc.principal import Principal
 from orc.storage.ports import BlobInfo
 

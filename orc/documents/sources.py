@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from orc.documents.availability import Availability, AvailableDocument
-from orc.documents.library import DocumentLibrary
+from orc.documents.scopes import DocumentScopes
 from orc.documents.text_store import DocumentText, TextStore
 from orc.errors import InvalidInput, ItemNotFound, NotFound, NotReady
 from orc.names import validate_identifier
@@ -60,9 +60,9 @@ def split_ref(ref: str) -> tuple[str, str]:
     return document, span_id
 
 
-async def _availability(library: DocumentLibrary, principal: Principal, session_id: str) -> Availability:
-    scope = await library.resolve_scope(principal, session_id=session_id, include_historical=True)
-    return await library.available(principal, scope)
+async def _availability(scopes: DocumentScopes, principal: Principal, session_id: str) -> Availability:
+    scope = await scopes.resolve(principal, session_id=session_id, include_historical=True)
+    return await scopes.available(principal, scope)
 
 
 def _not_found(what: str) -> NotFound:
@@ -80,12 +80,12 @@ async def _text(texts: TextStore, document: AvailableDocument) -> DocumentText:
 
 
 async def source_view(
-    library: DocumentLibrary, texts: TextStore, principal: Principal, session_id: str, ref: str, content_url: str
+    scopes: DocumentScopes, texts: TextStore, principal: Principal, session_id: str, ref: str, content_url: str
 ) -> SourceView:
     """The cited span ``ref`` of the conversation ``session_id``, with the text around it."""
     validate_identifier(session_id, what="session")
     name, span_id = split_ref(ref)
-    availability = await _availability(library, principal, session_id)
+    availability = await _availability(scopes, principal, session_id)
     document = next((doc for doc in availability.documents if doc.ref_name == name), None)
     if document is None:
         raise _not_found(f"document {name!r}")
@@ -121,12 +121,12 @@ async def source_view(
 
 
 async def document_bytes(
-    library: DocumentLibrary, blobs: BlobStore, principal: Principal, session_id: str, document_id: str
+    scopes: DocumentScopes, blobs: BlobStore, principal: Principal, session_id: str, document_id: str
 ) -> DocumentBytes:
     """The original bytes of a document available in the conversation ``session_id``."""
     validate_identifier(session_id, what="session")
     validate_identifier(document_id, what="document")
-    document = (await _availability(library, principal, session_id)).find(document_id)
+    document = (await _availability(scopes, principal, session_id)).find(document_id)
     if document is None:
         raise _not_found(f"document {document_id!r}")
     try:

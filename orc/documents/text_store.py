@@ -26,6 +26,15 @@ _PREFIX = "tx:"
 
 
 @dataclass(frozen=True, slots=True)
+class VectorLocation:
+    """The stored text version vectors are filed under."""
+
+    partition_key: str
+    document_id: str
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentText:
     """A processed document: its pages, its spans and the hashes of DESIGN §3.
 

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from orc.documents.spans import Span
-from orc.documents.text_store import DocumentText, version_prefix
+from orc.documents.text_store import DocumentText, VectorLocation, version_prefix
 from orc.models.embeddings import EmbeddingModel, model_key
 from orc.storage.ports import DocumentCollection
 
@@ -45,15 +45,6 @@ RECIPE = "t1"
 """What is embedded of a span (:func:`embedded_text`); part of the stored key, so a change of it re-embeds."""
 RETRY_AFTER_SECONDS = 60.0
 """How long a document whose background embedding failed waits before a turn may schedule it again."""
-
-
-@dataclass(frozen=True, slots=True)
-class VectorLocation:
-    """The stored text version vectors are filed under."""
-
-    partition_key: str
-    document_id: str
-    content_hash: str
 
 
 def embedded_text(span: Span) -> str:

@@ -43,7 +43,7 @@ class _Documents:
 
 async def _attach(services: Services, conversation_id: str, uploads: list[Upload]) -> str | None:
     """Attach the case's documents and wait until each is processed; the reason when one cannot be used."""
-    files = services.session_files
+    files = services.foundation.session_files
     mutation = await files.add(LOCAL_PRINCIPAL, conversation_id, uploads, wait_seconds=0)
     if mutation.refused:
         refused = mutation.refused[0]
@@ -95,7 +95,7 @@ async def run_case(services: Services, case: EvalCase, documents: _Documents) ->
     rank: int | None = None
     checked = case.answerable and not case.follow_up
     if checked:
-        found = await services.documents.search(
+        found = await services.documents.library.search(
             LOCAL_PRINCIPAL, DocumentScope(session_id=conversation_id), case.scored.question, limit=max(RECALL_AT)
         )
         rank = retrieval_rank(case, [(hit.filename, hit.text) for hit in found.results])

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from orc.conversations import ConversationRepository, FocusContext
 from orc.conversations.models import AssistantMessage
 from orc.digests.context import ContextFiles
-from orc.documents.library import DocumentLibrary
+from orc.documents.scopes import DocumentScopes
 from orc.errors import DigestFailed, InvalidInput, NotFound, NotReady
 from orc.handoff.redaction import Redactor
 from orc.names import validate_identifier
@@ -75,12 +75,12 @@ class SessionArtifacts:
     def __init__(
         self,
         *,
-        library: DocumentLibrary,
+        scopes: DocumentScopes,
         context_files: ContextFiles,
         conversations: ConversationRepository,
         redactor: Redactor | None = None,
     ) -> None:
-        self._library = library
+        self._scopes = scopes
         self._redactor = redactor or Redactor()
         self._context_files = context_files
         self._conversations = conversations
@@ -147,20 +147,20 @@ class SessionArtifacts:
 
     async def _has_files(self, principal: Principal, session_id: str) -> bool:
         try:
-            await self._context_files.files.manifest(principal, session_id)
+            await self._context_files.manifest(principal, session_id, repair=False)
         except NotFound:
             return False
         return True
 
     async def _documents(self, principal: Principal, session_id: str, focus: FocusContext | None) -> list[Artifact]:
-        scope = await self._library.resolve_scope(
+        scope = await self._scopes.resolve(
             principal,
             session_id=session_id,
             context_type=focus.type if focus else None,
             context_id=focus.id if focus else None,
             include_historical=True,
         )
-        available = await self._library.available(principal, scope)
+        available = await self._scopes.available(principal, scope)
         artifacts = []
         for document in available.documents:
             info = document.info

@@ -14,8 +14,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_server.http import build_mcp_http_app
 from orc import __version__
-from orc.composition import Services, Stores, build_runtime
+from orc.composition import Services, build_runtime
 from orc.errors import OrcError
+from orc.foundation import Stores
 from orc.http import (
     log_safety,
     page,
@@ -206,7 +207,7 @@ def create_app(
             "status": status,
             "version": __version__,
             "storage": settings.storage,
-            "model": services.model_label if services is not None else None,
+            "model": services.documents.model_label if services is not None else None,
             "auth": settings.auth,
             "mcp": MCP_PATH,
         }
@@ -231,7 +232,8 @@ def create_app(
     def running_policy() -> TurnPolicy | None:
         services: Services | None = getattr(api.state, "services", None)
         # Nothing to refuse early when nothing is limited (and no reason to authenticate twice).
-        return services.policy if services is not None and services.policy is not UNLIMITED else None
+        policy = services.documents.policy if services is not None else UNLIMITED
+        return policy if policy is not UNLIMITED else None
 
     def stream_limits(app: ASGIApp) -> ASGIApp:
         early = EarlyRefusal(app, authenticator, running_policy)

@@ -6,19 +6,27 @@ thread hop per dependency per request, which under 100 concurrent turns cost mor
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 
 from orc.composition import Services
 from orc.digests.context import ContextFiles
+from orc.documents.context_documents import ContextDocuments
+from orc.documents.contexts import ContextDirectory
 from orc.documents.intake import FileTexts
-from orc.documents.library import DocumentLibrary
+from orc.documents.scopes import DocumentScopes
+from orc.documents.sessions import SessionFiles
+from orc.documents.text_store import TextStore
 from orc.errors import ServiceUnavailable
 from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
 from orc.principal import Principal
+from orc.sessions import Sessions
 from orc.turns.service import Orchestrator
+
+T = TypeVar("T")
 
 
 async def services(request: Request) -> Services:
@@ -39,45 +47,24 @@ AppServices = Annotated[Services, Depends(services)]
 Caller = Annotated[Principal, Depends(principal)]
 
 
-async def orchestrator(built: AppServices) -> Orchestrator:
-    """Turns and conversations."""
-    return built.orchestrator
+def _part(get: Callable[[Services], T]) -> Callable[[Services], Awaitable[T]]:
+    """A dependency on one service of the built process."""
+
+    async def dependency(built: AppServices) -> T:
+        return get(built)
+
+    return dependency
 
 
-async def documents(built: AppServices) -> DocumentLibrary:
-    """Contexts and their documents."""
-    return built.documents
-
-
-async def context_files(built: AppServices) -> ContextFiles:
-    """A session's context files with their digests."""
-    return built.context_files
-
-
-async def artifacts(built: AppServices) -> SessionArtifacts:
-    """A session's artifacts (what can be supplied to a context request)."""
-    return built.artifacts
-
-
-async def file_texts(built: AppServices) -> FileTexts:
-    """The text of files supplied to a context request (the intake pipeline)."""
-    return built.file_texts
-
-
-async def idempotency(built: AppServices) -> IdempotencyKeys:
-    """``Idempotency-Key`` records of mutating requests."""
-    return built.idempotency
-
-
-async def handoff(built: AppServices) -> Handoff:
-    """The context requests of paused turns."""
-    return built.handoff
-
-
-Orc = Annotated[Orchestrator, Depends(orchestrator)]
-Requests = Annotated[Handoff, Depends(handoff)]
-Library = Annotated[DocumentLibrary, Depends(documents)]
-Context = Annotated[ContextFiles, Depends(context_files)]
-Artifacts = Annotated[SessionArtifacts, Depends(artifacts)]
-Keys = Annotated[IdempotencyKeys, Depends(idempotency)]
-Texts = Annotated[FileTexts, Depends(file_texts)]
+Orc = Annotated[Orchestrator, Depends(_part(lambda built: built.orchestrator))]
+Conversations = Annotated[Sessions, Depends(_part(lambda built: built.foundation.sessions))]
+Files = Annotated[SessionFiles, Depends(_part(lambda built: built.foundation.session_files))]
+Directory = Annotated[ContextDirectory, Depends(_part(lambda built: built.foundation.directory))]
+ContextDocs = Annotated[ContextDocuments, Depends(_part(lambda built: built.foundation.context_documents))]
+Scopes = Annotated[DocumentScopes, Depends(_part(lambda built: built.foundation.scopes))]
+Texts = Annotated[FileTexts, Depends(_part(lambda built: built.foundation.file_texts))]
+StoredTexts = Annotated[TextStore, Depends(_part(lambda built: built.foundation.texts))]
+Keys = Annotated[IdempotencyKeys, Depends(_part(lambda built: built.foundation.idempotency))]
+Context = Annotated[ContextFiles, Depends(_part(lambda built: built.documents.context_files))]
+Requests = Annotated[Handoff, Depends(_part(lambda built: built.handoff))]
+Artifacts = Annotated[SessionArtifacts, Depends(_part(lambda built: built.artifacts))]

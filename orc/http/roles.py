@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orc.documents.library import DocumentLibrary
+from orc.documents.context_documents import ContextDocuments
+from orc.documents.contexts import ContextDirectory
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
 from orc.errors import Forbidden, NotFound
@@ -20,35 +21,35 @@ def require_admin(principal: Principal, action: str) -> None:
         raise Forbidden(f"only an organization admin may {action}")
 
 
-async def require_context_change(library: DocumentLibrary, principal: Principal, ref: ContextRef) -> None:
+async def require_context_change(directory: ContextDirectory, principal: Principal, ref: ContextRef) -> None:
     """Creating a context is open to members; renaming or moving an existing one needs an admin."""
     if principal.role == "admin":
         return
     try:
-        await library.directory.get(principal, ref)
+        await directory.get(principal, ref)
     except NotFound:
         return
     require_admin(principal, "rename or move an existing context")
 
 
 async def require_document_owner(
-    library: DocumentLibrary, principal: Principal, ref: ContextRef, document_id: str
+    documents: ContextDocuments, principal: Principal, ref: ContextRef, document_id: str
 ) -> None:
     """Deleting a document needs an admin or its uploader (a missing document is left to the service's 404)."""
     if principal.role == "admin":
         return
-    for record in await library.context_documents.documents(principal, ref):
+    for record in await documents.documents(principal, ref):
         if record.document_id == document_id and record.uploaded_by != principal.user:
             require_admin(principal, "remove a document another member uploaded")
 
 
 async def require_upload_rights(
-    library: DocumentLibrary, principal: Principal, ref: ContextRef, uploads: Sequence[Upload]
+    documents: ContextDocuments, principal: Principal, ref: ContextRef, uploads: Sequence[Upload]
 ) -> None:
     """New documents are open to members; replacing another member's document (same name) needs an admin."""
     if principal.role == "admin":
         return
     names = {upload.filename for upload in uploads}
-    for record in await library.context_documents.documents(principal, ref):
+    for record in await documents.documents(principal, ref):
         if record.filename in names and record.uploaded_by != principal.user:
             require_admin(principal, "replace a document another member uploaded")

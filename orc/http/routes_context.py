@@ -8,7 +8,6 @@ Mutations answer ``{"revision", "files": [{file_id, filename, status, digest_sta
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -18,16 +17,13 @@ from fastapi import APIRouter, Request, status
 from pydantic import BaseModel, Field
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from orc.digests.context import WATCH_MAX_SECONDS, WATCH_POLL_SECONDS, ContextFiles
-from orc.digests.sessions import session_key
-from orc.documents.sessions import ContextFile, ContextSet, Mutation
+from orc.documents.sessions import ContextFile, ContextSet, Mutation, SessionFiles
 from orc.documents.sessions.planning import EXISTS
 from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, NotFound
-from orc.http.dependencies import Caller, Context, Keys
+from orc.http.dependencies import Caller, Context, Files, Keys
 from orc.http.idempotent import idempotent
 from orc.http.uploads import read_uploads
-from orc.principal import Principal
 
 router = APIRouter()
 
@@ -92,10 +88,10 @@ async def stream_manifest(session_id: str, context: Context, principal: Caller) 
         current = first
         if current is None:
             # Subscribe-before-upload: announce the empty set, then wait for the session to get its first file.
-            empty = context.files.empty_manifest(session_id)
+            empty = SessionFiles.empty_manifest(session_id)
             data = json.dumps(empty.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
             yield f"event: manifest\nid: 0\ndata: {data}\n\n".encode()
-            async for waited in _first_upload(context, principal, session_id):
+            async for waited in context.first_manifest(principal, session_id):
                 if waited is None:
                     yield b": keep-alive\n\n"
                 current = waited
@@ -116,25 +112,6 @@ async def stream_manifest(session_id: str, context: Context, principal: Caller) 
     return StreamingResponse(
         events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     )
-
-
-async def _first_upload(
-    context: ContextFiles, principal: Principal, session_id: str
-) -> AsyncIterator[ContextSet | None]:
-    """``None`` (a keep-alive) every poll until the session has a set, then that set; gives up after the watch's
-    maximum time. Wakes at once on an upload to this process and re-reads storage every poll otherwise."""
-    signals = context.digests.signals
-    key = session_key(principal, session_id)
-    seen = signals.version(key)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WATCH_MAX_SECONDS
-    while loop.time() < deadline:
-        seen = await signals.wait(key, seen, min(WATCH_POLL_SECONDS, max(deadline - loop.time(), 0.0)))
-        try:
-            yield await context.manifest(principal, session_id)
-            return
-        except NotFound:
-            yield None
 
 
 @router.get("/sessions/{session_id}/context/digest", response_model=DigestJson, summary="Get the aggregate digest")
@@ -179,14 +156,14 @@ async def get_file_digest(session_id: str, file_id: str, context: Context, princ
     summary="Upload files to a session",
     openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
 )
-async def upload_files(session_id: str, request: Request, context: Context, principal: Caller, keys: Keys) -> Response:
+async def upload_files(session_id: str, request: Request, files: Files, principal: Caller, keys: Keys) -> Response:
     """Multipart upload, field ``files`` (one or more); each file's blob name is its uploaded filename. A file
     with a known name replaces that file (``changed``, or ``unchanged`` when its content is the same)."""
-    uploads = await read_uploads(request, context.max_upload_bytes)
+    uploads = await read_uploads(request, files.max_upload_bytes)
     if_match = _if_match(request)
 
     async def run() -> Mutation:
-        return await context.upload(principal, session_id, uploads, if_match=if_match)
+        return await files.add(principal, session_id, uploads, if_match=if_match)
 
     parts = _request_parts("POST", session_id, None, if_match, uploads)
     return await idempotent(request, principal, keys, parts, status.HTTP_201_CREATED, run)
@@ -199,16 +176,16 @@ async def upload_files(session_id: str, request: Request, context: Context, prin
     openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
 )
 async def replace_file(
-    session_id: str, file_id: str, request: Request, context: Context, principal: Caller, keys: Keys
+    session_id: str, file_id: str, request: Request, files: Files, principal: Caller, keys: Keys
 ) -> Response:
     """Multipart, field ``files`` with exactly one file: the new content. The file keeps its id and filename."""
-    uploads = await read_uploads(request, context.max_upload_bytes)
+    uploads = await read_uploads(request, files.max_upload_bytes)
     if len(uploads) != 1:
         raise InvalidInput("send exactly one file to replace a file's content", code="too_many_files")
     if_match = _if_match(request)
 
     async def run() -> Mutation:
-        return await context.replace(principal, session_id, file_id, uploads[0], if_match=if_match)
+        return await files.replace(principal, session_id, file_id, uploads[0], if_match=if_match)
 
     parts = _request_parts("PUT", session_id, file_id, if_match, uploads)
     return await idempotent(request, principal, keys, parts, status.HTTP_200_OK, run)
@@ -221,13 +198,13 @@ async def replace_file(
     openapi_extra=_MUTATION_HEADERS,
 )
 async def delete_file(
-    session_id: str, file_id: str, request: Request, context: Context, principal: Caller, keys: Keys
+    session_id: str, file_id: str, request: Request, files: Files, principal: Caller, keys: Keys
 ) -> Response:
     """Remove one file; the aggregate is rebuilt from the remaining digests."""
     if_match = _if_match(request)
 
     async def run() -> Mutation:
-        return await context.remove(principal, session_id, file_id, if_match=if_match)
+        return await files.remove(principal, session_id, file_id, if_match=if_match)
 
     parts = _request_parts("DELETE", session_id, file_id, if_match, [])
     return await idempotent(request, principal, keys, parts, status.HTTP_200_OK, run)

@@ -15,12 +15,12 @@ from starlette.responses import JSONResponse
 
 from orc.documents.availability import context_document
 from orc.documents.context_documents import UploadedDocument
-from orc.documents.library import DocumentLibrary
+from orc.documents.contexts import ContextDirectory
 from orc.documents.records import ContextRef, DocumentInfo
 from orc.documents.sessions import RefusedUpload
 from orc.documents.uploads import screen_uploads
 from orc.http import roles
-from orc.http.dependencies import Caller, Library
+from orc.http.dependencies import Caller, ContextDocs, Directory
 from orc.http.uploads import read_uploads
 from orc.principal import Principal
 
@@ -86,9 +86,9 @@ class UploadResult(BaseModel):
     )
 
 
-async def _view(library: DocumentLibrary, principal: Principal, ref: ContextRef) -> ContextView:
-    node = await library.directory.get(principal, ref)
-    children = await library.directory.children(principal, ref)
+async def _view(directory: ContextDirectory, principal: Principal, ref: ContextRef) -> ContextView:
+    node = await directory.get(principal, ref)
+    children = await directory.children(principal, ref)
     return ContextView(
         **node.model_dump(),
         children=[ContextSummary(type=child.type, id=child.id, name=child.name) for child in children],
@@ -102,21 +102,21 @@ async def _view(library: DocumentLibrary, principal: Principal, ref: ContextRef)
     responses={201: {"model": ContextView, "description": "Created"}},
 )
 async def put_context(
-    context_type: str, context_id: str, body: Annotated[ContextBody, Body()], library: Library, principal: Caller
+    context_type: str, context_id: str, body: Annotated[ContextBody, Body()], directory: Directory, principal: Caller
 ) -> JSONResponse:
     """Create (201) or rename (200) an organization, folder or usecase of the caller's organization."""
     ref = ContextRef.parse(context_type, context_id)
-    await roles.require_context_change(library, principal, ref)
-    _, created = await library.directory.put(principal, ref, body.name, body.parent_id)
-    view = await _view(library, principal, ref)
+    await roles.require_context_change(directory, principal, ref)
+    _, created = await directory.put(principal, ref, body.name, body.parent_id)
+    view = await _view(directory, principal, ref)
     code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
     return JSONResponse(view.model_dump(mode="json"), status_code=code)
 
 
 @router.get("/contexts/{context_type}/{context_id}", response_model=ContextView, summary="Get a context")
-async def get_context(context_type: str, context_id: str, library: Library, principal: Caller) -> ContextView:
+async def get_context(context_type: str, context_id: str, directory: Directory, principal: Caller) -> ContextView:
     """The context with its direct children."""
-    return await _view(library, principal, ContextRef.parse(context_type, context_id))
+    return await _view(directory, principal, ContextRef.parse(context_type, context_id))
 
 
 @router.post(
@@ -140,17 +140,17 @@ async def get_context(context_type: str, context_id: str, library: Library, prin
     },
 )
 async def upload_documents(
-    context_type: str, context_id: str, request: Request, library: Library, principal: Caller
+    context_type: str, context_id: str, request: Request, documents: ContextDocs, principal: Caller
 ) -> UploadResult:
     """Multipart upload, field ``files``. Processing runs in the background: each document's ``status`` is as it
     was when the response was sent (``ready`` for small files, ``processing`` for big ones, ``failed`` with a
     reason when its text cannot be extracted). Poll ``GET …/documents`` for the rest."""
     ref = ContextRef.parse(context_type, context_id)
-    uploads = await read_uploads(request, library.context_documents.max_upload_bytes)
+    uploads = await read_uploads(request, documents.max_upload_bytes)
     # A file orc cannot take is refused on its own (listed in `refused`); the others are stored.
-    accepted, refused = screen_uploads(uploads, library.context_documents.max_upload_bytes)
-    await roles.require_upload_rights(library, principal, ref, accepted)
-    touched = await library.context_documents.add(principal, ref, accepted)
+    accepted, refused = screen_uploads(uploads, documents.max_upload_bytes)
+    await roles.require_upload_rights(documents, principal, ref, accepted)
+    touched = await documents.add(principal, ref, accepted)
     return UploadResult(
         context_type=ref.type,
         context_id=ref.id,
@@ -170,12 +170,12 @@ def _uploaded(principal: Principal, uploaded: UploadedDocument) -> UploadedDocum
     summary="List a context's documents",
 )
 async def list_documents(
-    context_type: str, context_id: str, library: Library, principal: Caller
+    context_type: str, context_id: str, directory: Directory, documents: ContextDocs, principal: Caller
 ) -> ContextDocumentList:
     """The documents attached to this context with their processing status."""
     ref = ContextRef.parse(context_type, context_id)
-    await library.directory.get(principal, ref)
-    records = await library.context_documents.documents(principal, ref)
+    await directory.get(principal, ref)
+    records = await documents.documents(principal, ref)
     return ContextDocumentList(
         context_type=ref.type,
         context_id=ref.id,
@@ -189,10 +189,10 @@ async def list_documents(
     summary="Remove a context's document",
 )
 async def delete_document(
-    context_type: str, context_id: str, document_id: str, library: Library, principal: Caller
+    context_type: str, context_id: str, document_id: str, documents: ContextDocs, principal: Caller
 ) -> Response:
     """Remove the document: its file, its extracted text and its record."""
     ref = ContextRef.parse(context_type, context_id)
-    await roles.require_document_owner(library, principal, ref, document_id)
-    await library.context_documents.remove(principal, ref, document_id)
+    await roles.require_document_owner(documents, principal, ref, document_id)
+    await documents.remove(principal, ref, document_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -11,12 +11,11 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from starlette.responses import Response
 
 from orc.documents.sources import SourceView, document_bytes, source_view
-from orc.documents.text_store import TextStore
-from orc.http.dependencies import AppServices, Caller, Library
+from orc.http.dependencies import AppServices, Caller, Scopes, StoredTexts
 
 router = APIRouter()
 
@@ -30,26 +29,18 @@ _CONTENT_HEADERS = {
 }
 
 
-async def text_store(built: AppServices) -> TextStore:
-    """The extracted-text store the document tools read."""
-    return built.documents.texts
-
-
-Texts = Annotated[TextStore, Depends(text_store)]
-
-
 @router.get("/sessions/{session_id}/sources", response_model=SourceView, summary="Locate a cited span")
 async def get_source(
     session_id: str,
-    library: Library,
-    texts: Texts,
+    scopes: Scopes,
+    texts: StoredTexts,
     principal: Caller,
     ref: Annotated[str, Query(description="The citation's SourceRef: <document>::<span_id>.", max_length=1200)],
 ) -> SourceView:
     """The cited span with its page (PDF) or surrounding text and the quote's offsets in it; 404
     ``document_not_found`` for a document this conversation cannot read, 409 ``not_ready`` while it is processed."""
     url = f"/api/sessions/{quote(session_id)}/documents/{{document_id}}/content"
-    return await source_view(library, texts, principal, session_id, ref, url)
+    return await source_view(scopes, texts, principal, session_id, ref, url)
 
 
 @router.get(
@@ -61,14 +52,14 @@ async def get_source(
 async def get_content(
     session_id: str,
     document_id: str,
-    library: Library,
+    scopes: Scopes,
     built: AppServices,
     principal: Caller,
     download: Annotated[bool, Query(description="Ask the browser to save it instead of showing it.")] = False,
 ) -> Response:
     """The original bytes as uploaded. PDFs and plain text are served inline unless ``download``; other formats
     always as attachments."""
-    found = await document_bytes(library, built.stores.blobs, principal, session_id, document_id)
+    found = await document_bytes(scopes, built.foundation.stores.blobs, principal, session_id, document_id)
     inline = found.content_type in _INLINE_TYPES and not download
     disposition = f"{'inline' if inline else 'attachment'}; filename*=UTF-8''{quote(found.filename)}"
     return Response(

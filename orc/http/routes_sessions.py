@@ -13,7 +13,7 @@ from orc.conversations.export import MEDIA_TYPES, ExportFormat
 from orc.conversations.titles import title_from_question
 from orc.errors import NotFound
 from orc.handoff import MAX_LIMIT, ArtifactKind, ArtifactPage
-from orc.http.dependencies import Artifacts, Caller, Keys, Orc
+from orc.http.dependencies import Artifacts, Caller, Conversations, Keys, Orc
 from orc.http.idempotent import idempotent
 
 IDEMPOTENCY_HEADER = {
@@ -43,16 +43,16 @@ class SessionHistory(BaseModel):
 
 
 @router.get("/sessions", response_model=SessionList, summary="List your conversations")
-async def list_sessions(orchestrator: Orc, principal: Caller) -> SessionList:
+async def list_sessions(sessions: Conversations, principal: Caller) -> SessionList:
     """Title, message count, created and last-updated times of each conversation."""
-    return SessionList(sessions=await orchestrator.list_sessions(principal))
+    return SessionList(sessions=await sessions.summaries(principal))
 
 
 @router.get("/sessions/{session_id}", response_model=SessionHistory, summary="Get a conversation")
-async def get_session(session_id: str, orchestrator: Orc, principal: Caller) -> SessionHistory:
+async def get_session(session_id: str, sessions: Conversations, orchestrator: Orc, principal: Caller) -> SessionHistory:
     """Every message with its citations, tool calls and file references."""
     try:
-        conversation = await orchestrator.get_session(session_id, principal)
+        conversation = await sessions.get(principal, session_id)
     except NotFound:
         # A conversation whose first turn paused has no stored turn yet, but its request is part of its history.
         requests = await orchestrator.context_requests(session_id, principal)
@@ -111,12 +111,12 @@ class FeedbackRecord(BaseModel):
     openapi_extra=IDEMPOTENCY_HEADER,
 )
 async def rename_session(
-    session_id: str, body: RenameBody, request: Request, orchestrator: Orc, principal: Caller, keys: Keys
+    session_id: str, body: RenameBody, request: Request, sessions: Conversations, principal: Caller, keys: Keys
 ) -> Response:
     """Set the title the conversation is listed with; a generated title never replaces it afterwards."""
     parts = {"route": "rename", "session": session_id, "body": body.model_dump()}
     return await idempotent(
-        request, principal, keys, parts, 200, lambda: orchestrator.rename_session(session_id, body.title, principal)
+        request, principal, keys, parts, 200, lambda: sessions.rename(principal, session_id, body.title)
     )
 
 
@@ -131,7 +131,7 @@ async def give_feedback(
     message_id: str,
     body: FeedbackBody,
     request: Request,
-    orchestrator: Orc,
+    sessions: Conversations,
     principal: Caller,
     keys: Keys,
 ) -> Response:
@@ -140,7 +140,7 @@ async def give_feedback(
 
     async def run() -> FeedbackRecord:
         feedback = Feedback(rating=body.rating, comment=body.comment)
-        stored = await orchestrator.give_feedback(session_id, message_id, feedback, principal)
+        stored = await sessions.give_feedback(principal, session_id, message_id, feedback)
         return FeedbackRecord(conversation_id=session_id, message_id=message_id, **stored.model_dump())
 
     parts = {"route": "feedback", "session": session_id, "message": message_id, "body": body.model_dump()}
@@ -160,12 +160,12 @@ async def give_feedback(
 )
 async def export_session(
     session_id: str,
-    orchestrator: Orc,
+    sessions: Conversations,
     principal: Caller,
     format: Annotated[ExportFormat, Query(description="markdown, pdf or json")] = "markdown",
 ) -> Response:
     """The whole conversation as Markdown, PDF or JSON, as a download."""
-    data, name = await orchestrator.export_session(session_id, format, principal)
+    data, name = await sessions.export(principal, session_id, format)
     return Response(
         data,
         media_type=MEDIA_TYPES[format],

@@ -31,7 +31,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import SecretStr
 
 from orc.errors import ConfigurationError
-from orc.models.factory import DEFAULT_AZURE_API_VERSION, LOCAL_API_KEY, entra_token_providers, guarded_http_clients
 from orc.telemetry import record_embedding_request
 
 __all__ = [
@@ -143,6 +142,9 @@ def build_embedding_model(
     key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
     if kind == "off" and not name:
         return None
+    # The HTTP clients load with the chat model's factory, only where embeddings are on.
+    from orc.models.factory import DEFAULT_AZURE_API_VERSION, LOCAL_API_KEY, entra_token_providers, guarded_http_clients
+
     common: dict[str, Any] = {
         "check_embedding_ctx_length": False,
         "request_timeout": timeout,

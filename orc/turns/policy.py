@@ -13,12 +13,14 @@ to share the process with).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from orc.contracts import Usage
-from orc.graph.context import TurnGate
 from orc.principal import Principal
 from orc.quotas import Quotas, TurnSlot
+
+if TYPE_CHECKING:  # the gate's module loads the graph's runtime (LangChain); policy is also built without it
+    from orc.graph.context import TurnGate
 
 
 class Admission(Protocol):

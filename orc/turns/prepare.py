@@ -17,7 +17,7 @@ from orc.contracts import UnavailableDocument
 from orc.conversations import FocusContext
 from orc.conversations.context_requests import ContextRequestRecord
 from orc.documents.attachments import unavailable_attachments
-from orc.documents.library import DocumentLibrary
+from orc.documents.scopes import DocumentScopes
 from orc.documents.sessions import SessionFiles
 from orc.errors import InvalidInput, OrcError, PayloadTooLarge
 from orc.models.choice import ChosenModel, ModelChoice
@@ -75,14 +75,14 @@ class TurnPreparer:
         limits: TurnLimits,
         models: ModelChoice,
         files: SessionFiles,
-        documents: DocumentLibrary,
+        scopes: DocumentScopes,
         default_mode: Literal["allow", "never"],
     ) -> None:
         self._limits = limits
         self._models = models
         self._files = files
-        # Focus validation uses the same availability as the tools.
-        self._documents = documents
+        # Focus validation uses the same scopes as the tools.
+        self._scopes = scopes
         self._default_mode = default_mode
         """The server's context-request mode, for requests that do not say (``ORC_CONTEXT_REQUESTS``)."""
 
@@ -101,7 +101,7 @@ class TurnPreparer:
         blob_names = normalize_blob_names(request.blob_names)
         records = await self._files.require_names(principal, conversation_id, blob_names)
         if request.context is not None:
-            await self._documents.check_focus(principal, request.context)
+            await self._scopes.check_focus(principal, request.context)
         model = self._models.pick(request.model)
         return PreparedTurn(
             principal,

@@ -1,33 +1,23 @@
 """The turn service (``Orchestrator``): every turn comes in here — asked, streamed or resumed — is admitted by the
-turn policy, prepared, run by the runner and charged. It also manages conversations (list, get, rename, feedback,
-export, delete)."""
+turn policy, prepared, run by the runner and charged. It also deletes conversations, with the graph checkpoints it
+keeps for them (the other conversation operations are :class:`orc.sessions.Sessions`)."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
-from orc.conversations import (
-    Conversation,
-    ConversationRepository,
-    ConversationSummary,
-    Feedback,
-)
+from orc.conversations import ConversationRepository
 from orc.conversations.context_requests import ContextRequestRecord
-from orc.conversations.export import ExportFormat, filename
-from orc.conversations.exporting import Exports
 from orc.conversations.title_writer import TitleWriter
-from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
 from orc.documents.sessions import SessionFiles
-from orc.errors import Conflict, InternalError, InvalidInput, NotFound, OrcError, PayloadTooLarge, ServiceUnavailable
+from orc.errors import Conflict, InternalError, NotFound, OrcError, ServiceUnavailable
 from orc.graph.events import ContextRequiredEvent, ContextResolvedEvent, ErrorEvent, Event, citation_event
 from orc.graph.pause import Resumed
 from orc.handoff import ContextUpdate, Handoff, Move, Resumption, SupplyPayload, running_without
 from orc.names import validate_identifier
-from orc.output_policy import OutputPolicy
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.turns.contract import ContextRequired, TurnRequest, TurnResult, final_event
 from orc.turns.policy import Admission, TurnPolicy
@@ -99,7 +89,7 @@ class Turn:
 
 
 class Orchestrator:
-    """The turn service: answers questions about documents inside conversations, and manages the conversations.
+    """The turn service: answers questions about documents inside conversations, and deletes conversations.
     Build one with :func:`orc.build_orchestrator`.
 
     Three ways in: :meth:`ask` (the result), :meth:`stream` (the events) and :meth:`resume` (a paused turn: admitted,
@@ -118,12 +108,8 @@ class Orchestrator:
         files: SessionFiles,
         delete_checkpoints: Callable[[str], Awaitable[None]],
         titles: TitleWriter | None = None,
-        output_policy: OutputPolicy | None = None,
-        exports: Exports | None = None,
     ) -> None:
         self._preparer = preparer
-        # Exports are admitted, bounded and rendered away from the event loop (orc.conversations.exporting).
-        self._exports = exports if exports is not None else Exports()
         self._runner = runner
         self._policy = policy
         self._handoff = handoff
@@ -131,7 +117,6 @@ class Orchestrator:
         self._files = files
         self._delete_checkpoints = delete_checkpoints
         self._titles = titles
-        self._output_policy = output_policy or OutputPolicy()
 
     async def settle(self) -> None:
         """Wait for the work a turn leaves running after its answer (a conversation's generated title)."""
@@ -240,93 +225,6 @@ class Orchestrator:
         return answered
 
     # -- sessions -------------------------------------------------------------------------------------------
-
-    async def list_sessions(self, principal: Principal = LOCAL_PRINCIPAL) -> list[ConversationSummary]:
-        """The principal's conversations, most recent first: those with turns, and those with files but no turn yet
-        (a client that uploads first must find its session in the list)."""
-        summaries, headers = await asyncio.gather(self._conversations.list(principal), self._files.sessions(principal))
-        known = {summary.conversation_id for summary in summaries}
-        file_only = [
-            ConversationSummary(
-                conversation_id=header.conversation_id,
-                title=", ".join(member.filename for member in (header.files or ())[:3]) or "Untitled",
-                message_count=0,
-                created_at=header.updated_at,
-                updated_at=header.updated_at,
-            )
-            for header in headers
-            if header.conversation_id not in known and header.files
-        ]
-        if not file_only:
-            return summaries
-        return sorted([*summaries, *file_only], key=lambda summary: summary.updated_at, reverse=True)
-
-    async def get_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> Conversation:
-        """A conversation with its full history and the feedback on its answers; :class:`NotFound` for unknown or
-        other principals' ids."""
-        validate_identifier(conversation_id, what="conversation")
-        summary = await self._conversations.get(principal, conversation_id)
-        if summary is None:
-            raise NotFound("no such session", code="session_not_found")
-        turns, feedback = await asyncio.gather(
-            self._conversations.turns(principal, conversation_id),
-            self._conversations.feedback(principal, conversation_id),
-        )
-        if feedback:
-            turns = [
-                turn.model_copy(
-                    update={
-                        "assistant": turn.assistant.model_copy(update={"feedback": feedback[turn.assistant.message_id]})
-                    }
-                )
-                if turn.assistant.message_id in feedback
-                else turn
-                for turn in turns
-            ]
-        return Conversation(summary=summary, turns=turns)
-
-    async def rename_session(
-        self, conversation_id: str, title: str, principal: Principal = LOCAL_PRINCIPAL
-    ) -> ConversationSummary:
-        """Give a conversation the title the user chose (never replaced by a generated one)."""
-        validate_identifier(conversation_id, what="conversation")
-        cleaned = clean_title(title)
-        if not cleaned:
-            raise InvalidInput("the title is empty", code="empty_title")
-        if len(cleaned) > MAX_USER_TITLE_CHARS:
-            raise PayloadTooLarge(f"the title is longer than {MAX_USER_TITLE_CHARS} characters", code="title_too_long")
-        summary = await self._conversations.rename(principal, conversation_id, cleaned)
-        if summary is None and await self._files.files(principal, conversation_id):
-            # A session with files and no turn yet is a session the user sees (and may name).
-            summary = await self._conversations.rename(principal, conversation_id, cleaned, start=True)
-        if summary is None:
-            raise NotFound("no such session", code="session_not_found")
-        return summary
-
-    async def give_feedback(
-        self, conversation_id: str, message_id: str, feedback: Feedback, principal: Principal = LOCAL_PRINCIPAL
-    ) -> Feedback:
-        """Rate an answer (``up``/``down``, optional comment); a second rating of the same answer replaces the
-        first. :class:`NotFound` when the conversation has no such answer."""
-        validate_identifier(conversation_id, what="conversation")
-        stored = await self._conversations.set_feedback(principal, conversation_id, message_id, feedback)
-        if stored is None:
-            raise NotFound("no such answer in this session", code="message_not_found")
-        return stored
-
-    async def export_session(
-        self, conversation_id: str, fmt: ExportFormat, principal: Principal = LOCAL_PRINCIPAL
-    ) -> tuple[bytes, str]:
-        """The whole conversation as ``fmt`` (markdown, pdf or json) and a file name for it."""
-        conversation = await self.get_session(conversation_id, principal)
-        feedback = {
-            turn.assistant.message_id: turn.assistant.feedback for turn in conversation.turns if turn.assistant.feedback
-        }
-        requests = await self._handoff.requests.for_conversation(principal, conversation_id) if self._handoff else []
-        data = await self._exports.render(
-            principal, conversation, feedback, fmt, requests=requests, policy=self._output_policy
-        )
-        return data, filename(conversation, fmt)
 
     async def delete_session(self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL) -> None:
         """Delete a conversation, its files and its checkpoints."""

@@ -12,6 +12,7 @@ from orc.digests.envelopes import aggregate_envelope, per_file_envelope
 from orc.graph.context_block import render_context_block
 from orc.graph.state import ListedDocument, fresh_turn_input
 from orc.models.prompting import unquoted_name
+from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
 from orc.turns import TurnRequest
@@ -83,7 +84,7 @@ async def test_the_title_request_fences_the_question_and_answer_and_a_hostile_ti
     async with build_runtime(Settings(generated_titles=True), model=FunctionChatModel(reply)) as orc:
         await orc.orchestrator.ask(TurnRequest(question=question, conversation_id="c1"))
         await orc.orchestrator.settle()
-        (summary,) = await orc.orchestrator.list_sessions()
+        (summary,) = await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)
 
     (title_request,) = requests
     data = str(title_request[1].content)

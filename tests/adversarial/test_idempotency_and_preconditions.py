@@ -16,7 +16,7 @@ async def test_a_retry_while_the_first_request_runs_is_409_with_retry_after() ->
     # Another instance (same store) holds the key: its request is still running.
     async with build_runtime(settings) as other_instance:
         parts = {"route": "orc", "body": turn.model_dump(mode="json")}
-        await other_instance.idempotency.begin(LOCAL_PRINCIPAL, "retry-me", fingerprint(parts))
+        await other_instance.foundation.idempotency.begin(LOCAL_PRINCIPAL, "retry-me", fingerprint(parts))
     async with open_client(settings) as client:
         retried = await client.post(
             "/api/orc", json=turn.model_dump(mode="json"), headers={"Idempotency-Key": "retry-me"}

@@ -68,7 +68,9 @@ async def test_an_answers_image_is_kept_only_from_a_host_the_output_image_hosts_
         async with build_runtime(
             Settings(output_image_hosts=hosts), model=FunctionChatModel(_answer_with_a_chart)
         ) as orc:
-            await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", b"The rent is 900 euros.")])
+            await orc.foundation.session_files.add(
+                LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", b"The rent is 900 euros.")]
+            )
             result = await orc.orchestrator.ask(
                 TurnRequest(question="What is the rent?", conversation_id="c1", blob_names=["lease.txt"])
             )
@@ -148,10 +150,10 @@ def _strings(value: Any) -> list[str]:
 
 async def test_a_stdio_mcp_client_gets_cleaned_tool_results_too() -> None:
     async with build_runtime(Settings()) as services:
-        await services.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", HOSTILE.encode())])
+        await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", HOSTILE.encode())])
         # What `orc mcp` does to the server it serves over stdio (this server is this test's alone).
-        clean_tool_results(services.mcp_server._mcp_server, OutputPolicy())
-        async with connect(services.mcp_server, LOCAL_PRINCIPAL) as session:
+        clean_tool_results(services.documents.server._mcp_server, OutputPolicy())
+        async with connect(services.documents.server, LOCAL_PRINCIPAL) as session:
             found = await session.call_tool("documents.search", {"query": "rent euros", "session_id": "c1"})
 
     texts = list(_strings(found.structuredContent)) + [getattr(block, "text", "") for block in found.content]

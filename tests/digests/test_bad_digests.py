@@ -8,8 +8,9 @@ from collections.abc import Callable
 import pytest
 from langchain_core.messages import BaseMessage
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.documents.uploads import Upload
+from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
@@ -64,10 +65,10 @@ async def test_a_malformed_digest_is_retried_once_then_the_file_is_error_and_not
     collections = MemoryCollectionProvider()
     stores = Stores(collections=collections, blobs=MemoryBlobStore())
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
-        context = runtime.context_files
+        context = runtime.documents.context_files
         assert context is not None
-        await context.upload(LOCAL_PRINCIPAL, "s", [GOOD, BAD])
-        assert await context.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
+        await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [GOOD, BAD])
+        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
         _, aggregate = await context.aggregate(LOCAL_PRINCIPAL, "s")
         stored = await (await collections.collection("digests")).query(LOCAL_PRINCIPAL.partition_key)
@@ -98,10 +99,10 @@ async def test_a_digest_fixed_on_the_retry_is_ready() -> None:
 
     model = digest_model(first_without_sources)
     async with build_runtime(Settings(), stores=_memory(), digest_model=model) as runtime:
-        context = runtime.context_files
+        context = runtime.documents.context_files
         assert context is not None
-        await context.upload(LOCAL_PRINCIPAL, "s", [GOOD])
-        assert await context.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
+        await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [GOOD])
+        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
 
     retry = model.requests[1].messages
@@ -112,10 +113,12 @@ async def test_a_digest_fixed_on_the_retry_is_ready() -> None:
 async def test_a_file_whose_text_cannot_be_extracted_gets_a_digest_error_and_no_model_call() -> None:
     model = digest_model()
     async with build_runtime(Settings(), stores=_memory(), digest_model=model) as runtime:
-        context = runtime.context_files
+        context = runtime.documents.context_files
         assert context is not None
-        await context.upload(LOCAL_PRINCIPAL, "s", [Upload("broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>")])
-        assert await context.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
+        await runtime.foundation.session_files.add(
+            LOCAL_PRINCIPAL, "s", [Upload("broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>")]
+        )
+        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
 
     (record,) = manifest.files

@@ -7,11 +7,12 @@ import asyncio
 
 import pytest
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.digests.context import ContextFiles
 from orc.documents.availability import DocumentScope
 from orc.documents.uploads import Upload
 from orc.errors import NotFound, NotReady
+from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
@@ -35,9 +36,9 @@ async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_whe
     stores = memory()
     model = digest_model()
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
-        context = context_of(runtime.context_files)
-        await context.upload(ME, "s", [LEASE, NOTES])
-        assert await context.digests.wait_idle(ME, "s", 30)
+        context = context_of(runtime.documents.context_files)
+        await runtime.foundation.session_files.add(ME, "s", [LEASE, NOTES])
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         catalog = await stores.collections.collection("catalog")
         (lease,) = [
             item
@@ -50,7 +51,7 @@ async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_whe
         )
 
         stale = await context.manifest(ME, "s")
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         fresh = await context.manifest(ME, "s")
 
     assert {f.filename: f.digest_status for f in stale.files} == {"lease.txt": "stale", "notes.md": "ready"}
@@ -65,17 +66,17 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
     stores = memory()
     gated = GatedDigestModel()
     async with build_runtime(Settings(), stores=stores, digest_model=gated) as runtime:
-        context = context_of(runtime.context_files)
-        await context.upload(ME, "s", [LEASE])
+        context = context_of(runtime.documents.context_files)
+        await runtime.foundation.session_files.add(ME, "s", [LEASE])
         await gated.reached.wait()
         during = await context.manifest(ME, "s")
 
     model = digest_model()
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
-        context = context_of(runtime.context_files)
-        after_restart = await context.files.manifest(ME, "s")
+        context = context_of(runtime.documents.context_files)
+        after_restart = await runtime.foundation.session_files.manifest(ME, "s")
         await context.manifest(ME, "s")  # reading it schedules the stale work
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         finished = await context.manifest(ME, "s")
 
     assert during.files[0].digest_status == "parsing" and during.parsing
@@ -87,11 +88,10 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
 async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.context_files)
-        first = await context.upload(ME, "one", [LEASE])
-        second = await context.upload(ME, "two", [LEASE])
+        first = await runtime.foundation.session_files.add(ME, "one", [LEASE])
+        second = await runtime.foundation.session_files.add(ME, "two", [LEASE])
         for session in ("one", "two"):
-            assert await context.digests.wait_idle(ME, session, 30)
+            assert await runtime.documents.digests.wait_idle(ME, session, 30)
         digests = await stores.collections.collection("digests")
 
         async def cached() -> int:
@@ -99,11 +99,11 @@ async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() 
             return len(items)
 
         assert await cached() == 1
-        await context.remove(ME, "one", first.files[0].file_id)
-        assert await context.digests.wait_idle(ME, "one", 30)  # the release runs in the background
+        await runtime.foundation.session_files.remove(ME, "one", first.files[0].file_id)
+        assert await runtime.documents.digests.wait_idle(ME, "one", 30)  # the release runs in the background
         still_used = await cached()
-        await context.remove(ME, "two", second.files[0].file_id)
-        assert await context.digests.wait_idle(ME, "two", 30)
+        await runtime.foundation.session_files.remove(ME, "two", second.files[0].file_id)
+        assert await runtime.documents.digests.wait_idle(ME, "two", 30)
         unused = await cached()
 
     assert still_used == 1 and unused == 0
@@ -112,10 +112,9 @@ async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() 
 async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_returns_it_when_ready() -> None:
     gated = GatedDigestModel()
     async with build_runtime(Settings(), stores=memory(), digest_model=gated) as runtime:
-        library = runtime.documents
-        context = context_of(runtime.context_files)
+        library = runtime.documents.library
         assert library is not None
-        mutation = await context.upload(ME, "s", [LEASE])
+        mutation = await runtime.foundation.session_files.add(ME, "s", [LEASE])
         file_id = mutation.files[0].file_id
         await gated.reached.wait()
         scope = DocumentScope(session_id="s")
@@ -133,8 +132,8 @@ async def test_get_summary_is_not_ready_while_the_digest_is_made_and_analyze_ret
 
 async def test_another_users_session_and_digests_are_not_found() -> None:
     async with build_runtime(Settings(), stores=memory(), digest_model=digest_model()) as runtime:
-        context = context_of(runtime.context_files)
-        await context.upload(ME, "s", [LEASE])
+        context = context_of(runtime.documents.context_files)
+        await runtime.foundation.session_files.add(ME, "s", [LEASE])
         other = Principal(organization="default", user="mallory")
 
         with pytest.raises(NotFound):
@@ -146,13 +145,13 @@ async def test_another_users_session_and_digests_are_not_found() -> None:
 async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.context_files)
-        created = await context.upload(ME, "s", [LEASE])
-        assert await context.digests.wait_idle(ME, "s", 30)
-        await context.replace(
+        context = context_of(runtime.documents.context_files)
+        created = await runtime.foundation.session_files.add(ME, "s", [LEASE])
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        await runtime.foundation.session_files.replace(
             ME, "s", created.files[0].file_id, Upload("ignored.txt", b"The rent went up to 1,500 euros.")
         )
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
         digests = await stores.collections.collection("digests")
         cached = [item.body["extracted_text_hash"] for item in await digests.query(ME.partition_key, id_prefix="fd:")]
         manifest = await context.manifest(ME, "s")
@@ -164,13 +163,12 @@ async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
 async def test_deleting_a_session_deletes_its_aggregate_and_the_digests_only_it_used() -> None:
     stores = memory()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
-        context = context_of(runtime.context_files)
-        await context.upload(ME, "s", [LEASE, NOTES])
-        await context.upload(ME, "keep", [NOTES])
+        await runtime.foundation.session_files.add(ME, "s", [LEASE, NOTES])
+        await runtime.foundation.session_files.add(ME, "keep", [NOTES])
         for session in ("s", "keep"):
-            assert await context.digests.wait_idle(ME, session, 30)
+            assert await runtime.documents.digests.wait_idle(ME, session, 30)
 
-        await context.files.remove_all(ME, "s")  # what deleting the conversation does to its files
+        await runtime.foundation.session_files.remove_all(ME, "s")  # what deleting the conversation does to its files
         digests = await stores.collections.collection("digests")
         left = [(item.body["kind"], item.body.get("filename")) for item in await digests.query(ME.partition_key)]
 
@@ -182,12 +180,12 @@ async def test_digests_made_together_are_bounded_by_the_digest_concurrency_setti
     files = [Upload(f"f{n}.txt", f"File {n}: the fee is {n}00 euros.".encode()) for n in range(3)]
     gated = GatedDigestModel()
     async with build_runtime(Settings(digest_concurrency=concurrency), stores=memory(), digest_model=gated) as runtime:
-        context = context_of(runtime.context_files)
-        await context.upload(ME, "s", files)
+        context = context_of(runtime.documents.context_files)
+        await runtime.foundation.session_files.add(ME, "s", files)
         async with asyncio.timeout(10):
             await gated.until_waiting(concurrency)
         await context.manifest(ME, "s")  # every file's digest work has started by now: more would be waiting
         gated.open()
-        assert await context.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
 
     assert gated.most_waiting == concurrency

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from orc.composition import Services, Stores, build_runtime, extraction_limits
+from orc.composition import Services, build_runtime
 from orc.documents.extraction_pool import ExtractionPool
 from orc.documents.library import DocumentLibrary
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
+from orc.foundation import Foundation, Stores, extraction_limits
 from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
@@ -52,14 +53,16 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Servic
 
 def library_of(runtime: Services) -> DocumentLibrary:
     """The runtime's document library."""
-    return runtime.documents
+    return runtime.documents.library
 
 
-async def build_tree(library: DocumentLibrary, principal: Principal = ACME) -> None:
+async def build_tree(foundation: Foundation, principal: Principal = ACME) -> None:
     """Create the tree and attach ``<id>.txt`` to every context and ``session.txt`` to the session."""
     for ref, parent in TREE:
-        await library.directory.put(principal, ref, ref.id.upper(), parent)
+        await foundation.directory.put(principal, ref, ref.id.upper(), parent)
     for ref in [ContextRef("organization", principal.organization), *(ref for ref, _ in TREE)]:
         text = f"The {ref.type} {ref.id} document says the code word of {ref.id} is zebra{ref.id}."
-        await library.context_documents.add(principal, ref, [Upload(f"{ref.id}.txt", text.encode())])
-    await library.session_files.add(principal, SESSION, [Upload("session.txt", b"The session note mentions a zebra.")])
+        await foundation.context_documents.add(principal, ref, [Upload(f"{ref.id}.txt", text.encode())])
+    await foundation.session_files.add(
+        principal, SESSION, [Upload("session.txt", b"The session note mentions a zebra.")]
+    )

@@ -30,8 +30,8 @@ async def test_each_focus_makes_exactly_its_derived_documents_available(
 ) -> None:
     async with open_runtime() as runtime:
         library = library_of(runtime)
-        await build_tree(library)
-        scope = await library.resolve_scope(
+        await build_tree(runtime.foundation)
+        scope = await runtime.foundation.scopes.resolve(
             ACME,
             session_id=SESSION,
             context_type=focus[0] if focus else None,
@@ -47,8 +47,10 @@ async def test_each_focus_makes_exactly_its_derived_documents_available(
 async def test_every_document_reports_its_origin_context() -> None:
     async with open_runtime() as runtime:
         library = library_of(runtime)
-        await build_tree(library)
-        scope = await library.resolve_scope(ACME, session_id=SESSION, context_type="usecase", context_id="u11")
+        await build_tree(runtime.foundation)
+        scope = await runtime.foundation.scopes.resolve(
+            ACME, session_id=SESSION, context_type="usecase", context_id="u11"
+        )
         listed = await library.list_documents(ACME, scope)
 
     origins = {doc.filename: (doc.context_type, doc.context_id, doc.origin) for doc in listed.documents}
@@ -62,11 +64,10 @@ async def test_every_document_reports_its_origin_context() -> None:
 
 async def test_historical_contexts_add_their_documents_only_when_asked() -> None:
     async with open_runtime() as runtime:
-        library = library_of(runtime)
-        await build_tree(library)
-        without = await library.available(
+        await build_tree(runtime.foundation)
+        without = await runtime.foundation.scopes.available(
             ACME,
-            await library.resolve_scope(ACME, session_id=SESSION, context_type="usecase", context_id="u21"),
+            await runtime.foundation.scopes.resolve(ACME, session_id=SESSION, context_type="usecase", context_id="u21"),
         )
         scope = DocumentScope(
             session_id=SESSION,
@@ -74,7 +75,7 @@ async def test_historical_contexts_add_their_documents_only_when_asked() -> None
             historical=(ContextRef("usecase", "u11"),),
             include_historical=True,
         )
-        with_history = await library.available(ACME, scope)
+        with_history = await runtime.foundation.scopes.available(ACME, scope)
 
     assert {d.info.filename for d in without.documents} == {"session.txt", "u21.txt", "f2.txt", "acme.txt"}
     by_name = {d.info.filename: d.info.origin for d in with_history.documents}
@@ -114,10 +115,12 @@ async def test_a_document_filed_in_two_contexts_is_available_and_found_once() ->
     policy = b"Contracts above 10,000 euros need two signatures."
     async with open_runtime() as runtime:
         library = library_of(runtime)
-        await build_tree(library)
+        await build_tree(runtime.foundation)
         for ref in (ContextRef("folder", "f1"), ContextRef("usecase", "u11")):
-            await library.context_documents.add(ACME, ref, [Upload("policy.txt", policy)])
-        scope = await library.resolve_scope(ACME, session_id=SESSION, context_type="usecase", context_id="u11")
+            await runtime.foundation.context_documents.add(ACME, ref, [Upload("policy.txt", policy)])
+        scope = await runtime.foundation.scopes.resolve(
+            ACME, session_id=SESSION, context_type="usecase", context_id="u11"
+        )
         listed = await library.list_documents(ACME, scope)
         found = await library.search(ACME, scope, "How many signatures do contracts above 10,000 euros need?")
 

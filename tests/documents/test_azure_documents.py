@@ -26,14 +26,16 @@ async def test_documents_are_processed_listed_and_searched_on_cosmos_and_blob_st
     legal = ContextRef("folder", "legal")
     pdf = make_pdf([["Page one is an introduction."], ["Page two: the deposit is 900 euros."]])
     async with build_runtime(azure_settings) as first:
-        library = first.documents
+        library = first.documents.library
         assert library is not None
-        await library.directory.put(ALICE, legal, "Legal", None)
-        uploaded = await library.context_documents.add(
+        await first.foundation.directory.put(ALICE, legal, "Legal", None)
+        uploaded = await first.foundation.context_documents.add(
             ALICE, legal, [Upload("lease.pdf", pdf), Upload("broken.pdf", b"%PDF-1.4 broken")]
         )
-        await library.session_files.add(ALICE, "az-conv", [Upload("memo.txt", b"The boat is at pier 7.")])
-        scope = await library.resolve_scope(ALICE, session_id="az-conv", context_type="folder", context_id="legal")
+        await first.foundation.session_files.add(ALICE, "az-conv", [Upload("memo.txt", b"The boat is at pier 7.")])
+        scope = await first.foundation.scopes.resolve(
+            ALICE, session_id="az-conv", context_type="folder", context_id="legal"
+        )
         listed = await library.list_documents(ALICE, scope)
         found = await library.search(ALICE, scope, "deposit euros")
 
@@ -47,13 +49,15 @@ async def test_documents_are_processed_listed_and_searched_on_cosmos_and_blob_st
     assert (found.results[0].ref, found.results[0].page) == ("lease.pdf::S2", 2)
 
     async with build_runtime(azure_settings) as second:  # another instance: an empty index cache
-        library = second.documents
+        library = second.documents.library
         assert library is not None
-        scope = await library.resolve_scope(ALICE, session_id="az-conv", context_type="folder", context_id="legal")
+        scope = await second.foundation.scopes.resolve(
+            ALICE, session_id="az-conv", context_type="folder", context_id="legal"
+        )
         again = await library.search(ALICE, scope, "boat pier")
         lease_id = next(d.document_id for d in listed.documents if d.filename == "lease.pdf")
         page = await library.content(ALICE, scope, lease_id, offset=0, limit=50)
-        await library.context_documents.remove(ALICE, legal, lease_id)
+        await second.foundation.context_documents.remove(ALICE, legal, lease_id)
         after = await library.list_documents(ALICE, scope)
 
     assert again.results[0].ref == "memo.txt::S1"

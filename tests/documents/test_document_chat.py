@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from orc.composition import Stores, build_document_services
+from orc.composition import build_document_services
 from orc.contracts import FileRef
 from orc.documents.document_chat import DocumentChatService
 from orc.documents.file_cache import ProcessedFileCache
 from orc.documents.uploads import Upload
 from orc.errors import ExtractionError, InvalidInput, InvalidName, NotFound, PayloadTooLarge, ServiceUnavailable
+from orc.foundation import Stores, build_foundation
 from orc.names import BlobPaths
 from orc.principal import Principal
 from orc.settings import Settings
@@ -296,9 +297,12 @@ async def test_a_file_id_issued_on_one_instance_is_reused_on_another_sharing_the
     blobs = CountingBlobStore()
     stores = Stores(collections=MemoryCollectionProvider(), blobs=blobs)
     async with AsyncExitStack() as stack:
-        one = await build_document_services(Settings(), stack, model=citing_model(), stores=stores)
-        other = await build_document_services(Settings(), stack, model=citing_model(), stores=stores)
-        uploaded = await one.session_files.add(ALICE, CONVERSATION, [Upload("lease.pdf", LEASE)])
+        first = await build_foundation(Settings(), stack, stores=stores)
+        one = await build_document_services(Settings(), stack, first, model=citing_model())
+        other = await build_document_services(
+            Settings(), stack, await build_foundation(Settings(), stack, stores=stores), model=citing_model()
+        )
+        uploaded = await first.session_files.add(ALICE, CONVERSATION, [Upload("lease.pdf", LEASE)])
         assert [file.status for file in uploaded.files] == ["ready"]
 
         first = await one.mcp.document_chat.answer(ALICE, CONVERSATION, "What is the rent?", ["lease.pdf"], None)
@@ -317,8 +321,9 @@ async def test_a_blob_changed_behind_the_processors_back_is_extracted_afresh() -
     blobs = CountingBlobStore()
     stores = Stores(collections=MemoryCollectionProvider(), blobs=blobs)
     async with AsyncExitStack() as stack:
-        services = await build_document_services(Settings(), stack, model=citing_model(), stores=stores)
-        await services.session_files.add(ALICE, CONVERSATION, [Upload("handbook.txt", HANDBOOK)])
+        foundation = await build_foundation(Settings(), stack, stores=stores)
+        services = await build_document_services(Settings(), stack, foundation, model=citing_model())
+        await foundation.session_files.add(ALICE, CONVERSATION, [Upload("handbook.txt", HANDBOOK)])
         path = BlobPaths.session_blob("acme", "alice", CONVERSATION, "handbook.txt")
         await blobs.put(path, b"Vacation: 30 days per year from now on.")
 

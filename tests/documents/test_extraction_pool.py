@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from orc.composition import build_runtime, extraction_limits
+from orc.composition import build_runtime
 from orc.documents.extraction_pool import IN_PROCESS_MAX_BYTES, ExtractionPool, parses_in_process
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
+from orc.foundation import extraction_limits
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 
@@ -66,8 +67,8 @@ async def test_a_pdf_bomb_fails_in_a_worker_and_the_serving_process_does_not_gro
     bomb = pdf_bomb()
     async with build_runtime(settings) as services:
         folder = ContextRef("folder", "legal")
-        await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
-        library = services.documents.context_documents
+        await services.foundation.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
+        library = services.foundation.context_documents
         # The worker starts with the first document it gets (a second or two): not part of what is measured.
         # Small plain text is parsed in this process, so the warm-up is a text over that size.
         warm_text = b"Warm up. " * (IN_PROCESS_MAX_BYTES // 8)

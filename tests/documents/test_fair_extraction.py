@@ -9,16 +9,17 @@ import functools
 
 import pytest
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.documents.fair_turns import FairTurns
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
 from orc.errors import ExtractionError
+from orc.foundation import Stores
 from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore
-from tests.documents.library_support import ACME, extraction_pool, library_of
+from tests.documents.library_support import ACME, extraction_pool
 from tests.documents.pdf_factory import make_pdf
 
 GLOBEX = Principal(organization="globex", user="bob")
@@ -100,7 +101,7 @@ async def test_another_organizations_upload_is_processed_before_a_backlog_queued
         finished.append(name)
 
     async with build_runtime(Settings(), stores=Stores(MemoryCollectionProvider(), blobs)) as runtime:
-        library = library_of(runtime).context_documents
+        library = runtime.foundation.context_documents
         blobs.gets.close()  # every job waits inside its slot until the gate opens: the backlog builds up
         jobs = []
         for n in range(8):

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from orc.composition import Services, Stores, build_runtime
+from orc.composition import Services, build_runtime
 from orc.documents.uploads import Upload
+from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.turns import TurnRequest, TurnResult
@@ -60,7 +61,7 @@ async def runtime(settings: Settings, stores: Stores | None = None) -> AsyncIter
 
 
 async def attach(services: Services) -> None:
-    await services.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("rfc.pdf", RFC)], wait_seconds=10)
+    await services.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("rfc.pdf", RFC)], wait_seconds=10)
 
 
 async def ask(services: Services, question: str) -> TurnResult:
@@ -72,8 +73,8 @@ async def ask(services: Services, question: str) -> TurnResult:
 
 
 async def search(services: Services, query: str) -> Any:
-    scope = await services.documents.resolve_scope(LOCAL_PRINCIPAL, session_id="conv")
-    return await services.documents.search(LOCAL_PRINCIPAL, scope, query)
+    scope = await services.foundation.scopes.resolve(LOCAL_PRINCIPAL, session_id="conv")
+    return await services.documents.library.search(LOCAL_PRINCIPAL, scope, query)
 
 
 async def test_processing_embeds_the_spans_in_batches(running: RunningEndpoint, endpoint: OpenAIEndpoint) -> None:

@@ -17,7 +17,7 @@ from mcp_server.tools import local_files
 from mcp_server.tools.local_files import AllowedFolders, stdio_transport
 from orc.cli import main
 from tests.adversarial.test_decompression_bombs import docx_with_a_hidden_part
-from tests.documents.library_support import ACME, library_of, open_runtime
+from tests.documents.library_support import ACME, open_runtime
 from tests.documents.pdf_factory import make_pdf
 from tests.http.conftest import open_client, upload
 from tests.http.test_context_handoff import LEASE, paused, supply_path
@@ -74,10 +74,15 @@ async def through_http_context_upload(name: str, data: bytes, folder: Path) -> O
 async def through_mcp_attach_path(name: str, data: bytes, folder: Path) -> Outcome:
     (folder / name).write_bytes(data)
     async with open_runtime() as runtime:
-        local_files.register(runtime.mcp_server, library_of(runtime), AllowedFolders([folder]))
+        local_files.register(
+            runtime.documents.server,
+            runtime.foundation.session_files,
+            runtime.foundation.scopes,
+            AllowedFolders([folder]),
+        )
         token = stdio_transport.set(True)
         try:
-            async with connect(runtime.mcp_server, ACME) as session:
+            async with connect(runtime.documents.server, ACME) as session:
                 result: CallToolResult = await session.call_tool(
                     "session.attach_path", {"session_id": "s1", "path": str(folder / name)}
                 )

@@ -187,11 +187,11 @@ async def test_finished_uploads_leave_no_lease_behind(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
     async with build_runtime(settings) as services:
         folder = ContextRef("folder", "legal")
-        await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
-        (added,) = await services.documents.context_documents.add(
+        await services.foundation.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
+        (added,) = await services.foundation.context_documents.add(
             LOCAL_PRINCIPAL, folder, [upload("warranty.txt", TEXT)], wait_seconds=30
         )
-        leases = await services.stores.collections.collection("processing_leases")
+        leases = await services.foundation.stores.collections.collection("processing_leases")
 
         assert added.record.status == "ready"
         assert await leases.query("leases") == []
@@ -216,10 +216,10 @@ CRASHING_UPLOAD = textwrap.dedent(
                             processing_lease_seconds=2)
         async with build_runtime(settings) as services:
             folder = ContextRef("folder", "legal")
-            await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
+            await services.foundation.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
             big = b"".join(b"Clause %d: the tenant keeps the garden tidy and pays on time.\\n\\n" % n
                            for n in range(120_000))
-            await services.documents.context_documents.add(
+            await services.foundation.context_documents.add(
                 LOCAL_PRINCIPAL, folder, [Upload("big.txt", big)], wait_seconds=0)
             print("stored", flush=True)
             await asyncio.Event().wait()  # killed while the document is processing
@@ -253,13 +253,13 @@ async def test_a_process_killed_while_processing_an_upload_leaves_nothing_stuck_
     settings = Settings(home=home, model="offline", storage="embedded", auth="none", processing_sweep_seconds=0.2)
     async with build_runtime(settings) as services:
         folder = ContextRef("folder", "legal")
-        (left,) = await services.documents.context_documents.documents(LOCAL_PRINCIPAL, folder)
+        (left,) = await services.foundation.context_documents.documents(LOCAL_PRINCIPAL, folder)
         assert left.status in ("uploading", "processing")  # what the kill left
         deadline = time.monotonic() + 60
         status = left.status
         while status != "ready" and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
-            (record,) = await services.documents.context_documents.documents(LOCAL_PRINCIPAL, folder)
+            (record,) = await services.foundation.context_documents.documents(LOCAL_PRINCIPAL, folder)
             status = record.status
 
     assert status == "ready"
@@ -270,12 +270,12 @@ async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_pat
         home=tmp_path / "home", model="offline", storage="embedded", auth="none", processing_sweep_seconds=3600
     )
     async with build_runtime(settings) as services:
-        await services.session_files.add(LOCAL_PRINCIPAL, "c1", [upload("warranty.txt", TEXT)])
-        assert await services.context_files.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
-        (record,) = (await services.context_files.files.manifest(LOCAL_PRINCIPAL, "c1")).files
+        await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [upload("warranty.txt", TEXT)])
+        assert await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
+        (record,) = (await services.foundation.session_files.manifest(LOCAL_PRINCIPAL, "c1")).files
         location = session_location(LOCAL_PRINCIPAL, "c1", record)
         # What a process killed while processing the file leaves: the record mid-way and a lease nobody renews.
-        catalog = await services.stores.collections.collection("catalog")
+        catalog = await services.foundation.stores.collections.collection("catalog")
         item = await catalog.get(location.partition_key, location.item_id)
         assert item is not None
         await catalog.replace(
@@ -283,13 +283,15 @@ async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_pat
             location.item_id,
             {**item.body, "status": "processing", "digest_status": "parsing"},
         )
-        lapsed = ProcessingLeases(await services.stores.collections.collection("processing_leases"), lease_seconds=-1)
+        lapsed = ProcessingLeases(
+            await services.foundation.stores.collections.collection("processing_leases"), lease_seconds=-1
+        )
         await lapsed.hold(ProcessingJob(location, record.content_hash, "text/plain"))
 
-        resumed = await services.recovery.sweep()
+        resumed = await services.documents.recovery.sweep()
         await asyncio.gather(*resumed)
-        assert await services.context_files.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
-        (after,) = (await services.context_files.manifest(LOCAL_PRINCIPAL, "c1")).files
+        assert await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
+        (after,) = (await services.documents.context_files.manifest(LOCAL_PRINCIPAL, "c1")).files
 
     assert len(resumed) == 1
     assert (after.status, after.digest_status) == ("ready", "ready")

@@ -21,7 +21,7 @@ async def test_a_session_document_is_listed_searched_and_read_through_the_librar
     async with memory_documents() as documents:
         library = documents.library()
         mutation = await documents.session_files.add(ACME, SESSION, [Upload("memo.txt", b"The parking code is 4711.")])
-        scope = await library.resolve_scope(ACME, session_id=SESSION)
+        scope = await documents.scopes().resolve(ACME, session_id=SESSION)
 
         listed = await library.list_documents(ACME, scope)
         found = await library.search(ACME, scope, "parking code")
@@ -39,7 +39,7 @@ async def test_search_sends_a_document_whose_text_is_gone_back_to_processing_and
         file_id = mutation.files[0].file_id
         await documents.texts.delete(ACME.partition_key, file_id)
         documents.indexes.clear()
-        scope = await library.resolve_scope(ACME, session_id=SESSION)
+        scope = await documents.scopes().resolve(ACME, session_id=SESSION)
 
         missing = await library.search(ACME, scope, "boat pier")
         (_, job), *_ = await documents.session_files.processing(ACME, SESSION)
@@ -55,7 +55,7 @@ async def test_a_ready_document_whose_digest_was_never_asked_for_has_no_summary(
         library = documents.library()
         organization = ContextRef("organization", "acme")
         (added,) = await documents.context_documents.add(ACME, organization, [Upload("note.txt", b"Short note.")])
-        scope = await library.resolve_scope(ACME, context_type="organization", context_id="acme")
+        scope = await documents.scopes().resolve(ACME, context_type="organization", context_id="acme")
 
         analyzed = await library.analyze(ACME, scope, added.record.document_id)
         with pytest.raises(NoSummary):

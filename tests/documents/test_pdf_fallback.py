@@ -86,13 +86,13 @@ async def test_an_uploaded_pdf_says_which_extractor_read_which_page_in_its_metad
     settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
     async with build_runtime(settings) as services:
         folder = ContextRef("folder", "history")
-        await services.documents.directory.put(LOCAL_PRINCIPAL, folder, "History", None)
-        library = services.documents.context_documents
+        await services.foundation.directory.put(LOCAL_PRINCIPAL, folder, "History", None)
+        library = services.foundation.context_documents
         data = make_pdf([GOOD_PAGE, LINES], words_run_together={1})
         (uploaded,) = await library.add(LOCAL_PRINCIPAL, folder, [Upload("h.pdf", data)], wait_seconds=60)
-        listed = await services.documents.list_documents(
+        listed = await services.documents.library.list_documents(
             LOCAL_PRINCIPAL,
-            await services.documents.resolve_scope(LOCAL_PRINCIPAL, context_type="folder", context_id="history"),
+            await services.foundation.scopes.resolve(LOCAL_PRINCIPAL, context_type="folder", context_id="history"),
         )
 
     assert uploaded.record.status == "ready"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.documents.contexts import organization_partition
 from orc.documents.records import ContextRef
 from orc.documents.spans import CHUNKING_VERSION
 from orc.documents.text_store import TextStore, spans_hash, text_hash
 from orc.documents.uploads import Upload
+from orc.foundation import Stores
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore
@@ -23,16 +24,17 @@ ORG = ContextRef("organization", "acme")
 async def test_an_upload_moves_from_uploading_to_processing_to_ready() -> None:
     blobs = GatedBlobStore()
     async with build_runtime(Settings(), stores=Stores(MemoryCollectionProvider(), blobs)) as runtime:
-        library = library_of(runtime)
         blobs.puts.close()
-        upload = asyncio.create_task(library.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha text.")]))
+        upload = asyncio.create_task(
+            runtime.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha text.")])
+        )
         await blobs.puts.reached.wait()
-        seen = [(await library.context_documents.documents(ACME, ORG))[0].status]
+        seen = [(await runtime.foundation.context_documents.documents(ACME, ORG))[0].status]
 
         blobs.gets.close()
         blobs.puts.open()
         await blobs.gets.reached.wait()
-        seen.append((await library.context_documents.documents(ACME, ORG))[0].status)
+        seen.append((await runtime.foundation.context_documents.documents(ACME, ORG))[0].status)
 
         blobs.gets.open()
         (done,) = await upload
@@ -44,8 +46,7 @@ async def test_an_upload_moves_from_uploading_to_processing_to_ready() -> None:
 async def test_a_corrupt_pdf_fails_with_a_reason_and_does_not_affect_the_other_files() -> None:
     good_pdf = make_pdf([["The warranty lasts two years."]])
     async with open_runtime() as runtime:
-        library = library_of(runtime)
-        uploaded = await library.context_documents.add(
+        uploaded = await runtime.foundation.context_documents.add(
             ACME,
             ORG,
             [
@@ -66,8 +67,8 @@ async def test_processing_records_hashes_versions_and_page_locators() -> None:
     pages = [["Page one says hello."], ["Page two says the deposit is 900 euros."]]
     async with open_runtime() as runtime:
         library = library_of(runtime)
-        (doc,) = await library.context_documents.add(ACME, ORG, [Upload("two.pdf", make_pdf(pages))])
-        scope = await library.resolve_scope(ACME, context_type="organization", context_id="acme")
+        (doc,) = await runtime.foundation.context_documents.add(ACME, ORG, [Upload("two.pdf", make_pdf(pages))])
+        scope = await runtime.foundation.scopes.resolve(ACME, context_type="organization", context_id="acme")
         found = await library.search(ACME, scope, "deposit euros")
 
     record = doc.record
@@ -83,8 +84,10 @@ async def test_processing_records_hashes_versions_and_page_locators() -> None:
 async def test_session_documents_are_searchable_right_after_upload() -> None:
     async with open_runtime() as runtime:
         library = library_of(runtime)
-        mutation = await library.session_files.add(ACME, SESSION, [Upload("memo.txt", b"The parking code is 4711.")])
-        scope = await library.resolve_scope(ACME, session_id=SESSION)
+        mutation = await runtime.foundation.session_files.add(
+            ACME, SESSION, [Upload("memo.txt", b"The parking code is 4711.")]
+        )
+        scope = await runtime.foundation.scopes.resolve(ACME, session_id=SESSION)
         found = await library.search(ACME, scope, "parking code")
 
     assert mutation.files[0].status == "ready"
@@ -95,11 +98,11 @@ async def test_session_documents_are_searchable_right_after_upload() -> None:
 async def test_the_index_is_rebuilt_from_the_stored_text_in_a_new_process(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home")
     async with build_runtime(settings) as first:
-        await library_of(first).context_documents.add(ACME, ORG, [Upload("a.txt", b"The rent is 900 euros.")])
+        await first.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"The rent is 900 euros.")])
 
     async with build_runtime(settings) as second:
         library = library_of(second)
-        scope = await library.resolve_scope(ACME, context_type="organization", context_id="acme")
+        scope = await second.foundation.scopes.resolve(ACME, context_type="organization", context_id="acme")
         found = await library.search(ACME, scope, "rent")
 
     assert [hit.ref for hit in found.results] == ["a.txt::S1"]
@@ -107,9 +110,8 @@ async def test_the_index_is_rebuilt_from_the_stored_text_in_a_new_process(tmp_pa
 
 async def test_identical_content_is_unchanged_and_not_processed_again() -> None:
     async with open_runtime() as runtime:
-        library = library_of(runtime)
-        (first,) = await library.context_documents.add(ACME, ORG, [Upload("a.txt", b"Same text.")])
-        (again,) = await library.context_documents.add(ACME, ORG, [Upload("a.txt", b"Same text.")])
+        (first,) = await runtime.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Same text.")])
+        (again,) = await runtime.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Same text.")])
 
     assert again.diff == "unchanged" and again.job is None
     assert again.record.processed_at == first.record.processed_at
@@ -119,13 +121,17 @@ async def test_replacing_a_document_keeps_its_id_and_drops_the_old_text() -> Non
     stores = memory_stores()
     async with build_runtime(Settings(), stores=stores) as runtime:
         library = library_of(runtime)
-        (first,) = await library.context_documents.add(ACME, ORG, [Upload("a.txt", b"Old text about apples.")])
-        (second,) = await library.context_documents.add(ACME, ORG, [Upload("a.txt", b"New text about pears.")])
+        (first,) = await runtime.foundation.context_documents.add(
+            ACME, ORG, [Upload("a.txt", b"Old text about apples.")]
+        )
+        (second,) = await runtime.foundation.context_documents.add(
+            ACME, ORG, [Upload("a.txt", b"New text about pears.")]
+        )
         texts = await stores.collections.collection("document_text")
         items = await texts.query(organization_partition("acme"))
         store = TextStore(texts)
         old = await store.load(organization_partition("acme"), first.record.document_id, first.record.content_hash)
-        scope = await library.resolve_scope(ACME, context_type="organization", context_id="acme")
+        scope = await runtime.foundation.scopes.resolve(ACME, context_type="organization", context_id="acme")
         found = await library.search(ACME, scope, "apples pears")
 
     assert second.diff == "changed" and second.record.document_id == first.record.document_id
@@ -137,12 +143,11 @@ async def test_replacing_a_document_keeps_its_id_and_drops_the_old_text() -> Non
 async def test_removing_a_document_deletes_its_blob_text_and_record() -> None:
     stores = memory_stores()
     async with build_runtime(Settings(), stores=stores) as runtime:
-        library = library_of(runtime)
-        (doc,) = await library.context_documents.add(ACME, ORG, [Upload("a.txt", b"Some text.")])
-        await library.context_documents.remove(ACME, ORG, doc.record.document_id)
+        (doc,) = await runtime.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Some text.")])
+        await runtime.foundation.context_documents.remove(ACME, ORG, doc.record.document_id)
         texts = await (await stores.collections.collection("document_text")).query(organization_partition("acme"))
         blobs = await stores.blobs.list("acme/")
-        remaining = await library.context_documents.documents(ACME, ORG)
+        remaining = await runtime.foundation.context_documents.documents(ACME, ORG)
 
     assert texts == [] and list(blobs) == [] and remaining == []
 
@@ -159,10 +164,10 @@ async def test_analyze_restarts_a_document_stranded_in_processing() -> None:
     stores = memory_stores()
     async with build_runtime(Settings(), stores=stores) as runtime:
         library = library_of(runtime)
-        (doc,) = await library.context_documents.add(ACME, ORG, [Upload("a.txt", b"Stranded text.")])
+        (doc,) = await runtime.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Stranded text.")])
         # As if the process that was processing it had died an hour ago.
         await _age_record(stores, doc.record.document_id, status="processing", updated_at="2020-01-01T00:00:00+00:00")
-        scope = await library.resolve_scope(ACME, context_type="organization", context_id="acme")
+        scope = await runtime.foundation.scopes.resolve(ACME, context_type="organization", context_id="acme")
         result = await library.analyze(ACME, scope, doc.record.document_id)
 
     assert result.status == "ready"
@@ -173,9 +178,9 @@ async def test_a_document_spanned_by_an_older_chunker_is_processed_again() -> No
     stores = memory_stores()
     async with build_runtime(Settings(), stores=stores) as runtime:
         library = library_of(runtime)
-        (doc,) = await library.context_documents.add(ACME, ORG, [Upload("a.txt", b"Versioned text.")])
+        (doc,) = await runtime.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Versioned text.")])
         await _age_record(stores, doc.record.document_id, chunking_version="0")
-        scope = await library.resolve_scope(ACME, context_type="organization", context_id="acme")
+        scope = await runtime.foundation.scopes.resolve(ACME, context_type="organization", context_id="acme")
         first = await library.search(ACME, scope, "versioned")
         result = await library.analyze(ACME, scope, doc.record.document_id)
         second = await library.search(ACME, scope, "versioned")

@@ -149,10 +149,10 @@ async def test_documents_search_shows_the_section_of_each_hit() -> None:
     text = "# Espresso machine\n\n## Descaling\n\nRun the descaling program once a month with fresh water."
     async with open_runtime() as runtime:
         library = library_of(runtime)
-        await library.context_documents.add(
+        await runtime.foundation.context_documents.add(
             ACME, ContextRef("organization", "acme"), [Upload("manual.md", text.encode())]
         )
-        scope = await library.resolve_scope(ACME, context_type="organization", context_id="acme")
+        scope = await runtime.foundation.scopes.resolve(ACME, context_type="organization", context_id="acme")
         found = await library.search(ACME, scope, "how often descaling")
 
     assert found.results[0].section == "Espresso machine › Descaling"

@@ -28,7 +28,7 @@ def model() -> FunctionChatModel:
 
 async def runtime_with_lease(model: FunctionChatModel | None, settings: Settings) -> AsyncIterator[Services]:
     async with build_runtime(settings, model=model) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", LEASE)])
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", LEASE)])
         yield orc
 
 
@@ -135,7 +135,9 @@ async def test_the_sources_of_the_answer_prompt_are_cut_to_the_sources_budget() 
     for budget in (Settings().sources_tokens, 200):
         model = FunctionChatModel(cite_first_source)
         async with build_runtime(Settings(sources_tokens=budget), model=model) as orc:
-            await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("terms.txt", "\n\n".join(clauses).encode())])
+            await orc.foundation.session_files.add(
+                LOCAL_PRINCIPAL, "conv", [Upload("terms.txt", "\n\n".join(clauses).encode())]
+            )
             await orc.orchestrator.ask(
                 TurnRequest(question="What does the tenant pay?", conversation_id="conv", blob_names=["terms.txt"])
             )

@@ -43,7 +43,9 @@ def model() -> FunctionChatModel:
 @pytest.fixture
 async def orchestrator(model: FunctionChatModel) -> AsyncIterator[Services]:
     async with build_runtime(Settings(), model=model) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload(name, data) for name, data in DOCS.items()])
+        await orc.foundation.session_files.add(
+            LOCAL_PRINCIPAL, "conv", [Upload(name, data) for name, data in DOCS.items()]
+        )
         yield orc
 
 
@@ -58,7 +60,7 @@ def sent_arguments(result: TurnResult) -> dict[str, Any]:
 
 
 async def stored_refs(orc: Services) -> list[dict[str, str]]:
-    turns = await orc.conversations.turns(LOCAL_PRINCIPAL, "conv")
+    turns = await orc.foundation.conversations.turns(LOCAL_PRINCIPAL, "conv")
     return [ref.model_dump() for ref in turns[-1].assistant.uploaded_file_refs]
 
 
@@ -116,7 +118,7 @@ async def test_a_superset_of_the_cached_documents_is_not_partially_reused(orches
 async def test_expired_file_ids_fall_back_to_fresh_processing_with_new_ids(model: FunctionChatModel) -> None:
     # A nanosecond TTL expires every processed file before the next turn: the cache looks valid but is not.
     async with build_runtime(Settings(file_cache_ttl_seconds=1e-9), model=model) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
         first = await ask(orc, "doc1.pdf.txt")
         second = await ask(orc, "doc1.pdf.txt")
 
@@ -163,7 +165,7 @@ async def test_without_attached_documents_document_chat_is_never_offered() -> No
 async def test_history_seeds_the_next_turn_after_a_restart(model: FunctionChatModel) -> None:
     settings = Settings()
     async with build_runtime(settings, model=model) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
         first = await ask(orc, "doc1.pdf.txt")
 
     restarted_model = FunctionChatModel(cite_first_source)
@@ -184,10 +186,10 @@ async def test_ten_concurrent_turns_on_one_conversation_are_each_stored_once_in_
     questions = [f"question number {i}" for i in range(10)]
     await asyncio.gather(*(ask(orchestrator, "doc1.pdf.txt", question=q) for q in questions))
 
-    turns = await orchestrator.conversations.turns(LOCAL_PRINCIPAL, "conv")
+    turns = await orchestrator.foundation.conversations.turns(LOCAL_PRINCIPAL, "conv")
     assert [turn.seq for turn in turns] == list(range(1, 11))
     assert sorted(turn.user.content for turn in turns) == sorted(questions)
-    summary = await orchestrator.conversations.get(LOCAL_PRINCIPAL, "conv")
+    summary = await orchestrator.foundation.conversations.get(LOCAL_PRINCIPAL, "conv")
     assert summary is not None and summary.message_count == 20
 
 
@@ -200,7 +202,7 @@ def failing_answer(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> 
 
 async def test_a_failed_turn_stores_nothing_and_streams_a_clean_error() -> None:
     async with build_runtime(Settings(), model=FunctionChatModel(failing_answer)) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
         events = [
             e
             async for e in orc.orchestrator.stream(
@@ -211,7 +213,7 @@ async def test_a_failed_turn_stores_nothing_and_streams_a_clean_error() -> None:
         assert events[-1]["type"] == "error"
         assert events[-1]["code"] == "internal_error"
         assert "sk-123" not in str(events)
-        assert await orc.conversations.turns(LOCAL_PRINCIPAL, "conv") == []
+        assert await orc.foundation.conversations.turns(LOCAL_PRINCIPAL, "conv") == []
 
 
 async def test_ask_requests_the_answer_whole_and_a_stream_gets_it_token_by_token(

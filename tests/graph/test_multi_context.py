@@ -15,7 +15,7 @@ from orc.errors import NotFound
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
 from orc.turns import Orchestrator, TurnRequest, TurnResult
-from tests.documents.library_support import ACME, SESSION, build_tree, library_of, memory_stores
+from tests.documents.library_support import ACME, SESSION, build_tree, memory_stores
 
 _REF = re.compile(r'<source ref="([^"]+)"')
 
@@ -40,7 +40,7 @@ def search_then_cite(messages: list[BaseMessage], tools: list[dict[str, Any]]) -
 
 async def test_prior_focus_contexts_become_the_ordered_historical_contexts() -> None:
     async with build_runtime(Settings(), stores=memory_stores()) as runtime:
-        await build_tree(library_of(runtime))
+        await build_tree(runtime.foundation)
         orc = runtime.orchestrator
         first = await ask(orc, "What is the code word?", ("usecase", "u11"))
         second = await ask(orc, "And here?", ("folder", "f2"))
@@ -57,7 +57,7 @@ async def test_prior_focus_contexts_become_the_ordered_historical_contexts() -> 
 async def test_the_executor_injects_the_scope_and_the_model_never_sees_it() -> None:
     model = FunctionChatModel(search_then_cite)
     async with build_runtime(Settings(), stores=memory_stores(), model=model) as runtime:
-        await build_tree(library_of(runtime))
+        await build_tree(runtime.foundation)
         result = await ask(runtime.orchestrator, "What is the code word of u11?", ("usecase", "u11"))
 
     (call,) = result.metadata.tool_calls
@@ -78,7 +78,7 @@ async def test_the_executor_injects_the_scope_and_the_model_never_sees_it() -> N
 async def test_the_prompt_carries_the_focus_historical_contexts_and_documents_by_context() -> None:
     model = FunctionChatModel(search_then_cite)
     async with build_runtime(Settings(), stores=memory_stores(), model=model) as runtime:
-        await build_tree(library_of(runtime))
+        await build_tree(runtime.foundation)
         await ask(runtime.orchestrator, "Code word?", ("usecase", "u21"))
         model_calls_before = len(model.requests)
         await ask(runtime.orchestrator, "Code word again?", ("usecase", "u11"))
@@ -94,7 +94,7 @@ async def test_the_prompt_carries_the_focus_historical_contexts_and_documents_by
 
 async def test_the_offline_model_searches_and_cites_the_spans_it_found() -> None:
     async with build_runtime(Settings(), stores=memory_stores()) as runtime:
-        await build_tree(library_of(runtime))
+        await build_tree(runtime.foundation)
         result = await ask(runtime.orchestrator, "What is the code word of u12?", ("folder", "f1"))
 
     assert [call.name for call in result.metadata.tool_calls] == ["documents.search"]
@@ -105,7 +105,7 @@ async def test_the_offline_model_searches_and_cites_the_spans_it_found() -> None
 
 async def test_an_answer_from_a_historical_context_says_so() -> None:
     async with build_runtime(Settings(), stores=memory_stores()) as runtime:
-        await build_tree(library_of(runtime))
+        await build_tree(runtime.foundation)
         await ask(runtime.orchestrator, "What is the code word of u21?", ("usecase", "u21"))
         result = await ask(runtime.orchestrator, "What is the code word of u21?", ("usecase", "u11"))
 
@@ -126,7 +126,7 @@ async def test_an_unknown_or_foreign_focus_context_is_refused_before_the_turn() 
             await ask(runtime.orchestrator, "Anything?", ("folder", "nope"))
         with pytest.raises(NotFound) as foreign:
             await ask(runtime.orchestrator, "Anything?", ("organization", "globex"))
-        turns = await runtime.conversations.turns(ACME, SESSION)
+        turns = await runtime.foundation.conversations.turns(ACME, SESSION)
 
     assert unknown.value.code == foreign.value.code == "context_not_found"
     assert turns == []

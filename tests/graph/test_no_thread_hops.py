@@ -12,8 +12,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from orc.composition import Stores, build_runtime
+from orc.composition import build_runtime
 from orc.documents.uploads import Upload
+from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
@@ -38,10 +39,10 @@ async def test_a_warm_document_chat_turn_on_memory_stores_uses_no_worker_thread(
     stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
     request = TurnRequest(question="What does it say?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
     async with build_runtime(Settings(), model=FunctionChatModel(cite_first_source), stores=stores) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
-        assert orc.context_files is not None
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
+        assert orc.documents.context_files is not None
         # The upload's digests run in the background; let them finish so that only the turn is watched.
-        assert await orc.context_files.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
+        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
         await orc.orchestrator.ask(request)
         executor = CountingExecutor()
         asyncio.get_running_loop().set_default_executor(executor)

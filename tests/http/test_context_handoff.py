@@ -229,14 +229,14 @@ async def test_a_new_message_supersedes_a_pending_request(client: httpx.AsyncCli
 
 async def test_past_its_deadline_a_request_is_answered_without_the_context() -> None:
     async with build_runtime(Settings(context_request_timeout=120)) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
         request = await orc.orchestrator.ask(TurnRequest(**turn("What is the parking fee?", context_requests="allow")))
         assert isinstance(request, ContextRequired)
         not_yet = await orc.orchestrator.expire_due(datetime.now(UTC))
         expired = await orc.orchestrator.expire_due(datetime.now(UTC) + timedelta(minutes=3))
         with pytest.raises(Conflict) as late:
             await orc.orchestrator.supply("c1", request.request_id, [SupplyPayload(slot="evidence", text="x")])
-        conversation = await orc.orchestrator.get_session("c1")
+        conversation = await orc.foundation.sessions.get(LOCAL_PRINCIPAL, "c1")
         (stored,) = await orc.orchestrator.context_requests("c1")
 
     assert (not_yet, expired) == (0, 1)
@@ -353,7 +353,7 @@ async def test_a_supplied_document_or_span_is_cited_as_itself(client: httpx.Asyn
 
 async def test_a_paused_turn_survives_a_restart_and_resumes_on_another_process_on_sqlite() -> None:
     async with build_runtime(Settings()) as first:
-        await first.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        await first.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
         request = await first.orchestrator.ask(
             TurnRequest(**turn("What is the parking fee?", context_requests="allow"))
         )
@@ -371,7 +371,7 @@ async def test_a_paused_turn_resumes_on_another_instance_on_cosmos_db_and_blob_s
     azure_settings: Settings,
 ) -> None:
     async with build_runtime(azure_settings) as first:
-        await first.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        await first.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
         request = await first.orchestrator.ask(
             TurnRequest(**turn("What is the parking fee?", context_requests="allow"))
         )
@@ -497,7 +497,7 @@ async def test_a_reminder_event_arrives_before_the_deadline_and_is_kept_in_the_r
 
 async def test_the_sweeper_records_due_reminders_for_requests_nobody_follows() -> None:
     async with build_runtime(Settings(context_request_timeout=120, context_request_reminder=0.8)) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
         request = await orc.orchestrator.ask(TurnRequest(**turn("What is the parking fee?", context_requests="allow")))
         assert isinstance(request, ContextRequired)
         asked = datetime.fromisoformat(request.expires_at) - timedelta(seconds=120)
@@ -547,7 +547,7 @@ async def test_resolved_and_cancelled_requests_appear_where_they_happened_in_eve
 
 async def test_a_follower_driven_by_an_injected_clock_gets_the_reminder_then_the_expiry_without_waiting() -> None:
     async with build_runtime(Settings(context_request_timeout=120, context_request_reminder=0.8)) as orc:
-        await orc.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("lease.txt", LEASE)])
         request = await orc.orchestrator.ask(TurnRequest(**turn("What is the parking fee?", context_requests="allow")))
         assert isinstance(request, ContextRequired)
         asked = datetime.fromisoformat(request.expires_at) - timedelta(seconds=120)

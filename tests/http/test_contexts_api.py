@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from orc.composition import Stores
+from orc.foundation import Stores
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore

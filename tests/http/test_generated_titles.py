@@ -12,6 +12,7 @@ from langchain_core.messages import BaseMessage
 
 from orc.composition import Services, build_runtime
 from orc.conversations.title_writer import generated_title
+from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.testing import FunctionChatModel, ScriptedChatModel
 from orc.turns import TurnRequest
@@ -44,7 +45,7 @@ async def test_a_real_model_titles_the_conversation_after_its_first_answer_off_t
         await orc.orchestrator.settle()
         await orc.orchestrator.ask(TurnRequest(question="and the deposit?", conversation_id="c1"))
         await orc.orchestrator.settle()
-        (summary,) = await orc.orchestrator.list_sessions()
+        (summary,) = await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)
 
     assert first.metadata.model_calls == 1  # the title request is not part of the turn
     assert summary.title == "Lease rent and deposit"
@@ -56,9 +57,9 @@ async def test_a_title_the_user_chose_is_never_replaced_by_a_generated_one() -> 
     model = ScriptedChatModel(["The documents do not say.", "Generated title"], latency=0.05)
     async with runtime(model) as orc:
         await orc.orchestrator.ask(TurnRequest(question="What is the rent?", conversation_id="c1"))
-        await orc.orchestrator.rename_session("c1", "My lease")
+        await orc.foundation.sessions.rename(LOCAL_PRINCIPAL, "c1", "My lease")
         await orc.orchestrator.settle()
-        (summary,) = await orc.orchestrator.list_sessions()
+        (summary,) = await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)
 
     assert model.remaining == 0  # the title was generated...
     assert summary.title == "My lease"  # ...and did not replace the user's
@@ -68,7 +69,7 @@ async def test_the_offline_model_keeps_the_title_made_from_the_question() -> Non
     async with runtime() as orc:
         answered = await orc.orchestrator.ask(TurnRequest(question="What is the monthly rent?", conversation_id="c1"))
         await orc.orchestrator.settle()
-        (summary,) = await orc.orchestrator.list_sessions()
+        (summary,) = await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)
 
     assert summary.title == "Monthly rent"
     assert answered.metadata.model_calls == 1
@@ -79,7 +80,7 @@ async def test_generated_titles_can_be_switched_off() -> None:
     async with runtime(FunctionChatModel(titling.reply), Settings(generated_titles=False)) as orc:
         await orc.orchestrator.ask(TurnRequest(question="What is the monthly rent?", conversation_id="c1"))
         await orc.orchestrator.settle()
-        (summary,) = await orc.orchestrator.list_sessions()
+        (summary,) = await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)
 
     assert titling.title_requests == 0 and summary.title == "Monthly rent"
 

@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
-from orc.composition import JobQueues, Services, Stores, build_runtime
+from orc.composition import Services, build_runtime
 from orc.documents.records import ContextRef
+from orc.foundation import JobQueues, Stores
 from orc.settings import Settings
 
 ORG = ContextRef("organization", "acme")
@@ -51,8 +52,10 @@ async def running_workers(
     async with AsyncExitStack() as stack:
         workers = [await stack.enter_async_context(process(stores, queues, settings)) for _ in range(count)]
         for index, worker in enumerate(workers):
-            worker.jobs.observer = ledger.observer(f"worker-{index}")
-        loops = [asyncio.create_task(worker.jobs.run(stop, concurrency=2, idle_pause=0.05)) for worker in workers]
+            worker.documents.jobs.observer = ledger.observer(f"worker-{index}")
+        loops = [
+            asyncio.create_task(worker.documents.jobs.run(stop, concurrency=2, idle_pause=0.05)) for worker in workers
+        ]
         try:
             yield workers
         finally:

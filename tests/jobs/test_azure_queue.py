@@ -10,8 +10,8 @@ import pytest
 import pytest_asyncio
 
 from orc.cli.worker import run_worker
-from orc.composition import JobQueues
 from orc.documents.uploads import Upload
+from orc.foundation import JobQueues
 from orc.settings import Settings
 from orc.storage.azure_queue import AzureJobQueue
 from tests.documents.library_support import ACME, memory_stores
@@ -58,7 +58,7 @@ async def test_jobs_survive_a_worker_restart(queues: JobQueues) -> None:
     stores, ledger = memory_stores(), Ledger()
     settings = Settings(queue_visibility_seconds=1)
     async with process(stores, queues, settings) as web:
-        added = await web.documents.context_documents.add(
+        added = await web.foundation.context_documents.add(
             ACME, ORG, [Upload(f"d{i}.txt", f"Document {i}.".encode()) for i in range(3)], wait_seconds=0
         )
     # The first worker takes every job and dies before finishing any of them.
@@ -76,7 +76,7 @@ async def test_two_workers_never_complete_one_job_twice(queues: JobQueues) -> No
     stores, ledger = memory_stores(), Ledger()
     settings = Settings(queue_visibility_seconds=1)
     async with process(stores, queues, settings) as web:
-        added = await web.documents.context_documents.add(
+        added = await web.foundation.context_documents.add(
             ACME, ORG, [Upload(f"d{i}.txt", f"Document {i}.".encode()) for i in range(10)], wait_seconds=0
         )
         # At-least-once delivery: every job is sent a second time.
@@ -95,7 +95,7 @@ async def test_a_burst_of_200_uploads_spreads_over_two_workers(queues: JobQueues
     stores, ledger = memory_stores(), Ledger()
     async with process(stores, queues) as web:
         uploads = [Upload(f"doc-{i:03}.txt", f"Document {i} says {i * 7}.".encode()) for i in range(200)]
-        added = await web.documents.context_documents.add(ACME, ORG, uploads, wait_seconds=0)
+        added = await web.foundation.context_documents.add(ACME, ORG, uploads, wait_seconds=0)
         async with running_workers(stores, queues, ledger, 2):
             await until(lambda: _ready(web, 200), seconds=120)
 
@@ -105,7 +105,7 @@ async def test_a_burst_of_200_uploads_spreads_over_two_workers(queues: JobQueues
 
 
 async def _ready(services, count: int) -> bool:  # type: ignore[no-untyped-def]
-    docs = await services.documents.context_documents.documents(ACME, ORG)
+    docs = await services.foundation.context_documents.documents(ACME, ORG)
     return len(docs) == count and all(doc.status == "ready" for doc in docs)
 
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from orc.composition import JobQueues
 from orc.documents.uploads import Upload
 from orc.errors import JobBusy
+from orc.foundation import JobQueues
 from orc.settings import Settings
 from orc.storage.queues import InProcessJobQueue
 from tests.documents.library_support import ACME, SESSION, memory_stores
@@ -21,13 +21,15 @@ def queues() -> JobQueues:
 
 
 async def statuses(services, ids: list[str] | None = None) -> list[str]:  # type: ignore[no-untyped-def]
-    return [doc.status for doc in await services.documents.context_documents.documents(ACME, ORG)]
+    return [doc.status for doc in await services.foundation.context_documents.documents(ACME, ORG)]
 
 
 async def test_an_upload_in_queue_mode_is_enqueued_and_a_worker_makes_it_ready() -> None:
     stores, jobs, ledger = memory_stores(), queues(), Ledger()
     async with process(stores, jobs) as web:
-        (uploaded,) = await web.documents.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
+        (uploaded,) = await web.foundation.context_documents.add(
+            ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0
+        )
         assert uploaded.record.status == "processing" and len(jobs.documents) == 1  # type: ignore[arg-type]
 
         async with running_workers(stores, jobs, ledger, 1):
@@ -46,7 +48,7 @@ async def test_a_job_delivered_twice_is_completed_once_by_two_workers() -> None:
     settings = Settings(queue_visibility_seconds=1)
     async with process(stores, jobs, settings) as web:
         uploads = [Upload(f"d{i}.txt", f"Document {i} text.".encode()) for i in range(10)]
-        added = await web.documents.context_documents.add(ACME, ORG, uploads, wait_seconds=0)
+        added = await web.foundation.context_documents.add(ACME, ORG, uploads, wait_seconds=0)
         # At-least-once delivery: every job is in the queue twice.
         delivered = await jobs.documents.receive(10, 60)
         for job in delivered:
@@ -71,7 +73,9 @@ async def test_a_job_taken_by_a_worker_that_died_is_processed_by_the_next_one() 
     stores, jobs, ledger = memory_stores(), queues(), Ledger()
     settings = Settings(queue_visibility_seconds=1)
     async with process(stores, jobs, settings) as web:
-        (uploaded,) = await web.documents.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
+        (uploaded,) = await web.foundation.context_documents.add(
+            ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0
+        )
         # A worker receives the job and dies before finishing it: nothing settles the delivery.
         (lost,) = await jobs.documents.receive(1, visibility_seconds=0.05)
 
@@ -85,7 +89,7 @@ async def test_a_job_taken_by_a_worker_that_died_is_processed_by_the_next_one() 
 async def test_a_claim_held_by_a_live_worker_sends_the_delivery_back_for_later() -> None:
     stores, jobs = memory_stores(), queues()
     async with process(stores, jobs) as web, process(stores, jobs) as worker:
-        await web.documents.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
+        await web.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
         (job,) = await jobs.documents.receive(1, 60)
         catalog = await stores.collections.collection("catalog")
         pk, item_id = job.body["partition_key"], job.body["item_id"]
@@ -95,19 +99,19 @@ async def test_a_claim_held_by_a_live_worker_sends_the_delivery_back_for_later()
         await catalog.replace(pk, item_id, held, if_match=item.etag)
 
         with pytest.raises(JobBusy):
-            await worker.jobs.handle("process", job.body, job.dequeue_count)
+            await worker.documents.jobs.handle("process", job.body, job.dequeue_count)
 
 
 async def test_a_poison_job_ends_its_document_failed_with_a_reason() -> None:
     stores, jobs = memory_stores(), queues()
     settings = Settings(queue_max_deliveries=2)
     async with process(stores, jobs, settings) as web:
-        await web.documents.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
+        await web.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
         (job,) = await jobs.documents.receive(1, 0)
 
-        outcome = await web.jobs.handle("process", job.body, dequeue_count=3)
+        outcome = await web.documents.jobs.handle("process", job.body, dequeue_count=3)
 
-        (doc,) = await web.documents.context_documents.documents(ACME, ORG)
+        (doc,) = await web.foundation.context_documents.documents(ACME, ORG)
     assert outcome == "poisoned"
     assert doc.status == "failed" and "did not finish after 2 attempts" in (doc.status_reason or "")
 
@@ -115,10 +119,10 @@ async def test_a_poison_job_ends_its_document_failed_with_a_reason() -> None:
 async def test_a_settled_document_acknowledges_a_late_duplicate_without_work() -> None:
     stores, jobs = memory_stores(), queues()
     async with process(stores, jobs) as web:
-        await web.documents.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
+        await web.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
         (job,) = await jobs.documents.receive(1, 0)
-        first = await web.jobs.handle("process", job.body, 1)
-        second = await web.jobs.handle("process", job.body, 2)
+        first = await web.documents.jobs.handle("process", job.body, 1)
+        second = await web.documents.jobs.handle("process", job.body, 2)
 
     assert (first, second) == ("ready", "duplicate")
 
@@ -126,7 +130,9 @@ async def test_a_settled_document_acknowledges_a_late_duplicate_without_work() -
 async def test_a_processed_session_document_gets_its_digest_through_the_digest_queue() -> None:
     stores, jobs, ledger = memory_stores(), queues(), Ledger()
     async with process(stores, jobs) as web:
-        await web.session_files.add(ACME, SESSION, [Upload("note.txt", b"The note says hello.")], wait_seconds=0)
+        await web.foundation.session_files.add(
+            ACME, SESSION, [Upload("note.txt", b"The note says hello.")], wait_seconds=0
+        )
     # The uploading instance is gone (recycled): only the queues carry the work on.
     async with running_workers(stores, jobs, ledger, 1) as (worker,):
         await until(lambda: _seen(ledger, SESSION, "digested"))
@@ -138,20 +144,20 @@ async def _seen(ledger: Ledger, key: str, outcome: str) -> bool:
 
 
 async def _digested(services) -> bool:  # type: ignore[no-untyped-def]
-    files = await services.session_files.files(ACME, SESSION)
+    files = await services.foundation.session_files.files(ACME, SESSION)
     return bool(files) and all(f.digest_status == "ready" for f in files)
 
 
 async def test_malformed_messages_are_dropped_not_retried_forever() -> None:
     async with process(memory_stores(), queues()) as worker:
-        assert await worker.jobs.handle_message("process", b"not json", 1) == "malformed"
-        assert await worker.jobs.handle_message("process", b'{"kind": "process"}', 1) == "malformed"
+        assert await worker.documents.jobs.handle_message("process", b"not json", 1) == "malformed"
+        assert await worker.documents.jobs.handle_message("process", b'{"kind": "process"}', 1) == "malformed"
 
 
 async def test_in_process_mode_keeps_asyncio_tasks_and_needs_no_worker() -> None:
     stores = memory_stores()
     async with process_inprocess(stores) as web:
-        (uploaded,) = await web.documents.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")])
+        (uploaded,) = await web.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")])
     assert uploaded.record.status == "ready"
 
 
@@ -176,7 +182,7 @@ async def test_the_worker_takes_the_deliveries_it_holds_in_turn_by_organization(
     globex = Principal(organization="globex", user="bob")
     stores, jobs = memory_stores(), queues()
     async with process(stores, jobs) as web:
-        library = web.documents.context_documents
+        library = web.foundation.context_documents
         names = {}
         for n in range(3):
             (doc,) = await library.add(ACME, ORG, [Upload(f"a{n}.txt", f"Acme {n}.".encode())], wait_seconds=0)
@@ -188,8 +194,8 @@ async def test_the_worker_takes_the_deliveries_it_holds_in_turn_by_organization(
     order: list[str] = []
     stop = asyncio.Event()
     async with process(stores, jobs) as worker:
-        worker.jobs.observer = lambda key, outcome: order.append(names[key])
-        running = asyncio.create_task(worker.jobs.run(stop, concurrency=1, idle_pause=0.05))
+        worker.documents.jobs.observer = lambda key, outcome: order.append(names[key])
+        running = asyncio.create_task(worker.documents.jobs.run(stop, concurrency=1, idle_pause=0.05))
         await until(lambda: _count_at_least(order, 4))
         stop.set()
         await running

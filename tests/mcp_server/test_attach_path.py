@@ -13,7 +13,7 @@ from mcp_server.tools import local_files
 from mcp_server.tools.local_files import AllowedFolders, stdio_transport
 from orc.composition import Services
 from orc.errors import ConfigurationError
-from tests.documents.library_support import ACME, library_of, open_runtime
+from tests.documents.library_support import ACME, open_runtime
 from tests.mcp_server.helpers import connect
 from tests.mcp_server.test_document_tools import call, error_code
 
@@ -30,7 +30,9 @@ def allowed(tmp_path: Path) -> Path:
 @pytest.fixture
 async def runtime(allowed: Path) -> AsyncIterator[Services]:
     async with open_runtime() as built:
-        local_files.register(built.mcp_server, library_of(built), AllowedFolders([allowed]))
+        local_files.register(
+            built.documents.server, built.foundation.session_files, built.foundation.scopes, AllowedFolders([allowed])
+        )
         yield built
 
 
@@ -39,7 +41,7 @@ async def over_stdio(runtime: Services) -> AsyncIterator[ClientSession]:
     """An in-memory session whose server task runs as ``python -m mcp_server`` runs it (the stdio flag set)."""
     token = stdio_transport.set(True)
     try:
-        async with connect(runtime.mcp_server, ACME) as session:
+        async with connect(runtime.documents.server, ACME) as session:
             yield session
     finally:
         stdio_transport.reset(token)
@@ -84,7 +86,7 @@ async def test_paths_outside_the_allowed_folders_are_refused_and_nothing_is_atta
 
 
 async def test_attaching_by_path_is_refused_outside_stdio(runtime: Services, allowed: Path) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         arguments = {"session_id": "s1", "path": str(allowed / "notes.txt")}
         result = await session.call_tool("session.attach_path", arguments)
 
@@ -93,8 +95,10 @@ async def test_attaching_by_path_is_refused_outside_stdio(runtime: Services, all
 
 async def test_without_allowed_folders_the_tool_is_not_published() -> None:
     async with open_runtime() as built:
-        local_files.register(built.mcp_server, library_of(built), AllowedFolders([]))
-        names = {tool.name for tool in await built.mcp_server.list_tools()}
+        local_files.register(
+            built.documents.server, built.foundation.session_files, built.foundation.scopes, AllowedFolders([])
+        )
+        names = {tool.name for tool in await built.documents.server.list_tools()}
 
     assert "session.attach_path" not in names
 

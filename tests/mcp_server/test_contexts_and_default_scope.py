@@ -8,7 +8,7 @@ import pytest
 
 from orc.composition import Services
 from orc.principal import Principal
-from tests.documents.library_support import ACME, build_tree, library_of, open_runtime
+from tests.documents.library_support import ACME, build_tree, open_runtime
 from tests.mcp_server.helpers import connect
 from tests.mcp_server.test_document_tools import call, text_of
 
@@ -16,12 +16,12 @@ from tests.mcp_server.test_document_tools import call, text_of
 @pytest.fixture
 async def runtime() -> AsyncIterator[Services]:
     async with open_runtime() as built:
-        await build_tree(library_of(built))
+        await build_tree(built.foundation)
         yield built
 
 
 async def test_documents_list_without_arguments_lists_every_context_of_the_organization(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         listed = await call(session, "documents.list", {})
 
     assert {doc["filename"] for doc in listed["documents"]} == {
@@ -36,21 +36,21 @@ async def test_documents_list_without_arguments_lists_every_context_of_the_organ
 
 
 async def test_a_session_alone_still_lists_only_the_session_documents(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         listed = await call(session, "documents.list", {"session_id": "conv-1"})
 
     assert [doc["filename"] for doc in listed["documents"]] == ["session.txt"]
 
 
 async def test_search_without_a_scope_searches_the_organizations_documents_too(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         found = await call(session, "documents.search", {"query": "code word of u21"})
 
     assert any(hit["ref"].startswith("u21.txt::") for hit in found["results"])
 
 
 async def test_contexts_list_shows_the_tree_parents_before_children(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         result = await session.call_tool("contexts.list", {})
 
     assert result.structuredContent is not None
@@ -67,7 +67,7 @@ async def test_contexts_list_shows_the_tree_parents_before_children(runtime: Ser
 
 
 async def test_contexts_list_never_shows_another_organizations_tree(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, Principal(organization="globex", user="bob")) as session:
+    async with connect(runtime.documents.server, Principal(organization="globex", user="bob")) as session:
         result = await call(session, "contexts.list", {})
 
     assert [(c["context_type"], c["context_id"]) for c in result["contexts"]] == [("organization", "globex")]

@@ -10,14 +10,15 @@ import pytest
 from mcp import ClientSession, types
 
 from mcp_server.tools import split_tool_error
-from orc.composition import Services, Stores, build_runtime
+from orc.composition import Services, build_runtime
 from orc.documents import library as library_module
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
+from orc.foundation import Stores
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore
-from tests.documents.library_support import ACME, SESSION, build_tree, library_of, open_runtime
+from tests.documents.library_support import ACME, SESSION, build_tree, open_runtime
 from tests.mcp_server.helpers import connect
 
 TOOLS = {
@@ -40,7 +41,7 @@ FOCUS_U11 = {"session_id": SESSION, "context_type": "usecase", "context_id": "u1
 @pytest.fixture
 async def runtime() -> AsyncIterator[Services]:
     async with open_runtime() as built:
-        await build_tree(library_of(built))
+        await build_tree(built.foundation)
         yield built
 
 
@@ -66,12 +67,12 @@ async def document_id(session: ClientSession, filename: str, scope: dict[str, An
 
 
 async def test_every_tool_is_listed_with_its_dotted_name(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
 
 
 async def test_documents_list_returns_each_document_with_its_origin_and_status(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         listed = await call(session, "documents.list", FOCUS_U11)
 
         first = listed["documents"][0]
@@ -90,7 +91,7 @@ async def test_documents_list_returns_each_document_with_its_origin_and_status(r
 
 
 async def test_search_returns_ranked_spans_with_source_refs_locators_and_contexts(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         found = await call(session, "documents.search", {"query": "code word of u11", **FOCUS_U11})
 
         best = found["results"][0]
@@ -103,7 +104,7 @@ async def test_search_returns_ranked_spans_with_source_refs_locators_and_context
 
 
 async def test_search_can_target_documents_by_id(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         target = await document_id(session, "f1.txt")
         found = await call(session, "documents.search", {"query": "code word", "document_ids": [target], **FOCUS_U11})
 
@@ -111,7 +112,7 @@ async def test_search_can_target_documents_by_id(runtime: Services) -> None:
 
 
 async def test_get_content_pages_the_text_with_next_offset_and_total(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         target = await document_id(session, "u11.txt")
         first = await call(session, "documents.get_content", {"document_id": target, "limit": 20, **FOCUS_U11})
         second = await call(
@@ -136,7 +137,7 @@ async def test_get_content_pages_the_text_with_next_offset_and_total(runtime: Se
 async def test_get_content_refuses_negative_or_huge_offsets_and_limits(
     runtime: Services, arguments: dict[str, int], code: str
 ) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         target = await document_id(session, "u11.txt")
         result = await session.call_tool("documents.get_content", {"document_id": target, **arguments, **FOCUS_U11})
 
@@ -144,7 +145,7 @@ async def test_get_content_refuses_negative_or_huge_offsets_and_limits(
 
 
 async def test_get_summary_says_there_is_no_summary_until_analyze_makes_one(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         target = await document_id(session, "u11.txt")
         before = await session.call_tool("documents.get_summary", {"document_id": target, **FOCUS_U11})
         analyzed = await call(session, "documents.analyze", {"document_id": target, **FOCUS_U11})
@@ -158,7 +159,7 @@ async def test_get_summary_says_there_is_no_summary_until_analyze_makes_one(runt
 
 
 async def test_documents_outside_the_scope_are_not_found(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         outside = await document_id(session, "u21.txt", {"context_type": "organization", "context_id": "acme"})
 
         for tool in ("documents.get_content", "documents.get_summary", "documents.analyze"):
@@ -183,14 +184,14 @@ async def test_documents_outside_the_scope_are_not_found(runtime: Services) -> N
 async def test_scope_arguments_are_validated_against_the_caller(
     runtime: Services, scope: dict[str, Any], code: str
 ) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         result = await session.call_tool("documents.list", scope)
 
         assert error_code(result) == code
 
 
 async def test_session_tools_attach_list_and_remove_and_attached_text_is_searchable(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         attached = await call(
             session,
             "session.attach_document",
@@ -235,14 +236,14 @@ async def test_session_tools_attach_list_and_remove_and_attached_text_is_searcha
     ],
 )
 async def test_session_attach_refuses_bad_documents(runtime: Services, arguments: dict[str, str], code: str) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         result = await session.call_tool("session.attach_document", {"session_id": SESSION, **arguments})
 
         assert error_code(result) == code
 
 
 async def test_an_unknown_session_is_not_found_for_the_session_tools(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         listed = await session.call_tool("session.list_documents", {"session_id": "never-used"})
         removed = await session.call_tool("session.remove_document", {"session_id": SESSION, "document_id": "doc-x"})
 
@@ -258,11 +259,11 @@ async def test_a_document_still_processing_is_refused_with_not_ready_and_analyze
     scope = {"context_type": "organization", "context_id": "acme"}
     async with build_runtime(Settings(), stores=Stores(MemoryCollectionProvider(), blobs)) as built:
         blobs.gets.close()  # processing cannot read the file yet
-        (doc,) = await library_of(built).context_documents.add(
+        (doc,) = await built.foundation.context_documents.add(
             ACME, ContextRef("organization", "acme"), [Upload("slow.txt", b"Slow text.")], wait_seconds=0
         )
         target = doc.record.document_id
-        async with connect(built.mcp_server, ACME) as session:
+        async with connect(built.documents.server, ACME) as session:
             summary = await session.call_tool("documents.get_summary", {"document_id": target, **scope})
             content = await session.call_tool("documents.get_content", {"document_id": target, **scope})
             found = await call(session, "documents.search", {"query": "slow", **scope})

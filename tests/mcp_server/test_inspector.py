@@ -26,7 +26,6 @@ from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
-from tests.documents.library_support import library_of
 from tests.serving import orc_serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,13 +89,12 @@ def call_arguments(tool: str, **arguments: str) -> list[str]:
 async def seed(home: Path) -> dict[str, str]:
     """An organization document and a session document for the stdio server's (default) principal."""
     async with build_runtime(Settings(home=home)) as runtime:
-        library = library_of(runtime)
-        (doc,) = await library.context_documents.add(
+        (doc,) = await runtime.foundation.context_documents.add(
             LOCAL_PRINCIPAL,
             ContextRef("organization", "default"),
             [Upload("policy.md", b"# Policy\n\nVisitors must sign in at the front desk.")],
         )
-        mutation = await library.session_files.add(
+        mutation = await runtime.foundation.session_files.add(
             LOCAL_PRINCIPAL, SESSION, [Upload("memo.txt", b"The meeting moved to room 12.")]
         )
     return {"policy": doc.record.document_id, "memo": mutation.files[0].file_id}

@@ -10,7 +10,7 @@ from orc.composition import Services
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
 from orc.principal import Principal
-from tests.documents.library_support import ACME, SESSION, build_tree, library_of, open_runtime
+from tests.documents.library_support import ACME, SESSION, build_tree, open_runtime
 from tests.documents.pdf_factory import make_pdf
 from tests.mcp_server.helpers import connect
 from tests.mcp_server.test_document_tools import FOCUS_U11, call, document_id, error_code
@@ -22,14 +22,13 @@ REPORT = make_pdf([["Report, page one.", "Nothing to see here."], ["The budget f
 @pytest.fixture
 async def runtime() -> AsyncIterator[Services]:
     async with open_runtime() as built:
-        library = library_of(built)
-        await build_tree(library)
-        await library.context_documents.add(ACME, ContextRef("usecase", "u11"), [Upload("report.pdf", REPORT)])
+        await build_tree(built.foundation)
+        await built.foundation.context_documents.add(ACME, ContextRef("usecase", "u11"), [Upload("report.pdf", REPORT)])
         yield built
 
 
 async def test_a_pdf_page_comes_with_the_spans_on_it_and_a_span_reads_back_by_its_ref(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         report = await document_id(session, "report.pdf")
 
         page = await call(session, "documents.get_page", {"document_id": report, "page": 2, **FOCUS_U11})
@@ -43,10 +42,9 @@ async def test_a_pdf_page_comes_with_the_spans_on_it_and_a_span_reads_back_by_it
 
 
 async def test_search_returns_ten_results_by_default(runtime: Services) -> None:
-    library = library_of(runtime)
     texts = [Upload(f"note{i}.txt", f"Note {i} mentions the zebra crossing.".encode()) for i in range(14)]
-    await library.session_files.add(ACME, SESSION, texts)
-    async with connect(runtime.mcp_server, ACME) as session:
+    await runtime.foundation.session_files.add(ACME, SESSION, texts)
+    async with connect(runtime.documents.server, ACME) as session:
         found = await call(session, "documents.search", {"query": "zebra crossing", **FOCUS_U11})
 
     assert len(found["results"]) == 10
@@ -65,7 +63,7 @@ async def test_search_returns_ten_results_by_default(runtime: Services) -> None:
 async def test_pages_and_spans_that_do_not_exist_are_refused_with_their_code(
     runtime: Services, tool: str, arguments: dict[str, object], code: str
 ) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         if tool == "documents.get_page":
             name = str(arguments.pop("text_document", "report.pdf"))
             arguments["document_id"] = await document_id(session, name)
@@ -75,9 +73,9 @@ async def test_pages_and_spans_that_do_not_exist_are_refused_with_their_code(
 
 
 async def test_another_tenant_finds_neither_the_page_nor_the_span(runtime: Services) -> None:
-    async with connect(runtime.mcp_server, ACME) as session:
+    async with connect(runtime.documents.server, ACME) as session:
         report = await document_id(session, "report.pdf")
-    async with connect(runtime.mcp_server, GLOBEX) as session:
+    async with connect(runtime.documents.server, GLOBEX) as session:
         page = await session.call_tool("documents.get_page", {"document_id": report, "page": 1, "session_id": SESSION})
         span = await session.call_tool("documents.get_span", {"source_ref": "report.pdf::S1", "session_id": SESSION})
 

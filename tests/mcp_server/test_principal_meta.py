@@ -24,7 +24,9 @@ QUESTION = {"question": "What is the rent?", "document_names": ["lease.txt"], "s
 @pytest.fixture
 async def runtime_with_alices_document() -> AsyncIterator[object]:
     async with build_runtime(Settings()) as runtime:
-        await runtime.session_files.add(ALICE, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")])
+        await runtime.foundation.session_files.add(
+            ALICE, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
+        )
         yield runtime
 
 
@@ -37,7 +39,7 @@ async def call_with_meta(session: ClientSession, principal: Principal) -> CallTo
 async def test_the_orchestrators_session_acts_for_the_principal_each_call_names(
     runtime_with_alices_document: object,
 ) -> None:
-    connection = in_memory_mcp(runtime_with_alices_document.mcp_server)  # type: ignore[attr-defined]
+    connection = in_memory_mcp(runtime_with_alices_document.documents.server)  # type: ignore[attr-defined]
     try:
         as_alice = McpToolbox(connection, principal=ALICE, scope={"session_id": "conv"})
         as_mallory = McpToolbox(
@@ -53,7 +55,7 @@ async def test_the_orchestrators_session_acts_for_the_principal_each_call_names(
 
 
 async def test_any_other_session_ignores_a_principal_in_meta(runtime_with_alices_document: object) -> None:
-    server = runtime_with_alices_document.mcp_server  # type: ignore[attr-defined]
+    server = runtime_with_alices_document.documents.server  # type: ignore[attr-defined]
     async with AsyncExitStack() as stack:
         session = await stack.enter_async_context(create_connected_server_and_client_session(server))
         result = await call_with_meta(session, ALICE)

@@ -16,7 +16,7 @@ from orc.documents.availability import DocumentScope
 from orc.errors import NotFound
 from orc.principal import Principal
 from orc.tool_contract import SCOPE_ARGUMENTS
-from tests.documents.library_support import library_of, open_runtime
+from tests.documents.library_support import open_runtime
 from tests.mcp_server.helpers import ALICE, connect
 
 READ_ONLY = types.ToolAnnotations(readOnlyHint=True)
@@ -114,7 +114,7 @@ async def test_a_scoped_tool_publishes_the_scope_arguments_where_its_scope_param
         server = FastMCP("test")
         add_scoped_tool(
             server,
-            library_of(runtime),
+            runtime.foundation.scopes,
             look,
             name="look",
             title="Look",

@@ -9,7 +9,7 @@ from orc.conversations import FocusContext
 from orc.settings import Settings
 from orc.tool_contract import TOOL_NAME_FORMS, ToolNameForm
 from orc.turns import TurnRequest
-from tests.documents.library_support import ACME, build_tree, library_of, open_runtime
+from tests.documents.library_support import ACME, build_tree, open_runtime
 from tests.mcp_server.helpers import connect
 
 
@@ -29,8 +29,8 @@ async def test_server_info_reports_orcs_version_and_instructions_in_the_servers_
 
 async def test_the_orchestrator_keeps_its_dotted_server_and_answers_when_underscore_names_are_published() -> None:
     async with open_runtime(Settings(mcp_tool_names="underscore")) as runtime:
-        await build_tree(library_of(runtime))
-        in_process = {tool.name for tool in await runtime.mcp_server.list_tools()}
+        await build_tree(runtime.foundation)
+        in_process = {tool.name for tool in await runtime.documents.server.list_tools()}
         published = {tool.name for tool in await runtime.published_mcp_server.list_tools()}
         question = TurnRequest(question="What is the code word of u11?", context=FocusContext(type="usecase", id="u11"))
         result = await runtime.orchestrator.ask(question, ACME)

@@ -12,8 +12,8 @@ from mcp.client.stdio import stdio_client
 
 import orc
 from mcp_server.__main__ import main
-from orc.composition import open_stores
 from orc.contracts import DocumentChatResult
+from orc.foundation import open_stores
 from orc.names import BlobPaths
 from orc.settings import Settings
 

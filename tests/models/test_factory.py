@@ -12,6 +12,7 @@ from pydantic import SecretStr
 
 from orc.composition import build_document_services, digest_model_for
 from orc.errors import ConfigurationError
+from orc.foundation import build_foundation
 from orc.models.factory import DEFAULT_AZURE_API_VERSION, LOCAL_API_KEY, build_chat_model, model_label
 from orc.models.offline import OfflineExtractiveModel
 from orc.settings import Settings
@@ -136,7 +137,7 @@ async def test_the_composition_closes_the_models_it_builds_when_it_closes(tmp_pa
         home=tmp_path, model="openai:gpt-4o-mini", digest_model="openai:gpt-4o", model_base_url="http://127.0.0.1:9/v1"
     )
     async with AsyncExitStack() as stack:
-        services = await build_document_services(settings, stack)
+        services = await build_document_services(settings, stack, await build_foundation(settings, stack))
         chat = services.model
         digests = digest_model_for(settings, chat, chat_model_given=False, digest_model=None, resources=stack)
         assert isinstance(chat, BaseChatOpenAI) and isinstance(digests, BaseChatOpenAI) and chat is not digests

@@ -224,7 +224,7 @@ async def test_which_documents_do_i_have_in_a_conversation_with_attached_files_n
     settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
     async with build_runtime(settings) as services:
         files = [Upload("lease.txt", b"The rent is 1,450 euros."), Upload("notes.md", b"# Notes\n\nCall the landlord.")]
-        await services.session_files.add(LOCAL_PRINCIPAL, "c1", files)
+        await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", files)
         result = await services.orchestrator.ask(
             TurnRequest(
                 question="Which documents do I have?", conversation_id="c1", blob_names=["lease.txt", "notes.md"]
@@ -239,7 +239,7 @@ async def test_and_the_second_one_answers_with_the_second_item_of_the_previous_a
     settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
     bsd = (REAL_DOCUMENTS / "bsd-3-clause.txt").read_bytes()
     async with build_runtime(settings) as services:
-        await services.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("bsd-3-clause.txt", bsd)])
+        await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("bsd-3-clause.txt", bsd)])
         turn = {"conversation_id": "c1", "blob_names": ["bsd-3-clause.txt"]}
         first = await services.orchestrator.ask(
             TurnRequest(question="What must redistributions of the software retain or reproduce?", **turn)
