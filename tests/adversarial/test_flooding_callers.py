@@ -191,3 +191,24 @@ async def test_an_early_refusal_over_http_is_held_about_a_second_and_keeps_its_c
     assert early.status_code == 429 and early.json()["code"] == "rate_limited"
     assert int(early.headers["retry-after"]) >= 1
     assert held >= 0.9  # the window is known to be full: answered before the route, after the hold
+
+
+@pytest.mark.parametrize("route", ["supply", "run-without"])
+async def test_a_resumption_from_a_caller_known_to_be_over_its_window_is_refused_before_its_body_is_read(
+    route: str,
+) -> None:
+    keys = json.dumps({"key-flood": {"organization": "acme", "user": "flooder"}})
+    settings = Settings(auth="api-key", api_keys=keys, rate_limit="1/hour")
+    async with open_client(settings) as client:
+        turn = {"json": {"question": "Hello?"}, "headers": {"X-API-Key": "key-flood"}}
+        assert (await client.post("/api/orc", **turn)).status_code == 200  # type: ignore[arg-type]
+        assert (await client.post("/api/orc", **turn)).status_code == 429  # type: ignore[arg-type]
+        # A file orc cannot read: parsed by the route, it would be refused 415, after a multipart read.
+        refused = await client.post(
+            f"/api/sessions/s1/context-requests/req-1/{route}",
+            data={"slot": "evidence"},
+            files={"files": ("blob.bin", b"\x00\x01\x02binary", "application/octet-stream")},
+            headers={"X-API-Key": "key-flood"},
+        )
+
+    assert refused.status_code == 429 and refused.json()["code"] == "rate_limited"
