@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from orc.composition import build_runtime
-from orc.errors import TooManyConcurrentTurns, Unauthenticated
+from orc.errors import TooManyConcurrentTurns, TooManyRequests, Unauthenticated
 from orc.principal import Principal
-from orc.quotas import Quotas
+from orc.quotas import OperationQuotas, Quotas, RateLimit
 from orc.settings import Settings
+from orc.storage.memory import MemoryCollectionProvider
 from orc.turns import TurnRequest, TurnResult
 from orc.turns.policy import QuotaPolicy
 from tests.http.conftest import open_client
@@ -212,3 +213,35 @@ async def test_a_resumption_from_a_caller_known_to_be_over_its_window_is_refused
         )
 
     assert refused.status_code == 429 and refused.json()["code"] == "rate_limited"
+
+
+async def test_a_refused_uploaders_admitted_upload_waits_while_another_callers_turn_runs() -> None:
+    turns = limits(max_yield_seconds=30)
+    uploads = OperationQuotas(
+        await MemoryCollectionProvider().collection("quotas"),
+        files=RateLimit.parse("100/hour"),
+        max_bytes=None,
+        max_concurrent_uploads=1,
+        fairness=turns,
+        refusal_hold_seconds=0,
+    )
+    async with asyncio.timeout(5), uploads.uploading(FLOODER, 1, 10):  # never refused: no waiting
+        with pytest.raises(TooManyRequests):
+            async with uploads.uploading(FLOODER, 1, 10):  # over its concurrent uploads
+                pass
+
+    calm = turns.turn_slot(CALM)
+    entered = asyncio.Event()
+
+    async def upload() -> None:
+        async with uploads.uploading(FLOODER, 1, 10):
+            entered.set()
+
+    task = asyncio.create_task(upload())
+    for _ in range(20):  # every chance to run: it must still be waiting for the calm caller's turn
+        await asyncio.sleep(0)
+    assert not entered.is_set()
+
+    calm.release()
+    await asyncio.wait_for(task, 5)
+    assert entered.is_set()
