@@ -9,8 +9,8 @@ Inside one process the updates of one principal are serialized by a lock, so a f
 turn into an ETag retry storm; once a window is full, the process remembers it until the window ends and answers
 429 without touching the store. Concurrent turns are counted in process only (a turn holds its slot while it runs).
 
-A caller this process refused in the last :data:`FLOODING_SECONDS` is *flooding*, and two things slow it down
-rather than everyone else:
+A caller this process refused in the last :data:`FLOODING_SECONDS` (a turn, or an upload: :class:`OperationQuotas`)
+is *flooding*, and two things slow it down rather than everyone else:
 
 - its turns give way at their yield points (:mod:`orc.turns.policy`): before each graph node, such a turn waits while
   another caller's turn runs, and for :data:`ANTICIPATION_SECONDS` after one ends (a caller asking one question
