@@ -23,12 +23,13 @@ import asyncio
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,19 @@ import httpx
 
 from bench.common import free_port, percentile, summarize, temporary_home
 
-KEYS = {
-    "key-calm": {"organization": "acme", "user": "calm"},
-    "key-flood": {"organization": "acme", "user": "flood"},
-}
+MAX_ROUNDS = 10
+CALM_USERS = 40
+"""The calm caller's turns go round this many users of its organization, so that windows of several seconds of
+back-to-back turns stay under the turn rate the flooder is refused by."""
+CALM = [f"key-calm-{n}" for n in range(CALM_USERS)]
+
+
+def calm_keys(organization: str) -> dict[str, dict[str, str]]:
+    """The calm caller's API keys (:data:`CALM`), users of ``organization``."""
+    return {key: {"organization": organization, "user": key.removeprefix("key-")} for key in CALM}
+
+
+KEYS = {**calm_keys("acme"), "key-flood": {"organization": "acme", "user": "flood"}}
 QUESTION = "What is the monthly rent?"
 START_TIMEOUT = 60.0
 ROWS: dict[str, dict[str, str]] = {
@@ -57,39 +67,64 @@ async def post(session: aiohttp.ClientSession, base_url: str, key: str) -> int:
         return response.status
 
 
-async def calm_turns(session: aiohttp.ClientSession, base_url: str, count: int) -> list[float]:
-    """``count`` turns one after the other; their latencies in ms."""
-    samples = []
-    for _ in range(count):
+async def calm_turns(session: aiohttp.ClientSession, base_url: str, count: int, seconds: float = 0.0) -> list[float]:
+    """At least ``count`` turns one after the other, for at least ``seconds``; their latencies in ms."""
+    samples: list[float] = []
+    until = time.perf_counter() + seconds
+    while len(samples) < count or time.perf_counter() < until:
         started = time.perf_counter()
-        status = await post(session, base_url, "key-calm")
+        status = await post(session, base_url, CALM[len(samples) % CALM_USERS])
         samples.append((time.perf_counter() - started) * 1000)
         if status != 200:
             raise RuntimeError(f"the calm caller was refused: {status}")
     return samples
 
 
-async def flood(session: aiohttp.ClientSession, base_url: str, requests: int, concurrency: int) -> Counter[int]:
-    """``requests`` turns of the flooder with ``concurrency`` in flight; the count of each status."""
-    statuses: Counter[int] = Counter()
-    gate = asyncio.Semaphore(concurrency)
+async def flood(session: aiohttp.ClientSession, base_url: str, requests: int, concurrency: int) -> Counter[str]:
+    """Turns of the flooder with ``concurrency`` in flight until ``requests`` are sent or the bench says stop."""
+    return await flood_until_stopped(lambda: post(session, base_url, "key-flood"), requests, concurrency)
 
-    async def one() -> None:
-        async with gate:
-            statuses[await post(session, base_url, "key-flood")] += 1
 
-    await asyncio.gather(*(one() for _ in range(requests)))
-    return statuses
+async def flood_until_stopped(
+    operation: Callable[[], Awaitable[int | str]], requests: int, concurrency: int
+) -> Counter[str]:
+    """Run ``operation`` with ``concurrency`` in flight until ``requests`` have started or this process's standard
+    input closes (the bench's calm window is over); the count of each outcome (a status or an error code).
+
+    Stopping with the calm window keeps every measured window under a flood that is still going, and lets the
+    bench alternate idle and flooded windows without waiting for a flood's tail."""
+    outcomes: Counter[str] = Counter()
+    stop = asyncio.Event()
+    started = 0
+
+    async def watch_stdin() -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, sys.stdin.buffer.read)
+        stop.set()
+
+    async def worker() -> None:
+        nonlocal started
+        while started < requests and not stop.is_set():
+            started += 1
+            try:
+                outcomes[str(await operation())] += 1
+            except (aiohttp.ClientError, httpx.HTTPError) as exc:  # a refusal sent before the body was read
+                outcomes[type(exc).__name__] += 1
+
+    watcher = asyncio.create_task(watch_stdin())
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    watcher.cancel()
+    return outcomes
 
 
 async def flood_only(base_url: str, requests: int, concurrency: int) -> dict[str, int]:
-    """The flooder process: say it is starting, flood, return the statuses it got."""
+    """The flooder process: say it is starting, flood, return the outcomes it got."""
     connector = aiohttp.TCPConnector(limit=concurrency + 8)
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False) as session:
         print("flooding", flush=True)
-        statuses = await flood(session, base_url, requests, concurrency)
-    return {str(code): count for code, count in sorted(statuses.items())}
+        outcomes = await flood(session, base_url, requests, concurrency)
+    return dict(sorted(outcomes.items()))
 
 
 @contextlib.contextmanager
@@ -120,50 +155,99 @@ def orc_serve(home: Path, settings: dict[str, str]) -> Iterator[str]:
 
 
 async def calm_under_flood(
-    session: aiohttp.ClientSession, base_url: str, calm: int, module: str, arguments: list[str], *, wait: float
-) -> tuple[list[float], Counter[int]]:
+    session: aiohttp.ClientSession,
+    base_url: str,
+    calm: int,
+    seconds: float,
+    module: str,
+    arguments: list[str],
+    *,
+    wait: float,
+) -> tuple[list[float], Counter[str]]:
     """The calm caller's turn times while ``python -m module --flood-only base_url *arguments`` floods the server,
-    and the flooder's response statuses.
+    and the flooder's outcomes (it stops when the calm turns are done).
 
     The flooder is a process of its own: in this event loop, its connections' client work would delay the calm
     caller's own reads and be measured as the server's doing."""
     flooder = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", module, "--flood-only", base_url, *arguments, stdout=asyncio.subprocess.PIPE
+        sys.executable,
+        "-m",
+        module,
+        "--flood-only",
+        base_url,
+        *arguments,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
     )
-    assert flooder.stdout is not None
+    assert flooder.stdout is not None and flooder.stdin is not None
     ready = await asyncio.wait_for(flooder.stdout.readline(), START_TIMEOUT)
     if ready.strip() != b"flooding":
         raise RuntimeError(f"the flooder did not start: {ready!r}")
-    under_flood = await calm_turns(session, base_url, calm)
-    output, _ = await asyncio.wait_for(flooder.communicate(), wait)
-    return under_flood, Counter({int(code): count for code, count in json.loads(output).items()})
+    under_flood = await calm_turns(session, base_url, calm, seconds)
+    flooder.stdin.close()
+    output = await asyncio.wait_for(flooder.stdout.read(), wait)
+    await flooder.wait()
+    return under_flood, Counter({code: count for code, count in json.loads(output).items()})
 
 
-async def run_row(name: str, calm: int, requests: int, concurrency: int) -> dict[str, Any]:
-    """One row: idle calm turns, then calm turns under flood."""
+async def alternate(
+    session: aiohttp.ClientSession,
+    base_url: str,
+    calm: int,
+    seconds: float,
+    rounds: int,
+    flooder: Callable[[int], tuple[str, list[str]]],
+    *,
+    wait: float,
+) -> dict[str, Any]:
+    """``rounds`` pairs of windows of calm turns (at least ``calm`` turns and ``seconds`` each), idle then flooded
+    (``flooder(round)`` = the flooder's module and arguments), and the ratio of the median flooded p95 to the
+    median idle p95.
+
+    The host's speed drifts within seconds: one idle window followed by one flooded window measures the drift as
+    much as the flood. Alternating them and comparing medians puts both under the same spells."""
+    idle_p95s: list[float] = []
+    flood_p95s: list[float] = []
+    idle_all: list[float] = []
+    flood_all: list[float] = []
+    outcomes: Counter[str] = Counter()
+    for number in range(rounds):
+        idle = await calm_turns(session, base_url, calm, seconds)
+        module, arguments = flooder(number)
+        under_flood, got = await calm_under_flood(session, base_url, calm, seconds, module, arguments, wait=wait)
+        idle_p95s.append(percentile(idle, 95))
+        flood_p95s.append(percentile(under_flood, 95))
+        idle_all += idle
+        flood_all += under_flood
+        outcomes += got
+    ratio = statistics.median(flood_p95s) / statistics.median(idle_p95s)
+    return {
+        "rounds": rounds,
+        "calm_idle_ms": summarize(idle_all),
+        "calm_under_flood_ms": summarize(flood_all),
+        "idle_p95s_ms": [round(value, 1) for value in idle_p95s],
+        "flood_p95s_ms": [round(value, 1) for value in flood_p95s],
+        "round_ratios": [round(f / i, 2) for i, f in zip(idle_p95s, flood_p95s, strict=True)],
+        "p95_ratio": round(ratio, 2),
+        "flooder_outcomes": dict(sorted(outcomes.items())),
+        "passes": ratio <= 2,
+    }
+
+
+async def run_row(name: str, calm: int, seconds: float, requests: int, concurrency: int, rounds: int) -> dict[str, Any]:
+    """One row: ``rounds`` idle and flooded windows of calm turns."""
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise ValueError(f"--rounds must be 1 to {MAX_ROUNDS}")
     with temporary_home() as home, orc_serve(home, ROWS[name]) as base_url:
         connector = aiohttp.TCPConnector(limit=concurrency + 8)
         timeout = aiohttp.ClientTimeout(total=120)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False) as session:
             await calm_turns(session, base_url, 5)  # warm-up: imports and first-use caches
-            idle = await calm_turns(session, base_url, calm)
-            under_flood, statuses = await calm_under_flood(
-                session,
-                base_url,
-                calm,
-                "bench.flood",
-                ["--flood-requests", str(requests), "--flood-concurrency", str(concurrency)],
-                wait=300,
-            )
-    idle_p95, flood_p95 = percentile(idle, 95), percentile(under_flood, 95)
-    return {
-        "row": name,
-        "calm_idle_ms": summarize(idle),
-        "calm_under_flood_ms": summarize(under_flood),
-        "p95_ratio": round(flood_p95 / idle_p95, 2),
-        "flooder_statuses": dict(sorted(statuses.items())),
-        "passes": flood_p95 <= 2 * idle_p95 and statuses.get(429, 0) > 0,
-    }
+            arguments = ["--flood-requests", str(requests), "--flood-concurrency", str(concurrency)]
+            flooder = lambda _: ("bench.flood", arguments)  # noqa: E731
+            row = await alternate(session, base_url, calm, seconds, rounds, flooder, wait=300)
+    row["passes"] = row["passes"] and row["flooder_outcomes"].get("429", 0) > 0
+    return {"row": name, **row}
 
 
 def main() -> None:
@@ -171,6 +255,8 @@ def main() -> None:
     parser.add_argument("--calm-turns", type=int, default=40)
     parser.add_argument("--flood-requests", type=int, default=1000)
     parser.add_argument("--flood-concurrency", type=int, default=150)
+    parser.add_argument("--window-seconds", type=float, default=3.0, help="the shortest calm window")
+    parser.add_argument("--rounds", type=int, default=3, help="idle and flooded windows, alternated")
     parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
     parser.add_argument("--flood-only", metavar="URL", help="be the flooder process of a run (internal)")
     args = parser.parse_args()
@@ -178,7 +264,11 @@ def main() -> None:
         print(json.dumps(asyncio.run(flood_only(args.flood_only, args.flood_requests, args.flood_concurrency))))
         return
     for name in args.rows:
-        row = asyncio.run(run_row(name, args.calm_turns, args.flood_requests, args.flood_concurrency))
+        row = asyncio.run(
+            run_row(
+                name, args.calm_turns, args.window_seconds, args.flood_requests, args.flood_concurrency, args.rounds
+            )
+        )
         print(json.dumps(row, indent=2))
 
 

@@ -57,7 +57,7 @@ from orc.models.tokens import token_counter_for
 from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 from orc.prompt_source import prompts_for
-from orc.quotas import Quotas, RateLimit
+from orc.quotas import Quotas
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
@@ -158,7 +158,7 @@ async def build_document_services(
     digests_by = digest_model_for(
         settings, chat_model, chat_model_given=model is not None, digest_model=digest_model, resources=stack
     )
-    quotas = await build_quotas(settings, base.stores)
+    quotas = base.quotas
     digests, context, summaries = await _digests(settings, stack, base, digests_by, quotas)
     library = DocumentLibrary(
         scopes=base.scopes,
@@ -420,19 +420,6 @@ def turn_policy(quotas: Quotas) -> TurnPolicy:
     """Quotas admit and charge turns; with no limit configured (always under ``ORC_AUTH=none``: one local user)
     nothing is counted and no turn waits at a gate."""
     return QuotaPolicy(quotas) if quotas.enabled else UNLIMITED
-
-
-async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
-    """The consumption limits ``settings`` configure, counted in the configured store; none under ``ORC_AUTH=none``
-    (one local user has nobody to share the process with)."""
-    if settings.auth == "none":
-        return Quotas(None, rate=None, daily_tokens=None, max_concurrent=None)
-    return Quotas(
-        await stores.collections.collection("quotas"),
-        rate=RateLimit.parse(settings.rate_limit),
-        daily_tokens=settings.token_quota_daily,
-        max_concurrent=settings.max_concurrent_turns,
-    )
 
 
 @asynccontextmanager

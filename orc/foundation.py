@@ -32,7 +32,7 @@ from orc.idempotency import IdempotencyKeys
 from orc.jobs.messages import processing_message
 from orc.models.embeddings import build_embedding_model
 from orc.output_policy import OutputPolicy
-from orc.quotas import MAX_CONCURRENT_UPLOADS, OperationQuotas, RateLimit
+from orc.quotas import MAX_CONCURRENT_UPLOADS, OperationQuotas, Quotas, RateLimit
 from orc.sessions import Sessions
 from orc.settings import Settings
 from orc.storage.localfs import LocalBlobStore
@@ -174,9 +174,22 @@ async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores
     return vectors
 
 
-async def build_operation_quotas(settings: Settings, stores: Stores) -> OperationQuotas:
-    """Uploads (files, bytes) and exports per principal per window; none under ``ORC_AUTH=none`` (as
-    :func:`build_quotas`)."""
+async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
+    """The consumption limits ``settings`` configure, counted in the configured store; none under ``ORC_AUTH=none``
+    (one local user has nobody to share the process with)."""
+    if settings.auth == "none":
+        return Quotas(None, rate=None, daily_tokens=None, max_concurrent=None)
+    return Quotas(
+        await stores.collections.collection("quotas"),
+        rate=RateLimit.parse(settings.rate_limit),
+        daily_tokens=settings.token_quota_daily,
+        max_concurrent=settings.max_concurrent_turns,
+    )
+
+
+async def build_operation_quotas(settings: Settings, stores: Stores, quotas: Quotas) -> OperationQuotas:
+    """Uploads (files, bytes) and exports per principal per window, a flood of uploads giving way to others'
+    turns through ``quotas``; none under ``ORC_AUTH=none`` (as :func:`build_quotas`)."""
     if settings.auth == "none":
         return OperationQuotas(None, files=None, max_bytes=None)
     mb = settings.upload_mb_per_window
@@ -186,6 +199,7 @@ async def build_operation_quotas(settings: Settings, stores: Stores) -> Operatio
         max_bytes=None if mb is None else mb << 20,
         exports=RateLimit.parse(settings.export_rate),
         max_concurrent_uploads=MAX_CONCURRENT_UPLOADS,
+        fairness=quotas,
     )
 
 
@@ -255,6 +269,8 @@ class Foundation:
     """Span vectors (``None`` with ``ORC_EMBEDDINGS=off``)."""
     queues: JobQueues
     """The job queues (in-process ones, which nobody writes to, unless ``ORC_JOBS=queue``)."""
+    quotas: Quotas
+    """The per-principal turn limits and the fairness gate (a flood of uploads gives way through it too)."""
 
 
 async def build_foundation(
@@ -277,7 +293,8 @@ async def build_foundation(
     # Registered before the processor, so it stops after the jobs that use it.
     pool = extraction_pool(settings, stack)
     vectors = await span_vectors(settings, stack, stores)
-    uploads = await build_operation_quotas(settings, stores)
+    quotas = await build_quotas(settings, stores)
+    uploads = await build_operation_quotas(settings, stores, quotas)
     texts = TextStore(await collections.collection("document_text"))
     indexes = IndexCache()
 
@@ -350,6 +367,7 @@ async def build_foundation(
         pool=pool,
         vectors=vectors,
         queues=queues,
+        quotas=quotas,
     )
 
 

@@ -9,8 +9,8 @@ Inside one process the updates of one principal are serialized by a lock, so a f
 turn into an ETag retry storm; once a window is full, the process remembers it until the window ends and answers
 429 without touching the store. Concurrent turns are counted in process only (a turn holds its slot while it runs).
 
-A caller this process refused in the last :data:`FLOODING_SECONDS` is *flooding*, and two things slow it down
-rather than everyone else:
+A caller this process refused in the last :data:`FLOODING_SECONDS` (a turn, or an upload: :class:`OperationQuotas`)
+is *flooding*, and two things slow it down rather than everyone else:
 
 - its turns give way at their yield points (:mod:`orc.turns.policy`): before each graph node, such a turn waits while
   another caller's turn runs, and for :data:`ANTICIPATION_SECONDS` after one ends (a caller asking one question
@@ -263,6 +263,18 @@ class Quotas:
         async with self._lock(principal.partition_key):
             await self._add(principal.partition_key, _TOKENS_ID, now - now % _DAY, tokens, cap=None)
 
+    def note_refusal(self, principal: Principal) -> None:
+        """Note that another of the principal's costly operations (an upload) was refused: it is flooding for a
+        while, as if a turn had been refused."""
+        self._refused(principal.partition_key, self._clock())
+
+    async def give_way(self, principal: Principal) -> None:
+        """While the principal is flooding, wait as its turns do at a yield point: while another principal's turn
+        runs, or has just ended, at most :data:`MAX_YIELD_SECONDS`. Nothing otherwise."""
+        key = principal.partition_key
+        if self._flooding(key):
+            await self._give_way(key)
+
     def turn_slot(self, principal: Principal) -> TurnSlot:
         """Take one of the principal's concurrent-turn slots; :class:`TooManyConcurrentTurns` when none is free.
 
@@ -413,6 +425,11 @@ class OperationQuotas:
     at once), as turns' early refusals are: a client that uploads again as soon as it is refused then sends one
     request a second per connection, instead of keeping the server busy reading bodies it will refuse.
 
+    With ``fairness`` (the turn :class:`Quotas`), a refused upload makes its principal *flooding* there, and a
+    flooding principal's admitted uploads wait before they are stored while other principals' turns run (bounded,
+    as its turns wait at their nodes): storing, indexing and digesting a flood's admitted share of uploads then
+    happens between the other callers' turns rather than inside them.
+
     Implements :class:`orc.documents.uploads.UploadAdmission` and
     :class:`orc.conversations.exporting.ExportAdmission`: the services call it, not the adapters.
     """
@@ -425,10 +442,12 @@ class OperationQuotas:
         max_bytes: int | None,
         exports: RateLimit | None = None,
         max_concurrent_uploads: int | None = None,
+        fairness: Quotas | None = None,
         clock: Callable[[], float] = time.time,
         refusal_hold_seconds: float = REFUSAL_HOLD_SECONDS,
     ) -> None:
         self._collection = collection
+        self._fairness = fairness
         self._files = files
         self._max_bytes = max_bytes
         self._exports = exports
@@ -453,6 +472,7 @@ class OperationQuotas:
                 code="too_many_concurrent_uploads",
                 retry_after=1,
             )
+            self._note_refusal(principal)
             await self._hold(refusal)
             raise refusal
         # Taken before the window's store round trip, so that concurrent uploads see it.
@@ -461,8 +481,11 @@ class OperationQuotas:
             try:
                 await self._admit(principal, files, size)
             except TooManyRequests as refusal:
+                self._note_refusal(principal)
                 await self._hold(refusal)
                 raise
+            if self._fairness is not None:
+                await self._fairness.give_way(principal)
             yield
         finally:
             left = self._in_flight[key] - 1
@@ -510,6 +533,10 @@ class OperationQuotas:
             )
             await self._hold(refusal)
             raise refusal
+
+    def _note_refusal(self, principal: Principal) -> None:
+        if self._fairness is not None:
+            self._fairness.note_refusal(principal)
 
     async def _hold(self, refusal: TooManyRequests) -> None:
         if self._held >= MAX_HELD_REFUSALS:

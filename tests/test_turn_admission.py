@@ -89,6 +89,7 @@ class RecordingPolicy:
     admitted: int = 0
     charged: list[int] = field(default_factory=list)
     gate_asked: int = 0
+    held: list[str] = field(default_factory=list)
 
     async def admit(self, principal: Principal) -> Admission:
         admission = await QuotaPolicy(self.quotas).admit(principal)
@@ -99,7 +100,8 @@ class RecordingPolicy:
         QuotaPolicy(self.quotas).refuse_early(principal)
 
     async def hold_refusal(self, refusal: BaseException) -> None:
-        """Refusals are sent at once here."""
+        """Refusals are noted and sent at once here."""
+        self.held.append(getattr(refusal, "code", type(refusal).__name__))
 
 
 @dataclass
@@ -274,3 +276,14 @@ async def test_each_entry_point_admits_charges_and_gates_its_turn(
     assert env.policy.admitted == admitted + 1
     assert len(charges) == 1 and charges[0] > 0
     assert env.policy.gate_asked > asked
+
+
+async def test_an_mcp_document_chat_refusal_is_held_before_it_is_sent_as_turn_refusals_are(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with environment(tmp_path) as env:
+        await env.use_up_the_day()
+        outcome = await mcp_document_chat(env, None, caplog)
+
+    assert outcome == REFUSED
+    assert env.policy.held == [REFUSED]  # a client calling again at once then calls about once a second

@@ -1,8 +1,9 @@
 """``document_chat`` answering for MCP clients, admitted like a turn.
 
 An MCP client that calls ``document_chat`` in ``answer`` mode makes a model call, as a turn does: the same policy
-admits it (refused with the same 429 code), holds it at its caller's fairness gate, and charges its tokens. The
-``evidence`` mode makes no model call (the turn graph uses it inside an admitted turn) and passes straight through.
+admits it (refused with the same 429 code, the refusal held a moment as the route's are), holds it at its caller's
+fairness gate, and charges its tokens. The ``evidence`` mode makes no model call (the turn graph uses it inside an
+admitted turn) and passes straight through.
 """
 
 from __future__ import annotations
@@ -39,7 +40,13 @@ class AdmittedDocumentChat:
             return await self._service.answer(
                 principal, conversation_id, question, document_names, cached_file_info, mode
             )
-        admission = await self._policy.admit(principal)
+        try:
+            admission = await self._policy.admit(principal)
+        except Exception as refusal:
+            # Held as /api/orc holds its early 429s: a client calling again as soon as it is refused would
+            # otherwise keep the server parsing JSON-RPC requests it refuses, at the other callers' expense.
+            await self._policy.hold_refusal(refusal)
+            raise
         try:
             async with _at(admission.gate):
                 result = await self._service.answer(

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from orc.composition import build_runtime
-from orc.errors import TooManyConcurrentTurns, Unauthenticated
+from orc.errors import TooManyConcurrentTurns, TooManyRequests, Unauthenticated
 from orc.principal import Principal
-from orc.quotas import Quotas
+from orc.quotas import OperationQuotas, Quotas, RateLimit
 from orc.settings import Settings
+from orc.storage.memory import MemoryCollectionProvider
 from orc.turns import TurnRequest, TurnResult
 from orc.turns.policy import QuotaPolicy
 from tests.http.conftest import open_client
@@ -191,3 +192,56 @@ async def test_an_early_refusal_over_http_is_held_about_a_second_and_keeps_its_c
     assert early.status_code == 429 and early.json()["code"] == "rate_limited"
     assert int(early.headers["retry-after"]) >= 1
     assert held >= 0.9  # the window is known to be full: answered before the route, after the hold
+
+
+@pytest.mark.parametrize("route", ["supply", "run-without"])
+async def test_a_resumption_from_a_caller_known_to_be_over_its_window_is_refused_before_its_body_is_read(
+    route: str,
+) -> None:
+    keys = json.dumps({"key-flood": {"organization": "acme", "user": "flooder"}})
+    settings = Settings(auth="api-key", api_keys=keys, rate_limit="1/hour")
+    async with open_client(settings) as client:
+        turn = {"json": {"question": "Hello?"}, "headers": {"X-API-Key": "key-flood"}}
+        assert (await client.post("/api/orc", **turn)).status_code == 200  # type: ignore[arg-type]
+        assert (await client.post("/api/orc", **turn)).status_code == 429  # type: ignore[arg-type]
+        # A file orc cannot read: parsed by the route, it would be refused 415, after a multipart read.
+        refused = await client.post(
+            f"/api/sessions/s1/context-requests/req-1/{route}",
+            data={"slot": "evidence"},
+            files={"files": ("blob.bin", b"\x00\x01\x02binary", "application/octet-stream")},
+            headers={"X-API-Key": "key-flood"},
+        )
+
+    assert refused.status_code == 429 and refused.json()["code"] == "rate_limited"
+
+
+async def test_a_refused_uploaders_admitted_upload_waits_while_another_callers_turn_runs() -> None:
+    turns = limits(max_yield_seconds=30)
+    uploads = OperationQuotas(
+        await MemoryCollectionProvider().collection("quotas"),
+        files=RateLimit.parse("100/hour"),
+        max_bytes=None,
+        max_concurrent_uploads=1,
+        fairness=turns,
+        refusal_hold_seconds=0,
+    )
+    async with asyncio.timeout(5), uploads.uploading(FLOODER, 1, 10):  # never refused: no waiting
+        with pytest.raises(TooManyRequests):
+            async with uploads.uploading(FLOODER, 1, 10):  # over its concurrent uploads
+                pass
+
+    calm = turns.turn_slot(CALM)
+    entered = asyncio.Event()
+
+    async def upload() -> None:
+        async with uploads.uploading(FLOODER, 1, 10):
+            entered.set()
+
+    task = asyncio.create_task(upload())
+    for _ in range(20):  # every chance to run: it must still be waiting for the calm caller's turn
+        await asyncio.sleep(0)
+    assert not entered.is_set()
+
+    calm.release()
+    await asyncio.wait_for(task, 5)
+    assert entered.is_set()
