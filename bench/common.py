@@ -237,17 +237,20 @@ def _stop_process(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=SERVER_STOP_TIMEOUT)
 
 
-def _spawn_server(port: int, home: Path, options: ServerOptions) -> tuple[subprocess.Popen[bytes], Path]:
-    """Start ``python -m bench.server`` in a session of its own; its output goes to a log file next to ``home``."""
+def _spawn_server(
+    port: int, home: Path, options: ServerOptions, repo: Path = REPO
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start ``python -m bench.server`` of the tree ``repo`` in a session of its own; its output goes to a log file
+    next to ``home``."""
     home.parent.mkdir(parents=True, exist_ok=True)
     log = home.parent / f"server-{port}.log"
     env = dict(os.environ)
     # Import orc and bench from the tree this bench/ sits in (e.g. a `git archive` of HEAD), in every worker.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH", "")]))
     with log.open("wb") as sink:
         process = subprocess.Popen(
             options.command(port, home),
-            cwd=REPO,
+            cwd=repo,
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
@@ -258,15 +261,16 @@ def _spawn_server(port: int, home: Path, options: ServerOptions) -> tuple[subpro
 
 
 @asynccontextmanager
-async def serve_in_subprocess(home: Path, options: ServerOptions) -> AsyncIterator[ServerProcess]:
-    """Start ``python -m bench.server`` on a free 127.0.0.1 port; yield it once ``/api/health`` says ``ok``.
+async def serve_in_subprocess(home: Path, options: ServerOptions, *, repo: Path = REPO) -> AsyncIterator[ServerProcess]:
+    """Start ``python -m bench.server`` (of the tree ``repo``: this one by default) on a free 127.0.0.1 port; yield it
+    once ``/api/health`` says ``ok``.
 
     Readiness is polled with a bounded deadline (and fails early if the process exits); on exit the server is
     sent SIGTERM and waited for, with SIGKILL to its own process group as a bounded fallback. The server's
     output goes to a log file next to ``home``, quoted when it fails to start.
     """
     port = free_port()
-    process, log = _spawn_server(port, home, options)
+    process, log = _spawn_server(port, home, options, repo)
     workers = options.workers
     base_url = f"http://127.0.0.1:{port}"
     try:

@@ -161,8 +161,8 @@ def _row(
     warmup: Sequence[str | None],
     upload_statuses: Sequence[str],
 ) -> dict[str, Any]:
-    # The same calls every turn, in any order: the turn's store and the last checkpoint write overlap, so the
-    # order of the last three calls is the race's. A stable sort by name lines the turns' calls up.
+    # The same calls every turn, in any order: a turn that may pause writes its last checkpoint while it is
+    # stored, so the order of its last calls is the race's. A stable sort by name lines the turns' calls up.
     by_name = [sorted(calls, key=lambda call: call.name) for calls in turns]
     same = len({tuple(call.name for call in calls) for calls in by_name}) == 1
     first = [call.name for call in turns[0]]

@@ -14,7 +14,7 @@ from tests.support import counting_stores
 DOCS = [Upload(f"doc{i}.txt", f"Document {i} says the fee is {i}00 euros.".encode()) for i in range(3)]
 
 
-async def test_a_warm_document_chat_turn_makes_at_most_six_storage_round_trips() -> None:
+async def test_a_warm_document_chat_turn_makes_at_most_five_storage_round_trips() -> None:
     stores, counter = counting_stores()
     settings = Settings(storage="azure")  # collection-backed checkpoints, as on Cosmos DB
     async with build_runtime(settings, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
@@ -31,16 +31,14 @@ async def test_a_warm_document_chat_turn_makes_at_most_six_storage_round_trips()
         )
 
     assert result.metadata.cache == "hit"
-    assert len(counter.calls) <= 6, counter.calls
+    assert len(counter.calls) <= 5, counter.calls
     assert counter.calls[:3] == [
         "catalog.query",  # the blob names are files of this conversation
         "conversations.query",  # header + recent turns
         "blobs.list",  # current ETags of the attached documents
     ]
-    # The turn is stored while LangGraph writes the run's last checkpoint: these overlap.
-    assert sorted(counter.calls[3:]) == [
-        "checkpoints.upsert",  # the turn's final checkpoint
+    # A turn that cannot pause (the default) writes no checkpoint: nothing would read it.
+    assert counter.calls[3:] == [
         "conversations.create",  # the turn
         "conversations.replace",  # the header, conditioned on the ETag read above
     ]
-    assert counter.calls.index("conversations.create") < counter.calls.index("conversations.replace")

@@ -1,10 +1,15 @@
-"""A finished turn is stored while LangGraph writes its last checkpoint, and that checkpoint cannot undo it."""
+"""A finished turn is stored while LangGraph writes its last checkpoint, and that checkpoint cannot undo it.
+
+Only a turn that may pause is checkpointed (a turn that cannot pause writes no checkpoint: nothing would read it)."""
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from orc.composition import build_runtime
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage
+
+from orc.composition import Services, build_runtime
 from orc.conversations import ConversationRepository
 from orc.documents.uploads import Upload
 from orc.errors import ServiceUnavailable, StorageUnavailable
@@ -15,9 +20,21 @@ from orc.turns import TurnRequest
 from tests.graph.test_document_chat_workflow import cite_first_source
 from tests.support import counting_stores
 
-ASK = TurnRequest(question="What is the rent?", conversation_id="conv", blob_names=["lease.txt"])
+ASK = TurnRequest(
+    question="What is the rent?", conversation_id="conv", blob_names=["lease.txt"], context_requests="allow"
+)
 # Collection-backed checkpoints, as on Cosmos DB, so the checkpoint write goes through the observed stores.
 AZURE_WIRING = Settings(storage="azure")
+
+
+def cite_without_tools(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage | str:
+    """The stand-in model, answering at once even when it is offered a tool (``request_context`` here)."""
+    return cite_first_source(messages, [])
+
+
+async def _settled(orc: Services) -> None:
+    # A turn that may pause asks for context while its files are still being digested: let them finish.
+    assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["ask", "stream"])
@@ -25,10 +42,11 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
     streamed: bool,
 ) -> None:
     stores, counter = counting_stores()
-    async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
+    async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_without_tools), stores=stores) as orc:
         await orc.foundation.session_files.add(
             LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
         )
+        await _settled(orc)
         counter.fail("checkpoints.upsert", StorageUnavailable("storage is unreachable"))
 
         if streamed:
@@ -45,10 +63,11 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
 
 async def test_a_turn_that_cannot_be_stored_fails_and_stores_nothing_although_its_checkpoint_was_written() -> None:
     stores, counter = counting_stores()
-    async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
+    async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_without_tools), stores=stores) as orc:
         await orc.foundation.session_files.add(
             LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
         )
+        await _settled(orc)
         counter.fail("conversations.create", StorageUnavailable("storage is unreachable"))
 
         with pytest.raises(ServiceUnavailable):
@@ -56,3 +75,21 @@ async def test_a_turn_that_cannot_be_stored_fails_and_stores_nothing_although_it
         conversations = ConversationRepository(await stores.collections.collection("conversations"))
         assert await conversations.turns(LOCAL_PRINCIPAL, "conv") == []
     assert "checkpoints.upsert" in counter.calls
+
+
+async def test_a_turn_that_cannot_pause_writes_no_checkpoint_and_one_that_may_pause_writes_its_last() -> None:
+    stores, counter = counting_stores()
+    async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_without_tools), stores=stores) as orc:
+        await orc.foundation.session_files.add(
+            LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
+        )
+        await _settled(orc)
+        counter.reset()
+        never = await orc.orchestrator.ask(ASK.model_copy(update={"context_requests": "never"}))
+        unsaved = list(counter.calls)
+        counter.reset()
+        allowed = await orc.orchestrator.ask(ASK)
+
+    assert never.answer and allowed.answer
+    assert "checkpoints.upsert" not in unsaved and "conversations.create" in unsaved
+    assert counter.calls.count("checkpoints.upsert") == 1

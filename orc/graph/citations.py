@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from orc.contracts import Citation, SourceSpan
-from orc.text import rank, split_sentences
+from orc.text import Postings, index_passages, rank_indexed, split_sentences, tokenize
 
 _MARKER = re.compile(r"\[([^\[\]]*?::[^\[\]]*?)\]")
 _SPLIT_REFS = re.compile(r"\s*[;,]\s*(?=[^;,]*::)")
@@ -24,10 +25,18 @@ def _quote(claim: str, span: SourceSpan) -> str:
     verbatim = _verbatim(claim, span.text)
     if verbatim is not None:
         return verbatim
-    sentences = split_sentences(span.text)
-    best = rank(claim, sentences, limit=1) if claim else []
+    sentences, index = _sentences_of(span.text)
+    best = rank_indexed(tokenize(claim), [index], limit=1) if claim and sentences else []
     quote = sentences[best[0].index] if best else span.text.strip()
     return quote if len(quote) <= MAX_QUOTE_CHARS else quote[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+
+
+@lru_cache(maxsize=1024)
+def _sentences_of(text: str) -> tuple[tuple[str, ...], Postings]:
+    """A span's sentences and their BM25 index. A follow-up cites again what the answer before it cited, and a
+    span's text is its own key, so what is kept can never be stale."""
+    sentences = tuple(split_sentences(text))
+    return sentences, index_passages([tokenize(sentence) for sentence in sentences])
 
 
 def _verbatim(claim: str, text: str) -> str | None:

@@ -15,7 +15,9 @@ binds the socket with ``IPPROTO_TCP`` and hands it to uvicorn's own ``Multiproce
 start-up (modules, pydantic schemas, the compiled graph), and a full collection would walk all of them, a pause
 paid by whichever turn allocated at the wrong moment. :func:`freeze_after_startup` moves them out of the
 collector's generations once the app has started (``gc.freeze``), so a full collection walks only the objects of
-the requests in flight.
+the requests in flight. It also lets the youngest generation grow to :data:`YOUNG_GENERATION_THRESHOLD` objects
+before a collection: a turn allocates thousands of short-lived containers, most freed by their reference counts,
+and at Python's default of 700 the collector walked the live ones of the turns in flight about once a turn.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ import time
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+YOUNG_GENERATION_THRESHOLD = 10_000
+"""Allocations (minus deallocations) of tracked objects between two collections of the youngest generation, in a
+served process (Python's default is 700; the older generations keep theirs)."""
 
 APP_FACTORY = "orc.http.serving:app_from_environment"
 """The import string each worker process builds its app from."""
@@ -44,7 +50,8 @@ def app_from_environment() -> ASGIApp:
 
 def freeze_after_startup(app: ASGIApp) -> ASGIApp:
     """``app``, with the objects that exist once its lifespan has started moved out of the garbage collector's
-    generations (``gc.freeze``), so that full collections in a busy server walk only the requests' objects.
+    generations (``gc.freeze``), so that full collections in a busy server walk only the requests' objects, and
+    the youngest generation collected every :data:`YOUNG_GENERATION_THRESHOLD` allocations.
 
     For a process that serves ``app`` and nothing else, such as ``orc serve``: frozen objects that later become
     cyclic garbage are never collected, which is right for what lives as long as the process and wrong for an
@@ -61,6 +68,7 @@ def freeze_after_startup(app: ASGIApp) -> ASGIApp:
                 # Collect first: what start-up left as garbage is freed, not frozen.
                 gc.collect()
                 gc.freeze()
+                gc.set_threshold(YOUNG_GENERATION_THRESHOLD, *gc.get_threshold()[1:])
             await send(message)
 
         await app(scope, receive, send_after_freezing)

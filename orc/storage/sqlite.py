@@ -32,7 +32,6 @@ from orc.storage._common import (
     check_partition_key,
     check_query,
     new_etag,
-    to_json_object,
 )
 from orc.storage.ports import JsonScalar, StoredItem
 
@@ -68,8 +67,14 @@ _RANK_SQL = (
 )
 
 
-def _dumps(body: dict[str, Any]) -> str:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def _serialized(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``body`` as the stored JSON text and as the JSON-only copy the item holds (what
+    :func:`orc.storage._common.to_json_object` makes), from one serialization."""
+    if not isinstance(body, Mapping):
+        raise TypeError("item bodies are JSON objects (mappings)")
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    stored: dict[str, Any] = json.loads(text)
+    return text, stored
 
 
 def _json_path(field: str) -> str:
@@ -229,12 +234,12 @@ class SqliteCollection:
     async def create(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
         check_partition_key(partition_key)
         check_item_id(item_id)
-        stored = to_json_object(body)
+        text, stored = _serialized(body)
         etag = new_etag()
         try:
             await self._execute(
                 "INSERT INTO items (collection, pk, id, body, etag) VALUES (?, ?, ?, ?, ?)",
-                (self.name, partition_key, item_id, _dumps(stored), etag),
+                (self.name, partition_key, item_id, text, etag),
             )
         except sqlite3.IntegrityError:
             raise ItemAlreadyExists(f"item {item_id!r} already exists") from None
@@ -245,10 +250,10 @@ class SqliteCollection:
     ) -> StoredItem:
         check_partition_key(partition_key)
         check_item_id(item_id)
-        stored = to_json_object(body)
+        text, stored = _serialized(body)
         etag = new_etag()
         sql = "UPDATE items SET body = ?, etag = ? WHERE collection = ? AND pk = ? AND id = ?"
-        params: tuple[Any, ...] = (_dumps(stored), etag, self.name, partition_key, item_id)
+        params: tuple[Any, ...] = (text, etag, self.name, partition_key, item_id)
         if if_match is not None:
             sql += " AND etag = ?"
             params += (if_match,)
@@ -262,12 +267,12 @@ class SqliteCollection:
     async def upsert(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
         check_partition_key(partition_key)
         check_item_id(item_id)
-        stored = to_json_object(body)
+        text, stored = _serialized(body)
         etag = new_etag()
         await self._execute(
             "INSERT INTO items (collection, pk, id, body, etag) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (collection, pk, id) DO UPDATE SET body = excluded.body, etag = excluded.etag",
-            (self.name, partition_key, item_id, _dumps(stored), etag),
+            (self.name, partition_key, item_id, text, etag),
         )
         return StoredItem(item_id, partition_key, stored, etag)
 

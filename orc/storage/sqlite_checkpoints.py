@@ -37,4 +37,8 @@ async def open_embedded_checkpointer(path: Path) -> AsyncIterator[EmbeddedCheckp
     async with aiosqlite.connect(str(path)) as conn:
         await conn.execute("PRAGMA journal_mode=WAL")
         await conn.execute("PRAGMA synchronous=NORMAL")
-        yield EmbeddedCheckpointSaver(conn, serde=checkpoint_serializer())
+        saver = EmbeddedCheckpointSaver(conn, serde=checkpoint_serializer())
+        # The saver makes its tables on its first write, and a process whose turns cannot pause writes none:
+        # they are made here, so that deleting a conversation's checkpoints finds them.
+        await saver.setup()
+        yield saver

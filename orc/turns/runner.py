@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
+from langgraph.types import Command, StreamMode
 
 from orc.clock import utc_now
 from orc.conversations import AssistantMessage, ConversationRepository, Snapshot, UserMessage
@@ -69,6 +69,9 @@ class TurnRunner:
 
     def __init__(self, parts: RunnerParts) -> None:
         self._parts = parts
+        # A checkpoint is read only to resume a paused turn (history is in the conversation store): a turn that
+        # cannot pause runs on this copy of the graph without a checkpointer, and serializes and writes no state.
+        self._unsaved = parts.graph.copy(update={"checkpointer": None})
         # One turn at a time per conversation, so each turn sees the previous one; other conversations never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -201,21 +204,20 @@ class TurnRunner:
                 "unavailable_documents": turn.unavailable,
             }
         )
-        # No callbacks on the run: the nodes record their model requests on the meter themselves.
-        return cast(
-            AsyncGenerator[Any, None],
-            self._parts.graph.astream(
-                graph_input,
-                config,
-                context=context,
-                # Streaming "custom" events makes LangGraph run every node as a task of its own beside a waiter; a
-                # caller that reads no events does not pay for that, nor for per-step outputs: the turn's final
-                # state comes from the answer node (``finished``).
-                stream_mode=["custom"] if listens else [],
-                # History lives in the conversation store; a checkpoint per step would only add writes.
-                durability="exit",
-            ),
-        )
+        # No callbacks on the run: the nodes record their model requests on the meter themselves. Streaming
+        # "custom" events makes LangGraph run every node as a task of its own beside a waiter; a caller that reads
+        # no events does not pay for that, nor for per-step outputs: the turn's final state comes from the answer
+        # node (``finished``).
+        stream_mode: list[StreamMode] = ["custom"] if listens else []
+        if resume is None and not turn.allow_pause:
+            # Nothing would ever read this turn's checkpoints: it runs without a checkpointer.
+            run = self._unsaved.astream(graph_input, config, context=context, stream_mode=stream_mode)
+        else:
+            # Its last checkpoint is what a resumption reads; one per step would only add writes.
+            run = self._parts.graph.astream(
+                graph_input, config, context=context, stream_mode=stream_mode, durability="exit"
+            )
+        return cast(AsyncGenerator[Any, None], run)
 
     def _fault(self, exc: Exception) -> Exception:
         """What a failed run raises: its deadline as :class:`ModelTimeout`, a provider failure as its orc error,

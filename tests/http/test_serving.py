@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from orc.http.serving import freeze_after_startup, serve, tcp_listener
+from orc.http.serving import YOUNG_GENERATION_THRESHOLD, freeze_after_startup, serve, tcp_listener
 from tests.emulators import free_port
 from tests.serving import orc_serve
 
@@ -37,7 +37,9 @@ def in_collected_generations(thing: object) -> bool:
     return any(candidate is thing for candidate in gc.get_objects())
 
 
-async def test_objects_alive_once_the_app_has_started_leave_the_collected_generations() -> None:
+async def test_objects_alive_once_the_app_has_started_leave_the_collected_generations_and_young_ones_wait_longer() -> (
+    None
+):
     made_at_startup: list[object] = []
     sent: list[str] = []
 
@@ -61,10 +63,13 @@ async def test_objects_alive_once_the_app_has_started_leave_the_collected_genera
 
     made_before = []
     assert in_collected_generations(made_before)
+    thresholds = gc.get_threshold()
     try:
         await freeze_after_startup(app)({"type": "lifespan"}, receive, send)
+        assert gc.get_threshold() == (YOUNG_GENERATION_THRESHOLD, *thresholds[1:])
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
 
 
