@@ -180,9 +180,8 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         *history_messages(state.get("history") or [], ctx.token_counter, ctx.history_tokens, HISTORY_TURNS),
         HumanMessage(state["question"]),
     ]
-    tools = await answer_tools(state, ctx)
-    if ctx.offers_request_context:
-        tools = with_request_context(tools)
+    offered = await answer_tools(state, ctx)
+    tools = with_request_context(offered) if ctx.offers_request_context else offered
     if tools:
         # The calls made so far and their results (the planning prompt's own system and question aside), after
         # the question they answer.
@@ -202,7 +201,17 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         # The model asked the user for context: the turn pauses here, as when the rules ask.
         emit_pause(asked)
         return Command(update={"context_request": asked}, goto="context_pause")
-    calls = requested_calls(reply, tools) if tools and reply is not None else []
+    # Only a call to a tool this request offered (request_context aside: it pauses, above) goes to the executor. A
+    # malformed request_context or a tool the model made up is dropped: sent back, it would come back to this node
+    # again and again, with nothing bounding the loop but the graph's recursion limit.
+    calls = requested_calls(reply, offered) if offered and reply is not None else []
+    if not calls and not text and isinstance(reply, AIMessage) and reply.tool_calls:
+        # The reply was nothing but such calls: asked once more, without tools, the turn still ends with an answer.
+        output = policy.stream()
+        with model_call("answer"):
+            _, text = await _request(
+                ctx.model, messages, ctx, markers, output, stream=ctx.stream_tokens, keep_reply=False
+            )
     if calls and reply is not None:
         progress("answer", "Consulting more documents first", 85)
         planned = list(state.get("planning_messages") or [])

@@ -95,7 +95,8 @@ async def answer_tools(state: TurnState, ctx: TurnContext) -> list[BaseTool]:
 
 
 def requested_calls(reply: BaseMessage, tools: list[BaseTool]) -> list[PlannedCall]:
-    """The tool calls of a model reply, named by their MCP names, for the executor."""
+    """The calls of a model reply to tools in ``tools``, named by their MCP names, for the executor (a call to a tool
+    that was not offered is dropped)."""
     if not isinstance(reply, AIMessage) or not reply.tool_calls:
         return []
     mcp_names = {tool.name: _mcp_name(tool) for tool in tools}
@@ -103,11 +104,12 @@ def requested_calls(reply: BaseMessage, tools: list[BaseTool]) -> list[PlannedCa
         PlannedCall(
             # LangChain types a call's id as optional; the providers orc talks to always set one.
             id=call["id"] or call["name"],
-            name=mcp_names.get(call["name"], call["name"]),
+            name=mcp_names[call["name"]],
             model_name=call["name"],
             args=call["args"],
         )
         for call in reply.tool_calls
+        if call["name"] in mcp_names
     ]
 
 

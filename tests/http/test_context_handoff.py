@@ -435,6 +435,31 @@ async def test_a_real_model_can_ask_through_the_request_context_tool(client_fact
     assert "request_context" not in model.requests[-1].tool_names  # not to a caller that does not allow requests
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"name": "request_context", "args": {"why": "no need given"}},
+        {"name": "documents__search", "args": {"query": "parking"}},
+    ],
+    ids=["malformed-request-context", "tool-not-offered"],
+)
+async def test_a_tool_call_the_answer_request_did_not_offer_is_not_run_and_the_answer_is_asked_again_without_tools(
+    client_factory: ClientFactory, call: dict[str, Any]
+) -> None:
+    # Two scripted steps: a third request (the call sent back round the graph) would exhaust the script.
+    model = ScriptedChatModel([[call], "The rent is 1,450 euros [lease.txt::S1]."])
+    async with client_factory(model=model) as client:
+        await upload(client, "c1", ("lease.txt", LEASE))
+        response = await client.post("/api/orc", json=turn("What is the monthly rent?", context_requests="allow"))
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["answer"].startswith("The rent is 1,450 euros")
+    assert [citation["ref"] for citation in body["citations"]] == ["lease.txt::S1"]
+    assert [tool["name"] for tool in body["metadata"]["tool_calls"]] == ["document_chat"]
+    assert len(model.requests) == 2 and model.requests[1].tool_names == []
+
+
 async def test_a_first_turn_with_no_documents_pauses_with_a_request_saying_what_is_missing(
     client: httpx.AsyncClient,
 ) -> None:
