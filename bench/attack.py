@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import random
-import subprocess
 import sys
 import time
 import uuid
@@ -52,6 +51,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from bench.common import free_port, percentile, summarize, temporary_home
+from bench.flood import serve_process
 from orc.http import create_app
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
@@ -185,39 +185,10 @@ async def output_phase() -> dict[str, Any]:
 # -- 2. the server's own limits ----------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def orc_serve(home: Path) -> Iterator[tuple[str, int]]:
-    """``orc serve`` on a free loopback port with two API keys; its base URL and pid once healthy."""
-    port = free_port()
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORC_")}
-    env.update(
-        {
-            "ORC_HOME": str(home),
-            "ORC_AUTH": "api-key",
-            "ORC_API_KEYS": json.dumps(KEYS),
-            "ORC_RATE_LIMIT": "off",
-            "ORC_MAX_CONCURRENT_TURNS": "100000",
-        }
-    )
-    log = home.parent / "serve.log"
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as sink:
-        command = [sys.executable, "-c", "from orc.cli import main; main()", "serve", "--port", str(port)]
-        process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"orc serve did not start:\n{log.read_text(errors='replace')[-2000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base_url}/api/health", timeout=2, trust_env=False).status_code == 200:
-                    break
-            time.sleep(0.05)  # poll interval, not a wait for readiness
-        yield base_url, process.pid
-    finally:
-        process.terminate()
-        process.wait(timeout=START_TIMEOUT)
+def orc_serve(home: Path) -> contextlib.AbstractContextManager[tuple[str, int]]:
+    """``orc serve`` on a free loopback port with two API keys and no turn quotas; its base URL and pid once
+    healthy."""
+    return serve_process(home, {"ORC_RATE_LIMIT": "off", "ORC_MAX_CONCURRENT_TURNS": "100000"}, KEYS)
 
 
 def _rss_mb(pid: int) -> float:

@@ -128,11 +128,14 @@ async def flood_only(base_url: str, requests: int, concurrency: int) -> dict[str
 
 
 @contextlib.contextmanager
-def orc_serve(home: Path, settings: dict[str, str]) -> Iterator[str]:
-    """``orc serve`` on a free loopback port with ``settings`` as ``ORC_`` variables; its base URL when healthy."""
+def serve_process(
+    home: Path, settings: dict[str, str], keys: dict[str, dict[str, str]] = KEYS
+) -> Iterator[tuple[str, int]]:
+    """``orc serve`` on a free loopback port with ``settings`` as ``ORC_`` variables and ``keys`` as its API keys;
+    its base URL and pid once healthy."""
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("ORC_")}
-    env.update({"ORC_HOME": str(home), "ORC_AUTH": "api-key", "ORC_API_KEYS": json.dumps(KEYS), **settings})
+    env.update({"ORC_HOME": str(home), "ORC_AUTH": "api-key", "ORC_API_KEYS": json.dumps(keys), **settings})
     log = home.parent / "serve.log"
     home.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as sink:
@@ -148,10 +151,17 @@ def orc_serve(home: Path, settings: dict[str, str]) -> Iterator[str]:
                 if httpx.get(f"{base_url}/api/health", timeout=2, trust_env=False).status_code == 200:
                     break
             time.sleep(0.05)  # poll interval, not a wait for readiness
-        yield base_url
+        yield base_url, process.pid
     finally:
         process.terminate()
         process.wait(timeout=START_TIMEOUT)
+
+
+@contextlib.contextmanager
+def orc_serve(home: Path, settings: dict[str, str]) -> Iterator[str]:
+    """:func:`serve_process` with the flood's two organizations' keys; its base URL once healthy."""
+    with serve_process(home, settings) as (base_url, _):
+        yield base_url
 
 
 async def calm_under_flood(
