@@ -51,19 +51,30 @@ def _head_too_large_response() -> bytes:
     return head.encode("latin-1") + body
 
 
-class _HeadLimits:
-    """The deadline and the size limit on a request head, shared by both protocols below. The protocol says when
-    a head starts (:meth:`_head_started`) and ends (:meth:`_head_done`) and counts its bytes (:meth:`_count`)."""
+class _HeadLimits(asyncio.Protocol):
+    """The deadline and the size limit on a request head, shared by both protocols below (mixed in before uvicorn's
+    protocol class). The deadline starts when the connection opens and stops when it is lost; the protocol says when
+    a later head starts (:meth:`_head_started`) and ends (:meth:`_head_done`) and counts its bytes
+    (:meth:`_count`)."""
 
     header_timeout: float = HEADER_TIMEOUT_SECONDS
     max_header_bytes: int = MAX_HEADER_BYTES
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
 
-    def _init_head_limits(self) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._header_deadline: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._in_head = True
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._head_started()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_deadline()
+        super().connection_lost(exc)
 
     def _head_started(self) -> None:
         self._in_head = True
@@ -109,18 +120,6 @@ def _httptools_protocol() -> type[Any] | None:
     class HeaderDeadlineProtocol(_HeadLimits, HttpToolsProtocol):
         """uvicorn's httptools protocol with a deadline and a size limit on each request head."""
 
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._init_head_limits()
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._head_started()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._stop_deadline()
-            super().connection_lost(exc)
-
         def data_received(self, data: bytes) -> None:
             self._count(data)
             if self._head_too_large():
@@ -149,18 +148,6 @@ def _httptools_protocol() -> type[Any] | None:
 
 class H11HeadLimitsProtocol(_HeadLimits, H11Protocol):
     """uvicorn's h11 protocol with a deadline and a size limit on each request head."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._init_head_limits()
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._head_started()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_deadline()
-        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         # h11 is IDLE on the client's side until it has read a whole request head.
