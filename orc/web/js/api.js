@@ -85,20 +85,21 @@ async function* lines(response) {
   if (buffer) yield buffer;
 }
 
-/** The events of one turn (POST /api/orc, NDJSON), each a parsed object with a `type`. */
-export async function* askStream(turn, signal) {
-  const response = await request("/api/orc", { method: "POST", json: turn, accept: "application/x-ndjson", signal });
+/** The parsed objects of an NDJSON body, as they arrive. */
+export async function* ndjson(response) {
   for await (const line of lines(response)) {
     if (line.trim()) yield JSON.parse(line);
   }
 }
 
+/** The events of one turn (POST /api/orc, NDJSON), each a parsed object with a `type`. */
+export async function* askStream(turn, signal) {
+  yield* ndjson(await request("/api/orc", { method: "POST", json: turn, accept: "application/x-ndjson", signal }));
+}
+
 /** The events of a resumed turn (supply or run-without, NDJSON). */
 async function* resumeStream(path, options) {
-  const response = await request(path, { method: "POST", accept: "application/x-ndjson", ...options });
-  for await (const line of lines(response)) {
-    if (line.trim()) yield JSON.parse(line);
-  }
+  yield* ndjson(await request(path, { method: "POST", accept: "application/x-ndjson", ...options }));
 }
 
 /** Server-sent events read with fetch (EventSource cannot send the API key header): {event, data}. */

@@ -2,7 +2,7 @@
 // one click, fed by GET …/artifacts), the request's timeline inline (asked, reminder, expiry, followed on
 // GET …/context-requests/{id}/events) and resolved requests where they happened in a stored conversation.
 // Everything from the server is set as text, never as HTML.
-import { getJson, request } from "./api.js";
+import { getJson, ndjson, request } from "./api.js";
 import { h, when } from "./dom.js";
 
 const PAGE_SIZE = 20;
@@ -18,21 +18,7 @@ function time(iso) {
 
 /** The NDJSON lines of a GET stream, parsed. */
 async function* followed(path, signal) {
-  const response = await request(path, { accept: "application/x-ndjson", signal });
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let newline;
-    while ((newline = buffer.indexOf("\n")) >= 0) {
-      const line = buffer.slice(0, newline).trim();
-      buffer = buffer.slice(newline + 1);
-      if (line) yield JSON.parse(line);
-    }
-  }
+  yield* ndjson(await request(path, { accept: "application/x-ndjson", signal }));
 }
 
 /** A drawer listing the session's artifacts; `open(slots, attach)` shows it for one request. */
