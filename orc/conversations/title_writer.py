@@ -4,6 +4,11 @@ The first turn is titled from its question at once (:func:`orc.conversations.tit
 real model, a short title is then asked for in the background, after the answer has been stored and sent: the
 turn never waits for it, a failure only keeps the first title, and a title the user chose is never replaced.
 The offline model does not write titles (it would only repeat the question).
+
+Titles are background work that competes with answers: a burst of new conversations would otherwise double the
+model requests in flight (and the provider's request quota they draw on) just when answers are wanted. So only a
+few title requests run at once and the rest wait their turn; past a bound, a title is not asked for at all and
+the question's title stays.
 """
 
 from __future__ import annotations
@@ -26,22 +31,36 @@ log = logging.getLogger(__name__)
 EXCERPT_CHARS = 1_500
 """How much of the question and of the answer the title request carries."""
 TITLE_TIMEOUT_SECONDS = 30.0
+TITLE_CONCURRENCY = 2
+"""Title requests under way at once."""
+MAX_WAITING_TITLES = 1_000
+"""Titles waiting for a turn; a conversation started beyond this keeps the title of its first question."""
 
 
 class TitleWriter:
     """Writes generated titles in background tasks; :meth:`settle` waits for the ones under way."""
 
     def __init__(
-        self, conversations: ConversationRepository, *, timeout_seconds: float = TITLE_TIMEOUT_SECONDS
+        self,
+        conversations: ConversationRepository,
+        *,
+        timeout_seconds: float = TITLE_TIMEOUT_SECONDS,
+        concurrency: int = TITLE_CONCURRENCY,
+        max_waiting: int = MAX_WAITING_TITLES,
     ) -> None:
         self._conversations = conversations
         self._timeout = timeout_seconds
+        self._slots = asyncio.Semaphore(concurrency)
+        self._max_tasks = concurrency + max_waiting
         self._tasks: set[asyncio.Task[None]] = set()
 
     def schedule(
         self, model: BaseChatModel, principal: Principal, conversation_id: str, question: str, answer: str
     ) -> None:
-        """Title the conversation from its first exchange, in the background."""
+        """Title the conversation from its first exchange, in the background (unless too many titles wait)."""
+        if len(self._tasks) >= self._max_tasks:
+            log.debug("a conversation title was not asked for: %d titles are waiting", len(self._tasks))
+            return
         task = asyncio.create_task(self._write(model, principal, conversation_id, question, answer))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -64,14 +83,15 @@ class TitleWriter:
             ),
         ]
         try:
-            with model_call("title"):
-                async with asyncio.timeout(self._timeout):
-                    reply = await model.ainvoke(messages)
-                spent = message_usage(reply)
-                record_model_call(spent.input_tokens, spent.output_tokens, cache_read_tokens(reply))
-            title = generated_title(reply.text)
-            if title:
-                await self._conversations.set_generated_title(principal, conversation_id, title)
+            async with self._slots:
+                with model_call("title"):
+                    async with asyncio.timeout(self._timeout):
+                        reply = await model.ainvoke(messages)
+                    spent = message_usage(reply)
+                    record_model_call(spent.input_tokens, spent.output_tokens, cache_read_tokens(reply))
+                title = generated_title(reply.text)
+                if title:
+                    await self._conversations.set_generated_title(principal, conversation_id, title)
         except Exception as exc:  # the title from the question stays
             log.warning("a conversation title could not be generated: %s", type(exc).__name__)
 

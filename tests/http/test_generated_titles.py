@@ -3,15 +3,17 @@ title the user chose; the offline model keeps the title made from the question."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 
 from orc.composition import Services, build_runtime
-from orc.conversations.title_writer import generated_title
+from orc.conversations.title_writer import TitleWriter, generated_title
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.testing import FunctionChatModel, ScriptedChatModel
@@ -83,6 +85,50 @@ async def test_generated_titles_can_be_switched_off() -> None:
         (summary,) = await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)
 
     assert titling.title_requests == 0 and summary.title == "Monthly rent"
+
+
+class OverlapCountingModel(FunctionChatModel):
+    """A titling model that also counts how many title requests were under way at once."""
+
+    titles_in_flight: int = 0
+    most_titles_in_flight: int = 0
+
+    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        titling = "Name this conversation" in messages[0].text
+        if titling:
+            self.titles_in_flight += 1
+            self.most_titles_in_flight = max(self.most_titles_in_flight, self.titles_in_flight)
+        try:
+            return await super()._agenerate(messages, *args, **kwargs)
+        finally:
+            if titling:
+                self.titles_in_flight -= 1
+
+
+async def test_a_burst_of_new_conversations_leaves_its_titles_waiting_behind_a_few_title_requests() -> None:
+    titling = TitlingModel()
+    # Each request takes 20 ms, so the titles of eight conversations started at once would all overlap.
+    model = OverlapCountingModel(titling.reply, latency=0.02)
+    async with runtime(model) as orc:
+        asks = [TurnRequest(question="What is the rent?", conversation_id=f"c{n}") for n in range(8)]
+        await asyncio.gather(*(orc.orchestrator.ask(request) for request in asks))
+        await orc.orchestrator.settle()
+        summaries = await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)
+
+    assert titling.title_requests == 8
+    assert model.most_titles_in_flight == 2
+    assert {summary.title for summary in summaries} == {"Lease rent and deposit"}
+
+
+async def test_a_title_is_not_asked_for_while_too_many_titles_wait() -> None:
+    titling = TitlingModel()
+    async with runtime(FunctionChatModel(titling.reply, latency=0.01)) as orc:
+        writer = TitleWriter(orc.foundation.conversations, concurrency=1, max_waiting=1)
+        for n in range(3):
+            writer.schedule(FunctionChatModel(titling.reply), LOCAL_PRINCIPAL, f"c{n}", "What is the rent?", "Unknown.")
+        await writer.settle()
+
+    assert titling.title_requests == 2  # one under way, one waiting; the third keeps its question's title
 
 
 def test_a_models_reply_becomes_a_clean_short_title() -> None:
