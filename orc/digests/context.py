@@ -83,6 +83,24 @@ class ContextFiles:
             raise NotReady("the aggregate digest is being made again; retry shortly")
         return manifest, stored.digest
 
+    async def current_aggregate(self, principal: Principal, session_id: str) -> Digest | None:
+        """The stored aggregate when the session's header says it is ready for the set's current revision, from the
+        header alone (no file records); ``None`` otherwise, nothing scheduled. :class:`NotFound` for a session that
+        never had files.
+
+        Looser than :meth:`aggregate`: an aggregate whose files were re-digested since (a prompt upgrade) is still
+        returned, as it still summarizes the same documents. For readers that want a ready summary cheaply (the
+        answer prompt); the API reports effective statuses through :meth:`manifest`.
+        """
+        header = await self._files.header(principal, session_id)
+        if header is None:
+            raise NotFound("no such session", code="session_not_found")
+        state = header.aggregate
+        if state.status != "ready" or state.ref is None or state.revision != header.revision:
+            return None
+        stored = await self._store.load(principal.partition_key, state.ref)
+        return stored.digest if stored is not None else None
+
     async def watch(
         self,
         principal: Principal,

@@ -1,8 +1,9 @@
 """The session's aggregate digest as the answer prompt shows it: its summary and facts, briefly, when ready.
 
 Read on the turn's critical path, so it is cheap: the text is kept per session for a few seconds (a digest
-changes only after an upload, and a turn a few seconds later sees the new one), and a session without a ready
-aggregate costs one manifest read.
+changes only after an upload, and a turn a few seconds later sees the new one); a ready aggregate is found from
+the session's header alone, and a session whose aggregate is not ready costs one manifest read, which also
+schedules the aggregate if nobody is making it.
 """
 
 from __future__ import annotations
@@ -37,16 +38,20 @@ class PromptDigests:
         cached = self._cache.get(key)
         if cached is not None and now - cached[0] < self._ttl:
             return cached[1]
-        try:
-            _, digest = await self._context.aggregate(principal, session_id)
-        except OrcError:
-            text = ""  # no files, not ready, or failed: the section is left out
-        else:
-            text = render(digest)
+        text = await self._read(principal, session_id)
         if len(self._cache) > 10_000:
             self._cache.clear()
         self._cache[key] = (now, text)
         return text
+
+    async def _read(self, principal: Principal, session_id: str) -> str:
+        try:
+            digest = await self._context.current_aggregate(principal, session_id)
+            if digest is None:
+                _, digest = await self._context.aggregate(principal, session_id)
+        except OrcError:
+            return ""  # no files, not ready, or failed: the section is left out
+        return render(digest)
 
 
 def render(digest: dict[str, object]) -> str:
