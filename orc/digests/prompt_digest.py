@@ -2,8 +2,8 @@
 
 Read on the turn's critical path, so it is cheap: the text is kept per session for a few seconds (a digest
 changes only after an upload, and a turn a few seconds later sees the new one); a ready aggregate is found from
-the session's header alone, and a session whose aggregate is not ready costs one manifest read, which also
-schedules the aggregate if nobody is making it.
+the session's header alone; a session without files costs that one read, and one whose aggregate is not ready
+a manifest read besides, which also schedules the aggregate if nobody is making it.
 """
 
 from __future__ import annotations
