@@ -377,8 +377,9 @@ async def build_runtime(
             delete_checkpoints=checkpointer.adelete_thread,
             titles=titles,
         )
-        # Titles still being written finish before the stores they write to close.
-        stack.push_async_callback(orchestrator.settle)
+        if titles is not None:
+            # Titles under way finish before the stores they write to close; those still waiting are given up.
+            stack.push_async_callback(titles.aclose)
         if settings.jobs == "inprocess":
             # Embedded: this process answers paused turns whose deadline passed (on Azure a timer function does).
             sweeper = asyncio.create_task(sweep_context_requests(orchestrator, settings.context_sweep_seconds))

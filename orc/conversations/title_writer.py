@@ -53,11 +53,14 @@ class TitleWriter:
         self._slots = asyncio.Semaphore(concurrency)
         self._max_tasks = concurrency + max_waiting
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
 
     def schedule(
         self, model: BaseChatModel, principal: Principal, conversation_id: str, question: str, answer: str
     ) -> None:
         """Title the conversation from its first exchange, in the background (unless too many titles wait)."""
+        if self._closing:
+            return
         if len(self._tasks) >= self._max_tasks:
             log.debug("a conversation title was not asked for: %d titles are waiting", len(self._tasks))
             return
@@ -69,6 +72,12 @@ class TitleWriter:
         """Wait until every title under way is written (or given up)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Shutdown: let the titles under way finish (each within its timeout) and give up those still waiting,
+        whose conversations keep the title of their first question."""
+        self._closing = True
+        await self.settle()
 
     async def _write(
         self, model: BaseChatModel, principal: Principal, conversation_id: str, question: str, answer: str
@@ -84,6 +93,8 @@ class TitleWriter:
         ]
         try:
             async with self._slots:
+                if self._closing:
+                    return
                 with model_call("title"):
                     async with asyncio.timeout(self._timeout):
                         reply = await model.ainvoke(messages)

@@ -11,6 +11,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
+from pydantic import PrivateAttr
 
 from orc.composition import Services, build_runtime
 from orc.conversations.title_writer import TitleWriter, generated_title
@@ -129,6 +130,41 @@ async def test_a_title_is_not_asked_for_while_too_many_titles_wait() -> None:
         await writer.settle()
 
     assert titling.title_requests == 2  # one under way, one waiting; the third keeps its question's title
+
+
+class GatedTitlesModel(FunctionChatModel):
+    """Answers at once; a title request waits until ``release`` is set (``reached`` is set when one arrives)."""
+
+    _reached: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+    _release: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+
+    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        if "Name this conversation" in messages[0].text:
+            self._reached.set()
+            await self._release.wait()
+        return await super()._agenerate(messages, *args, **kwargs)
+
+
+async def test_closing_lets_the_title_under_way_finish_and_gives_up_those_still_waiting() -> None:
+    titling = TitlingModel()
+    model = GatedTitlesModel(titling.reply)
+    async with runtime(FunctionChatModel(titling.reply), Settings(generated_titles=False)) as orc:
+        for n in range(3):
+            await orc.orchestrator.ask(TurnRequest(question="What is the rent?", conversation_id=f"c{n}"))
+        writer = TitleWriter(orc.foundation.conversations, concurrency=1)
+        for n in range(3):
+            writer.schedule(model, LOCAL_PRINCIPAL, f"c{n}", "What is the rent?", "Unknown.")
+        await model._reached.wait()  # c0's title is under way, c1's and c2's wait
+        closing = asyncio.create_task(writer.aclose())
+        await asyncio.sleep(0)  # one step of the loop: aclose marks the writer closed
+        model._release.set()
+        await closing
+        writer.schedule(model, LOCAL_PRINCIPAL, "c1", "What is the rent?", "Unknown.")  # closed: not asked
+        await writer.settle()
+        titles = {s.conversation_id: s.title for s in await orc.foundation.sessions.summaries(LOCAL_PRINCIPAL)}
+
+    assert titling.title_requests == 1
+    assert titles == {"c0": "Lease rent and deposit", "c1": "Rent", "c2": "Rent"}
 
 
 def test_a_models_reply_becomes_a_clean_short_title() -> None:
