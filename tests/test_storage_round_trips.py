@@ -42,3 +42,27 @@ async def test_a_warm_document_chat_turn_makes_at_most_five_storage_round_trips(
         "conversations.create",  # the turn
         "conversations.replace",  # the header, conditioned on the ETag read above
     ]
+
+
+async def test_a_first_document_chat_turn_reads_the_conversations_file_records_once() -> None:
+    stores, counter = counting_stores()
+    settings = Settings(storage="azure", generated_titles=False)
+    async with build_runtime(settings, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
+        await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", DOCS)
+        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
+        counter.reset()
+
+        result = await orc.orchestrator.ask(
+            TurnRequest(question="What is the fee?", conversation_id="conv", blob_names=[d.filename for d in DOCS])
+        )
+
+    assert result.metadata.cache == "miss" and result.citations  # answered from the processed texts
+    assert counter.calls == [
+        "catalog.query",  # the blob names are files of this conversation; the processed texts reuse these records
+        "conversations.query",  # header + recent turns (none yet)
+        "blobs.list",  # current ETags (and content hashes) of the attached documents
+        "catalog.get",  # the session header: is its aggregate digest ready for this revision?
+        "digests.get",  # the aggregate digest, for the prompt
+        "conversations.create",  # the turn
+        "conversations.create",  # the conversation's header
+    ]

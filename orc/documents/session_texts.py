@@ -39,8 +39,8 @@ class FileRecord(Protocol):
 class FileRecords(Protocol):
     """The session files service, as far as reading a conversation's records goes."""
 
-    async def files(self, principal: Principal, conversation_id: str) -> Sequence[FileRecord]:
-        """The conversation's file records."""
+    async def recent_files(self, principal: Principal, conversation_id: str) -> Sequence[FileRecord]:
+        """The conversation's file records, possibly as read a moment ago (each is checked against its blob)."""
         ...
 
 
@@ -81,9 +81,10 @@ class SessionTexts:
     async def indexes(
         self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
     ) -> dict[str, SpanIndex]:
-        """One catalog query for the conversation, then one text load per document not in the index cache."""
+        """The conversation's records (those its turn's file check just read, if that was a moment ago), then one
+        text load per document not in the index cache."""
         usable: dict[str, FileRecord] = {}
-        for record in await self._records.files(principal, conversation_id):
+        for record in await self._records.recent_files(principal, conversation_id):
             info = blobs.get(record.filename)
             if (
                 info is not None

@@ -15,7 +15,9 @@ background.
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
@@ -63,6 +65,12 @@ _MAX_WRITE_ATTEMPTS = 50
 __all__ = ["ContextListener", "SessionFiles"]
 
 
+RECENT_FILES_SECONDS = 2.0
+"""How long the records a read just returned also serve :meth:`SessionFiles.recent_files` (a turn's document reads
+after its file check)."""
+MAX_RECENT_SESSIONS = 1_000
+
+
 class ContextListener(Protocol):
     """Hears about every change to a session's files (the digest pipeline)."""
 
@@ -101,6 +109,7 @@ class SessionFiles:
         self._wait_seconds = wait_seconds
         self._max_files = max_files
         self._listener: ContextListener | None = None
+        self._recent: OrderedDict[tuple[str, str], tuple[float, list[ContextFile]]] = OrderedDict()
         # Mutations of one session run one at a time in this process, so the record and blob writes that follow
         # a header commit land in commit order; other sessions never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -358,7 +367,25 @@ class SessionFiles:
         items = await self._catalog.query(
             principal.partition_key, id_prefix=record_prefix(conversation_id), order_by="created_at"
         )
-        return [ContextFile.model_validate(item.body) for item in items]
+        records = [ContextFile.model_validate(item.body) for item in items]
+        key = (principal.partition_key, conversation_id)
+        self._recent[key] = (time.monotonic(), records)
+        self._recent.move_to_end(key)
+        if len(self._recent) > MAX_RECENT_SESSIONS:
+            self._recent.popitem(last=False)
+        return records
+
+    async def recent_files(self, principal: Principal, conversation_id: str) -> list[ContextFile]:
+        """The records as read in the last :data:`RECENT_FILES_SECONDS` (a turn's file check), else read now.
+
+        Only for a reader that checks each record against what its blob holds now (the processed texts a turn
+        reads): a record read a moment ago may miss a change, which such a reader sees and works around by
+        extracting the document itself, so the turn pays for one read of its records instead of two.
+        """
+        found = self._recent.get((principal.partition_key, conversation_id))
+        if found is not None and time.monotonic() - found[0] < RECENT_FILES_SECONDS:
+            return list(found[1])
+        return await self.files(principal, conversation_id)
 
     async def sessions(self, principal: Principal) -> list[SessionHeader]:
         """The headers of every session of ``principal`` that has (or had) files, most recently changed first."""
