@@ -109,7 +109,7 @@ class SessionFiles:
         self._wait_seconds = wait_seconds
         self._max_files = max_files
         self._listener: ContextListener | None = None
-        self._recent: OrderedDict[tuple[str, str], tuple[float, list[ContextFile]]] = OrderedDict()
+        self._recent: OrderedDict[tuple[str, str], tuple[float, tuple[ContextFile, ...]]] = OrderedDict()
         # Mutations of one session run one at a time in this process, so the record and blob writes that follow
         # a header commit land in commit order; other sessions never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -369,7 +369,7 @@ class SessionFiles:
         )
         records = [ContextFile.model_validate(item.body) for item in items]
         key = (principal.partition_key, conversation_id)
-        self._recent[key] = (time.monotonic(), records)
+        self._recent[key] = (time.monotonic(), tuple(records))  # a caller may reorder the list it gets
         self._recent.move_to_end(key)
         if len(self._recent) > MAX_RECENT_SESSIONS:
             self._recent.popitem(last=False)
