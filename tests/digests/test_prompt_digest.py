@@ -3,9 +3,6 @@ session's header alone, and left out (at the cost of one read) for a session wit
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 from orc.composition import build_runtime
 from orc.digests.context import ContextFiles
 from orc.digests.prompt_digest import PromptDigests
@@ -14,31 +11,12 @@ from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
-from orc.testing.storage import ObservedBlobStore, ObservedProvider
 from tests.digests.support import digest_model
+from tests.support import counting_stores
 
 LEASE = Upload("lease.txt", b"The monthly rent is 1,450 euros, payable on the first day of each month.")
 NOTES = Upload("notes.md", b"# Notes\n\nThe deposit is 2,900 euros and is returned within 30 days.")
 ME = LOCAL_PRINCIPAL
-
-
-class StorageCalls:
-    """Records the name of every storage call."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    @contextlib.contextmanager
-    def observe(self, name: str) -> Iterator[None]:
-        self.names.append(name)
-        yield
-
-
-def observed(calls: StorageCalls) -> Stores:
-    return Stores(
-        collections=ObservedProvider(MemoryCollectionProvider(), calls.observe),
-        blobs=ObservedBlobStore(MemoryBlobStore(), calls.observe),
-    )
 
 
 def context_of(context: ContextFiles | None) -> ContextFiles:
@@ -47,15 +25,15 @@ def context_of(context: ContextFiles | None) -> ContextFiles:
 
 
 async def test_a_ready_aggregate_is_shown_from_the_session_header_and_the_digest_alone() -> None:
-    calls = StorageCalls()
-    async with build_runtime(Settings(), stores=observed(calls), digest_model=digest_model()) as runtime:
+    stores, counter = counting_stores()
+    async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
         await runtime.foundation.session_files.add(ME, "s", [LEASE, NOTES])
         assert await runtime.documents.digests.wait_idle(ME, "s", 30)
-        calls.names.clear()
+        counter.reset()
         text = await PromptDigests(context_of(runtime.documents.context_files)).text(ME, "s")
 
     assert text.startswith("Summary: ") and "[lease.txt::S1]" in text
-    assert calls.names == ["catalog.get", "digests.get"]  # no file records are read
+    assert counter.calls == ["catalog.get", "digests.get"]  # no file records are read
 
 
 async def test_an_aggregate_built_for_an_earlier_revision_of_the_set_is_not_current() -> None:
@@ -77,10 +55,10 @@ async def test_an_aggregate_built_for_an_earlier_revision_of_the_set_is_not_curr
 
 
 async def test_a_session_without_files_has_no_digest_section_for_one_read() -> None:
-    calls = StorageCalls()
-    async with build_runtime(Settings(), stores=observed(calls), digest_model=digest_model()) as runtime:
-        calls.names.clear()
+    stores, counter = counting_stores()
+    async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
+        counter.reset()
         text = await PromptDigests(context_of(runtime.documents.context_files)).text(ME, "no-files")
 
     assert text == ""
-    assert calls.names == ["catalog.get"]
+    assert counter.calls == ["catalog.get"]
