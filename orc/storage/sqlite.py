@@ -35,7 +35,7 @@ from orc.storage._common import (
 )
 from orc.storage.ports import JsonScalar, StoredItem
 
-__all__ = ["MIGRATIONS", "SqliteCollection", "SqliteCollectionProvider"]
+__all__ = ["MIGRATIONS", "SqliteCollection", "SqliteCollectionProvider", "prefix_end", "select_statement"]
 
 T = TypeVar("T")
 
@@ -183,6 +183,80 @@ async def _migrate(conn: aiosqlite.Connection) -> None:
             raise
 
 
+def select_statement(
+    collection: str,
+    partition_key: str,
+    conditions: Mapping[str, JsonScalar],
+    *,
+    id_prefix: str | None,
+    order_by: str | None,
+    descending: bool,
+    limit: int | None,
+) -> tuple[str, tuple[Any, ...]]:
+    """The ``SELECT`` and its parameters for :meth:`SqliteCollection.query` (arguments already checked)."""
+    clauses = ["collection = ?", "pk = ?"]
+    params: list[Any] = [collection, partition_key]
+    for field, value in conditions.items():
+        path = _json_path(field)
+        # Compare JSON types too, so true never equals 1 and a missing field never equals null.
+        if value is None:
+            clauses.append("json_type(body, ?) = 'null'")
+            params.append(path)
+        elif isinstance(value, bool):
+            clauses.append("json_type(body, ?) = ?")
+            params += [path, "true" if value else "false"]
+        elif isinstance(value, int | float):
+            clauses.append("json_type(body, ?) IN ('integer', 'real') AND json_extract(body, ?) = ?")
+            params += [path, path, value]
+        else:
+            clauses.append("json_type(body, ?) = 'text' AND json_extract(body, ?) = ?")
+            params += [path, path, value]
+    if id_prefix:
+        # Both ends of the range, so the primary key reads only the prefixed ids: with the lower end alone,
+        # SQLite walks every later id of the partition (every other conversation of a user) on each query.
+        # substr keeps the match exact whatever the range holds; not LIKE, which is case-insensitive and
+        # treats '%' and '_' as wildcards.
+        clauses.append("id >= ?")
+        params.append(id_prefix)
+        end = prefix_end(id_prefix)
+        if end is not None:
+            clauses.append("id < ?")
+            params.append(end)
+        clauses.append("substr(id, 1, ?) = ?")
+        params += [len(id_prefix), id_prefix]
+    direction = "DESC" if descending else "ASC"
+    if order_by is None:
+        order = f"id {direction}"
+    else:
+        path = _json_path(order_by)
+        clauses.append("json_type(body, ?) IS NOT NULL")
+        params.append(path)
+        order = f"{_RANK_SQL.format(path='?')} {direction}, json_extract(body, ?) {direction}, id {direction}"
+        params += [path, path]
+    sql = f"SELECT id, body, etag FROM items WHERE {' AND '.join(clauses)} ORDER BY {order}"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return sql, tuple(params)
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix``: its last character moved one code point
+    up, dropping trailing U+10FFFF characters first; ``None`` when nothing is above (``prefix`` is all U+10FFFF).
+
+    SQLite compares TEXT byte by byte, and UTF-8 bytes order like code points, so ``prefix <= id < end`` holds
+    exactly for the ids that start with ``prefix``.
+    """
+    while prefix:
+        following = ord(prefix[-1]) + 1
+        if following <= 0x10FFFF:
+            if 0xD800 <= following <= 0xDFFF:
+                following = 0xE000  # surrogates have no UTF-8 form; U+E000 is the next code point that has one
+            return prefix[:-1] + chr(following)
+        prefix = prefix[:-1]
+    return None
+
+
 class SqliteCollection:
     """One named collection inside the provider's table; see :class:`~orc.storage.ports.DocumentCollection`."""
 
@@ -305,39 +379,14 @@ class SqliteCollection:
         conditions = check_query(where, order_by, limit, id_prefix)
         if limit == 0:
             return []
-        clauses = ["collection = ?", "pk = ?"]
-        params: list[Any] = [self.name, partition_key]
-        for field, value in conditions.items():
-            path = _json_path(field)
-            # Compare JSON types too, so true never equals 1 and a missing field never equals null.
-            if value is None:
-                clauses.append("json_type(body, ?) = 'null'")
-                params.append(path)
-            elif isinstance(value, bool):
-                clauses.append("json_type(body, ?) = ?")
-                params += [path, "true" if value else "false"]
-            elif isinstance(value, int | float):
-                clauses.append("json_type(body, ?) IN ('integer', 'real') AND json_extract(body, ?) = ?")
-                params += [path, path, value]
-            else:
-                clauses.append("json_type(body, ?) = 'text' AND json_extract(body, ?) = ?")
-                params += [path, path, value]
-        if id_prefix:
-            # substr, not LIKE: LIKE is case-insensitive and treats '%' and '_' as wildcards.
-            clauses.append("id >= ? AND substr(id, 1, ?) = ?")
-            params += [id_prefix, len(id_prefix), id_prefix]
-        direction = "DESC" if descending else "ASC"
-        if order_by is None:
-            order = f"id {direction}"
-        else:
-            path = _json_path(order_by)
-            clauses.append("json_type(body, ?) IS NOT NULL")
-            params.append(path)
-            order = f"{_RANK_SQL.format(path='?')} {direction}, json_extract(body, ?) {direction}, id {direction}"
-            params += [path, path]
-        sql = f"SELECT id, body, etag FROM items WHERE {' AND '.join(clauses)} ORDER BY {order}"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        rows = await self._fetch(sql, tuple(params))
+        sql, params = select_statement(
+            self.name,
+            partition_key,
+            conditions,
+            id_prefix=id_prefix,
+            order_by=order_by,
+            descending=descending,
+            limit=limit,
+        )
+        rows = await self._fetch(sql, params)
         return [StoredItem(str(i), partition_key, json.loads(b), str(e)) for i, b, e in rows]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from orc.errors import ItemAlreadyExists
 from orc.storage.ports import DocumentCollection, StoredItem
-from orc.storage.sqlite import MIGRATIONS, SqliteCollectionProvider
+from orc.storage.sqlite import MIGRATIONS, SqliteCollectionProvider, prefix_end, select_statement
 
 PK = "org/user"
 
@@ -124,3 +124,48 @@ async def test_reads_interleaved_with_writes_from_two_connections_are_never_refu
     finally:
         await first.aclose()
         await second.aclose()
+
+
+async def test_a_prefix_query_searches_the_primary_key_between_both_ends_of_its_prefix(tmp_path: Path) -> None:
+    # With only the lower end, SQLite walks every later id of the partition: each turn of a user with many
+    # conversations would read all of their other conversations' items.
+    path = tmp_path / "orc.sqlite3"
+    provider = SqliteCollectionProvider(path)
+    try:
+        await (await provider.collection("conversations")).create(PK, "c1:t1", {"seq": 1})
+    finally:
+        await provider.aclose()
+    statements = [
+        select_statement("conversations", PK, {}, id_prefix="c1:", order_by=None, descending=True, limit=21),
+        select_statement("catalog", PK, {}, id_prefix="file:c1:", order_by="created_at", descending=False, limit=None),
+    ]
+
+    with sqlite3.connect(path) as db:
+        plans = [
+            " ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", params)) for sql, params in statements
+        ]
+
+    for plan in plans:
+        assert "USING PRIMARY KEY (collection=? AND pk=? AND id>? AND id<?)" in plan
+
+
+async def test_prefix_queries_match_exactly_at_the_edges_of_the_code_points(tmp_path: Path) -> None:
+    ids = ["a", "a\ud7ff", "a\ud7ffz", "a\ue000", "a\U0010ffff", "a\U0010ffffz", "b", "\U0010ffff", "\U0010ffffa"]
+    provider = SqliteCollectionProvider(tmp_path / "orc.sqlite3")
+    try:
+        collection = await provider.collection("catalog")
+        for item_id in ids:
+            await collection.create(PK, item_id, {})
+
+        for prefix in ("a", "a\ud7ff", "a\U0010ffff", "\U0010ffff", "b"):
+            found = [item.id for item in await collection.query(PK, id_prefix=prefix)]
+            assert found == sorted(i for i in ids if i.startswith(prefix)), prefix
+    finally:
+        await provider.aclose()
+
+
+def test_the_end_of_a_prefix_is_the_next_code_point_that_utf8_can_hold() -> None:
+    assert prefix_end("c1:") == "c1;"
+    assert prefix_end("a\ud7ff") == "a\ue000"
+    assert prefix_end("a\U0010ffff") == "b"
+    assert prefix_end("\U0010ffff\U0010ffff") is None
