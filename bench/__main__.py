@@ -93,6 +93,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--peer-turns", type=int, default=100, help="concurrent turns of each build's burst, at --peer-latency (100)"
     )
     group.add_argument(
+        "--peer-bursts", type=int, default=3, help="bursts per build, interleaved; each build's median is kept (3)"
+    )
+    group.add_argument(
         "--peer-conversation-turns", type=int, default=50, help="turns of the input-token conversation (50)"
     )
     parser.add_argument(
@@ -111,7 +114,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.breakdown_iterations, args.profile_iterations = 5, 5
         args.turns, args.single_runs, args.bursts = 10, 2, 1
         args.round_trip_repeats = 3
-        args.peer_rounds, args.peer_turns, args.peer_conversation_turns = (2, 1), 10, 20
+        args.peer_rounds, args.peer_turns, args.peer_bursts, args.peer_conversation_turns = (2, 1), 10, 1, 20
     return args
 
 
@@ -143,6 +146,7 @@ def _jobs(args: argparse.Namespace) -> dict[str, Callable[[], Awaitable[BenchRes
             latencies=(0.0, args.peer_latency),
             rounds=tuple(args.peer_rounds),
             turns=args.peer_turns,
+            bursts=args.peer_bursts,
             conversation_turns=args.peer_conversation_turns,
             limit_s=min(args.timeout, 120.0),
         ),
@@ -154,9 +158,9 @@ def peer_report(result: BenchResult) -> str:
     columns = ["model_ms", "measure", *peer.BUILDS, peer.FLOOR, "orc/per-call", "orc/session"]
     lines = [format_table(result.rows, columns)]
     lines.append(
-        "(ms are medians of the interleaved rounds; 'burst / one turn' is a burst's wall time over the median"
-        " single first turn of the same build (the burst runs at the larger model latency only); ratios are orc over"
-        " each peer variant)"
+        "(ms are medians of the interleaved rounds; a burst's wall time is the median of the build's interleaved"
+        " bursts, and 'burst / one turn' is that over the median single first turn of the same build (the bursts run"
+        " at the larger model latency only); ratios are orc over each peer variant)"
     )
     lines.append(f"\none conversation, input tokens per turn ({result.details['token_estimate']}):")
     columns = ["turn", "orc_input_tokens", "peer_input_tokens", "orc/peer", "orc_model_calls", "peer_model_calls"]

@@ -18,9 +18,11 @@ For each model latency (0 and 0.5 s per call):
    conversation, as JSON; the same two on another conversation, streamed as NDJSON): each step is taken by every
    build in turn, the order rotating each round, so that the host's speed swings hit all builds alike. A streamed
    turn gives the time to the first ``token`` event and to the end of the stream;
-4. at the largest latency only, a burst of ``turns`` first turns at once, each on its own conversation, per
-   build: burst time / the median single first turn of step 3. (At 0 ms every build's burst is bound by its
-   CPU alone, and took the peer 20-30 s a variant.)
+4. at the largest latency only, ``bursts`` bursts of ``turns`` first turns at once per build, each turn on a
+   conversation of its own, the builds taking turns in a rotating order (as the rounds of step 3): a build's
+   figure is its median burst time, and burst time / the median single first turn of step 3. One burst each
+   would compare two samples of a host whose speed swings by a third between runs. (At 0 ms every build's burst
+   is bound by its CPU alone, and took the peer 20-30 s a variant.)
 
 Then, in-process with a zero-latency model, one conversation of ``conversation_turns`` turns on each build (the
 peer's ``session`` variant; both variants send the model the same requests), turn by turn in alternation: the
@@ -161,14 +163,15 @@ async def _upload_all(base_url: str, conversations: Sequence[str], limit_s: floa
 
 
 async def _measure_latency(
-    servers: dict[str, RunningServer], latency: float, *, rounds: int, turns: int, limit_s: float
+    servers: dict[str, RunningServer], latency: float, *, rounds: int, turns: int, bursts: int, limit_s: float
 ) -> dict[str, Any]:
     """Steps 1-4 of the module docstring on the servers of one model latency."""
     warm = ["warm-json", "warm-stream"]
     timed = [f"{kind}-{r}" for r in range(rounds) for kind in ("json", "stream")]
-    burst = [f"burst-{j:03d}" for j in range(turns)]  # turns=0: no burst
+    # turns=0: no burst. Each burst has conversations of its own: every turn of it is a first turn.
+    burst_conversations = [[f"burst-{b}-{j:03d}" for j in range(turns)] for b in range(bursts if turns else 0)]
     started = time.perf_counter()
-    await _upload_all(servers[ORC].base_url, [*warm, *timed, *burst], limit_s)
+    await _upload_all(servers[ORC].base_url, [*warm, *timed, *(c for cs in burst_conversations for c in cs)], limit_s)
     upload_s = round(time.perf_counter() - started, 1)
 
     samples: dict[tuple[str, str], list[float]] = {}
@@ -206,25 +209,34 @@ async def _measure_latency(
                         continue
                     await step(build, kind, f"{conversation}-{r}", question)
 
+        totals: dict[str, list[float]] = {}
+        failures: dict[str, list[str]] = {}
+        for b, conversations in enumerate(burst_conversations):
+            builds = [*BUILDS, FLOOR]
+            for build in builds[b % len(builds) :] + builds[: b % len(builds)]:
+                path = PATHS[build]
+                started = time.perf_counter()
+                outcomes = await asyncio.wait_for(
+                    asyncio.gather(
+                        *(_post(sessions[build], path, _body(c, QUESTIONS[0])) for c in conversations),
+                        return_exceptions=True,
+                    ),
+                    limit_s,
+                )
+                totals.setdefault(build, []).append(round((time.perf_counter() - started) * 1000, 1))
+                failed = failures.setdefault(build, [])
+                failed.extend(repr(o)[:200] for o in outcomes if isinstance(o, BaseException))
         bursts: dict[str, dict[str, Any]] = {}
-        for build in [*BUILDS, FLOOR] if burst else []:
-            path = PATHS[build]
-            started = time.perf_counter()
-            outcomes = await asyncio.wait_for(
-                asyncio.gather(
-                    *(_post(sessions[build], path, _body(c, QUESTIONS[0])) for c in burst), return_exceptions=True
-                ),
-                limit_s,
-            )
-            total_ms = (time.perf_counter() - started) * 1000
-            failures = [repr(o)[:200] for o in outcomes if isinstance(o, BaseException)]
+        for build, times in totals.items():
+            total_ms = statistics.median(times)
             one = statistics.median(samples[(build, "first")])
             bursts[build] = {
                 "total_ms": round(total_ms, 1),
+                "samples_ms": times,
                 "one_turn_ms": round(one, 2),
                 "ratio": round(total_ms / one, 2),
-                "errors": len(failures),
-                "failures": failures[:3],
+                "errors": len(failures[build]),
+                "failures": failures[build][:3],
             }
     return {
         "medians": {f"{build} {kind}": _median(values) for (build, kind), values in samples.items()},
@@ -340,6 +352,7 @@ async def run(
     latencies: Sequence[float] = (0.0, 0.5),
     rounds: Sequence[int] = (10, 4),
     turns: int = 100,
+    bursts: int = 3,
     conversation_turns: int = 50,
     limit_s: float = 120.0,
 ) -> BenchResult:
@@ -371,7 +384,9 @@ async def run(
                     tag = f"{round(latency * 1000)}ms"
                     chosen = {build: servers[f"{build}@{tag}"] for build in BUILDS} | {FLOOR: base[FLOOR]}
                     burst = turns if latency == max(latencies) else 0
-                    figures = await _measure_latency(chosen, latency, rounds=count, turns=burst, limit_s=limit_s)
+                    figures = await _measure_latency(
+                        chosen, latency, rounds=count, turns=burst, bursts=bursts, limit_s=limit_s
+                    )
                     result.rows.extend(_latency_rows(latency, figures))
                     result.details[f"latency_{tag}"] = figures
                     phase(f"{tag} per call")
@@ -406,7 +421,7 @@ def _checks(result: BenchResult, latencies: Sequence[float]) -> None:
             fastest = min(bursts[PER_CALL]["total_ms"], bursts[SESSION]["total_ms"])
             result.checks.append(
                 Check(
-                    f"burst of first turns at once at {tag}/call, orc / peer wall time",
+                    f"burst of first turns at once at {tag}/call, orc / peer wall time (medians)",
                     _ratio(bursts[ORC]["total_ms"], fastest),
                     BURST_RATIO_LIMIT,
                     "x",
