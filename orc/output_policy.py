@@ -166,7 +166,8 @@ class OutputPolicy:
         text = self._inline(text, removed)
         text = self._reference_images(text, removed)
         text = self._unparsed(text, removed)
-        if nh3.is_html(text):
+        # The HTML tokenizer finds markup only at a '<' or a NUL: most answers have neither and skip it.
+        if ("<" in text or "\x00" in text) and nh3.is_html(text):
             removed.html += _markup_count(text)
             text = text.replace("<", "&lt;").replace(">", "&gt;")
         elif _ANGLE.search(text):

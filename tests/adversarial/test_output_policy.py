@@ -45,6 +45,13 @@ def test_images_from_an_allowed_host_and_plain_links_stay() -> None:
     assert policy.clean("![c](http://img.example/c.png)")[0] == "c"  # an allowed host, but not over https
 
 
+@pytest.mark.parametrize(
+    ("text", "html"), [("plain text, AT&T &amp; 5 > 2", 0), ("a\x00b", 1), ("x <b>y</b>", 2), ("<!-- c -->", 1)]
+)
+def test_markup_is_counted_wherever_the_html_tokenizer_finds_it(text: str, html: int) -> None:
+    assert OutputPolicy().clean(text)[1].html == html
+
+
 def test_a_stream_split_inside_an_image_still_never_sends_it() -> None:
     stream = OutputPolicy().stream()
     sent = "".join(stream.feed(piece) for piece in ["see ![", "x](https://ev", "il.example/?q=1) and <scr", "ipt>"])
