@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from orc.errors import ItemAlreadyExists
 from orc.storage.ports import DocumentCollection, StoredItem
@@ -126,27 +127,58 @@ async def test_reads_interleaved_with_writes_from_two_connections_are_never_refu
         await second.aclose()
 
 
-async def test_a_prefix_query_searches_the_primary_key_between_both_ends_of_its_prefix(tmp_path: Path) -> None:
-    # With only the lower end, SQLite walks every later id of the partition: each turn of a user with many
-    # conversations would read all of their other conversations' items.
-    path = tmp_path / "orc.sqlite3"
+def _plans(path: Path, statements: list[tuple[str, tuple[Any, ...]]]) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [
+            " ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", params)) for sql, params in statements
+        ]
+
+
+async def _migrated(path: Path) -> None:
     provider = SqliteCollectionProvider(path)
     try:
         await (await provider.collection("conversations")).create(PK, "c1:t1", {"seq": 1})
     finally:
         await provider.aclose()
+
+
+async def test_a_prefix_query_searches_the_primary_key_between_both_ends_of_its_prefix(tmp_path: Path) -> None:
+    # With only the lower end, SQLite walks every later id of the partition: each turn of a user with many
+    # conversations would read all of their other conversations' items.
+    await _migrated(tmp_path / "orc.sqlite3")
     statements = [
         select_statement("conversations", PK, {}, id_prefix="c1:", order_by=None, descending=True, limit=21),
         select_statement("catalog", PK, {}, id_prefix="file:c1:", order_by="created_at", descending=False, limit=None),
+        select_statement(
+            "conversations", PK, {"kind": "turn"}, id_prefix="t:c1:", order_by="seq", descending=False, limit=None
+        ),
     ]
 
-    with sqlite3.connect(path) as db:
-        plans = [
-            " ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", params)) for sql, params in statements
-        ]
-
-    for plan in plans:
+    for plan in _plans(tmp_path / "orc.sqlite3", statements):
         assert "USING PRIMARY KEY (collection=? AND pk=? AND id>? AND id<?)" in plan
+
+
+async def test_a_query_on_an_indexed_field_without_a_prefix_reads_through_its_index(tmp_path: Path) -> None:
+    # A user's conversation list (after every turn on the page) and an upload's digest lookup would otherwise
+    # read every item of the user's partition.
+    await _migrated(tmp_path / "orc.sqlite3")
+    statements = [
+        select_statement(
+            "conversations",
+            PK,
+            {"kind": "conversation"},
+            id_prefix=None,
+            order_by="updated_at",
+            descending=True,
+            limit=100,
+        ),
+        select_statement("catalog", PK, {"digest_key": "k"}, id_prefix=None, order_by=None, descending=False, limit=1),
+    ]
+
+    kind, digest_key = _plans(tmp_path / "orc.sqlite3", statements)
+
+    assert "USING INDEX items_kind (collection=? AND pk=? AND <expr>=?)" in kind
+    assert "USING INDEX items_digest_key (collection=? AND pk=? AND <expr>=?)" in digest_key
 
 
 async def test_prefix_queries_match_exactly_at_the_edges_of_the_code_points(tmp_path: Path) -> None:
