@@ -21,6 +21,9 @@ from orc.names import validate_identifier
 from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 
+LISTED_SESSIONS = 100
+"""How many sessions the list holds: the most recently updated."""
+
 
 class Sessions:
     """A principal's conversations: those with turns, and those with files but no turn yet."""
@@ -40,10 +43,24 @@ class Sessions:
         self._output_policy = output_policy
 
     async def summaries(self, principal: Principal) -> list[ConversationSummary]:
-        """The principal's conversations, most recent first: those with turns, and those with files but no turn yet
-        (a client that uploads first must find its session in the list)."""
-        summaries, headers = await asyncio.gather(self._conversations.list(principal), self._files.sessions(principal))
+        """The principal's :data:`LISTED_SESSIONS` most recent conversations, most recent first: those with turns,
+        and those with files but no turn yet (a client that uploads first must find its session in the list)."""
+        summaries, headers = await asyncio.gather(
+            self._conversations.list(principal, limit=LISTED_SESSIONS), self._files.sessions(principal)
+        )
         known = {summary.conversation_id for summary in summaries}
+        candidates = sorted(
+            (header for header in headers if header.conversation_id not in known and header.files),
+            key=lambda header: header.updated_at,
+            reverse=True,
+        )[:LISTED_SESSIONS]
+        if candidates and len(summaries) == LISTED_SESSIONS:
+            # The list of conversations was cut: a session with files missing from it may be an older conversation
+            # with turns, not one without. Only those without a conversation are listed from their files.
+            found = await asyncio.gather(
+                *(self._conversations.get(principal, header.conversation_id) for header in candidates)
+            )
+            candidates = [header for header, summary in zip(candidates, found, strict=True) if summary is None]
         file_only = [
             ConversationSummary(
                 conversation_id=header.conversation_id,
@@ -52,12 +69,12 @@ class Sessions:
                 created_at=header.updated_at,
                 updated_at=header.updated_at,
             )
-            for header in headers
-            if header.conversation_id not in known and header.files
+            for header in candidates
         ]
         if not file_only:
             return summaries
-        return sorted([*summaries, *file_only], key=lambda summary: summary.updated_at, reverse=True)
+        listed = sorted([*summaries, *file_only], key=lambda summary: summary.updated_at, reverse=True)
+        return listed[:LISTED_SESSIONS]
 
     async def get(self, principal: Principal, conversation_id: str) -> Conversation:
         """A conversation with its full history and the feedback on its answers; :class:`NotFound` for unknown or

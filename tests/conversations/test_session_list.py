@@ -1,0 +1,63 @@
+"""The session list: a user's most recent conversations, with the sessions that have files but no turn yet."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+
+import pytest
+
+from orc.clock import utc_now
+from orc.conversations.models import AssistantMessage, UserMessage
+from orc.documents.uploads import Upload
+from orc.foundation import Foundation, Stores, build_foundation
+from orc.principal import Principal
+from orc.sessions import LISTED_SESSIONS
+from orc.settings import Settings
+from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+
+ALICE = Principal(organization="acme", user="alice")
+LEASE = Upload("lease.txt", b"The rent is 900 euros a month.")
+
+
+@pytest.fixture
+async def foundation() -> AsyncIterator[Foundation]:
+    async with AsyncExitStack() as stack:
+        stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
+        yield await build_foundation(Settings(), stack, stores=stores)
+
+
+async def _turn(foundation: Foundation, conversation_id: str) -> None:
+    now = utc_now()
+    await foundation.conversations.append_turn(
+        ALICE,
+        conversation_id,
+        UserMessage(content="What is the rent?", created_at=now),
+        AssistantMessage(content="900 euros.", created_at=now),
+    )
+
+
+async def test_a_session_with_files_but_no_turn_is_listed_among_the_conversations(foundation: Foundation) -> None:
+    await _turn(foundation, "asked")
+    await foundation.session_files.add(ALICE, "files-only", [LEASE])
+
+    listed = await foundation.sessions.summaries(ALICE)
+
+    assert [(s.conversation_id, s.message_count) for s in listed] == [("files-only", 0), ("asked", 2)]
+    assert listed[0].title == "lease.txt"
+
+
+async def test_an_older_conversation_with_files_is_not_listed_as_one_without_turns(foundation: Foundation) -> None:
+    # Its files make it a session with files; beyond the most recent conversations, it must not come back as one
+    # without a turn.
+    await foundation.session_files.add(ALICE, "old", [LEASE])
+    await _turn(foundation, "old")
+    for number in range(LISTED_SESSIONS):
+        await _turn(foundation, f"recent-{number:03d}")
+    await foundation.session_files.add(ALICE, "files-only", [LEASE])
+
+    listed = await foundation.sessions.summaries(ALICE)
+
+    assert len(listed) == LISTED_SESSIONS
+    assert "old" not in {summary.conversation_id for summary in listed}
+    assert [s.conversation_id for s in listed if s.message_count == 0] == ["files-only"]
