@@ -91,11 +91,6 @@ class ProcessingFields(BaseModel):
     digest_updated_at: str | None = None
     processed_at: str | None = None
 
-    @property
-    def has_text(self) -> bool:
-        """Whether extracted text exists for the current content (tools can read and search it)."""
-        return self.status == "ready" and self.extracted_text_hash is not None
-
 
 PROCESSING_FIELDS = frozenset(ProcessingFields.model_fields)
 
