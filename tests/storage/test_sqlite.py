@@ -201,3 +201,28 @@ def test_the_end_of_a_prefix_is_the_next_code_point_that_utf8_can_hold() -> None
     assert prefix_end("a\ud7ff") == "a\ue000"
     assert prefix_end("a\U0010ffff") == "b"
     assert prefix_end("\U0010ffff\U0010ffff") is None
+
+
+async def test_a_file_made_before_the_indexes_gets_them_on_open_and_keeps_its_items(tmp_path: Path) -> None:
+    path = tmp_path / "orc.sqlite3"
+    (first_name, first_statements), *_ = MIGRATIONS
+    with sqlite3.connect(path) as db:  # the file as the first release of the schema left it
+        for statement in first_statements:
+            db.execute(statement)
+        db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        db.execute("INSERT INTO migrations VALUES (?, '2026-01-01T00:00:00+00:00')", (first_name,))
+        db.execute(
+            "INSERT INTO items VALUES ('conversations', ?, 't:c1:header', '{\"kind\": \"conversation\"}', 'e1')", (PK,)
+        )
+
+    provider = SqliteCollectionProvider(path)
+    try:
+        assert await provider.applied_migrations() == [name for name, _ in MIGRATIONS]
+        found = await (await provider.collection("conversations")).query(PK, where={"kind": "conversation"})
+    finally:
+        await provider.aclose()
+
+    assert [item.id for item in found] == ["t:c1:header"]
+    with sqlite3.connect(path) as db:
+        indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"items_kind", "items_digest_key"} <= indexes
