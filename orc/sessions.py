@@ -15,7 +15,7 @@ from orc.conversations.exporting import Exports
 from orc.conversations.models import Conversation, ConversationSummary, Feedback
 from orc.conversations.repository import ConversationRepository
 from orc.conversations.titles import MAX_USER_TITLE_CHARS, clean_title
-from orc.documents.sessions import SessionFiles
+from orc.documents.sessions import SessionFiles, SessionHeader
 from orc.errors import InvalidInput, NotFound, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.output_policy import OutputPolicy
@@ -42,26 +42,52 @@ class Sessions:
         self._exports = exports
         self._output_policy = output_policy
 
-    async def summaries(self, principal: Principal) -> list[ConversationSummary]:
-        """The principal's :data:`LISTED_SESSIONS` most recent conversations, most recent first: those with turns,
-        and those with files but no turn yet (a client that uploads first must find its session in the list)."""
+    async def summaries(self, principal: Principal, *, limit: int = LISTED_SESSIONS) -> list[ConversationSummary]:
+        """The principal's ``limit`` most recently updated sessions, most recent first: conversations with turns,
+        and sessions with files but no turn yet (a client that uploads first must find its session in the list).
+
+        Only the newest session headers are read (twice ``limit``), unless they do not reach back past the listed
+        conversations: a user's thousand sessions with files cost the list what a hundred do.
+        """
+        batch = 2 * limit
         summaries, headers = await asyncio.gather(
-            self._conversations.list(principal, limit=LISTED_SESSIONS), self._files.sessions(principal)
+            self._conversations.list(principal, limit=limit), self._files.sessions(principal, limit=batch)
         )
+        # When the conversations were cut, a session older than the last of them cannot make the list.
+        cutoff = summaries[-1].updated_at if len(summaries) == limit else ""
+        file_only = await self._without_turns(principal, headers, summaries, cutoff, limit)
+        if len(headers) == batch and len(file_only) < limit and headers[-1].updated_at > cutoff:
+            file_only = await self._without_turns(
+                principal, await self._files.sessions(principal), summaries, cutoff, limit
+            )
+        if not file_only:
+            return summaries
+        listed = sorted([*summaries, *file_only], key=lambda summary: summary.updated_at, reverse=True)
+        return listed[:limit]
+
+    async def _without_turns(
+        self,
+        principal: Principal,
+        headers: list[SessionHeader],
+        summaries: list[ConversationSummary],
+        cutoff: str,
+        limit: int,
+    ) -> list[ConversationSummary]:
+        """The sessions of ``headers`` that have files and no conversation, newer than ``cutoff``, as summaries."""
         known = {summary.conversation_id for summary in summaries}
-        candidates = sorted(
-            (header for header in headers if header.conversation_id not in known and header.files),
-            key=lambda header: header.updated_at,
-            reverse=True,
-        )[:LISTED_SESSIONS]
-        if candidates and len(summaries) == LISTED_SESSIONS:
-            # The list of conversations was cut: a session with files missing from it may be an older conversation
+        candidates = [
+            header
+            for header in headers
+            if header.conversation_id not in known and header.files and header.updated_at > cutoff
+        ][:limit]
+        if candidates and cutoff:
+            # The conversations were cut: a session with files missing from them may be an older conversation
             # with turns, not one without. Only those without a conversation are listed from their files.
             found = await asyncio.gather(
                 *(self._conversations.get(principal, header.conversation_id) for header in candidates)
             )
             candidates = [header for header, summary in zip(candidates, found, strict=True) if summary is None]
-        file_only = [
+        return [
             ConversationSummary(
                 conversation_id=header.conversation_id,
                 title=", ".join(member.filename for member in (header.files or ())[:3]) or "Untitled",
@@ -71,10 +97,6 @@ class Sessions:
             )
             for header in candidates
         ]
-        if not file_only:
-            return summaries
-        listed = sorted([*summaries, *file_only], key=lambda summary: summary.updated_at, reverse=True)
-        return listed[:LISTED_SESSIONS]
 
     async def get(self, principal: Principal, conversation_id: str) -> Conversation:
         """A conversation with its full history and the feedback on its answers; :class:`NotFound` for unknown or

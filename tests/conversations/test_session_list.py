@@ -61,3 +61,18 @@ async def test_an_older_conversation_with_files_is_not_listed_as_one_without_tur
     assert len(listed) == LISTED_SESSIONS
     assert "old" not in {summary.conversation_id for summary in listed}
     assert [s.conversation_id for s in listed if s.message_count == 0] == ["files-only"]
+
+
+async def test_a_session_without_turns_behind_many_newer_emptied_ones_is_still_listed(foundation: Foundation) -> None:
+    # The list reads the newest session headers first; when those are all sessions whose files were removed, it
+    # must read on rather than miss the one with files.
+    for number in range(3):
+        await _turn(foundation, f"asked-{number}")
+    await foundation.session_files.add(ALICE, "lonely", [LEASE])
+    for number in range(6):
+        added = await foundation.session_files.add(ALICE, f"emptied-{number}", [LEASE])
+        await foundation.session_files.remove(ALICE, f"emptied-{number}", added.files[0].file_id)
+
+    listed = await foundation.sessions.summaries(ALICE, limit=3)
+
+    assert [summary.conversation_id for summary in listed] == ["lonely", "asked-2", "asked-1"]

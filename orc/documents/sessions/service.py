@@ -387,11 +387,13 @@ class SessionFiles:
             return list(found[1])
         return await self.files(principal, conversation_id)
 
-    async def sessions(self, principal: Principal) -> list[SessionHeader]:
-        """The headers of every session of ``principal`` that has (or had) files, most recently changed first."""
-        items = await self._catalog.query(principal.partition_key, id_prefix=header_id(""))
-        headers = [SessionHeader.model_validate(item.body) for item in items]
-        return sorted(headers, key=lambda header: header.updated_at, reverse=True)
+    async def sessions(self, principal: Principal, *, limit: int | None = None) -> list[SessionHeader]:
+        """The headers of the sessions of ``principal`` that have (or had) files, most recently changed first: all
+        of them, or the ``limit`` most recent."""
+        items = await self._catalog.query(
+            principal.partition_key, id_prefix=header_id(""), order_by="updated_at", descending=True, limit=limit
+        )
+        return [SessionHeader.model_validate(item.body) for item in items]
 
     async def header(self, principal: Principal, conversation_id: str) -> SessionHeader | None:
         """The session's stored header, or ``None`` for a session that never had files."""
