@@ -54,7 +54,7 @@ class Sessions:
             self._conversations.list(principal, limit=limit), self._files.sessions(principal, limit=batch)
         )
         # When the conversations were cut, a session older than the last of them cannot make the list.
-        cutoff = summaries[-1].updated_at if len(summaries) == limit else ""
+        cutoff = summaries[-1].updated_at if summaries and len(summaries) == limit else ""
         file_only = await self._without_turns(principal, headers, summaries, cutoff, limit)
         if len(headers) == batch and len(file_only) < limit and headers[-1].updated_at > cutoff:
             file_only = await self._without_turns(
@@ -79,14 +79,21 @@ class Sessions:
             header
             for header in headers
             if header.conversation_id not in known and header.files and header.updated_at > cutoff
-        ][:limit]
-        if candidates and cutoff:
-            # The conversations were cut: a session with files missing from them may be an older conversation
-            # with turns, not one without. Only those without a conversation are listed from their files.
-            found = await asyncio.gather(
-                *(self._conversations.get(principal, header.conversation_id) for header in candidates)
-            )
-            candidates = [header for header, summary in zip(candidates, found, strict=True) if summary is None]
+        ]
+        without: list[SessionHeader] = []
+        # The conversations were cut (``cutoff``): a session with files missing from them may be an older
+        # conversation with turns, not one without. Only those without a conversation are listed from their files,
+        # checked newest first, a list's worth at a time, until the list is full.
+        for start in range(0, len(candidates), limit):
+            chunk = candidates[start : start + limit]
+            if cutoff:
+                found = await asyncio.gather(
+                    *(self._conversations.get(principal, header.conversation_id) for header in chunk)
+                )
+                chunk = [header for header, summary in zip(chunk, found, strict=True) if summary is None]
+            without += chunk
+            if len(without) >= limit:
+                break
         return [
             ConversationSummary(
                 conversation_id=header.conversation_id,
@@ -95,7 +102,7 @@ class Sessions:
                 created_at=header.updated_at,
                 updated_at=header.updated_at,
             )
-            for header in candidates
+            for header in without[:limit]
         ]
 
     async def get(self, principal: Principal, conversation_id: str) -> Conversation:

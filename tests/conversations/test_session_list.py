@@ -76,3 +76,17 @@ async def test_a_session_without_turns_behind_many_newer_emptied_ones_is_still_l
     listed = await foundation.sessions.summaries(ALICE, limit=3)
 
     assert [summary.conversation_id for summary in listed] == ["lonely", "asked-2", "asked-1"]
+
+
+async def test_a_session_without_turns_behind_newer_files_of_older_conversations_is_still_listed(
+    foundation: Foundation,
+) -> None:
+    for number in range(4):
+        await _turn(foundation, f"asked-{number}")
+    await foundation.session_files.add(ALICE, "lonely", [LEASE])
+    for number in (0, 1):  # files added to conversations older than the two listed
+        await foundation.session_files.add(ALICE, f"asked-{number}", [LEASE])
+
+    listed = await foundation.sessions.summaries(ALICE, limit=2)
+
+    assert [summary.conversation_id for summary in listed] == ["lonely", "asked-3"]
