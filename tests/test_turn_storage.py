@@ -32,8 +32,12 @@ def cite_without_tools(messages: list[BaseMessage], tools: list[dict[str, Any]])
     return cite_first_source(messages, [])
 
 
-async def _settled(orc: Services) -> None:
-    # A turn that may pause asks for context while its files are still being digested: let them finish.
+async def _with_lease(orc: Services) -> None:
+    """The lease in the conversation, its digests made: a turn that may pause asks for context while its files are
+    still being digested."""
+    await orc.foundation.session_files.add(
+        LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
+    )
     assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
 
 
@@ -43,10 +47,7 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
 ) -> None:
     stores, counter = counting_stores()
     async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_without_tools), stores=stores) as orc:
-        await orc.foundation.session_files.add(
-            LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
-        )
-        await _settled(orc)
+        await _with_lease(orc)
         counter.fail("checkpoints.upsert", StorageUnavailable("storage is unreachable"))
 
         if streamed:
@@ -64,10 +65,7 @@ async def test_a_finished_turn_whose_last_checkpoint_cannot_be_written_is_still_
 async def test_a_turn_that_cannot_be_stored_fails_and_stores_nothing_although_its_checkpoint_was_written() -> None:
     stores, counter = counting_stores()
     async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_without_tools), stores=stores) as orc:
-        await orc.foundation.session_files.add(
-            LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
-        )
-        await _settled(orc)
+        await _with_lease(orc)
         counter.fail("conversations.create", StorageUnavailable("storage is unreachable"))
 
         with pytest.raises(ServiceUnavailable):
@@ -80,10 +78,7 @@ async def test_a_turn_that_cannot_be_stored_fails_and_stores_nothing_although_it
 async def test_a_turn_that_cannot_pause_writes_no_checkpoint_and_one_that_may_pause_writes_its_last() -> None:
     stores, counter = counting_stores()
     async with build_runtime(AZURE_WIRING, model=FunctionChatModel(cite_without_tools), stores=stores) as orc:
-        await orc.foundation.session_files.add(
-            LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
-        )
-        await _settled(orc)
+        await _with_lease(orc)
         counter.reset()
         never = await orc.orchestrator.ask(ASK.model_copy(update={"context_requests": "never"}))
         unsaved = list(counter.calls)
