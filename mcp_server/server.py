@@ -6,6 +6,7 @@ orchestrator connects to it in memory (``mcp.shared.memory``).
 
 from __future__ import annotations
 
+import logging
 from importlib.metadata import version
 from typing import Any
 
@@ -31,9 +32,15 @@ class OrcMCP(FastMCP):
     """
 
     def __init__(self, name: str, *, tool_names: ToolNameForm = "dotted") -> None:
-        # log_level WARNING: FastMCP calls logging.basicConfig(); WARNING is the root logger's default anyway,
-        # so an application that has not configured logging does not get its level changed by building a server.
-        super().__init__(name=name, instructions=published_text(INSTRUCTIONS, tool_names), log_level="WARNING")
+        # FastMCP's constructor calls logging.basicConfig() with a Rich handler on the root logger: configuring
+        # logging is the embedding application's prerogative, and basicConfig() does nothing while the root logger
+        # has a handler, so one stands there for the duration of the call.
+        root, guard = logging.getLogger(), logging.NullHandler()
+        root.addHandler(guard)
+        try:
+            super().__init__(name=name, instructions=published_text(INSTRUCTIONS, tool_names), log_level="WARNING")
+        finally:
+            root.removeHandler(guard)
         self.tool_names: ToolNameForm = tool_names
         # serverInfo.version: FastMCP takes no version argument and would report the MCP SDK's own version. Read
         # from the installed distribution (the same as orc.__version__): importing the orc package here would

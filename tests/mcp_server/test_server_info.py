@@ -1,10 +1,14 @@
-"""The server introduces itself as orc, with orc's version (not the MCP SDK's), in both name forms."""
+"""The server introduces itself as orc, with orc's version (not the MCP SDK's), in both name forms, and building
+it leaves the embedding application's logging alone."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 
 import orc
+from mcp_server.server import OrcMCP
 from orc.conversations import FocusContext
 from orc.settings import Settings
 from orc.tool_contract import TOOL_NAME_FORMS, ToolNameForm
@@ -38,3 +42,14 @@ async def test_the_orchestrator_keeps_its_dotted_server_and_answers_when_undersc
     assert "documents.list" in in_process and "documents_list" not in in_process
     assert "documents_list" in published and "documents.list" not in published
     assert "zebrau11" in result.answer
+
+
+def test_building_the_server_adds_no_handler_to_an_application_that_has_not_configured_logging(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+
+    OrcMCP("orc")
+
+    assert root.handlers == []
