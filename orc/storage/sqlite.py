@@ -16,6 +16,7 @@ Why it looks like this:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
@@ -153,9 +154,10 @@ class SqliteCollectionProvider:
             await _enable_wal(conn)
             # NORMAL is durable against application crashes in WAL mode and much faster than FULL.
             await conn.execute("PRAGMA synchronous=NORMAL")
-            await _migrate(conn)
+            await migrate(conn)
         except BaseException:
-            await conn.close()
+            with contextlib.suppress(sqlite3.Error):  # the failure that brought us here is the one to report
+                await conn.close()
             raise
         return conn
 
@@ -174,7 +176,8 @@ async def _enable_wal(conn: aiosqlite.Connection) -> None:
             await asyncio.sleep(0.01)
 
 
-async def _migrate(conn: aiosqlite.Connection) -> None:
+async def migrate(conn: aiosqlite.Connection) -> None:
+    """Apply the :data:`MIGRATIONS` the file lacks, each in its own transaction with its record."""
     await conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     for name, statements in MIGRATIONS:
         # BEGIN IMMEDIATE takes the write lock first, so two processes opening a new file do not both migrate.
@@ -192,7 +195,10 @@ async def _migrate(conn: aiosqlite.Connection) -> None:
                 )
             await conn.execute("COMMIT")
         except BaseException:
-            await conn.execute("ROLLBACK")
+            # A cancelled statement still runs in aiosqlite's thread: after a cancelled COMMIT there is no
+            # transaction left, and the rollback's own error must not take the place of the cancellation.
+            with contextlib.suppress(sqlite3.Error):
+                await conn.execute("ROLLBACK")
             raise
 
 

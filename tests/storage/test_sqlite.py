@@ -7,9 +7,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
+import pytest
+
 from orc.errors import ItemAlreadyExists
 from orc.storage.ports import DocumentCollection, StoredItem
-from orc.storage.sqlite import MIGRATIONS, SqliteCollectionProvider, prefix_end, select_statement
+from orc.storage.sqlite import MIGRATIONS, SqliteCollectionProvider, migrate, prefix_end, select_statement
 
 PK = "org/user"
 
@@ -226,3 +229,33 @@ async def test_a_file_made_before_the_indexes_gets_them_on_open_and_keeps_its_it
     with sqlite3.connect(path) as db:
         indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"items_kind", "items_digest_key"} <= indexes
+
+
+async def test_a_migration_cancelled_while_it_commits_ends_cancelled_and_the_file_opens_afterwards(
+    tmp_path: Path,
+) -> None:
+    # The cancellation arrives while the first COMMIT runs in aiosqlite's thread: the statement still completes
+    # there, so the rollback that follows finds no transaction. Its error must not take the cancellation's place:
+    # a background sweeper that logs errors would sleep on instead of stopping, and hold up the shutdown.
+    path = tmp_path / "orc.sqlite3"
+    loop = asyncio.get_running_loop()
+    migrating: asyncio.Task[None] | None = None
+
+    def on_statement(statement: str) -> None:
+        if statement == "COMMIT" and migrating is not None:
+            loop.call_soon_threadsafe(migrating.cancel)
+
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await conn.set_trace_callback(on_statement)
+        migrating = asyncio.create_task(migrate(conn))
+        with pytest.raises(asyncio.CancelledError):
+            await migrating
+    finally:
+        await conn.close()
+
+    provider = SqliteCollectionProvider(path)
+    try:
+        assert await provider.applied_migrations() == [name for name, _ in MIGRATIONS]
+    finally:
+        await provider.aclose()
