@@ -55,6 +55,7 @@ from orc.models.factory import build_chat_model, model_label
 from orc.models.prompting import restore_prompts, use_prompts
 from orc.models.tokens import token_counter_for
 from orc.output_policy import OutputPolicy
+from orc.periodic import every
 from orc.principal import Principal
 from orc.prompt_source import prompts_for
 from orc.quotas import Quotas
@@ -440,13 +441,10 @@ async def build_orchestrator(
 
 
 async def sweep_context_requests(orchestrator: Orchestrator, every_seconds: float) -> None:
-    """Answer, without their context, paused turns past their deadline, every ``every_seconds``."""
-    while True:
-        await asyncio.sleep(every_seconds)
-        try:
-            await orchestrator.expire_due()
-        except Exception as exc:  # storage hiccup: the next sweep tries again
-            logger.warning("sweeping context requests failed: %s", type(exc).__name__)
+    """Answer, without their context, paused turns past their deadline, every ``every_seconds``, until cancelled."""
+    await every(
+        every_seconds, orchestrator.expire_due, failure="sweeping context requests failed", log=logger, at_once=False
+    )
 
 
 async def _stop(task: asyncio.Task[None]) -> None:

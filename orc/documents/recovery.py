@@ -21,6 +21,7 @@ from typing import Any
 
 from orc.documents.leases import Lease, ProcessingLeases
 from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingResult
+from orc.periodic import every
 from orc.storage.ports import BlobStore, DocumentCollection
 
 __all__ = ["INTERRUPTED_UPLOAD", "MAX_TAKE_OVERS", "DocumentRecovery"]
@@ -91,10 +92,7 @@ class DocumentRecovery:
 
 
 async def sweep_interrupted_documents(recovery: DocumentRecovery, every_seconds: float) -> None:
-    """Sweep every ``every_seconds`` for the life of the process (the embedded runtime's background task)."""
-    while True:
-        try:
-            await recovery.sweep()
-        except Exception as exc:  # storage hiccup: the next sweep tries again
-            logger.warning("resuming interrupted documents failed: %s", type(exc).__name__)
-        await asyncio.sleep(every_seconds)
+    """Sweep at once, then every ``every_seconds``, until cancelled (the embedded runtime's background task)."""
+    await every(
+        every_seconds, recovery.sweep, failure="resuming interrupted documents failed", log=logger, at_once=True
+    )
