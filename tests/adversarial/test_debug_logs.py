@@ -36,6 +36,8 @@ async def test_debug_logs_of_a_failing_provider_call_carry_no_configured_secret(
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     caplog.set_level(logging.DEBUG)
+    # `orc --log-level DEBUG` keeps the HTTP clients' loggers at INFO, and a CLI test may have run in this process.
+    caplog.set_level(logging.DEBUG, logger="openai")
     for running in serve(OpenAIEndpoint()):
         running.endpoint.reset(Reply(status=401, text=f"Incorrect API key provided: {MODEL_KEY} ({AZURE_KEY})"))
         settings = Settings(
