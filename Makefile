@@ -70,8 +70,10 @@ typecheck: $(STAMP)
 system-tools:
 	@command -v pdftoppm >/dev/null || (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null)
 
+# One worker per core (at most 4: each starts its own emulators and browser when its tests need them): most of the
+# suite's time is CPU in the test process itself.
 unit: $(STAMP) emulators system-tools chromium
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --numprocesses=auto --maxprocesses=4 --dist=worksteal
 
 test: lint typecheck unit
 
