@@ -27,6 +27,7 @@ from orc.documents.records import estimate_tokens
 from orc.documents.search import IndexCache, SpanIndex, build_index
 from orc.documents.text_store import DocumentText, TextStore, VectorLocation, extractor_pages, process_extracted
 from orc.errors import ETagMismatch, ExtractionError, ItemNotFound, OrcError, UnsupportedMediaType
+from orc.periodic import every
 from orc.storage.ports import BlobStore, DocumentCollection
 
 if TYPE_CHECKING:  # numpy and the embedding clients load only where vectors are made
@@ -247,10 +248,14 @@ class DocumentProcessor:
 
     @staticmethod
     async def _renew(leases: JobLeases, job: ProcessingJob) -> None:
-        while True:
-            with contextlib.suppress(Exception):  # a storage hiccup: the lease has two more chances to be renewed
-                await leases.renew(job)
-            await asyncio.sleep(leases.lease_seconds / 3)
+        # Three renewals a lease: a storage hiccup leaves two more chances before the lease lapses.
+        await every(
+            leases.lease_seconds / 3,
+            lambda: leases.renew(job),
+            failure="renewing a processing lease failed",
+            log=logger,
+            at_once=True,
+        )
 
     async def _run_in_slot(self, job: ProcessingJob) -> ProcessingResult:
         async with self._slots.turn(organization_of(job.location.partition_key)):
