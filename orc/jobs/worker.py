@@ -36,7 +36,7 @@ from orc.clock import utc_now
 from orc.digests.sessions import SessionDigests
 from orc.documents.fair_turns import FairTurns, organization_of
 from orc.documents.processing import DocumentProcessor, ProcessingJob
-from orc.errors import ETagMismatch, InvalidInput, ItemNotFound, JobBusy
+from orc.errors import ETagMismatch, InvalidInput, ItemNotFound, JobBusy, StorageUnavailable
 from orc.jobs.messages import JobKind, digest_message, processing_job, processing_message
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection
@@ -206,7 +206,13 @@ class JobWorker:
                     free = min(held - len(running) - len(received), 32)  # 32: a receive's most
                     if free > 0:
                         kind_: JobKind = "process" if kind == "process" else "digest"
-                        received += [(kind_, queue, job) for job in await queue.receive(free, self._visibility)]
+                        try:
+                            jobs = await queue.receive(free, self._visibility)
+                        except StorageUnavailable as exc:
+                            # An outage outlasted the SDK's retries: poll again after the pause, as when idle.
+                            logger.warning("receiving %s jobs failed: %s", kind, type(exc).__name__)
+                            continue
+                        received += [(kind_, queue, job) for job in jobs]
                 for kind, queue, job in received:
                     task = asyncio.create_task(self._in_turn(turns, kind, queue, job))
                     running.add(task)

@@ -8,10 +8,10 @@ import time
 import pytest
 
 from orc.documents.uploads import Upload
-from orc.errors import JobBusy
+from orc.errors import JobBusy, StorageUnavailable
 from orc.foundation import JobQueues
 from orc.settings import Settings
-from orc.storage.queues import InProcessJobQueue
+from orc.storage.queues import InProcessJobQueue, ReceivedJob
 from tests.documents.library_support import ACME, SESSION, memory_stores
 from tests.jobs.support import ORG, Ledger, process, running_workers, until
 
@@ -206,3 +206,34 @@ async def test_the_worker_takes_the_deliveries_it_holds_in_turn_by_organization(
 
 async def _count_at_least(items: list[str], count: int) -> bool:
     return len(items) >= count
+
+
+class UnreachableAtFirst(InProcessJobQueue):
+    """A queue whose first ``outage`` receives fail as an outage that outlasted the SDK's retries does."""
+
+    def __init__(self, outage: int) -> None:
+        super().__init__()
+        self.outage = outage
+
+    async def receive(self, max_jobs: int, visibility_seconds: float) -> list[ReceivedJob]:
+        if self.outage > 0:
+            self.outage -= 1
+            raise StorageUnavailable("the job queue failed (status 503); retry later")
+        return await super().receive(max_jobs, visibility_seconds)
+
+
+async def test_a_worker_rides_out_a_queue_outage_and_then_processes_the_waiting_jobs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stores, ledger = memory_stores(), Ledger()
+    jobs = JobQueues(documents=UnreachableAtFirst(outage=3), digests=InProcessJobQueue())
+    async with process(stores, jobs) as web:
+        (uploaded,) = await web.foundation.context_documents.add(
+            ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0
+        )
+        async with running_workers(stores, jobs, ledger, 1):
+            await until(lambda: _all_ready(web))
+
+    assert ledger.completions(uploaded.record.document_id) == 1
+    assert caplog.text.count("receiving process jobs failed: StorageUnavailable") == 3
+    assert "503" not in caplog.text
