@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import uuid
@@ -40,7 +39,7 @@ from orc.errors import ETagMismatch, InvalidInput, ItemNotFound, JobBusy, Storag
 from orc.jobs.messages import JobKind, digest_message, processing_job, processing_message
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection
-from orc.storage.queues import JobQueue, ReceivedJob
+from orc.storage.queues import JobQueue, ReceivedJob, decode_job
 
 logger = logging.getLogger(__name__)
 
@@ -85,14 +84,7 @@ class JobWorker:
     async def handle_message(self, kind: JobKind, text: bytes | str, dequeue_count: int) -> str:
         """:meth:`handle` for a raw queue message (the queue-triggered functions); malformed ones are dropped."""
         try:
-            body = json.loads(text)
-        except ValueError:
-            logger.warning("dropping a %s job that is not JSON", kind)
-            return "malformed"
-        if not isinstance(body, dict):
-            return "malformed"
-        try:
-            return await self.handle(kind, body, dequeue_count)
+            return await self.handle(kind, decode_job(text), dequeue_count)
         except InvalidInput:
             logger.warning("dropping a malformed %s job", kind)
             return "malformed"

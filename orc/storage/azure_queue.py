@@ -3,7 +3,9 @@
 Why it looks like this:
 
 - Messages are base64-encoded text: that is what a Functions queue trigger decodes by default
-  (``host.json`` ``messageEncoding``), so the same queue feeds ``function_app.py`` and ``orc worker``.
+  (``host.json`` ``messageEncoding``), so the same queue feeds ``function_app.py`` and ``orc worker``. Received
+  messages are decoded here, not by an SDK decode policy: a message that is not base64 fails the SDK's whole
+  receive, which would hold every later job behind it; here it becomes a malformed job that the worker drops.
 - The queue is created on first use (an ``azd`` deployment creates it too; creating twice is harmless), unless
   it is built with ``create_queue=False`` (on Azure: the template declares it and start-up checks it exists).
 - A delivery's pop receipt settles it; when its visibility lapsed and the job was received again, the service
@@ -13,7 +15,8 @@ Why it looks like this:
 
 from __future__ import annotations
 
-import json
+import base64
+import binascii
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,11 +28,11 @@ from azure.core.exceptions import (
     ResourceExistsError,
     ResourceNotFoundError,
 )
-from azure.storage.queue import BinaryBase64DecodePolicy, BinaryBase64EncodePolicy
+from azure.storage.queue import BinaryBase64EncodePolicy
 from azure.storage.queue.aio import QueueClient
 
 from orc.errors import ConfigurationError, StorageUnavailable
-from orc.storage.queues import ReceivedJob, encode_job
+from orc.storage.queues import ReceivedJob, decode_job, encode_job
 
 __all__ = ["AzureJobQueue"]
 
@@ -37,7 +40,14 @@ _MAX_BATCH = 32  # the service returns at most 32 messages per receive
 
 
 def _codecs() -> dict[str, Any]:
-    return {"message_encode_policy": BinaryBase64EncodePolicy(), "message_decode_policy": BinaryBase64DecodePolicy()}
+    return {"message_encode_policy": BinaryBase64EncodePolicy()}
+
+
+def _job_of(content: str | None) -> dict[str, Any]:
+    try:
+        return decode_job(base64.b64decode(content or "", validate=True))
+    except (binascii.Error, ValueError):
+        return {}
 
 
 class AzureJobQueue:
@@ -136,7 +146,7 @@ class AzureJobQueue:
             async for message in messages:
                 jobs.append(
                     ReceivedJob(
-                        body=json.loads(bytes(message.content).decode()),
+                        body=_job_of(message.content),
                         dequeue_count=int(message.dequeue_count or 1),
                         message_id=message.id,
                         receipt=message,
@@ -157,7 +167,10 @@ class AzureJobQueue:
     async def abandon(self, job: ReceivedJob, delay_seconds: float = 0.0) -> None:
         """Make the job visible again after ``delay_seconds``."""
         try:
-            await self._client.update_message(job.receipt, visibility_timeout=max(0, round(delay_seconds)))
+            # By id and pop receipt, not the message: the content stays as stored, not re-sent.
+            await self._client.update_message(
+                job.receipt.id, pop_receipt=job.receipt.pop_receipt, visibility_timeout=max(0, round(delay_seconds))
+            )
         except AzureError as error:
             if not _stale(error):
                 raise _unavailable(error) from None

@@ -57,6 +57,16 @@ MAX_JOB_BYTES = 48 * 1024
 """Azure Storage Queue messages hold 64 KiB (48 KiB of JSON once base64-encoded); jobs are references, never data."""
 
 
+def decode_job(content: bytes | str) -> dict[str, Any]:
+    """A received message's job: ``{}`` when it is not a JSON object, which every handler refuses as malformed, so
+    a stray message is dropped like any other bad job instead of failing the receive that brought it."""
+    try:
+        body = json.loads(content)
+    except (ValueError, RecursionError):  # ValueError covers bytes that are not UTF-8; nesting can be 48 KiB deep
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
 def encode_job(body: Mapping[str, Any]) -> str:
     """The job as compact JSON, refusing one too large for a queue message."""
     text = json.dumps(dict(body), separators=(",", ":"), sort_keys=True)
@@ -99,7 +109,7 @@ class InProcessJobQueue:
             stored.visible_at = now + visibility_seconds
             stored.dequeue_count += 1
             stored.receipt = next(self._receipts)
-            taken.append(ReceivedJob(json.loads(stored.text), stored.dequeue_count, job_id, stored.receipt))
+            taken.append(ReceivedJob(decode_job(stored.text), stored.dequeue_count, job_id, stored.receipt))
         return taken
 
     async def complete(self, job: ReceivedJob) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+from azure.storage.queue.aio import QueueClient
 
 from orc.cli.worker import run_worker
 from orc.documents.uploads import Upload
@@ -19,8 +21,9 @@ from tests.emulators import AzuriteQueue
 from tests.jobs.support import ORG, Ledger, process, running_workers, until
 
 
-def fresh_queue(azurite_queue: AzuriteQueue) -> AzureJobQueue:
-    return AzureJobQueue.from_connection_string(azurite_queue.connection_string, f"jobs-{uuid.uuid4().hex[:12]}")
+def fresh_queue(azurite_queue: AzuriteQueue, name: str | None = None) -> AzureJobQueue:
+    name = name or f"jobs-{uuid.uuid4().hex[:12]}"
+    return AzureJobQueue.from_connection_string(azurite_queue.connection_string, name)
 
 
 @pytest_asyncio.fixture
@@ -132,3 +135,38 @@ async def test_orc_worker_takes_its_concurrency_from_the_worker_concurrency_sett
 
     said = capsys.readouterr().err
     assert "3 jobs at a time" in said and "1 job at a time" in said
+
+
+STRAY_MESSAGES = {
+    "not base64": "plain text, as a portal or another producer may send it",
+    "not UTF-8": base64.b64encode(b"\xff\xfe not json").decode(),
+    "not JSON": base64.b64encode(b"{not json").decode(),
+    "not an object": base64.b64encode(b"[1, 2, 3]").decode(),
+    "nested too deep": base64.b64encode(b"[" * 20000 + b"]" * 20000).decode(),
+}
+
+
+async def test_stray_messages_are_dropped_as_malformed_and_the_jobs_behind_them_are_processed(
+    azurite_queue: AzuriteQueue, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = f"jobs-{uuid.uuid4().hex[:12]}"
+    queues = JobQueues(documents=fresh_queue(azurite_queue, name), digests=fresh_queue(azurite_queue))
+    stores, ledger = memory_stores(), Ledger()
+    try:
+        async with QueueClient.from_connection_string(azurite_queue.connection_string, name) as raw:
+            await raw.create_queue()
+            for text in STRAY_MESSAGES.values():
+                await raw.send_message(text)
+        async with process(stores, queues) as web:
+            (added,) = await web.foundation.context_documents.add(
+                ACME, ORG, [Upload("after.txt", b"The job behind the strays.")], wait_seconds=0
+            )
+            async with running_workers(stores, queues, ledger, 1) as (worker,):
+                await until(lambda: _ready(worker, 1))
+
+        assert ledger.completions(added.record.document_id) == 1
+        assert caplog.text.count("dropping a malformed process job") == len(STRAY_MESSAGES)
+        assert await queues.documents.receive(32, 30) == []  # every stray was completed, none waits to come back
+    finally:
+        await queues.documents.aclose()
+        await queues.digests.aclose()
