@@ -331,6 +331,11 @@ class ExtractionPool:
             executor.shutdown(wait=False, cancel_futures=True)
             self._fall_back("extraction worker processes could not start")
             return None
+        except BaseException:
+            # Cancelled while the worker starts (a shutdown, a request given up): it is in neither _idle nor
+            # _live, so nothing else would ever stop it.
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise
         self._live.add(pid)
         return _Worker(executor, pid)
 

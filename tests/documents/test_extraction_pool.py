@@ -3,7 +3,9 @@ process's memory does not grow, and the next document is parsed as usual."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import multiprocessing
 import resource
 import zlib
 from pathlib import Path
@@ -14,6 +16,7 @@ from orc.composition import build_runtime
 from orc.documents.extraction_pool import IN_PROCESS_MAX_BYTES, ExtractionPool, parses_in_process
 from orc.documents.records import ContextRef
 from orc.documents.uploads import Upload
+from orc.errors import ExtractionError
 from orc.foundation import extraction_limits
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
@@ -140,3 +143,27 @@ def test_pdfs_and_office_files_go_to_a_worker_whatever_their_size() -> None:
     assert not parses_in_process(b"x" * (IN_PROCESS_MAX_BYTES + 1), "big.txt", "text/plain")
     assert not parses_in_process(pdf_bomb()[:2000], "small.pdf", None)  # a PDF's magic bytes decide, not its size
     assert not parses_in_process(b"%PDF-1.4\n", "renamed.txt", "text/plain")
+
+
+def _identity(value: int) -> int:
+    return value
+
+
+async def test_a_job_cancelled_while_its_worker_starts_leaves_no_worker_process_behind() -> None:
+    before = set(multiprocessing.active_children())
+    pool = ExtractionPool(1, 512 << 20, limits=LIMITS, deadline_seconds=60)
+    failure = ExtractionError("not expected here")
+    job = asyncio.create_task(pool.run(_identity, 1, organization="acme", overdue=failure, over_memory=failure))
+    async with asyncio.timeout(30):  # the worker process is there; the job waits for its first answer
+        while not set(multiprocessing.active_children()) - before:  # noqa: ASYNC110 - no event for a process start
+            await asyncio.sleep(0.01)
+    job.cancel()
+    # Kept, as a caller that logs or gathers the outcome keeps it: the traceback holds the starting worker's
+    # executor, so only the pool itself can stop that process.
+    (outcome,) = await asyncio.gather(job, return_exceptions=True)
+    await pool.aclose()
+
+    assert isinstance(outcome, asyncio.CancelledError)
+    async with asyncio.timeout(10):
+        while set(multiprocessing.active_children()) - before:  # noqa: ASYNC110 - a process's exit has no event here
+            await asyncio.sleep(0.05)
