@@ -149,6 +149,9 @@ class DocumentProcessor:
         self._slots = FairTurns(max_concurrency)
         self._max_document_bytes = max_document_bytes
         self._running: dict[tuple[str, str], tuple[str, asyncio.Task[ProcessingResult]]] = {}
+        # Every job not yet done, replaced ones included: a job whose document was uploaded again leaves
+        # _running but works on until it finds itself superseded, and closing must stop it all the same.
+        self._tasks: set[asyncio.Task[ProcessingResult]] = set()
         self._closed = False
         # With a job queue, submit() hands the job to it and follows the record until a worker settles it.
         self._dispatch = dispatch
@@ -180,6 +183,8 @@ class DocumentProcessor:
             work = self._dispatched(job, enqueued)
         task = asyncio.create_task(work, name=f"process-{job.location.document_id}")
         self._running[key] = (job.content_hash, task)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
         def forget(done: asyncio.Task[ProcessingResult]) -> None:
             if self._running.get(key, (None, None))[1] is done:
@@ -212,9 +217,9 @@ class DocumentProcessor:
             await asyncio.wait(pending, timeout=seconds)
 
     async def aclose(self) -> None:
-        """Cancel the jobs still running and wait for them to stop."""
+        """Cancel the jobs still running (superseded ones too) and wait for them to stop."""
         self._closed = True
-        tasks = [task for _, task in self._running.values()]
+        tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

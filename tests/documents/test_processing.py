@@ -140,6 +140,23 @@ async def test_replacing_a_document_keeps_its_id_and_drops_the_old_text() -> Non
     assert [hit.text for hit in found.results] == ["New text about pears."]
 
 
+async def test_closing_the_runtime_stops_the_job_of_a_version_replaced_while_it_was_processing() -> None:
+    blobs = GatedBlobStore()
+    async with build_runtime(Settings(), stores=Stores(MemoryCollectionProvider(), blobs)) as runtime:
+        documents = runtime.foundation.context_documents
+        blobs.gets.close()  # every job waits at its blob read, so the first version is still processing
+        (first,) = await documents.add(ACME, ORG, [Upload("a.txt", b"Old text.")], wait_seconds=0)
+        await blobs.gets.reached.wait()
+        (second,) = await documents.add(ACME, ORG, [Upload("a.txt", b"New text.")], wait_seconds=0)
+
+    assert first.job is not None and second.job is not None
+    jobs = {"old version": first.job, "new version": second.job}
+    left_running = [version for version, job in jobs.items() if not job.done()]
+    for job in jobs.values():
+        job.cancel()  # a job left behind would otherwise outlive this test
+    assert left_running == []
+
+
 async def test_removing_a_document_deletes_its_blob_text_and_record() -> None:
     stores = memory_stores()
     async with build_runtime(Settings(), stores=stores) as runtime:
