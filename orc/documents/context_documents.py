@@ -8,6 +8,7 @@ document in place (same ``document_id``); identical content is reported unchange
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from orc.documents.records import ContextDocument, ContextRef
 from orc.documents.sessions.service import refuse_folder_conflicts
 from orc.documents.text_store import TextStore
 from orc.documents.uploads import ADMIT_ALL, UPLOAD_WAIT_SECONDS, Upload, UploadAdmission, check_uploads, uploading
-from orc.errors import NotFound
+from orc.errors import NotFound, OrcError
 from orc.names import BlobPaths, validate_identifier
 from orc.principal import Principal
 from orc.storage.ports import BlobStore, DocumentCollection
@@ -160,7 +161,9 @@ class ContextDocuments:
             failed = record.model_copy(
                 update={"status": "failed", "status_reason": "the upload did not complete; retry"}
             )
-            await self._catalog.upsert(location.partition_key, location.item_id, _body(failed))
+            # The lease lets a sweep settle the record later; an outage here must not replace the exception in flight.
+            with contextlib.suppress(OrcError):
+                await self._catalog.upsert(location.partition_key, location.item_id, _body(failed))
             raise
         record = record.model_copy(update={"status": "processing", "updated_at": utc_now()})
         await self._catalog.upsert(location.partition_key, location.item_id, _body(record))

@@ -15,6 +15,7 @@ background.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
 from collections import OrderedDict
@@ -54,6 +55,7 @@ from orc.errors import (
     ItemAlreadyExists,
     ItemNotFound,
     NotFound,
+    OrcError,
     StorageUnavailable,
 )
 from orc.names import folder_conflicts, validate_identifier
@@ -329,7 +331,11 @@ class SessionFiles:
                     "digest_status": "error",
                 }
             )
-            await self._catalog.upsert(location.partition_key, location.item_id, record_body(conversation_id, failed))
+            # The lease lets a sweep settle the record later; an outage here must not replace the exception in flight.
+            with contextlib.suppress(OrcError):
+                await self._catalog.upsert(
+                    location.partition_key, location.item_id, record_body(conversation_id, failed)
+                )
             raise
         record = record.model_copy(update={"status": "processing", "updated_at": utc_now()})
         await self._catalog.upsert(location.partition_key, location.item_id, record_body(conversation_id, record))
