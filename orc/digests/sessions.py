@@ -40,7 +40,8 @@ from orc.principal import Principal
 logger = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT_SECONDS = 5.0
-"""How long shutdown may spend marking interrupted work ``stale`` (so another process picks it up)."""
+"""How long shutdown may spend stopping digests and marking interrupted work ``stale`` (so another process picks it
+up)."""
 
 
 def session_key(principal: Principal, session_id: str) -> str:
@@ -220,10 +221,18 @@ class SessionDigests:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self._file_digests.aclose()
+        interrupted = [w for w in workers if w.task in tasks]
+        failed = False
         try:
-            await asyncio.wait_for(self._leave_stale([w for w in workers if w.task in tasks]), CLOSE_TIMEOUT_SECONDS)
+            async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
+                try:
+                    await self._file_digests.aclose()
+                except OrcError:
+                    failed = True  # the sessions' own statuses can still be reset below
+                await self._leave_stale(interrupted)
         except (TimeoutError, OrcError):
+            failed = True
+        if failed:
             logger.warning("some interrupted digests stay 'parsing' until they are found stale")
 
     # -- the worker -------------------------------------------------------------------------------------------------
@@ -238,8 +247,8 @@ class SessionDigests:
             release, worker.release = worker.release, set()
             try:
                 await self._pass(worker, retry, forced=forced)
-                for key in release:
-                    await self._file_digests.release(worker.principal.partition_key, key)
+                for digest_key in release:
+                    await self._file_digests.release(worker.principal.partition_key, digest_key)
             except asyncio.CancelledError:
                 raise
             except NotFound:

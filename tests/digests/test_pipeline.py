@@ -11,12 +11,13 @@ from orc.composition import build_runtime
 from orc.digests.context import ContextFiles
 from orc.documents.availability import DocumentScope
 from orc.documents.uploads import Upload
-from orc.errors import NotFound, NotReady
+from orc.errors import NotFound, NotReady, StorageUnavailable
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from tests.digests.support import GatedDigestModel, digest_model, task_a_files, task_b_calls
+from tests.support import counting_stores
 
 LEASE = Upload("lease.txt", b"The monthly rent is 1,450 euros, payable on the first day of each month.")
 NOTES = Upload("notes.md", b"# Notes\n\nThe deposit is 2,900 euros and is returned within 30 days.")
@@ -83,6 +84,48 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
     assert after_restart.files[0].digest_status == "stale" and after_restart.aggregate.status == "stale"
     assert finished.files[0].digest_status == "ready" and finished.aggregate_digest_status == "ready"
     assert task_a_files(model) == ["lease.txt"]
+
+
+async def test_a_shutdown_that_cannot_reset_the_digests_being_made_still_leaves_the_session_stale() -> None:
+    stores, counter = counting_stores()
+    gated = GatedDigestModel()
+    async with build_runtime(Settings(), stores=stores, digest_model=gated) as runtime:
+        await runtime.foundation.session_files.add(ME, "s", [LEASE])
+        await gated.reached.wait()
+        # The digest being made is reset by reading its record first: that read meets a storage outage.
+        counter.fail("catalog.get", StorageUnavailable("storage is unreachable"), times=1)
+        counter.reset()
+    during_shutdown = list(counter.calls)
+
+    async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
+        after_restart = await runtime.foundation.session_files.manifest(ME, "s")
+
+    assert "catalog.get" in during_shutdown  # the outage was met
+    assert after_restart.files[0].digest_status == "stale" and after_restart.aggregate.status == "stale"
+
+
+async def test_a_stream_is_woken_as_soon_as_a_pass_that_released_a_cached_digest_ends() -> None:
+    async with build_runtime(Settings(), stores=memory(), digest_model=digest_model()) as runtime:
+        context = context_of(runtime.documents.context_files)
+        files, digests = runtime.foundation.session_files, runtime.documents.digests
+        created = await files.add(ME, "s", [LEASE])
+        assert await digests.wait_idle(ME, "s", 30)
+        # With auto-parse off a pass makes no digest, so removing the lease is a pass that only releases its cached
+        # digest; the notes' digest waits (stale), and reads as parsing only while that pass runs.
+        await context.set_auto_parse(ME, "s", False)
+        await files.add(ME, "s", [NOTES])
+        assert await digests.wait_idle(ME, "s", 30)
+        await files.remove(ME, "s", created.files[0].file_id)
+        first = await context.manifest(ME, "s")
+        streamed = []
+        # Far below the stream's poll interval: only the wake-up at the end of the pass ends the stream in time.
+        async with asyncio.timeout(5):
+            async for manifest in context.watch(ME, "s", first, poll_seconds=60, keepalive_seconds=60):
+                streamed.append(manifest)
+
+    assert first.parsing
+    assert streamed[0] is first and streamed[-1] is not None and not streamed[-1].parsing
+    assert streamed[-1].files[0].digest_status == "stale"  # the notes' digest waits for "parse now"
 
 
 async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() -> None:
