@@ -116,30 +116,30 @@ class ContextFiles:
         loop = asyncio.get_running_loop()
         signals = self._digests.signals
         key = session_key(principal, session_id)
-        seen = signals.version(key)
         deadline = loop.time() + max_seconds
         manifest = first
         last = None
         last_sent = loop.time()
-        while True:
-            dumped = manifest.model_dump(mode="json")
-            if dumped != last:
-                yield manifest
-                last, last_sent = dumped, loop.time()
-            if not manifest.parsing:
-                return
-            now = loop.time()
-            if now >= deadline:
-                return
-            if now - last_sent >= keepalive_seconds:
-                yield None
-                last_sent = now
-            timeout = min(poll_seconds, deadline - now, max(keepalive_seconds - (now - last_sent), 0.0))
-            seen = await signals.wait(key, seen, timeout)
-            try:
-                manifest = await self.manifest(principal, session_id, repair=False)
-            except NotFound:
-                return  # the session was deleted while it was watched
+        with signals.watching(key) as seen:
+            while True:
+                dumped = manifest.model_dump(mode="json")
+                if dumped != last:
+                    yield manifest
+                    last, last_sent = dumped, loop.time()
+                if not manifest.parsing:
+                    return
+                now = loop.time()
+                if now >= deadline:
+                    return
+                if now - last_sent >= keepalive_seconds:
+                    yield None
+                    last_sent = now
+                timeout = min(poll_seconds, deadline - now, max(keepalive_seconds - (now - last_sent), 0.0))
+                seen = await signals.wait(key, seen, timeout)
+                try:
+                    manifest = await self.manifest(principal, session_id, repair=False)
+                except NotFound:
+                    return  # the session was deleted while it was watched
 
     async def first_manifest(
         self,
@@ -153,16 +153,16 @@ class ContextFiles:
         ``max_seconds``. Wakes at once on an upload to this process and re-reads storage every poll otherwise."""
         signals = self._digests.signals
         key = session_key(principal, session_id)
-        seen = signals.version(key)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_seconds
-        while loop.time() < deadline:
-            seen = await signals.wait(key, seen, min(poll_seconds, max(deadline - loop.time(), 0.0)))
-            try:
-                yield await self.manifest(principal, session_id)
-                return
-            except NotFound:
-                yield None
+        with signals.watching(key) as seen:
+            while loop.time() < deadline:
+                seen = await signals.wait(key, seen, min(poll_seconds, max(deadline - loop.time(), 0.0)))
+                try:
+                    yield await self.manifest(principal, session_id)
+                    return
+                except NotFound:
+                    yield None
 
     # -- mutations ------------------------------------------------------------------------------------------------
 

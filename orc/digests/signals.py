@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 
@@ -35,6 +36,15 @@ class SessionSignals:
     def version(self, key: str) -> int:
         """The session's change counter now (pass it to :meth:`wait`)."""
         return self._signal(key).version
+
+    @contextlib.contextmanager
+    def watching(self, key: str) -> Iterator[int]:
+        """Keep the session's counter while the block runs; yields the counter now (pass it to :meth:`wait`).
+
+        A watcher re-reads storage between two waits: held, the counter still moves for a change notified then, so
+        the next wait returns at once instead of missing it (and never restarts from 0 to force an extra read)."""
+        signal = self._signal(key)
+        yield signal.version
 
     def notify(self, key: str) -> None:
         """Something about the session changed: wake every watcher."""
