@@ -186,6 +186,10 @@ class ContextFiles:
     async def set_auto_parse(self, principal: Principal, session_id: str, on: bool) -> ContextSet:
         """Turn "auto-parse on change" on or off; turning it on makes what is stale at once."""
         await self._files.set_auto_parse(principal, session_id, on)
+        if on:
+            # Changes made while it was off are stored as ``parsing`` (which reads as in progress once it is on), so
+            # read repair would not find them: a pass picks them up now.
+            self._digests.schedule(principal, session_id)
         return await self.manifest(principal, session_id)
 
     async def parse_now(self, principal: Principal, session_id: str) -> ContextSet:
@@ -229,7 +233,12 @@ class ContextFiles:
                 aggregate = "error"
             elif stored.inputs == inputs and stored.ref is not None and stored.status != "error":
                 aggregate = "ready"
-            elif busy or (stored.status == "parsing" and not self._abandoned(stored.updated_at or raw.updated_at)):
+            elif busy or (
+                stored.status == "parsing"
+                # As for files: with auto-parse off nobody rebuilds the aggregate a change marked as coming.
+                and raw.auto_parse
+                and not self._abandoned(stored.updated_at or raw.updated_at)
+            ):
                 aggregate = "parsing"
             else:
                 aggregate = "stale"
