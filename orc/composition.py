@@ -348,6 +348,21 @@ async def build_runtime(
             default=ChosenModel(documents.model, documents.model_label), allowed=_allowed_models(settings, stack)
         )
         limits = turn_limits(settings)
+        runner = TurnRunner(
+            RunnerParts(
+                graph=build_graph(checkpointer),
+                conversations=base.conversations,
+                mcp=connection,
+                offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
+                limits=limits,
+                # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
+                token_counter=await asyncio.to_thread(token_counter_for, documents.model_label),
+                titles=titles,
+                handoff=handoff,
+                session_digest=PromptDigests(documents.context_files).text,
+                output_policy=OutputPolicy.allowing(settings.output_image_hosts),
+            )
+        )
         orchestrator = Orchestrator(
             preparer=TurnPreparer(
                 limits=limits,
@@ -356,21 +371,7 @@ async def build_runtime(
                 scopes=base.scopes,
                 default_mode=handoff.default_mode,
             ),
-            runner=TurnRunner(
-                RunnerParts(
-                    graph=build_graph(checkpointer),
-                    conversations=base.conversations,
-                    mcp=connection,
-                    offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
-                    limits=limits,
-                    # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
-                    token_counter=await asyncio.to_thread(token_counter_for, documents.model_label),
-                    titles=titles,
-                    handoff=handoff,
-                    session_digest=PromptDigests(documents.context_files).text,
-                    output_policy=OutputPolicy.allowing(settings.output_image_hosts),
-                )
-            ),
+            runner=runner,
             policy=documents.policy,
             handoff=handoff,
             conversations=base.conversations,
@@ -381,6 +382,8 @@ async def build_runtime(
         if titles is not None:
             # Titles under way finish before the stores they write to close; those still waiting are given up.
             stack.push_async_callback(titles.aclose)
+        # Answered turns still being stored finish first: before the titles they start and the stores close.
+        stack.push_async_callback(runner.aclose)
         if settings.jobs == "inprocess":
             # Embedded: this process answers paused turns whose deadline passed (on Azure a timer function does).
             sweeper = asyncio.create_task(sweep_context_requests(orchestrator, settings.context_sweep_seconds))

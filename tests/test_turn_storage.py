@@ -4,6 +4,8 @@ Only a turn that may pause is checkpointed (a turn that cannot pause writes no c
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -13,10 +15,14 @@ from orc.composition import Services, build_runtime
 from orc.conversations import ConversationRepository
 from orc.documents.uploads import Upload
 from orc.errors import ServiceUnavailable, StorageUnavailable
+from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
+from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+from orc.storage.ports import DocumentCollection, StoredItem
 from orc.testing import FunctionChatModel
 from orc.turns import TurnRequest
+from tests.documents.gates import Gate
 from tests.graph.test_document_chat_workflow import cite_first_source
 from tests.support import counting_stores
 
@@ -88,3 +94,47 @@ async def test_a_turn_that_cannot_pause_writes_no_checkpoint_and_one_that_may_pa
     assert never.answer and allowed.answer
     assert "checkpoints.upsert" not in unsaved and "conversations.create" in unsaved
     assert counter.calls.count("checkpoints.upsert") == 1
+
+
+class GatedTurnWrites(MemoryCollectionProvider):
+    """Memory collections whose ``conversations.create`` (a turn's write) waits at ``gate`` while it is closed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = Gate()
+
+    async def collection(self, name: str) -> DocumentCollection:
+        inner = await super().collection(name)
+        return _GatedCreates(inner, self.gate) if name == "conversations" else inner
+
+
+class _GatedCreates:
+    def __init__(self, inner: DocumentCollection, gate: Gate) -> None:
+        self._inner, self._gate = inner, gate
+
+    async def create(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
+        await self._gate.pass_through()
+        return await self._inner.create(partition_key, item_id, body)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+async def test_a_turn_answered_before_its_reader_went_away_is_stored_all_the_same() -> None:
+    collections = GatedTurnWrites()
+    stores = Stores(collections=collections, blobs=MemoryBlobStore())
+    async with build_runtime(Settings(), model=FunctionChatModel(cite_without_tools), stores=stores) as orc:
+        await _with_lease(orc)
+        collections.gate.close()
+        asking = asyncio.create_task(orc.orchestrator.ask(ASK))
+        await collections.gate.reached.wait()  # answered; its turn is being written
+
+        asking.cancel()  # the reader goes away: a closed connection, a cancelled caller
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+        collections.gate.open()
+    # Closing the runtime waits for the write, so the turn is there once it has closed.
+
+    async with build_runtime(Settings(), stores=stores) as again:
+        turns = await again.foundation.conversations.turns(LOCAL_PRINCIPAL, "conv")
+    assert [turn.user.content for turn in turns] == [ASK.question]

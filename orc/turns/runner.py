@@ -43,6 +43,9 @@ from orc.turns.prepare import PreparedTurn, TurnLimits
 
 log = logging.getLogger(__name__)
 
+STORE_ON_CLOSE_SECONDS = 10.0
+"""How long closing waits for answered turns still being stored (one storage write each, with its own retries)."""
+
 Outcome = Event | TurnResult | ContextRequired
 """What a run yields: the graph's events (when streamed), then the stored result or the request it paused with."""
 
@@ -74,6 +77,13 @@ class TurnRunner:
         self._unsaved = parts.graph.copy(update={"checkpointer": None})
         # One turn at a time per conversation, so each turn sees the previous one; other conversations never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._storing: set[asyncio.Task[TurnResult]] = set()
+
+    async def aclose(self) -> None:
+        """Wait (a bounded time) for the answered turns still being stored, whose readers may be gone: a process
+        that closes stores what the model answered before its stores close."""
+        if self._storing:
+            await asyncio.wait(set(self._storing), timeout=STORE_ON_CLOSE_SECONDS)
 
     async def run(
         self, turn: PreparedTurn, admission: Admission, *, stream: bool, resume: Resumed | None
@@ -109,6 +119,8 @@ class TurnRunner:
             # Fields no node wrote this turn keep their fresh values.
             nonlocal stored
             stored = asyncio.create_task(self._store(turn, {**fresh, **final}, meter))
+            self._storing.add(stored)
+            stored.add_done_callback(self._storing.discard)
 
         context = self._context(turn, meter, finished, stream=stream, resume=resume, gate=admission.gate)
         parts = self._astream(turn, thread_id, context, listens=stream or turn.allow_pause, resume=resume)
@@ -129,7 +141,7 @@ class TurnRunner:
                     raise fault from exc
                 # The run failed after its answer, writing its last checkpoint. Nothing reads the checkpoint of a
                 # finished turn (the next turn starts afresh), so a turn that is stored whole has succeeded.
-                await stored
+                await asyncio.shield(stored)
                 log.warning("the last checkpoint of a finished turn was not written: %s", type(exc).__name__)
             if stored is None and paused is not None:
                 request = await self._pause(turn, paused)
@@ -138,7 +150,9 @@ class TurnRunner:
                 return
             if stored is None:
                 raise OrcError("the turn ended without an answer; nothing was stored")
-            result = await stored
+            # Shielded: awaiting a task passes a cancellation on to it, and a reader that goes away (a closed
+            # connection, a cancelled caller) must not take a turn the model has answered down with it.
+            result = await asyncio.shield(stored)
         finally:
             if stored is not None and not stored.done():
                 # The reader went away while the turn was being stored: let it finish, and log if it fails.
