@@ -1,4 +1,5 @@
-"""Background work repeated for the life of a task: the embedded process's sweepers."""
+"""Background work repeated for the life of a task: the embedded process's sweepers and a processing job's lease
+heartbeat."""
 
 from __future__ import annotations
 

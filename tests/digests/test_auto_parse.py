@@ -4,30 +4,30 @@ status stream ends instead of showing ``parsing`` for minutes."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
-from orc.composition import build_runtime
+from orc.composition import Services, build_runtime
 from orc.digests.context import ContextFiles
 from orc.documents.sessions import ContextSet
 from orc.documents.uploads import Upload
-from orc.foundation import Stores
-from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
-from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+from orc.testing import FunctionChatModel
 from tests.digests.support import digest_model, task_b_calls
+from tests.digests.test_pipeline import LEASE, ME, NOTES, context_of, memory
 
-LEASE = Upload("lease.txt", b"The monthly rent is 1,450 euros, payable on the first day of each month.")
-NOTES = Upload("notes.md", b"# Notes\n\nThe deposit is 2,900 euros and is returned within 30 days.")
 INVENTORY = Upload("inventory.txt", b"The flat is let with a fridge, a washing machine and two beds.")
-ME = LOCAL_PRINCIPAL
 
 
-def memory() -> Stores:
-    return Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
-
-
-def context_of(runtime_context: ContextFiles | None) -> ContextFiles:
-    assert runtime_context is not None
-    return runtime_context
+@asynccontextmanager
+async def digested(
+    model: FunctionChatModel, *uploads: Upload
+) -> AsyncIterator[tuple[Services, ContextFiles, ContextSet]]:
+    """A runtime whose session ``s`` holds ``uploads``, digested: the runtime, its context files, the upload's set."""
+    async with build_runtime(Settings(), stores=memory(), digest_model=model) as runtime:
+        created = await runtime.foundation.session_files.add(ME, "s", list(uploads))
+        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        yield runtime, context_of(runtime.documents.context_files), created
 
 
 async def streamed(context: ContextFiles, first: ContextSet) -> list[ContextSet | None]:
@@ -42,11 +42,8 @@ async def streamed(context: ContextFiles, first: ContextSet) -> list[ContextSet 
 
 async def test_with_auto_parse_off_removing_a_file_leaves_the_aggregate_stale_and_the_stream_ends() -> None:
     model = digest_model()
-    async with build_runtime(Settings(), stores=memory(), digest_model=model) as runtime:
-        context = context_of(runtime.documents.context_files)
+    async with digested(model, LEASE, NOTES) as (runtime, context, created):
         files, digests = runtime.foundation.session_files, runtime.documents.digests
-        created = await files.add(ME, "s", [LEASE, NOTES])
-        assert await digests.wait_idle(ME, "s", 30)
         await context.set_auto_parse(ME, "s", False)
         notes = next(f for f in created.files if f.filename == "notes.md")
         await files.remove(ME, "s", notes.file_id)
@@ -64,11 +61,8 @@ async def test_with_auto_parse_off_removing_a_file_leaves_the_aggregate_stale_an
 
 async def test_with_auto_parse_off_removing_the_last_file_leaves_the_aggregate_stale_and_the_stream_ends() -> None:
     model = digest_model()
-    async with build_runtime(Settings(), stores=memory(), digest_model=model) as runtime:
-        context = context_of(runtime.documents.context_files)
+    async with digested(model, LEASE) as (runtime, context, created):
         files, digests = runtime.foundation.session_files, runtime.documents.digests
-        created = await files.add(ME, "s", [LEASE])
-        assert await digests.wait_idle(ME, "s", 30)
         await context.set_auto_parse(ME, "s", False)
         await files.remove(ME, "s", created.files[0].file_id)
         assert await digests.wait_idle(ME, "s", 30)
@@ -82,11 +76,8 @@ async def test_with_auto_parse_off_removing_the_last_file_leaves_the_aggregate_s
 
 async def test_turning_auto_parse_back_on_rebuilds_the_aggregate_of_the_files_left() -> None:
     model = digest_model()
-    async with build_runtime(Settings(), stores=memory(), digest_model=model) as runtime:
-        context = context_of(runtime.documents.context_files)
+    async with digested(model, LEASE, NOTES) as (runtime, context, created):
         files, digests = runtime.foundation.session_files, runtime.documents.digests
-        created = await files.add(ME, "s", [LEASE, NOTES])
-        assert await digests.wait_idle(ME, "s", 30)
         await context.set_auto_parse(ME, "s", False)
         notes = next(f for f in created.files if f.filename == "notes.md")
         await files.remove(ME, "s", notes.file_id)
@@ -101,11 +92,8 @@ async def test_turning_auto_parse_back_on_rebuilds_the_aggregate_of_the_files_le
 
 async def test_turning_auto_parse_back_on_makes_the_digest_of_a_file_added_while_it_was_off() -> None:
     model = digest_model()
-    async with build_runtime(Settings(), stores=memory(), digest_model=model) as runtime:
-        context = context_of(runtime.documents.context_files)
+    async with digested(model, LEASE) as (runtime, context, _):
         files, digests = runtime.foundation.session_files, runtime.documents.digests
-        await files.add(ME, "s", [LEASE])
-        assert await digests.wait_idle(ME, "s", 30)
         await context.set_auto_parse(ME, "s", False)
         await files.add(ME, "s", [NOTES])
         assert await digests.wait_idle(ME, "s", 30)
@@ -120,11 +108,8 @@ async def test_turning_auto_parse_back_on_makes_the_digest_of_a_file_added_while
 
 async def test_with_auto_parse_off_a_new_file_leaves_the_aggregate_stale_and_the_stream_ends() -> None:
     model = digest_model()
-    async with build_runtime(Settings(), stores=memory(), digest_model=model) as runtime:
-        context = context_of(runtime.documents.context_files)
+    async with digested(model, LEASE) as (runtime, context, _):
         files, digests = runtime.foundation.session_files, runtime.documents.digests
-        await files.add(ME, "s", [LEASE])
-        assert await digests.wait_idle(ME, "s", 30)
         await context.set_auto_parse(ME, "s", False)
         await files.add(ME, "s", [NOTES])
         assert await digests.wait_idle(ME, "s", 30)
@@ -139,11 +124,8 @@ async def test_with_auto_parse_off_a_new_file_leaves_the_aggregate_stale_and_the
 
 async def test_with_auto_parse_off_a_set_changed_back_reads_its_aggregate_as_ready() -> None:
     model = digest_model()
-    async with build_runtime(Settings(), stores=memory(), digest_model=model) as runtime:
-        context = context_of(runtime.documents.context_files)
+    async with digested(model, LEASE, NOTES) as (runtime, context, _):
         files, digests = runtime.foundation.session_files, runtime.documents.digests
-        await files.add(ME, "s", [LEASE, NOTES])
-        assert await digests.wait_idle(ME, "s", 30)
         before = await context.manifest(ME, "s")
         await context.set_auto_parse(ME, "s", False)
         added = await files.add(ME, "s", [INVENTORY])
