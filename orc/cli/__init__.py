@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="worker processes (1). More use more cores; each keeps its own document_chat file cache",
     )
+    serve.add_argument(
+        "--http",
+        choices=("auto", "httptools", "h11"),
+        default="auto",
+        help="the HTTP parser (auto: httptools where it is installed, else h11); both bound request heads",
+    )
     _add_mcp_commands(commands)
     _add_document_commands(commands)
     _add_session_commands(commands)
@@ -253,7 +259,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # Several workers each build the app from the same ORC_ environment that made `settings`.
     app = create_app(settings) if args.workers == 1 else APP_FACTORY
-    serve(app, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level.lower())
+    serve(app, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level.lower(), http=args.http)
     return 0
 
 

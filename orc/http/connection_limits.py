@@ -9,13 +9,17 @@ connection whose request line and headers are not complete within ``HEADER_TIMEO
 of the connection opening), and answer 431 and close when a head grows past ``MAX_HEADER_BYTES`` — counted by the
 protocol itself, so the limit holds whichever parser reads the bytes (h11's own ``max_incomplete_event_size`` only
 looks at a head that is still incomplete after a read).
+
+Only the head is counted: browsers and most clients write a request's head and the start of its body together, and
+one read on loopback often holds the head and tens of kilobytes of body. A read's bytes count up to the blank line
+that ends the head, never past it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Literal
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -29,6 +33,16 @@ limit one principal's slow bodies could take every slot and every other caller w
 costs a few kilobytes, and the head deadline closes one that says nothing."""
 MAX_HEADER_BYTES = 64 * 1024
 """Bytes of one request head (request line and headers)."""
+
+_HEAD_ENDS = (b"\n\r\n", b"\n\n")
+"""A head ends at its first empty line; a line ends with CRLF, or LF alone, which both parsers accept."""
+_TAIL_BYTES = max(len(end) for end in _HEAD_ENDS) - 1
+
+
+def _head_end(window: bytes) -> int | None:
+    """The index just past the first empty line in ``window``, or None when it holds none."""
+    ends = [found + len(end) for end in _HEAD_ENDS if (found := window.find(end)) >= 0]
+    return min(ends) if ends else None
 
 
 def _head_too_large_response() -> bytes:
@@ -67,6 +81,9 @@ class _HeadLimits(asyncio.Protocol):
         self._header_deadline: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._in_head = True
+        self._tail = b""
+        """The last bytes of the head so far: its empty line may start in one read and end in the next."""
+        self._head_text_seen = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -84,6 +101,8 @@ class _HeadLimits(asyncio.Protocol):
     def _head_done(self) -> None:
         self._in_head = False
         self._head_bytes = 0
+        self._tail = b""
+        self._head_text_seen = False
         self._stop_deadline()
 
     def _stop_deadline(self) -> None:
@@ -92,8 +111,19 @@ class _HeadLimits(asyncio.Protocol):
             self._header_deadline = None
 
     def _count(self, data: bytes) -> None:
-        if self._in_head:
-            self._head_bytes += len(data)
+        """Count the bytes of ``data`` that belong to the head in progress: up to its empty line, not the body that
+        came in the same read. Empty lines before a request line (which both parsers skip) are counted, but do not
+        end the head."""
+        if not self._in_head:
+            return
+        start = 0
+        if not self._head_text_seen:
+            start = len(data) - len(data.lstrip(b"\r\n"))
+            self._head_text_seen = start < len(data)
+        window = self._tail + data[start:]
+        end = _head_end(window)
+        self._head_bytes += start + (len(window) if end is None else end) - len(self._tail)
+        self._tail = window[-_TAIL_BYTES:] if end is None else b""
 
     def _head_too_large(self) -> bool:
         """Answer 431 and close when the head in progress passed the limit; whether it did."""
@@ -171,10 +201,22 @@ HeaderDeadlineProtocol = HttpToolsHeadLimitsProtocol or H11HeadLimitsProtocol
 """The protocol ``orc serve`` runs: httptools' when it is installed, else h11's; both bound request heads."""
 
 
-def server_options() -> dict[str, Any]:
+HttpParser = Literal["auto", "httptools", "h11"]
+
+
+def head_limits_protocol(parser: HttpParser = "auto") -> type[Any]:
+    """The bounded protocol for ``parser`` (``auto``: httptools when it is installed, else h11)."""
+    if parser == "h11":
+        return H11HeadLimitsProtocol
+    if parser == "httptools" and HttpToolsHeadLimitsProtocol is None:
+        raise ValueError("the httptools parser is not installed on this platform")
+    return HeaderDeadlineProtocol
+
+
+def server_options(parser: HttpParser = "auto") -> dict[str, Any]:
     """uvicorn options that bound connections (``orc serve`` passes them; explicit options override them)."""
     return {
-        "http": HeaderDeadlineProtocol,
+        "http": head_limits_protocol(parser),
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "limit_concurrency": MAX_CONNECTIONS,
         "h11_max_incomplete_event_size": MAX_HEADER_BYTES,

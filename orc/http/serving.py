@@ -27,9 +27,12 @@ import logging
 import socket
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from orc.http.connection_limits import HttpParser
 
 YOUNG_GENERATION_THRESHOLD = 10_000
 """Allocations (minus deallocations) of tracked objects between two collections of the youngest generation, in a
@@ -152,9 +155,19 @@ def tcp_listener(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(app: Any, *, host: str, port: int, workers: int = 1, log_level: str = "info", **options: Any) -> None:
+def serve(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    workers: int = 1,
+    log_level: str = "info",
+    http: HttpParser = "auto",
+    **options: Any,
+) -> None:
     """Serve ``app`` (an ASGI app, or an import string of a factory such as :data:`APP_FACTORY`) until SIGTERM or
-    SIGINT. Several ``workers`` need the import string: each process builds its own app.
+    SIGINT. Several ``workers`` need the import string: each process builds its own app. ``http`` picks the HTTP
+    parser; both bound request heads (:mod:`orc.http.connection_limits`).
 
     An app object is served through :func:`freeze_after_startup`; a factory applies it itself, as
     :func:`app_from_environment` does.
@@ -166,7 +179,7 @@ def serve(app: Any, *, host: str, port: int, workers: int = 1, log_level: str = 
 
     if workers < 1:
         raise ValueError("workers must be at least 1")
-    options = {**server_options(), **options}
+    options = {**server_options(http), **options}
     if workers > 1 and not isinstance(app, str):
         raise ValueError("several workers need an import string: each worker process builds its own app")
     url = listening_url(host, port)

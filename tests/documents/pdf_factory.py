@@ -10,6 +10,7 @@ returns the words of each line run together, while PDFium, which looks at the gl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Sequence
 
 
@@ -36,9 +37,10 @@ _WIDE_SPACE_FONT = (
 )
 
 
-def make_pdf(pages: Sequence[Sequence[str]], *, words_run_together: Collection[int] = ()) -> bytes:
+def make_pdf(pages: Sequence[Sequence[str]], *, words_run_together: Collection[int] = (), padding: int = 0) -> bytes:
     """A PDF whose page ``i`` shows the lines ``pages[i]`` (Latin-1 text, one line per entry); the pages whose
-    0-based index is in ``words_run_together`` are written so that pypdf reads them without spaces."""
+    0-based index is in ``words_run_together`` are written so that pypdf reads them without spaces. ``padding``
+    bytes of incompressible data ride along in a stream no page shows, as embedded images make real PDFs large."""
     page_count = len(pages)
     font_number = 3
     first_page = 5
@@ -60,6 +62,9 @@ def make_pdf(pages: Sequence[Sequence[str]], *, words_run_together: Collection[i
         stream = _content_stream(lines, kerned=index in words_run_together)
         objects[content_number] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
     objects[2] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {page_count} >>".encode()
+    if padding:
+        data = os.urandom(padding)
+        objects[first_page + 2 * page_count] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(data), data)
 
     output = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets: dict[int, int] = {}
