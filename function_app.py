@@ -54,6 +54,6 @@ async def expire_context_requests(timer: func.TimerRequest) -> None:
 
 @app.timer_trigger(arg_name="timer", schedule="*/15 * * * * *", run_on_startup=True)
 async def recover_interrupted_documents(timer: func.TimerRequest) -> None:
-    """Resume (or fail) uploads and processing that an instance stopped mid-way (orc.documents.recovery)."""
+    """Resume (or fail) uploads and processing that an instance stopped mid-way (orc.documents.intake.recovery)."""
     services = await job_services()
     await services.documents.recovery.sweep()

@@ -18,8 +18,8 @@ from pathlib import Path
 from bench.common import SAMPLE_DOCS, BenchResult, Check, bench_settings, percentile, scripted_model, temporary_home
 from bench.documents_common import exit_with, standalone
 from orc.composition import build_runtime
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.principal import Principal
 from orc.turns import TurnRequest
 from tests.documents.test_extraction_pool import pdf_bomb

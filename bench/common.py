@@ -35,7 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from starlette.types import ASGIApp
 
 from orc.composition import Services, build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings

@@ -24,7 +24,7 @@ from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult, Cl
 from bench.common import BenchResult, format_checks, format_table, machine_info
 from mcp_server.scope import current_principal
 from orc.composition import Services, build_runtime
-from orc.documents.library import DocumentLibrary
+from orc.documents.catalog.library import DocumentLibrary
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.settings import Settings
 from orc.testing import forbid_model_requests

@@ -20,8 +20,8 @@ import time
 
 from bench.common import BenchResult, Check, summarize
 from bench.documents_common import call_tool, embedded_runtime, exit_with, library_of, mcp_session, standalone
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 
 TARGET_P50_MS = 50.0

@@ -35,8 +35,8 @@ from bench.documents_common import (
     standalone,
     vocabulary,
 )
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 
 TARGET_P50_MS = 20.0

@@ -24,12 +24,12 @@ from bench.common import BenchResult, Check
 from bench.documents_common import embedded_runtime, exit_with, library_of, standalone
 from orc.contracts import SourceSpan
 from orc.conversations import FocusContext
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.spans import source_ref
-from orc.documents.uploads import Upload
 from orc.graph.answer_prompt import answer_system_prompt
 from orc.models.messages import approx_tokens
 from orc.principal import LOCAL_PRINCIPAL
+from orc.search.spans import source_ref
 from orc.turns import TurnRequest
 
 TARGET_RATIO = 0.10

@@ -53,14 +53,14 @@ import uvicorn
 from bench.common import REPO, SAMPLE_DOCS, SAMPLE_NAMES, BenchResult, Check, summarize
 from bench.documents_common import exit_with, standalone
 from orc.composition import Services, build_runtime
-from orc.documents.extraction import extract
-from orc.documents.fusion import reciprocal_rank_fusion
-from orc.documents.search import SpanIndex, bm25, build_index
-from orc.documents.text_store import process_extracted
-from orc.documents.uploads import Upload
-from orc.documents.vectors import Matrix, nearest, normalized
+from orc.documents.intake.uploads import Upload
+from orc.documents.parsing.extraction import extract
 from orc.models.embeddings import OpenAIEmbeddingModel, build_embedding_model
 from orc.principal import LOCAL_PRINCIPAL
+from orc.search.fusion import reciprocal_rank_fusion
+from orc.search.span_index import SpanIndex, bm25, build_index
+from orc.search.text_store import process_extracted
+from orc.search.vectors import Matrix, nearest, normalized
 from orc.settings import Settings
 from orc.testing.embeddings import HashedEmbeddingModel
 from orc.turns import TurnRequest, TurnResult

@@ -2,8 +2,8 @@
 
 ``python -m bench.extraction [PDF or folder …]`` (default: every PDF under ``/usr/share/doc``). For each file it
 reports the pages, the time per page of pypdf alone and of pypdfium2 alone, how many pages each reads as
-degenerate (:func:`orc.documents.pdf_text.defect_score` at or over the threshold), and what
-:func:`orc.documents.pdf_text.read_pdf` — pypdf first, PDFium for the degenerate pages — takes per page and how
+degenerate (:func:`orc.documents.parsing.pdf_text.defect_score` at or over the threshold), and what
+:func:`orc.documents.parsing.pdf_text.read_pdf` — pypdf first, PDFium for the degenerate pages — takes per page and how
 many pages it reads with PDFium. One warm-up read per file is not counted; the figure is the best of three runs.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bench.common import format_table
-from orc.documents.pdf_text import DEGENERATE_SCORE, defect_score, read_pdf, read_pdf_pypdfium2
+from orc.documents.parsing.pdf_text import DEGENERATE_SCORE, defect_score, read_pdf, read_pdf_pypdfium2
 
 DEFAULT_ROOTS = (Path("/usr/share/doc"),)
 RUNS = 3

@@ -29,8 +29,8 @@ from bench.documents_common import exit_with, standalone
 from bench.offline_answers import FOLDER, QUESTION_SETS, ingest, load_questions
 from orc.composition import Services, build_runtime
 from orc.conversations.models import FocusContext
-from orc.documents.availability import DocumentScope
-from orc.documents.uploads import Upload
+from orc.documents.catalog.availability import DocumentScope
+from orc.documents.intake.uploads import Upload
 from orc.evaluation.cases import load_cases
 from orc.evaluation.scoring import is_decline
 from orc.graph.context_needs import MIN_COVERAGE, coverage

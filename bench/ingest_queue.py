@@ -25,8 +25,8 @@ from tempfile import TemporaryDirectory
 from bench.common import BenchResult, Check
 from bench.documents_common import exit_with, standalone
 from orc.composition import build_runtime
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from tests.documents.pdf_factory import make_pdf

@@ -22,7 +22,7 @@ async def main() -> None:
     from orc.turns import TurnRequest
 
     try:
-        from orc.documents.uploads import Upload
+        from orc.documents.intake.uploads import Upload
     except ImportError:
         from orc.session_files import Upload
     import orc.composition as composition

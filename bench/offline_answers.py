@@ -39,8 +39,8 @@ from bench.common import BenchResult, Check, bench_settings, percentile, summari
 from bench.documents_common import exit_with, standalone
 from orc.composition import Services, build_runtime
 from orc.conversations.models import FocusContext
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.models.answering import NOT_FOUND
 from orc.models.offline import OfflineExtractiveModel
 from orc.principal import LOCAL_PRINCIPAL

@@ -1,7 +1,7 @@
 """The peer's document server: a FastMCP server (mcp 1.x) with one tool, ``document_chat(question, blob_names)``.
 
 It searches the same documents as orc with orc's own code, so both builds do the same work per search: extract
-the text (:func:`orc.documents.extraction.extract`), cut it into spans (:func:`orc.documents.spans.make_spans`),
+the text (:func:`orc.documents.parsing.extraction.extract`), cut it into spans (:func:`orc.search.spans.make_spans`),
 rank the spans of the named files with BM25 (:func:`orc.text.rank_tokenized`, the 8 best, as orc's
 ``document_chat``), and return them as orc formats sources (``<source ref="lease.txt::S1">…</source>``). A file
 is processed once and reused while its size and modification time stay the same, as orc reuses a processed file
@@ -23,9 +23,9 @@ from pathlib import Path
 from mcp.server.fastmcp import FastMCP
 
 from orc.contracts import SourceSpan
-from orc.documents.extraction import extract
-from orc.documents.spans import Span, make_spans, source_ref
+from orc.documents.parsing.extraction import extract
 from orc.models.prompting import format_sources
+from orc.search.spans import Span, make_spans, source_ref
 from orc.text import rank_tokenized, tokenize
 
 MAX_SOURCES = 8

@@ -58,7 +58,7 @@ from bench.common import (
     upload_http,
 )
 from orc.composition import build_document_services, build_runtime, in_memory_mcp
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.foundation import build_foundation
 from orc.http import create_app
 from orc.mcp_client import McpToolbox, ToolOutcome

@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from orc.contracts import DocumentChatResult, FileRef
-from orc.documents.contexts import ContextDirectory
-from orc.documents.document_chat import DocumentChatMode
-from orc.documents.library import DocumentLibrary
-from orc.documents.scopes import DocumentScopes
+from orc.documents.catalog.contexts import ContextDirectory
+from orc.documents.catalog.library import DocumentLibrary
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.chat.document_chat import DocumentChatMode
 from orc.documents.sessions import SessionFiles
 from orc.principal import Principal
 
 
 class DocumentAnswerer(Protocol):
-    """What ``document_chat`` calls: :class:`orc.documents.document_chat.DocumentChatService`, or (in a served
+    """What ``document_chat`` calls: :class:`orc.documents.chat.document_chat.DocumentChatService`, or (in a served
     process) that service behind the turn policy (``orc.turns.document_chat``)."""
 
     async def answer(

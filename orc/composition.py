@@ -37,13 +37,13 @@ from orc.digests.sessions import SessionDigests
 from orc.digests.signals import SessionSignals
 from orc.digests.store import DigestStore
 from orc.digests.summaries import DigestSummaries
-from orc.documents.document_chat import DocumentChatService
-from orc.documents.file_cache import ProcessedFileCache
-from orc.documents.library import DocumentLibrary
-from orc.documents.processing import DocumentLocation
-from orc.documents.recovery import DocumentRecovery, sweep_interrupted_documents
-from orc.documents.reprocessing import Reprocessor
-from orc.documents.session_texts import SessionTexts
+from orc.documents.catalog.library import DocumentLibrary
+from orc.documents.catalog.reprocessing import Reprocessor
+from orc.documents.chat.document_chat import DocumentChatService
+from orc.documents.chat.file_cache import ProcessedFileCache
+from orc.documents.chat.session_texts import SessionTexts
+from orc.documents.intake.processing import DocumentLocation
+from orc.documents.intake.recovery import DocumentRecovery, sweep_interrupted_documents
 from orc.foundation import Foundation, JobQueues, Stores, build_foundation
 from orc.graph import build_graph
 from orc.handoff import Handoff, SessionArtifacts

@@ -17,22 +17,22 @@ from typing import TYPE_CHECKING, Any
 from orc.conversations import ConversationRepository
 from orc.conversations.context_requests import ContextRequests
 from orc.conversations.exporting import Exports
-from orc.documents.context_documents import ContextDocuments
-from orc.documents.contexts import ContextDirectory
-from orc.documents.extraction_pool import ExtractionPool
-from orc.documents.intake import FileTexts
-from orc.documents.leases import ProcessingLeases
-from orc.documents.limits import ExtractionLimits
-from orc.documents.processing import DocumentProcessor, ProcessingJob
-from orc.documents.scopes import DocumentScopes
-from orc.documents.search import IndexCache
+from orc.documents.catalog.context_documents import ContextDocuments
+from orc.documents.catalog.contexts import ContextDirectory
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.intake.leases import ProcessingLeases
+from orc.documents.intake.processing import DocumentProcessor, ProcessingJob
+from orc.documents.intake.supplied import FileTexts
+from orc.documents.parsing.extraction_pool import ExtractionPool
+from orc.documents.parsing.limits import ExtractionLimits
 from orc.documents.sessions import SessionFiles
-from orc.documents.text_store import TextStore
 from orc.idempotency import IdempotencyKeys
 from orc.jobs.messages import processing_message
 from orc.models.embeddings import build_embedding_model
 from orc.output_policy import OutputPolicy
 from orc.quotas import MAX_CONCURRENT_UPLOADS, OperationQuotas, Quotas, RateLimit
+from orc.search.span_index import IndexCache
+from orc.search.text_store import TextStore
 from orc.sessions import Sessions
 from orc.settings import Settings
 from orc.storage.localfs import LocalBlobStore
@@ -43,7 +43,7 @@ from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
 from orc.telemetry import configure_telemetry, tracing_enabled
 
 if TYPE_CHECKING:  # the Azure SDKs load only where Azure is configured, numpy only where vectors are made
-    from orc.documents.vectors import SpanVectors
+    from orc.search.vectors import SpanVectors
     from orc.storage.azure_blob import AzureBlobStore
     from orc.storage.cosmos import CosmosCollectionProvider
 
@@ -163,7 +163,7 @@ async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores
     )
     if model is None:
         return None
-    from orc.documents.vectors import SpanVectors, SpanVectorStore  # numpy only where vectors are made
+    from orc.search.vectors import SpanVectors, SpanVectorStore  # numpy only where vectors are made
 
     vectors = SpanVectors(
         model,

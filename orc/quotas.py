@@ -430,7 +430,7 @@ class OperationQuotas:
     as its turns wait at their nodes): storing, indexing and digesting a flood's admitted share of uploads then
     happens between the other callers' turns rather than inside them.
 
-    Implements :class:`orc.documents.uploads.UploadAdmission` and
+    Implements :class:`orc.documents.intake.uploads.UploadAdmission` and
     :class:`orc.conversations.exporting.ExportAdmission`: the services call it, not the adapters.
     """
 

@@ -11,7 +11,7 @@ import pytest
 from orc.clock import utc_now
 from orc.composition import build_runtime
 from orc.conversations import AssistantMessage, ConversationRepository, UserMessage
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.azure_blob import AzureBlobStore

@@ -10,7 +10,7 @@ from pathlib import Path
 from orc.cli.commands import Console, ask
 from orc.cli.handoff import Terminal
 from orc.composition import build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.turns import TurnRequest

@@ -93,7 +93,7 @@ def test_a_main_module_is_unguarded_when_its_top_level_runs_anything(
 ) -> None:
     import types
 
-    from orc.documents.extraction_pool import unguarded_main
+    from orc.documents.parsing.extraction_pool import unguarded_main
 
     path = tmp_path / "program.py"
     path.write_text(source, encoding="utf-8")

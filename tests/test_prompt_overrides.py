@@ -14,7 +14,7 @@ from azure.storage.blob.aio import ContainerClient
 from langchain_core.messages import BaseMessage
 
 from orc.composition import build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.errors import ConfigurationError
 from orc.foundation import Stores
 from orc.models.sheets import load_sheet

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orc.composition import build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.testing import FunctionChatModel

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from tests.emulators import free_port
 

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from orc import telemetry
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.errors import OrcError
 from orc.models.metering import ModelMeter
 from orc.settings import Settings

@@ -23,7 +23,7 @@ from orc.cli.commands import Console
 from orc.cli.commands import ask as cli_ask
 from orc.composition import Services, in_memory_mcp
 from orc.contracts import Usage
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.errors import TokenQuotaExceeded
 from orc.graph.context import TurnGate
 from orc.http import create_app

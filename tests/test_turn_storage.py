@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from orc.composition import Services, build_runtime
 from orc.conversations import ConversationRepository
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.errors import ServiceUnavailable, StorageUnavailable
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL

@@ -11,7 +11,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_server.tools.scoped import add_principal_tool
-from orc.documents.contexts import ContextDirectory
+from orc.documents.catalog.contexts import ContextDirectory
 from orc.documents.records import ContextNode, ContextRef
 from orc.principal import Principal
 from orc.tool_contract import CONTEXTS_LIST

@@ -24,8 +24,8 @@ from mcp_server.tools.rendering import (
     render_summary,
 )
 from mcp_server.tools.scoped import add_scoped_tool
-from orc.documents.availability import DocumentScope
-from orc.documents.library import (
+from orc.documents.catalog.availability import DocumentScope
+from orc.documents.catalog.library import (
     DEFAULT_LIST_LIMIT,
     DEFAULT_PAGE_CHARS,
     DEFAULT_SEARCH_LIMIT,
@@ -34,9 +34,16 @@ from orc.documents.library import (
     MAX_SEARCH_LIMIT,
     DocumentLibrary,
 )
-from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, PageContent, SearchResults, SpanContent
-from orc.documents.scopes import DocumentScopes
-from orc.documents.summaries import DocumentSummary
+from orc.documents.catalog.results import (
+    AnalyzeResult,
+    ContentPage,
+    DocumentList,
+    PageContent,
+    SearchResults,
+    SpanContent,
+)
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.catalog.summaries import DocumentSummary
 from orc.principal import Principal
 from orc.tool_contract import (
     DOCUMENTS_ANALYZE,

@@ -19,9 +19,9 @@ from pydantic import Field
 
 from mcp_server.tools.scoped import add_principal_tool
 from mcp_server.tools.session import SessionChange, SessionId, attach_upload, render_change
-from orc.documents.scopes import DocumentScopes
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.intake.uploads import Upload
 from orc.documents.sessions import SessionFiles
-from orc.documents.uploads import Upload
 from orc.errors import ConfigurationError, InvalidInput, NotFound, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal

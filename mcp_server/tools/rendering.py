@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from orc.documents.catalog.results import (
+    AnalyzeResult,
+    ContentPage,
+    DocumentList,
+    PageContent,
+    SearchResults,
+    SpanContent,
+)
+from orc.documents.catalog.summaries import DocumentSummary
 from orc.documents.records import DocumentInfo
-from orc.documents.results import AnalyzeResult, ContentPage, DocumentList, PageContent, SearchResults, SpanContent
-from orc.documents.summaries import DocumentSummary
 
 
 def _where(document: DocumentInfo) -> str:

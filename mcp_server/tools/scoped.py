@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server.scope import resolve_principal
 from mcp_server.tools import structured_result, tool_errors
-from orc.documents.scopes import DocumentScopes
+from orc.documents.catalog.scopes import DocumentScopes
 from orc.tool_contract import CONTEXT_ID, CONTEXT_TYPE, INCLUDE_HISTORICAL, SCOPE_ARGUMENTS, SESSION_ID
 
 Result = TypeVar("Result", bound=BaseModel)

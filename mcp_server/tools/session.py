@@ -17,11 +17,11 @@ from pydantic import BaseModel, Field
 
 from mcp_server.tools.rendering import document_line
 from mcp_server.tools.scoped import add_principal_tool
-from orc.documents.availability import DocumentScope
+from orc.documents.catalog.availability import DocumentScope
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import DocumentInfo
-from orc.documents.scopes import DocumentScopes
 from orc.documents.sessions import FileChange, SessionFiles
-from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, PayloadTooLarge
 from orc.names import validate_identifier
 from orc.principal import Principal

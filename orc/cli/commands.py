@@ -22,9 +22,9 @@ from orc.cli.documents import (
 from orc.cli.handoff import Terminal, resume_interactively
 from orc.composition import Services, build_runtime
 from orc.conversations import FocusContext
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
 from orc.documents.sessions import SessionFiles
-from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.turns import ContextRequiredEvent, TurnRequest

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TextIO
 
 from orc.cli.answer_text import readable
-from orc.documents.intake import FileTexts
-from orc.documents.uploads import Upload
+from orc.documents.intake.supplied import FileTexts
+from orc.documents.intake.uploads import Upload
 from orc.errors import OrcError
 from orc.handoff import SupplyPayload, running_without, supplying
 from orc.principal import LOCAL_PRINCIPAL

@@ -37,7 +37,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
             loop.add_signal_handler(signum, stop.set)
     # Imported here: `orc --help` must not load the backends.
     from orc.composition import build_runtime
-    from orc.documents.recovery import sweep_interrupted_documents
+    from orc.documents.intake.recovery import sweep_interrupted_documents
 
     concurrency = concurrency or settings.worker_concurrency
     async with build_runtime(settings) as services:

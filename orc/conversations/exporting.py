@@ -40,7 +40,7 @@ class ExportAdmission(Protocol):
 
 class Renderer(Protocol):
     """Runs a CPU-bound, picklable function away from the event loop, in ``organization``'s turn (implemented by
-    :class:`orc.documents.extraction_pool.ExtractionPool`)."""
+    :class:`orc.documents.parsing.extraction_pool.ExtractionPool`)."""
 
     async def run(
         self, function: Callable[..., _T], *args: Any, organization: str, overdue: OrcError, over_memory: OrcError

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orc.documents.extraction import CSV, DOCX, HTML, JSON, MARKDOWN, PDF, TEXT
+from orc.extracted import CSV, DOCX, HTML, JSON, MARKDOWN, PDF, TEXT
 from orc.models.prompting import markup_safe_json, quoted_name
 
 PER_FILE_TASK = "PER_FILE_DIGEST"

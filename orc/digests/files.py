@@ -21,10 +21,10 @@ from orc.digests.envelopes import format_name
 from orc.digests.runner import DigestRunner
 from orc.digests.schema import Digest, digest_hash, relabel
 from orc.digests.store import DigestStore, StoredDigest, file_digest_key, file_digest_ref
-from orc.documents.processing import DocumentLocation
+from orc.documents.intake.processing import DocumentLocation
 from orc.documents.records import DigestStatus
-from orc.documents.text_store import TextStore
 from orc.errors import ETagMismatch, ItemNotFound
+from orc.search.text_store import TextStore
 from orc.storage.ports import DocumentCollection
 
 logger = logging.getLogger(__name__)

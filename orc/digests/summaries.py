@@ -1,4 +1,5 @@
-"""The digests as the document tools see them: the :class:`~orc.documents.summaries.SummaryProvider` of the library.
+"""The digests as the document tools see them: the library's
+:class:`~orc.documents.catalog.summaries.SummaryProvider`.
 
 ``documents.get_summary`` serves a document's per-file digest; ``documents.analyze`` asks for it. For a session
 document that schedules the session's refresh (so its aggregate follows); for a context document (organization,
@@ -15,13 +16,13 @@ from typing import TYPE_CHECKING, cast
 
 from orc.digests.files import DigestTarget, FileDigests
 from orc.digests.sessions import SessionDigests
+from orc.documents.catalog.summaries import DocumentSummary
 from orc.documents.records import DigestStatus
-from orc.documents.summaries import DocumentSummary
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection
 
 if TYPE_CHECKING:
-    from orc.documents.availability import AvailableDocument
+    from orc.documents.catalog.availability import AvailableDocument
 
 ANALYZE_WAIT_SECONDS = 10.0
 """How long ``documents.analyze`` waits for a digest before answering with its status."""

@@ -2,8 +2,8 @@
 
 A document is either a *session* document (attached to one conversation, stored in the principal's partition by
 :mod:`orc.documents.sessions`) or a *context* document (attached to an organization, folder or usecase, stored in the
-organization's shared partition by :mod:`orc.documents.context_documents`). Both carry the same processing
-fields, written by :mod:`orc.documents.processing`.
+organization's shared partition by :mod:`orc.documents.catalog.context_documents`). Both carry the same processing
+fields, written by :mod:`orc.documents.intake.processing`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from orc.composition import Services
-from orc.documents.availability import DocumentScope
-from orc.documents.uploads import Upload
+from orc.documents.catalog.availability import DocumentScope
+from orc.documents.intake.uploads import Upload
 from orc.errors import OrcError
 from orc.evaluation.cases import EvalCase
 from orc.evaluation.report import RECALL_AT

@@ -13,7 +13,7 @@ from langgraph.types import Command
 
 from orc.contracts import Citation, SourceSpan
 from orc.conversations import HISTORY_TURNS
-from orc.documents.attachments import unavailable_note
+from orc.documents.catalog.attachments import unavailable_note
 from orc.graph.answer_checks import corrected_answer
 from orc.graph.answer_prompt import answer_system_prompt
 from orc.graph.citations import extract_citations, unique_sources

@@ -18,7 +18,7 @@ from langgraph.types import Command
 from orc.contracts import SourceSpan
 from orc.conversations import HISTORY_TURNS, FocusContext
 from orc.conversations.models import Turn
-from orc.documents.contexts import historical_from_turns
+from orc.documents.catalog.contexts import historical_from_turns
 from orc.documents.records import ContextRef
 from orc.graph.context import TurnContext
 from orc.graph.progress import progress

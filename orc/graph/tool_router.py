@@ -15,8 +15,8 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from orc.documents.library import MAX_LIST_LIMIT
-from orc.documents.results import DocumentList
+from orc.documents.catalog.library import MAX_LIST_LIMIT
+from orc.documents.catalog.results import DocumentList
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.progress import progress

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from orc.conversations import ConversationRepository, FocusContext
 from orc.conversations.models import AssistantMessage
 from orc.digests.context import ContextFiles
-from orc.documents.scopes import DocumentScopes
+from orc.documents.catalog.scopes import DocumentScopes
 from orc.errors import DigestFailed, InvalidInput, NotFound, NotReady
 from orc.handoff.redaction import Redactor
 from orc.names import validate_identifier

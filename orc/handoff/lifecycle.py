@@ -29,8 +29,8 @@ from orc.conversations.context_requests import (
     Supply,
     deadline,
 )
-from orc.documents.availability import DocumentScope
-from orc.documents.library import DocumentLibrary
+from orc.documents.catalog.availability import DocumentScope
+from orc.documents.catalog.library import DocumentLibrary
 from orc.documents.records import ContextRef
 from orc.errors import Conflict, InvalidInput, NotFound, OrcError, PayloadTooLarge
 from orc.graph.pause import Resumed

@@ -13,16 +13,16 @@ from fastapi import Depends, Request
 
 from orc.composition import Services
 from orc.digests.context import ContextFiles
-from orc.documents.context_documents import ContextDocuments
-from orc.documents.contexts import ContextDirectory
-from orc.documents.intake import FileTexts
-from orc.documents.scopes import DocumentScopes
+from orc.documents.catalog.context_documents import ContextDocuments
+from orc.documents.catalog.contexts import ContextDirectory
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.intake.supplied import FileTexts
 from orc.documents.sessions import SessionFiles
-from orc.documents.text_store import TextStore
 from orc.errors import ServiceUnavailable
 from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
 from orc.principal import Principal
+from orc.search.text_store import TextStore
 from orc.sessions import Sessions
 from orc.turns.service import Orchestrator
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orc.documents.context_documents import ContextDocuments
-from orc.documents.contexts import ContextDirectory
+from orc.documents.catalog.context_documents import ContextDocuments
+from orc.documents.catalog.contexts import ContextDirectory
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.errors import Forbidden, NotFound
 from orc.principal import Principal
 

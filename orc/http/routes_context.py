@@ -17,9 +17,9 @@ from fastapi import APIRouter, Request, status
 from pydantic import BaseModel, Field
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from orc.documents.intake.uploads import Upload
 from orc.documents.sessions import ContextFile, ContextSet, Mutation, SessionFiles
 from orc.documents.sessions.planning import EXISTS
-from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, NotFound
 from orc.http.dependencies import Caller, Context, Files, Keys
 from orc.http.idempotent import idempotent

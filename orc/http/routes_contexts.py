@@ -13,12 +13,12 @@ from fastapi import APIRouter, Body, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse
 
-from orc.documents.availability import context_document
-from orc.documents.context_documents import UploadedDocument
-from orc.documents.contexts import ContextDirectory
+from orc.documents.catalog.availability import context_document
+from orc.documents.catalog.context_documents import UploadedDocument
+from orc.documents.catalog.contexts import ContextDirectory
+from orc.documents.intake.uploads import screen_uploads
 from orc.documents.records import ContextRef, DocumentInfo
 from orc.documents.sessions import RefusedUpload
-from orc.documents.uploads import screen_uploads
 from orc.http import roles
 from orc.http.dependencies import Caller, ContextDocs, Directory
 from orc.http.uploads import read_uploads

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
-from orc.documents.sources import SourceView, document_bytes, source_view
+from orc.documents.catalog.sources import SourceView, document_bytes, source_view
 from orc.http.dependencies import AppServices, Caller, Scopes, StoredTexts
 
 router = APIRouter()

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.responses import JSONResponse, Response
 
-from orc.documents.intake import FileTexts
+from orc.documents.intake.supplied import FileTexts
 from orc.errors import InvalidInput, PayloadTooLarge
 from orc.handoff import (
     MAX_PAYLOADS,

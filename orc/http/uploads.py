@@ -1,4 +1,4 @@
-"""Reading multipart uploads (field ``files``) into :class:`~orc.documents.uploads.Upload` objects: the one way
+"""Reading multipart uploads (field ``files``) into :class:`~orc.documents.intake.uploads.Upload` objects: the one way
 an HTTP request's files enter the intake pipeline (session files, context documents, a context request's supply).
 """
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.errors import InvalidInput, InvalidName
 
 MAX_FILES_PER_UPLOAD = 20

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from orc.documents.processing import ProcessingJob
+from orc.documents.intake.processing import ProcessingJob
 from orc.errors import InvalidInput
 
 JobKind = Literal["process", "digest"]

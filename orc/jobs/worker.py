@@ -12,7 +12,7 @@ every handling starts from the catalog record, not from the message:
 - a delivery seen more than ``max_deliveries`` times is poison: its document ends ``failed`` with a reason.
 
 Deliveries are received a few at a time beyond what runs (:data:`LOOKAHEAD`) and run in turn by organization
-(:class:`~orc.documents.fair_turns.FairTurns`): a queue is first in, first out, so without the turns one
+(:class:`~orc.documents.parsing.fair_turns.FairTurns`): a queue is first in, first out, so without the turns one
 organization's hundred uploads would hold every other organization's documents behind them.
 
 The same :class:`JobWorker` serves ``orc worker`` (:meth:`run` polls the queues) and the queue-triggered
@@ -33,8 +33,8 @@ from typing import Any
 
 from orc.clock import utc_now
 from orc.digests.sessions import SessionDigests
-from orc.documents.fair_turns import FairTurns, organization_of
-from orc.documents.processing import DocumentProcessor, ProcessingJob
+from orc.documents.intake.processing import DocumentProcessor, ProcessingJob
+from orc.documents.parsing.fair_turns import FairTurns, organization_of
 from orc.errors import ETagMismatch, InvalidInput, ItemNotFound, JobBusy, StorageUnavailable
 from orc.jobs.messages import JobKind, digest_message, processing_job, processing_message
 from orc.principal import Principal

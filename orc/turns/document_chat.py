@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
 from orc.contracts import DocumentChatResult, FileRef
-from orc.documents.document_chat import DocumentChatMode, DocumentChatService
+from orc.documents.chat.document_chat import DocumentChatMode, DocumentChatService
 from orc.graph.context import TurnGate
 from orc.principal import Principal
 from orc.turns.policy import TurnPolicy

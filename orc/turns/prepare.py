@@ -16,8 +16,8 @@ from orc.clock import utc_now
 from orc.contracts import UnavailableDocument
 from orc.conversations import FocusContext
 from orc.conversations.context_requests import ContextRequestRecord
-from orc.documents.attachments import unavailable_attachments
-from orc.documents.scopes import DocumentScopes
+from orc.documents.catalog.attachments import unavailable_attachments
+from orc.documents.catalog.scopes import DocumentScopes
 from orc.documents.sessions import SessionFiles
 from orc.errors import InvalidInput, OrcError, PayloadTooLarge
 from orc.models.choice import ChosenModel, ModelChoice

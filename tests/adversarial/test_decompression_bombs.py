@@ -13,8 +13,8 @@ import docx
 import httpx
 import pytest
 
-from orc.documents.extraction import extract
-from orc.documents.limits import ExtractionLimits
+from orc.documents.parsing.extraction import extract
+from orc.documents.parsing.limits import ExtractionLimits
 from orc.errors import ExtractionError
 from orc.settings import Settings
 from tests.http.conftest import open_client, settled, upload

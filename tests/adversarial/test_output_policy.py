@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_server.output import clean_tool_results
 from orc.composition import build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.http import create_app
 from orc.output_policy import OutputPolicy, Removed
 from orc.principal import LOCAL_PRINCIPAL

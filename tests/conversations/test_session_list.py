@@ -9,7 +9,7 @@ import pytest
 
 from orc.clock import utc_now
 from orc.conversations.models import AssistantMessage, UserMessage
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.foundation import Foundation, Stores, build_foundation
 from orc.principal import Principal
 from orc.sessions import LISTED_SESSIONS

@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 
 from orc.composition import Services, build_runtime
 from orc.digests.context import ContextFiles
+from orc.documents.intake.uploads import Upload
 from orc.documents.sessions import ContextSet
-from orc.documents.uploads import Upload
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
 from tests.digests.support import digest_model, task_b_calls

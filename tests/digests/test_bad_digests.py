@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from orc.composition import build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings

@@ -9,8 +9,8 @@ import pytest
 
 from orc.composition import build_runtime
 from orc.digests.context import ContextFiles
-from orc.documents.availability import DocumentScope
-from orc.documents.uploads import Upload
+from orc.documents.catalog.availability import DocumentScope
+from orc.documents.intake.uploads import Upload
 from orc.errors import NotFound, NotReady, StorageUnavailable
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL, Principal

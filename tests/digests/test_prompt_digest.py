@@ -6,7 +6,7 @@ from __future__ import annotations
 from orc.composition import build_runtime
 from orc.digests.context import ContextFiles
 from orc.digests.prompt_digest import PromptDigests
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings

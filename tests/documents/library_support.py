@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from orc.composition import Services, build_runtime
-from orc.documents.extraction_pool import ExtractionPool
-from orc.documents.library import DocumentLibrary
+from orc.documents.catalog.library import DocumentLibrary
+from orc.documents.intake.uploads import Upload
+from orc.documents.parsing.extraction_pool import ExtractionPool
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.foundation import Foundation, Stores, extraction_limits
 from orc.principal import Principal
 from orc.settings import Settings

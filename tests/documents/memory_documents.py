@@ -7,15 +7,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from orc.conversations import ConversationRepository
-from orc.documents.context_documents import ContextDocuments
-from orc.documents.contexts import ContextDirectory
-from orc.documents.library import DocumentLibrary
-from orc.documents.processing import DocumentProcessor
-from orc.documents.reprocessing import Reprocessor
-from orc.documents.scopes import DocumentScopes
-from orc.documents.search import IndexCache
+from orc.documents.catalog.context_documents import ContextDocuments
+from orc.documents.catalog.contexts import ContextDirectory
+from orc.documents.catalog.library import DocumentLibrary
+from orc.documents.catalog.reprocessing import Reprocessor
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.intake.processing import DocumentProcessor
 from orc.documents.sessions import SessionFiles
-from orc.documents.text_store import TextStore
+from orc.search.span_index import IndexCache
+from orc.search.text_store import TextStore
 from orc.storage.memory import MemoryBlobStore, MemoryCollection
 from tests.documents.library_support import extraction_pool
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from orc.documents.availability import DocumentScope
-from orc.documents.contexts import derive_contexts, historical_contexts
+from orc.documents.catalog.availability import DocumentScope
+from orc.documents.catalog.contexts import derive_contexts, historical_contexts
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextNode, ContextRef
-from orc.documents.uploads import Upload
 from tests.documents.library_support import ACME, SESSION, build_tree, library_of, open_runtime
 
 ALL_CONTEXT_FILES = {"acme.txt", "f1.txt", "f2.txt", "u11.txt", "u12.txt", "u21.txt"}

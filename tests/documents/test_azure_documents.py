@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from orc.composition import build_runtime
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.principal import Principal
 from orc.settings import Settings
 from tests.documents.pdf_factory import make_pdf

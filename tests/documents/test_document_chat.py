@@ -11,9 +11,9 @@ from langchain_core.messages import BaseMessage
 
 from orc.composition import build_document_services
 from orc.contracts import FileRef
-from orc.documents.document_chat import DocumentChatService
-from orc.documents.file_cache import ProcessedFileCache
-from orc.documents.uploads import Upload
+from orc.documents.chat.document_chat import DocumentChatService
+from orc.documents.chat.file_cache import ProcessedFileCache
+from orc.documents.intake.uploads import Upload
 from orc.errors import ExtractionError, InvalidInput, InvalidName, NotFound, PayloadTooLarge, ServiceUnavailable
 from orc.foundation import Stores, build_foundation
 from orc.names import BlobPaths

@@ -9,8 +9,9 @@ import docx
 import pytest
 from pypdf import PdfWriter
 
-from orc.documents.extraction import CSV, DOCX, HTML, JSON, MARKDOWN, PDF, TEXT, detect_media_type, extract
+from orc.documents.parsing.extraction import detect_media_type, extract
 from orc.errors import ExtractionError, InvalidInput, UnsupportedMediaType
+from orc.extracted import CSV, DOCX, HTML, JSON, MARKDOWN, PDF, TEXT
 from tests.documents.pdf_factory import make_pdf
 
 

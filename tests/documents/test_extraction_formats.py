@@ -6,8 +6,9 @@ import io
 
 import pytest
 
-from orc.documents.extraction import PPTX, TEXT, XLSX, detect_media_type, extract
+from orc.documents.parsing.extraction import detect_media_type, extract
 from orc.errors import ExtractionError, UnsupportedMediaType
+from orc.extracted import PPTX, TEXT, XLSX
 
 
 def _pptx() -> bytes:

@@ -10,9 +10,9 @@ import functools
 import pytest
 
 from orc.composition import build_runtime
-from orc.documents.fair_turns import FairTurns
+from orc.documents.intake.uploads import Upload
+from orc.documents.parsing.fair_turns import FairTurns
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.errors import ExtractionError
 from orc.foundation import Stores
 from orc.principal import Principal

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from orc.documents.extraction import ExtractedDocument
-from orc.documents.file_cache import ProcessedFileCache
-from orc.documents.search import build_index
-from orc.documents.text_store import process_extracted
+from orc.documents.chat.file_cache import ProcessedFileCache
+from orc.extracted import ExtractedDocument
+from orc.search.span_index import build_index
+from orc.search.text_store import process_extracted
 from orc.text import tokenize
 from tests.documents.doubles import FakeClock
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from orc.composition import Services, build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings

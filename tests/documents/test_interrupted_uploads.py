@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from orc.composition import Services, build_runtime
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.errors import StorageUnavailable
 from orc.foundation import Stores
 from orc.settings import Settings

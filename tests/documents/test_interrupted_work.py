@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 
 from orc.composition import build_runtime
-from orc.documents.leases import ProcessingLeases
-from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingJob
+from orc.documents.intake.leases import ProcessingLeases
+from orc.documents.intake.processing import DocumentLocation, DocumentProcessor, ProcessingJob
+from orc.documents.intake.recovery import INTERRUPTED_UPLOAD, MAX_TAKE_OVERS, DocumentRecovery
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.recovery import INTERRUPTED_UPLOAD, MAX_TAKE_OVERS, DocumentRecovery
-from orc.documents.search import IndexCache
 from orc.documents.sessions.locations import session_location
-from orc.documents.text_store import TextStore
-from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
+from orc.search.span_index import IndexCache
+from orc.search.text_store import TextStore
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from tests.documents.library_support import extraction_pool
@@ -207,7 +207,7 @@ CRASHING_UPLOAD = textwrap.dedent(
     from pathlib import Path
     from orc.composition import build_runtime
     from orc.documents.records import ContextRef
-    from orc.documents.uploads import Upload
+    from orc.documents.intake.uploads import Upload
     from orc.principal import LOCAL_PRINCIPAL
     from orc.settings import Settings
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from orc.documents.availability import DocumentScope
-from orc.documents.library import DocumentLibrary, NoSummary
+from orc.documents.catalog.availability import DocumentScope
+from orc.documents.catalog.library import DocumentLibrary, NoSummary
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, NotFound
 from orc.principal import Principal
 from tests.documents.memory_documents import memory_documents

@@ -9,12 +9,12 @@ from pathlib import Path
 import pypdf
 
 from orc.composition import build_runtime
-from orc.documents.extraction import extract
-from orc.documents.pdf_text import DEGENERATE_SCORE, defect_score
+from orc.documents.intake.uploads import Upload
+from orc.documents.parsing.extraction import extract
+from orc.documents.parsing.pdf_text import DEGENERATE_SCORE, defect_score
 from orc.documents.records import ContextRef
-from orc.documents.text_store import TextStore, extractor_pages, process_extracted
-from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
+from orc.search.text_store import TextStore, extractor_pages, process_extracted
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.library_support import extraction_pool

@@ -6,12 +6,12 @@ import asyncio
 from pathlib import Path
 
 from orc.composition import build_runtime
-from orc.documents.contexts import organization_partition
+from orc.documents.catalog.contexts import organization_partition
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.spans import CHUNKING_VERSION
-from orc.documents.text_store import TextStore, spans_hash, text_hash
-from orc.documents.uploads import Upload
 from orc.foundation import Stores
+from orc.search.spans import CHUNKING_VERSION
+from orc.search.text_store import TextStore, spans_hash, text_hash
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore
@@ -208,7 +208,7 @@ async def test_a_document_spanned_by_an_older_chunker_is_processed_again() -> No
 
 
 def test_text_and_span_hashes_follow_the_spec() -> None:
-    from orc.documents.spans import Span
+    from orc.search.spans import Span
 
     spans = [Span("S1", None, 0, 3, "abc"), Span("S2", None, 4, 7, "def")]
 

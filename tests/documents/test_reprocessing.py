@@ -1,13 +1,13 @@
-"""When a document goes back into the processing pipeline (orc.documents.reprocessing), on in-memory stores."""
+"""When a document goes back into the processing pipeline (orc.documents.catalog.reprocessing), on in-memory stores."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from orc.documents.availability import AvailableDocument, DocumentScope
+from orc.documents.catalog.availability import AvailableDocument, DocumentScope
+from orc.documents.catalog.reprocessing import Reprocessor, usable
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.reprocessing import Reprocessor, usable
-from orc.documents.uploads import Upload
 from orc.principal import Principal
 from tests.documents.memory_documents import MemoryDocuments, memory_documents
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from orc.documents import text_store
-from orc.documents.extraction import ExtractedDocument
-from orc.documents.search import IndexCache, bm25, build_index, index_key
-from orc.documents.text_store import TextStore, process_extracted
+from orc.extracted import ExtractedDocument
+from orc.search import text_store
+from orc.search.span_index import IndexCache, bm25, build_index, index_key
+from orc.search.text_store import TextStore, process_extracted
 from orc.storage.memory import MemoryCollection
 
 LONG = ExtractedDocument(

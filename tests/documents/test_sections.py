@@ -9,15 +9,16 @@ import docx
 
 from mcp_server.tools.rendering import render_search
 from orc.contracts import SourceSpan
-from orc.documents.extraction import PDF, ExtractedDocument, extract
+from orc.documents.intake.uploads import Upload
+from orc.documents.parsing.extraction import extract
 from orc.documents.records import ContextRef
-from orc.documents.search import bm25, build_index
-from orc.documents.spans import MAX_CHARS, make_spans
-from orc.documents.text_store import process_extracted
-from orc.documents.uploads import Upload
+from orc.extracted import PDF, ExtractedDocument
 from orc.graph.citations import extract_citations
 from orc.models.answering import answer_question, parse_sources
 from orc.models.prompting import format_sources
+from orc.search.span_index import bm25, build_index
+from orc.search.spans import MAX_CHARS, make_spans
+from orc.search.text_store import process_extracted
 from tests.documents.library_support import ACME, library_of, open_runtime
 from tests.documents.pdf_factory import make_pdf
 

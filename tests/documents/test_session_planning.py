@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from orc.documents.intake.uploads import Upload
 from orc.documents.sessions.models import AggregateState, ContextFile, Member, SessionHeader
 from orc.documents.sessions.planning import (
     PlannedFile,
@@ -19,7 +20,6 @@ from orc.documents.sessions.planning import (
     plan_upload,
     plan_uploads,
 )
-from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, NotFound, PreconditionFailed
 
 NOW = "2026-01-02T03:04:05.000000+00:00"

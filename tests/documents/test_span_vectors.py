@@ -9,10 +9,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from orc.documents.extraction import ExtractedDocument
-from orc.documents.fusion import reciprocal_rank_fusion
-from orc.documents.text_store import DocumentText, TextStore, process_extracted
-from orc.documents.vectors import (
+from orc.extracted import ExtractedDocument
+from orc.models.embeddings import EmbeddingPurpose
+from orc.search.fusion import reciprocal_rank_fusion
+from orc.search.text_store import DocumentText, TextStore, process_extracted
+from orc.search.vectors import (
     SpanVectors,
     SpanVectorStore,
     VectorCache,
@@ -20,7 +21,6 @@ from orc.documents.vectors import (
     nearest,
     normalized,
 )
-from orc.models.embeddings import EmbeddingPurpose
 from orc.storage.ports import CollectionProvider, DocumentCollection
 from orc.testing.embeddings import HashedEmbeddingModel, hashed_vector
 from tests.storage.conftest import provider  # noqa: F401  (the per-backend fixture: memory, SQLite, Cosmos)
@@ -91,8 +91,8 @@ async def test_vectors_of_another_model_or_other_spans_are_not_used() -> None:
 
 
 def test_a_span_is_embedded_with_its_section_title() -> None:
-    from orc.documents.spans import Span
-    from orc.documents.vectors import embedded_text
+    from orc.search.spans import Span
+    from orc.search.vectors import embedded_text
 
     titled = Span(span_id="S1", page=1, start=0, end=5, text="Lines must stay short.", section="Format › Lines")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from orc.documents.extraction import PDF, TEXT, ExtractedDocument
-from orc.documents.spans import CHUNKING_VERSION, MAX_CHARS, MIN_CHARS, make_spans, source_ref
+from orc.extracted import PDF, TEXT, ExtractedDocument
+from orc.search.spans import CHUNKING_VERSION, MAX_CHARS, MIN_CHARS, make_spans, source_ref
 
 
 def _paragraph(topic: str, sentences: int) -> str:

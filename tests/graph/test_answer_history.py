@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from orc.composition import Services, build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.testing import FunctionChatModel

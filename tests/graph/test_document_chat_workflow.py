@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from mcp.server.fastmcp import FastMCP
 
 from orc.composition import Services, build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.testing import FunctionChatModel

@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from orc.composition import build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings

@@ -13,7 +13,7 @@ import pytest
 from pypdf import PdfReader
 
 from orc.composition import build_runtime
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.errors import Conflict
 from orc.handoff import SupplyPayload
 from orc.handoff.reminders import follow

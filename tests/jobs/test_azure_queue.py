@@ -12,7 +12,7 @@ import pytest_asyncio
 from azure.storage.queue.aio import QueueClient
 
 from orc.cli.worker import run_worker
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.foundation import JobQueues
 from orc.settings import Settings
 from orc.storage.azure_queue import AzureJobQueue

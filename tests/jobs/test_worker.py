@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.errors import JobBusy, StorageUnavailable
 from orc.foundation import JobQueues
 from orc.settings import Settings

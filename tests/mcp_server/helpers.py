@@ -13,8 +13,8 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from mcp_server.scope import current_principal
 from mcp_server.server import build_document_chat_server
 from mcp_server.services import DocumentChatServices
-from orc.documents.document_chat import DocumentChatService
-from orc.documents.file_cache import ProcessedFileCache
+from orc.documents.chat.document_chat import DocumentChatService
+from orc.documents.chat.file_cache import ProcessedFileCache
 from orc.names import BlobPaths
 from orc.principal import Principal
 from orc.storage.ports import BlobStore

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from orc.composition import build_runtime
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from tests.serving import orc_serve

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from orc.composition import Services
+from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.documents.uploads import Upload
 from orc.principal import Principal
 from tests.documents.library_support import ACME, SESSION, build_tree, open_runtime
 from tests.documents.pdf_factory import make_pdf

@@ -11,7 +11,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, RequestParams
 
 from orc.composition import build_runtime, in_memory_mcp
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.mcp_client import McpToolbox
 from orc.principal import Principal
 from orc.settings import Settings

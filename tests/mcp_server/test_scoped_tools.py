@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server.tools import split_tool_error
 from mcp_server.tools.scoped import add_principal_tool, add_scoped_tool
-from orc.documents.availability import DocumentScope
+from orc.documents.catalog.availability import DocumentScope
 from orc.errors import NotFound
 from orc.principal import Principal
 from orc.tool_contract import SCOPE_ARGUMENTS

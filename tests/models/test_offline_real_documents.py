@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from bench.offline_answers import QUESTION_SETS, SET, evaluate, is_fragment, report
 from orc.composition import build_runtime
 from orc.contracts import SourceSpan
-from orc.documents.uploads import Upload
+from orc.documents.intake.uploads import Upload
 from orc.graph.citations import extract_citations
 from orc.models.answering import NOT_FOUND
 from orc.models.offline import OfflineExtractiveModel

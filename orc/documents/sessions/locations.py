@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orc.documents.processing import DocumentLocation
+from orc.documents.intake.processing import DocumentLocation
 from orc.documents.sessions.models import ContextFile
 from orc.names import BlobPaths
 from orc.principal import Principal

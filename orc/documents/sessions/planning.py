@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orc.documents.intake.uploads import Upload
 from orc.documents.sessions.models import (
     ChangeSummary,
     ContextFile,
@@ -24,7 +25,6 @@ from orc.documents.sessions.models import (
     SessionHeader,
     spec_digest_status,
 )
-from orc.documents.uploads import Upload
 from orc.errors import InvalidInput, NotFound, PreconditionFailed
 
 Records = Mapping[str, ContextFile]

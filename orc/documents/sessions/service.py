@@ -6,7 +6,7 @@ id and reports ``changed`` or ``unchanged`` by content hash. Every mutation that
 revision and the new membership in one conditional write of the header (optionally only from an expected
 revision: ``If-Match``); the records, blobs and processing jobs follow. What a mutation does is decided by
 :mod:`orc.documents.sessions.planning` without storage; this module reads, writes and retries. Uploads go
-through the same pipeline as context documents (:mod:`orc.documents.processing`): a record moves
+through the same pipeline as context documents (:mod:`orc.documents.intake.processing`): a record moves
 ``uploading → processing → ready | failed`` and the text is searchable by the document tools once ``ready``.
 A :class:`ContextListener` (the digest pipeline) hears about every change and refreshes the digests in the
 background.
@@ -23,7 +23,16 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from orc.clock import utc_now
-from orc.documents.processing import DocumentProcessor, ProcessingJob, ProcessingResult
+from orc.documents.intake.processing import DocumentProcessor, ProcessingJob, ProcessingResult
+from orc.documents.intake.uploads import (
+    ADMIT_ALL,
+    UPLOAD_WAIT_SECONDS,
+    Upload,
+    UploadAdmission,
+    check_uploads,
+    screen_uploads,
+    uploading,
+)
 from orc.documents.sessions import planning
 from orc.documents.sessions.locations import header_id, record_body, record_prefix, session_location
 from orc.documents.sessions.models import (
@@ -38,16 +47,6 @@ from orc.documents.sessions.models import (
     spec_digest_status,
 )
 from orc.documents.sessions.planning import PlannedFile, Planner
-from orc.documents.text_store import TextStore
-from orc.documents.uploads import (
-    ADMIT_ALL,
-    UPLOAD_WAIT_SECONDS,
-    Upload,
-    UploadAdmission,
-    check_uploads,
-    screen_uploads,
-    uploading,
-)
 from orc.errors import (
     Conflict,
     ETagMismatch,
@@ -60,6 +59,7 @@ from orc.errors import (
 )
 from orc.names import folder_conflicts, validate_identifier
 from orc.principal import Principal
+from orc.search.text_store import TextStore
 from orc.storage.ports import BlobStore, DocumentCollection, StoredItem
 
 _MAX_WRITE_ATTEMPTS = 50
@@ -312,7 +312,7 @@ class SessionFiles:
         record = planning.new_record(planned, now=utc_now(), digests=self._listener is not None)
         location = session_location(principal, conversation_id, record)
         job = ProcessingJob(location, record.content_hash, upload.content_type)
-        # Leased first: a crash from here on leaves work the next sweep finds (orc.documents.recovery).
+        # Leased first: a crash from here on leaves work the next sweep finds (orc.documents.intake.recovery).
         await self._processor.hold(job)
         # The record first, so the upload shows as "uploading" while a large blob is being written.
         await self._catalog.upsert(location.partition_key, location.item_id, record_body(conversation_id, record))

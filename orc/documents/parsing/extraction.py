@@ -14,24 +14,14 @@ import json
 import re
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from orc.documents.limits import DEFAULT_LIMITS, ExtractionLimits
-from orc.documents.pdf_text import read_pdf
+from orc.documents.parsing.limits import DEFAULT_LIMITS, ExtractionLimits
+from orc.documents.parsing.pdf_text import read_pdf
 from orc.errors import ExtractionError, UnsupportedMediaType
+from orc.extracted import CSV, DOCX, HTML, JSON, MARKDOWN, PDF, PPTX, TABLE_CHARS, TEXT, XLSX, ExtractedDocument
 from orc.json_depth import MAX_JSON_DEPTH, too_deep
-
-PDF = "application/pdf"
-DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-TEXT = "text/plain"
-MARKDOWN = "text/markdown"
-HTML = "text/html"
-CSV = "text/csv"
-JSON = "application/json"
-PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 _EXTENSIONS = {
     ".pdf": PDF,
@@ -73,29 +63,6 @@ _CONTENT_TYPES = {
     XLSX: XLSX,
 }
 SUPPORTED_MEDIA_TYPES = frozenset(_CONTENT_TYPES.values())
-
-TABLE_CHARS = 2400
-"""A table up to this many characters is kept in one span with its header (:mod:`orc.documents.spans`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ExtractedDocument:
-    """The text of one file: one element per page for paged formats (PDF), a single element otherwise.
-
-    ``extractors`` names, page by page, what produced the text (``pypdf`` or ``pypdfium2`` for a PDF's page, the
-    parser of any other format); empty for a document built without one (tests, older stored text). Headings of
-    Markdown, DOCX (Heading styles), HTML (``h1``–``h6``) and slide titles are Markdown heading lines (``## Title``)
-    in the text, so one reader (:mod:`orc.documents.sections`) finds the section titles of every format.
-    """
-
-    pages: list[str]
-    media_type: str
-    extractors: tuple[str, ...] = ()
-
-    @property
-    def text(self) -> str:
-        """All pages joined by blank lines."""
-        return "\n\n".join(self.pages)
 
 
 def detect_media_type(data: bytes, filename: str, content_type: str | None = None) -> str:

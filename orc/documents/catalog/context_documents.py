@@ -15,15 +15,22 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orc.clock import utc_now
-from orc.documents.contexts import ContextDirectory, organization_partition
-from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingJob, ProcessingResult
+from orc.documents.catalog.contexts import ContextDirectory, organization_partition
+from orc.documents.intake.processing import DocumentLocation, DocumentProcessor, ProcessingJob, ProcessingResult
+from orc.documents.intake.uploads import (
+    ADMIT_ALL,
+    UPLOAD_WAIT_SECONDS,
+    Upload,
+    UploadAdmission,
+    check_uploads,
+    uploading,
+)
 from orc.documents.records import ContextDocument, ContextRef
 from orc.documents.sessions.service import refuse_folder_conflicts
-from orc.documents.text_store import TextStore
-from orc.documents.uploads import ADMIT_ALL, UPLOAD_WAIT_SECONDS, Upload, UploadAdmission, check_uploads, uploading
 from orc.errors import NotFound, OrcError
 from orc.names import BlobPaths, validate_identifier
 from orc.principal import Principal
+from orc.search.text_store import TextStore
 from orc.storage.ports import BlobStore, DocumentCollection
 
 _PREFIX = "cd:"
@@ -149,7 +156,7 @@ class ContextDocuments:
         )
         location = context_location(principal.organization, record)
         submitted = ProcessingJob(location, digest, upload.content_type)
-        # Leased first: a crash from here on leaves work the next sweep finds (orc.documents.recovery).
+        # Leased first: a crash from here on leaves work the next sweep finds (orc.documents.intake.recovery).
         await self._processor.hold(submitted)
         # The record first, so the upload shows as "uploading" while a large blob is being written.
         await self._catalog.upsert(location.partition_key, location.item_id, _body(record))

@@ -1,7 +1,7 @@
 """Section titles: the headings of a page's text, found the same way for every format that has them.
 
 Markdown, DOCX (Title/Heading styles), HTML (``h1``–``h6``) and slides (their titles) reach here with their
-headings as Markdown heading lines (:mod:`orc.documents.extraction` writes them so); a spreadsheet's sheets are
+headings as Markdown heading lines (:mod:`orc.documents.parsing.extraction` writes them so); a spreadsheet's sheets are
 ``Sheet: name`` lines; a PDF has only its text lines, so a heading there is a short line that looks like one:
 numbered (``2.5 The magic files``) or a few capitalised words on a line of their own, between sentences. Plain
 text and source code have no headings (a ``#`` there is a comment).
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from orc.contracts import SECTION_SEPARATOR
-from orc.documents.extraction import DOCX, HTML, MARKDOWN, PDF, PPTX, XLSX
+from orc.extracted import DOCX, HTML, MARKDOWN, PDF, PPTX, XLSX
 
 __all__ = ["SECTION_SEPARATOR", "Heading", "find_headings", "section_path"]
 

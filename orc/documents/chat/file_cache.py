@@ -21,8 +21,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from orc.documents.search import SpanIndex
-from orc.documents.spans import Span
+from orc.search.span_index import SpanIndex
+from orc.search.spans import Span
 
 _PREFIX = "file-"
 

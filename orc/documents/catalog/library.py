@@ -1,10 +1,10 @@
 """The document library: listing, analysis, content, summaries and search over what a scope makes available.
 
-Every operation starts from the scope's availability (:mod:`orc.documents.scopes`): a document that the scope
+Every operation starts from the scope's availability (:mod:`orc.documents.catalog.scopes`): a document that the scope
 does not make available does not exist for the caller (``not_found``, never "forbidden"). The tool access rules
 of chat-tools-evolution are enforced here, not only suggested by the prompt: content and summaries of documents
 that are not ready are refused with ``not_ready``, and long documents are served a page at a time with a hint.
-When to process a document again is the reprocessor's decision (:mod:`orc.documents.reprocessing`).
+When to process a document again is the reprocessor's decision (:mod:`orc.documents.catalog.reprocessing`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ import asyncio
 from collections.abc import Sequence
 
 from orc.contracts import RetrievalLegs
-from orc.documents.availability import AvailableDocument, DocumentScope
-from orc.documents.extraction import PDF
-from orc.documents.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
-from orc.documents.hybrid import beside_lexical, start_query
-from orc.documents.records import DocumentInfo
-from orc.documents.reprocessing import Reprocessor, usable
-from orc.documents.results import (
+from orc.documents.catalog.availability import AvailableDocument, DocumentScope
+from orc.documents.catalog.reprocessing import Reprocessor, usable
+from orc.documents.catalog.results import (
     AnalyzeResult,
     ContentPage,
     ContextLabel,
@@ -32,15 +28,19 @@ from orc.documents.results import (
     SpanLocator,
     SpanText,
 )
-from orc.documents.scopes import DocumentScopes
-from orc.documents.search import IndexCache, SpanIndex, bm25, build_index
-from orc.documents.spans import source_ref
-from orc.documents.summaries import DocumentSummary, NoSummaries, SummaryProvider
-from orc.documents.text_store import DocumentText, TextStore, VectorLocation
-from orc.documents.vectors import Matrix, SpanVectors
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.catalog.summaries import DocumentSummary, NoSummaries, SummaryProvider
+from orc.documents.records import DocumentInfo
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
+from orc.extracted import PDF
 from orc.names import validate_identifier
 from orc.principal import Principal
+from orc.search.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
+from orc.search.hybrid import beside_lexical, start_query
+from orc.search.span_index import IndexCache, SpanIndex, bm25, build_index
+from orc.search.spans import source_ref
+from orc.search.text_store import DocumentText, TextStore, VectorLocation
+from orc.search.vectors import Matrix, SpanVectors
 
 DEFAULT_LIST_LIMIT = 200
 MAX_LIST_LIMIT = 1000
@@ -63,9 +63,9 @@ class DocumentLibrary:
     """The ``documents.*`` tool operations: list, analyze, get_content, get_summary and search over what a scope
     makes available.
 
-    Scopes come from :class:`~orc.documents.scopes.DocumentScopes`, the text from the text store (through the
+    Scopes come from :class:`~orc.documents.catalog.scopes.DocumentScopes`, the text from the text store (through the
     process's index cache), summaries from a :class:`SummaryProvider`, and documents whose text cannot be read
-    are handed to the :class:`~orc.documents.reprocessing.Reprocessor`.
+    are handed to the :class:`~orc.documents.catalog.reprocessing.Reprocessor`.
     """
 
     def __init__(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orc.contracts import RetrievalLegs
+from orc.documents.catalog.summaries import DocumentSummary
 from orc.documents.records import ContextType, DigestStatus, DocumentInfo, DocumentStatus, Origin
-from orc.documents.summaries import DocumentSummary
 
 
 class ContextLabel(BaseModel):

@@ -2,15 +2,15 @@
 
 The document tools and the routes take scope arguments (a session, a focus context, whether to include the
 historical contexts); :class:`DocumentScopes` validates them into a :class:`DocumentScope` and answers which
-documents the scope makes available (:func:`orc.documents.availability.available_documents`).
+documents the scope makes available (:func:`orc.documents.catalog.availability.available_documents`).
 """
 
 from __future__ import annotations
 
 from orc.conversations import HISTORY_TURNS, ConversationRepository, FocusContext
-from orc.documents.availability import Availability, DocumentScope, available_documents
-from orc.documents.context_documents import ContextDocuments
-from orc.documents.contexts import ContextDirectory, historical_from_turns
+from orc.documents.catalog.availability import Availability, DocumentScope, available_documents
+from orc.documents.catalog.context_documents import ContextDocuments
+from orc.documents.catalog.contexts import ContextDirectory, historical_from_turns
 from orc.documents.records import ContextRef
 from orc.documents.sessions import SessionFiles
 from orc.errors import InvalidInput
@@ -76,7 +76,7 @@ class DocumentScopes:
         )
 
     async def available(self, principal: Principal, scope: DocumentScope) -> Availability:
-        """The documents ``scope`` makes available (see :mod:`orc.documents.availability`)."""
+        """The documents ``scope`` makes available (see :mod:`orc.documents.catalog.availability`)."""
         return await available_documents(
             principal,
             scope,

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orc.documents.extraction import ExtractedDocument
-from orc.documents.spans import CHUNKING_VERSION, Span, make_spans
+from orc.extracted import ExtractedDocument
+from orc.search.spans import CHUNKING_VERSION, Span, make_spans
 from orc.storage.ports import DocumentCollection
 
 PART_CHARS = 200_000

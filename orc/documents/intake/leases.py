@@ -4,7 +4,7 @@ An upload takes a lease before it writes the document's record; the process work
 while it works and drops it when the record is settled (``ready``/``failed``) or the job is safely in a queue. A
 process killed mid-way (``kill -9``, an instance recycled) renews nothing: its lease lapses, and the next sweep
 — in the restarted process or on any other instance sharing the store — takes it over and resumes the work
-(:mod:`orc.documents.recovery`). The leases live in one partition of their own collection, ordered by expiry,
+(:mod:`orc.documents.intake.recovery`). The leases live in one partition of their own collection, ordered by expiry,
 so a sweep reads only the ones that lapsed.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from orc.documents.processing import DocumentLocation, ProcessingJob
+from orc.documents.intake.processing import DocumentLocation, ProcessingJob
 from orc.errors import ETagMismatch, ItemNotFound
 from orc.storage.ports import DocumentCollection
 

@@ -1,7 +1,7 @@
 """Span vectors: made when a document is processed, stored beside its text, cached per process, searched by cosine.
 
 Where they live: in the ``document_text`` collection, filed under the text version's own id prefix
-(:func:`~orc.documents.text_store.version_prefix`), so every backend keeps them (SQLite, memory, Cosmos DB) and a
+(:func:`~orc.search.text_store.version_prefix`), so every backend keeps them (SQLite, memory, Cosmos DB) and a
 superseded or deleted version takes its vectors with it. One head item (model key, dimensions, span count, the
 ``spans_hash`` they were made from) and parts of little-endian float32 rows in base64 — about 5.5 characters a
 dimension instead of JSON's ~20, each part under :data:`PART_CHARS` so no item nears Cosmos DB's 2 MB cap. Items
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from orc.documents.spans import Span
-from orc.documents.text_store import DocumentText, VectorLocation, version_prefix
 from orc.models.embeddings import EmbeddingModel, model_key
+from orc.search.spans import Span
+from orc.search.text_store import DocumentText, VectorLocation, version_prefix
 from orc.storage.ports import DocumentCollection
 
 logger = logging.getLogger(__name__)

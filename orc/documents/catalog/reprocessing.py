@@ -15,10 +15,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from orc.clock import utc_now
-from orc.documents.availability import AvailableDocument
-from orc.documents.processing import DocumentProcessor, ProcessingJob, ProcessingResult
-from orc.documents.spans import CHUNKING_VERSION
+from orc.documents.catalog.availability import AvailableDocument
+from orc.documents.intake.processing import DocumentProcessor, ProcessingJob, ProcessingResult
 from orc.errors import ETagMismatch
+from orc.search.spans import CHUNKING_VERSION
 from orc.storage.ports import DocumentCollection
 
 logger = logging.getLogger(__name__)

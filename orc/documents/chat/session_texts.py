@@ -11,11 +11,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from orc.documents.search import IndexCache, SpanIndex, build_index
-from orc.documents.spans import CHUNKING_VERSION
-from orc.documents.text_store import TextStore, VectorLocation
-from orc.documents.vectors import SpanVectors
 from orc.principal import Principal
+from orc.search.span_index import IndexCache, SpanIndex, build_index
+from orc.search.spans import CHUNKING_VERSION
+from orc.search.text_store import TextStore, VectorLocation
+from orc.search.vectors import SpanVectors
 from orc.storage.ports import BlobInfo
 
 

@@ -15,7 +15,7 @@ from orc.documents.records import DigestStatus
 from orc.principal import Principal
 
 if TYPE_CHECKING:
-    from orc.documents.availability import AvailableDocument
+    from orc.documents.catalog.availability import AvailableDocument
 
 
 class DocumentSummary(BaseModel):

@@ -1,6 +1,6 @@
 """Finishing the document work a crashed process left: uploads and processing whose lease lapsed.
 
-Each sweep takes over the lapsed leases (:mod:`orc.documents.leases`) one by one — a conditional write, so two
+Each sweep takes over the lapsed leases (:mod:`orc.documents.intake.leases`) one by one — a conditional write, so two
 instances sweeping at once never both resume a document — and looks at the document as stored:
 
 - its record is gone, describes newer content, or is already ``ready``/``failed`` → the lease is dropped;
@@ -19,8 +19,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from orc.documents.leases import Lease, ProcessingLeases
-from orc.documents.processing import DocumentLocation, DocumentProcessor, ProcessingResult
+from orc.documents.intake.leases import Lease, ProcessingLeases
+from orc.documents.intake.processing import DocumentLocation, DocumentProcessor, ProcessingResult
 from orc.periodic import every
 from orc.storage.ports import BlobStore, DocumentCollection
 

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from orc.documents.text_store import DocumentText
+from orc.search.text_store import DocumentText
 from orc.text import Postings
 from orc.text.lexical import LexicalIndex, index_fields, search
 

@@ -1,7 +1,7 @@
 """The availability model: which documents a scope makes available. One function, used by every tool and the prompt.
 
 chat-tools-evolution "Documents Availability Model": the session's documents always; then what the focus context
-derives (:func:`orc.documents.contexts.derive_contexts`); then, when asked, what the conversation's historical
+derives (:func:`orc.documents.catalog.contexts.derive_contexts`); then, when asked, what the conversation's historical
 contexts derived. Each document says why it is available (``origin``: session, focus or historical) and where
 it comes from (``context_type``/``context_id``).
 """
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
-from orc.documents.context_documents import context_location
-from orc.documents.contexts import ContextDirectory, derive_contexts
-from orc.documents.processing import DocumentLocation
+from orc.documents.catalog.context_documents import context_location
+from orc.documents.catalog.contexts import ContextDirectory, derive_contexts
+from orc.documents.intake.processing import DocumentLocation
 from orc.documents.records import ContextDocument, ContextRef, DocumentContextType, DocumentInfo, Origin
 from orc.documents.sessions.locations import session_location
 from orc.documents.sessions.models import ContextFile
@@ -39,7 +39,7 @@ class ContextDocumentReader(Protocol):
 class DocumentScope:
     """Who asks about which documents: the session, the focus context and the historical contexts.
 
-    Built from validated values only (see :meth:`orc.documents.library.DocumentLibrary.resolve_scope`).
+    Built from validated values only (see :meth:`orc.documents.catalog.library.DocumentLibrary.resolve_scope`).
     """
 
     session_id: str | None = None

@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from orc.documents.extraction import detect_media_type
+from orc.documents.parsing.extraction import detect_media_type
 from orc.errors import InvalidInput, OrcError, PayloadTooLarge
 from orc.names import validate_blob_name
 from orc.principal import Principal

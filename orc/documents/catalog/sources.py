@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from orc.documents.availability import Availability, AvailableDocument
-from orc.documents.scopes import DocumentScopes
-from orc.documents.text_store import DocumentText, TextStore
+from orc.documents.catalog.availability import Availability, AvailableDocument
+from orc.documents.catalog.scopes import DocumentScopes
 from orc.errors import InvalidInput, ItemNotFound, NotFound, NotReady
 from orc.names import validate_identifier
 from orc.principal import Principal
+from orc.search.text_store import DocumentText, TextStore
 from orc.storage.ports import BlobStore
 
 UNPAGED_WINDOW_CHARS = 6_000

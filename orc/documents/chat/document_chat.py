@@ -6,7 +6,7 @@ document-chat-workflow "MCP Contract": ``{question, document_names, cached_file_
 instance or another sharing the stores) for the same scope, blob and ETag, and not expired, is honoured: the
 file is reused without a download; any other id (unknown, expired, stale, another user's) silently falls back
 to fresh processing and a new id. Processing means reading the text, spans and index the document processor
-already made (:mod:`orc.documents.session_texts`); only a blob it never processed is downloaded and extracted.
+already made (:mod:`orc.documents.chat.session_texts`); only a blob it never processed is downloaded and extracted.
 """
 
 from __future__ import annotations
@@ -23,17 +23,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, RetrievalLegs, SourceSpan, Usage
-from orc.documents.extraction import ExtractedDocument
-from orc.documents.extraction_pool import ExtractionPool
-from orc.documents.fair_turns import organization_of
-from orc.documents.file_cache import ProcessedFileCache
-from orc.documents.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
-from orc.documents.hybrid import beside_lexical, start_query
-from orc.documents.search import SpanIndex, build_index
-from orc.documents.session_texts import NOTHING_PROCESSED, ProcessedTexts
-from orc.documents.spans import Span, source_ref
-from orc.documents.text_store import process_extracted
-from orc.documents.vectors import Matrix, SpanVectors
+from orc.documents.chat.file_cache import ProcessedFileCache
+from orc.documents.chat.session_texts import NOTHING_PROCESSED, ProcessedTexts
+from orc.documents.parsing.extraction_pool import ExtractionPool
+from orc.documents.parsing.fair_turns import organization_of
 from orc.errors import (
     InvalidInput,
     ItemNotFound,
@@ -43,11 +36,18 @@ from orc.errors import (
     PayloadTooLarge,
     ServiceUnavailable,
 )
+from orc.extracted import ExtractedDocument
 from orc.models.faults import model_fault
 from orc.models.metering import cache_read_tokens, message_usage
 from orc.models.prompting import format_sources, load_prompt
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
+from orc.search.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
+from orc.search.hybrid import beside_lexical, start_query
+from orc.search.span_index import SpanIndex, build_index
+from orc.search.spans import Span, source_ref
+from orc.search.text_store import process_extracted
+from orc.search.vectors import Matrix, SpanVectors
 from orc.storage.ports import BlobInfo, BlobStore
 from orc.telemetry import model_call, record_model_call
 from orc.text import tokenize
@@ -142,7 +142,7 @@ class DocumentChatService:
         Raises :class:`~orc.errors.InvalidInput` (empty question, no or too many names),
         :class:`~orc.errors.InvalidName`, :class:`~orc.errors.PayloadTooLarge` (question or document over its
         limit), :class:`~orc.errors.NotFound` (a document is not in the conversation),
-        :class:`~orc.documents.extraction.ExtractionError` / :class:`~orc.errors.UnsupportedMediaType`
+        :class:`~orc.documents.parsing.extraction.ExtractionError` / :class:`~orc.errors.UnsupportedMediaType`
         (a document has no readable text) and :class:`~orc.errors.ServiceUnavailable` (storage or model).
         """
         started = time.perf_counter()

@@ -1,7 +1,7 @@
 """Text from files that do not become catalog documents — what a user supplies to a paused turn's context
 request (the supply multipart, the terminal's file path) — through the same intake as every upload: the same
-name, size and media checks (:func:`~orc.documents.uploads.check_uploads`), the same upload window
-(:class:`~orc.documents.uploads.UploadAdmission`) and the same extraction pool (configured limits, memory cap,
+name, size and media checks (:func:`~orc.documents.intake.uploads.check_uploads`), the same upload window
+(:class:`~orc.documents.intake.uploads.UploadAdmission`) and the same extraction pool (configured limits, memory cap,
 deadline, organizations' turns). Nothing is parsed in the serving process beyond what the pool itself keeps there.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from orc.documents.extraction_pool import ExtractionPool
-from orc.documents.uploads import ADMIT_ALL, Upload, UploadAdmission, check_uploads, uploading
+from orc.documents.intake.uploads import ADMIT_ALL, Upload, UploadAdmission, check_uploads, uploading
+from orc.documents.parsing.extraction_pool import ExtractionPool
 from orc.principal import Principal
 
 __all__ = ["FileText", "FileTexts"]

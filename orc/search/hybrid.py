@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from orc.contracts import RetrievalLegs
-from orc.documents.text_store import DocumentText
-from orc.documents.vectors import Matrix, SpanVectors, VectorHit, nearest
+from orc.search.text_store import DocumentText
+from orc.search.vectors import Matrix, SpanVectors, VectorHit, nearest
 
 logger = logging.getLogger(__name__)
 

@@ -1,13 +1,13 @@
 """Where every document is parsed: worker processes with a memory cap and a deadline, shared fairly across
 organizations, so one hostile or slow document cannot take the serving process or hold anyone else's.
 
-The size bounds of :mod:`orc.documents.limits` stop the bombs they can see coming (a zip's declared sizes, the
+The size bounds of :mod:`orc.documents.parsing.limits` stop the bombs they can see coming (a zip's declared sizes, the
 text a parser returned). What they cannot see — a PDF stream that inflates to gigabytes inside the parser, a
 parser's own blow-up, a parse that never ends — is contained here: the parsing runs in a small pool of worker
 processes, each under an address-space limit (``ORC_EXTRACTION_MEMORY_MB``) and each document under a deadline
 (``ORC_EXTRACTION_SECONDS``). A worker that hits either fails that one document (``extraction_memory``,
 ``extraction_timeout``) and is replaced; the serving process's memory and event loop are untouched. The workers
-are handed out by :class:`~orc.documents.fair_turns.FairTurns`: one organization's backlog waits behind its own
+are handed out by :class:`~orc.documents.parsing.fair_turns.FairTurns`: one organization's backlog waits behind its own
 documents, not in front of another organization's.
 
 ``ORC_EXTRACTION_PROCESSES=0`` keeps extraction in threads of the serving process (what tests and tiny set-ups
@@ -41,10 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from orc.documents.extraction import CSV, HTML, JSON, MARKDOWN, TEXT, ExtractedDocument, detect_media_type, extract
-from orc.documents.fair_turns import FairTurns
-from orc.documents.limits import ExtractionLimits
+from orc.documents.parsing.extraction import detect_media_type, extract
+from orc.documents.parsing.fair_turns import FairTurns
+from orc.documents.parsing.limits import ExtractionLimits
 from orc.errors import ExtractionError, OrcError, UnsupportedMediaType
+from orc.extracted import CSV, HTML, JSON, MARKDOWN, TEXT, ExtractedDocument
 
 __all__ = [
     "IN_PROCESS_MAX_BYTES",

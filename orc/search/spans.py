@@ -2,10 +2,10 @@
 
 A span is a paragraph-aware chunk of roughly 400-1200 characters. Chunks never cross a page, so a span's
 ``start``/``end`` are offsets into one page's text and ``text == pages[page - 1][start:end]``. Chunks never cross
-a heading either (:mod:`orc.documents.sections`): a span belongs to one section and carries its title path in
+a heading either (:mod:`orc.search.sections`): a span belongs to one section and carries its title path in
 ``section`` (a heading with no text of its own before the next one joins that next section). A table row (a
 ``cell | cell`` line, a ``Row N:`` line) is never cut, and a table that fits
-:data:`~orc.documents.extraction.TABLE_CHARS` stays in one span with its header (a longer one names its
+:data:`~orc.extracted.TABLE_CHARS` stays in one span with its header (a longer one names its
 columns in every row). Changing how text is chunked changes what every ``S<n>`` points at: bump
 :data:`CHUNKING_VERSION` when you do.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from orc.documents.extraction import PDF, TABLE_CHARS, ExtractedDocument
-from orc.documents.sections import find_headings, section_path
+from orc.extracted import PDF, TABLE_CHARS, ExtractedDocument
+from orc.search.sections import find_headings, section_path
 
 CHUNKING_VERSION = "2"
 

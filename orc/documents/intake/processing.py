@@ -2,7 +2,7 @@
 
 Every upload (session or context document) stores its blob and a catalog record in ``processing`` state and
 submits a job here. Jobs run as asyncio tasks, at most ``max_concurrency`` at a time, taken in turn by
-organization (:class:`~orc.documents.fair_turns.FairTurns`), so one organization's backlog never holds another's
+organization (:class:`~orc.documents.parsing.fair_turns.FairTurns`), so one organization's backlog never holds another's
 documents behind it. Parsing goes through the extraction pool (limits, memory cap, deadline); chunking, hashing
 and tokenizing run in a worker thread, so the event loop keeps serving requests while a 200-page PDF is parsed.
 A job that fails marks only its own document ``failed`` with a reason a user can act on; a job whose document
@@ -20,18 +20,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from orc.clock import utc_now
-from orc.documents.extraction import ExtractedDocument
-from orc.documents.extraction_pool import ExtractionPool
-from orc.documents.fair_turns import FairTurns, organization_of
+from orc.documents.parsing.extraction_pool import ExtractionPool
+from orc.documents.parsing.fair_turns import FairTurns, organization_of
 from orc.documents.records import estimate_tokens
-from orc.documents.search import IndexCache, SpanIndex, build_index
-from orc.documents.text_store import DocumentText, TextStore, VectorLocation, extractor_pages, process_extracted
 from orc.errors import ETagMismatch, ExtractionError, ItemNotFound, OrcError, UnsupportedMediaType
+from orc.extracted import ExtractedDocument
 from orc.periodic import every
+from orc.search.span_index import IndexCache, SpanIndex, build_index
+from orc.search.text_store import DocumentText, TextStore, VectorLocation, extractor_pages, process_extracted
 from orc.storage.ports import BlobStore, DocumentCollection
 
 if TYPE_CHECKING:  # numpy and the embedding clients load only where vectors are made
-    from orc.documents.vectors import SpanVectors
+    from orc.search.vectors import SpanVectors
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,8 @@ def _indexed(extracted: ExtractedDocument) -> _Processed:
 
 
 class JobLeases(Protocol):
-    """What the processor needs of the leases that let interrupted work be found (:mod:`orc.documents.leases`)."""
+    """What the processor needs of the leases that let interrupted work be found
+    (:mod:`orc.documents.intake.leases`)."""
 
     lease_seconds: float
 
@@ -160,7 +161,7 @@ class DocumentProcessor:
         self._leases = leases
         # The one place documents are parsed, under the configured limits (the composition root's pool).
         self._pool = extraction_pool
-        # Span vectors for hybrid retrieval, when embeddings are configured (orc.documents.vectors).
+        # Span vectors for hybrid retrieval, when embeddings are configured (orc.search.vectors).
         self._vectors = vectors
 
     async def hold(self, job: ProcessingJob) -> None:
