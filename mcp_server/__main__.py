@@ -2,8 +2,9 @@
 
 The orc MCP server over stdio. Settings come from the ``ORC_`` environment (``ORC_HOME``, ``ORC_STORAGE``,
 ``ORC_MODEL``, ``ORC_MCP_TOOL_NAMES``, ``ORC_MCP_ALLOWED_DIRS``...). Over stdio the scope is whoever started the
-process, given by the options (default: the embedded single local principal). ``--tool-names underscore``
-publishes ``documents_list`` etc. for hosts that refuse dotted names; each ``--allow-dir`` adds a folder whose
+process, given by the options (default: the embedded single local principal). Tool names are ``documents_list``
+etc. by default, the form every major desktop client accepts; ``--tool-names dotted`` (or
+``ORC_MCP_TOOL_NAMES=dotted``) publishes the design's ``documents.list``. Each ``--allow-dir`` adds a folder whose
 files ``session.attach_path`` may attach. Nothing may be written to stdout except protocol messages: logs go to
 stderr.
 """
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from orc import event_loop
 from orc.errors import ConfigurationError, InvalidName
 from orc.principal import LOCAL_PRINCIPAL, Principal
-from orc.tool_contract import TOOL_NAME_FORMS, ToolNameForm
+from orc.tool_contract import STDIO_TOOL_NAMES, TOOL_NAME_FORMS, ToolNameForm
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -40,8 +41,8 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
         "--tool-names",
         choices=TOOL_NAME_FORMS,
         default=None,
-        help="dotted (documents.list) or underscore (documents_list, for Claude Desktop, OpenAI, Codex, Copilot); "
-        "default: ORC_MCP_TOOL_NAMES, else dotted",
+        help="underscore (documents_list: accepted by Claude Desktop, OpenAI, Codex, Copilot) or dotted "
+        "(documents.list); default: ORC_MCP_TOOL_NAMES, else underscore",
     )
     parser.add_argument(
         "--allow-dir",
@@ -66,7 +67,7 @@ async def serve(principal: Principal, tool_names: ToolNameForm | None = None, al
 
     settings = Settings()
     folders = local_files.folders_from([*settings.mcp_allowed_dirs, *allow_dirs])
-    form = tool_names or settings.mcp_tool_names
+    form = tool_names or settings.mcp_tool_names or STDIO_TOOL_NAMES
     async with AsyncExitStack() as stack:
         services = await build_document_services(settings, stack, await build_foundation(settings, stack))
         server = services.server if form == "dotted" else build_mcp_server(services.mcp, tool_names=form)

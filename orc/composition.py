@@ -62,7 +62,7 @@ from orc.quotas import Quotas
 from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
-from orc.tool_contract import DOCUMENT_CHAT
+from orc.tool_contract import DOCUMENT_CHAT, HTTP_TOOL_NAMES
 from orc.turns.document_chat import AdmittedDocumentChat
 from orc.turns.policy import UNLIMITED, QuotaPolicy, TurnPolicy
 from orc.turns.prepare import TurnLimits, TurnPreparer
@@ -324,8 +324,9 @@ async def build_runtime(
         for extend in mcp_extensions:
             extend(documents.server)
         published = documents.server
-        if settings.mcp_tool_names != "dotted":
-            published = build_mcp_server(documents.mcp, tool_names=settings.mcp_tool_names)
+        form = settings.mcp_tool_names or HTTP_TOOL_NAMES
+        if form != "dotted":
+            published = build_mcp_server(documents.mcp, tool_names=form)
             for extend in mcp_extensions:
                 extend(published)
         checkpointer = await _checkpointer(settings, base.stores, stack)

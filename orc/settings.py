@@ -284,10 +284,11 @@ class Settings(BaseSettings):
     )
 
     # -- MCP clients (tool names, local files) -----------------------------------------------------------
-    mcp_tool_names: Literal["dotted", "underscore"] = Field(
-        default="dotted",
+    mcp_tool_names: Literal["dotted", "underscore"] | None = Field(
+        default=None,
         description="How /api/mcp and `orc mcp` spell tool names: dotted (documents.list, the design's names) or "
-        "underscore (documents_list) for clients that refuse dots (Claude Desktop, OpenAI, Codex, Copilot CLI).",
+        "underscore (documents_list) for clients that refuse dots (Claude Desktop, OpenAI, Codex, Copilot CLI). "
+        "Unset: underscore over stdio (what desktop clients start), dotted on /api/mcp.",
     )
     mcp_allowed_dirs: Annotated[list[Path], NoDecode] = Field(
         default_factory=list,

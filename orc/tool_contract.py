@@ -91,11 +91,18 @@ def model_tool_name(mcp_name: str) -> str:
 
 
 ToolNameForm = Literal["dotted", "underscore"]
-"""How the server spells its tool names to external clients: the design's dotted names (``documents.list``, the
-default), or ``documents_list`` for clients that only accept ``^[a-zA-Z0-9_-]{1,64}$`` (Claude Desktop, the
-OpenAI API, Codex, the Copilot CLI). The in-process orchestrator always talks to a dotted server."""
+"""How the server spells its tool names to external clients: the design's dotted names (``documents.list``), or
+``documents_list`` for clients that only accept ``^[a-zA-Z0-9_-]{1,64}$`` (Claude Desktop, the OpenAI API, Codex,
+the Copilot CLI). The in-process orchestrator always talks to a dotted server."""
 
 TOOL_NAME_FORMS: tuple[ToolNameForm, ...] = ("dotted", "underscore")
+
+STDIO_TOOL_NAMES: ToolNameForm = "underscore"
+"""The stdio server's form when none is chosen: stdio is what desktop clients start, and Claude Desktop refuses a
+server's whole tool list when one name has a dot; underscore names are accepted by every major client."""
+
+HTTP_TOOL_NAMES: ToolNameForm = "dotted"
+"""``/api/mcp``'s form when none is chosen: the design's names, as agents and services connecting over HTTP use."""
 
 PORTABLE_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """The tool-name pattern the strictest MCP hosts enforce."""

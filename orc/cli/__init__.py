@@ -76,8 +76,8 @@ def _add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
             "--tool-names",
             choices=TOOL_NAME_FORMS,
             **(unset or {"default": None}),
-            help="dotted (documents.list) or underscore (documents_list, for Claude Desktop, OpenAI, Codex, "
-            "Copilot); default: ORC_MCP_TOOL_NAMES, else dotted (install: the form the client accepts)",
+            help="underscore (documents_list: accepted by Claude Desktop, OpenAI, Codex, Copilot) or dotted "
+            "(documents.list); default: ORC_MCP_TOOL_NAMES, else underscore",
         )
         parser.add_argument(
             "--allow-dir",

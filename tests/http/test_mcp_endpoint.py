@@ -60,6 +60,7 @@ async def test_an_mcp_client_lists_and_calls_document_chat_over_http(app: ASGIAp
         )
 
     assert "document_chat" in tools
+    assert "documents.list" in tools  # /api/mcp keeps the design's dotted names unless told otherwise
     assert not result.isError
     assert result.structuredContent is not None
     assert "1,450" in result.structuredContent["answer"]

@@ -16,6 +16,7 @@ from orc.contracts import DocumentChatResult
 from orc.foundation import open_stores
 from orc.names import BlobPaths
 from orc.settings import Settings
+from orc.tool_contract import PORTABLE_TOOL_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 CONVERSATION = "conv-1"
@@ -78,6 +79,44 @@ async def test_another_principal_over_stdio_cannot_see_the_document(tmp_path: Pa
     assert result.isError is True
     text = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
     assert "not_found: " in text
+
+
+ORC_COMMAND = Path(sys.executable).with_name("orc")
+"""The ``orc`` console script of the interpreter running the tests (the one a desktop client's config names)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command",
+    [[sys.executable, "-m", "mcp_server"], [str(ORC_COMMAND), "mcp"]],
+    ids=["python -m mcp_server", "orc mcp"],
+)
+async def test_a_plain_stdio_server_publishes_names_every_major_client_accepts(
+    tmp_path: Path, command: list[str]
+) -> None:
+    server = StdioServerParameters(command=command[0], args=command[1:], env={"ORC_HOME": str(tmp_path)}, cwd=REPO)
+
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            listed = await session.call_tool("documents_list", {})
+
+    assert {"documents_list", "documents_get_page", "session_attach_document"} <= set(names)
+    assert [name for name in names if not PORTABLE_TOOL_NAME.fullmatch(name)] == []
+    assert listed.isError is False
+
+
+@pytest.mark.slow
+async def test_dotted_names_stay_available_over_stdio_as_an_option(tmp_path: Path) -> None:
+    server = _server(tmp_path / "home", "--tool-names", "dotted")
+
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {tool.name for tool in (await session.list_tools()).tools}
+
+    assert {"documents.list", "documents.get_span", "session.attach_document"} <= names
 
 
 def test_an_invalid_principal_option_exits_with_status_2_before_starting(capsys: pytest.CaptureFixture[str]) -> None:
