@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from orc.conversations import ConversationSummary, Feedback
 from orc.conversations.export import MEDIA_TYPES, ExportFormat
+from orc.conversations.listing import listed_messages
 from orc.conversations.titles import title_from_question
 from orc.errors import NotFound
 from orc.handoff import MAX_LIMIT, ArtifactKind, ArtifactPage
@@ -34,7 +35,10 @@ class SessionHistory(BaseModel):
 
     conversation_id: str
     title: str
-    messages: list[dict[str, Any]]
+    messages: list[dict[str, Any]] = Field(
+        description="Every message in order; a question paused on an open context request comes last, with "
+        "`status: waiting_context` and its `request_id`, until it is answered."
+    )
     context_requests: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Requests of paused turns, with what was supplied (who, when, what) and how each ended; a "
@@ -59,14 +63,14 @@ async def get_session(session_id: str, sessions: Conversations, orchestrator: Or
         if not requests:
             raise
         title = title_from_question(str(requests[0]["question"]))
-        return SessionHistory(conversation_id=session_id, title=title, messages=[], context_requests=requests)
-    messages: list[dict[str, Any]] = []
-    for turn in conversation.turns:
-        messages.append(turn.user.model_dump(mode="json"))
-        messages.append(turn.assistant.model_dump(mode="json"))
+        messages = listed_messages([], requests)
+        return SessionHistory(conversation_id=session_id, title=title, messages=messages, context_requests=requests)
     requests = await orchestrator.context_requests(session_id, principal)
     return SessionHistory(
-        conversation_id=session_id, title=conversation.summary.title, messages=messages, context_requests=requests
+        conversation_id=session_id,
+        title=conversation.summary.title,
+        messages=listed_messages(conversation.turns, requests),
+        context_requests=requests,
     )
 
 

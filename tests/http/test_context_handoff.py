@@ -82,6 +82,44 @@ async def test_a_lease_without_parking_pauses_and_the_supplied_text_answers_with
     assert stored["supplies"][0]["supplied_by"] and stored["supplies"][0]["supplied_at"]
 
 
+async def test_a_question_waiting_on_its_request_is_listed_in_messages_until_it_is_answered(
+    client: httpx.AsyncClient,
+) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    await client.post("/api/orc", json=turn("What is the monthly rent?"))
+    request = await paused(client)
+
+    waiting = (await client.get("/api/sessions/c1")).json()["messages"]
+    supply = {"payloads": [{"slot": "evidence", "text": "80 euros."}]}
+    await client.post(supply_path(request["request_id"]), json=supply)
+    answered = (await client.get("/api/sessions/c1")).json()["messages"]
+
+    assert [(m["role"], m.get("status")) for m in waiting] == [
+        ("user", None),
+        ("assistant", None),
+        ("user", "waiting_context"),
+    ]
+    assert waiting[-1]["content"] == "What is the parking fee?" and waiting[-1]["request_id"] == request["request_id"]
+    assert waiting[-1]["message_id"] == request["user_message_id"] and waiting[-1]["blob_names"] == ["lease.txt"]
+    assert [(m["role"], m.get("status")) for m in answered] == [("user", None), ("assistant", None)] * 2
+    assert answered[2]["content"] == "What is the parking fee?"
+
+
+async def test_a_first_question_waiting_on_its_request_is_the_conversations_one_message(
+    client: httpx.AsyncClient,
+) -> None:
+    await upload(client, "c1", ("lease.txt", LEASE))
+    request = await paused(client)
+
+    history = (await client.get("/api/sessions/c1")).json()
+    await client.post(supply_path(request["request_id"], "cancel"))
+    cancelled = (await client.get("/api/sessions/c1")).json()
+
+    (waiting,) = history["messages"]
+    assert (waiting["content"], waiting["status"]) == ("What is the parking fee?", "waiting_context")
+    assert cancelled["messages"] == []
+
+
 async def test_clients_that_do_not_allow_requests_get_an_answer_as_before(client: httpx.AsyncClient) -> None:
     await upload(client, "c1", ("lease.txt", LEASE))
 

@@ -59,6 +59,22 @@ def test_the_drawer_attaches_an_artifact_in_one_click_and_the_request_stays_in_t
     assert questions.nth(1).evaluate("el => el.nextElementSibling.classList.contains('request-history')")
 
 
+def test_a_reopened_conversation_shows_its_waiting_question_once_with_its_card(page: Page) -> None:
+    ready(page)
+    page.set_input_files("#file-input", attachments())
+    chips_ready(page, 2)
+    page.fill("#question", "What is the parking fee for a motorbike?")
+    page.click("#send")
+    expect(page.locator(".context-request")).to_be_visible(timeout=WAIT_MS)
+
+    page.locator("#conversations .conversation-open").first.click()
+
+    card = page.locator(".context-request")
+    expect(card).to_have_count(1, timeout=WAIT_MS)
+    expect(page.locator(".message.user")).to_have_count(1)
+    expect(page.locator(".message.user")).to_contain_text("motorbike")
+
+
 @pytest.fixture(scope="module")
 def short_deadline_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server whose paused turns wait 8 s and remind after 4 s (instead of a test that waits minutes)."""

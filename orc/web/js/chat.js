@@ -278,6 +278,8 @@ export class Messages {
   history(messages) {
     this.clear();
     for (const message of messages) {
+      // A question waiting on its context request is shown with the request's card (app.js), not here.
+      if (message.status === "waiting_context") continue;
       if (message.role === "user") {
         this.question(message.content, message.blob_names);
         continue;
