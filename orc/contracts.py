@@ -30,6 +30,8 @@ class SourceSpan(BaseModel):
 
     ref: str
     document: str
+    document_id: str | None = None
+    """The catalog id of the span's document (``doc-…``); none only for text supplied to a context request."""
     span_id: str
     page: int | None = None
     text: str
@@ -42,6 +44,9 @@ class Citation(BaseModel):
 
     ref: str
     document: str
+    document_id: str | None = None
+    """The catalog id of the cited document, as routes and tools name it (``GET …/documents/{document_id}/content``,
+    ``documents.get_page``); none only for text supplied to a context request, which is no stored document."""
     span_id: str
     page: int | None = None
     quote: str

@@ -71,6 +71,7 @@ def extract_citations(answer: str, sources: Iterable[SourceSpan]) -> list[Citati
                 Citation(
                     ref=span.ref,
                     document=span.document,
+                    document_id=span.document_id,
                     span_id=span.span_id,
                     page=span.page,
                     quote=quote,

@@ -40,6 +40,7 @@ def sources_in(structured: dict[str, Any] | None) -> list[SourceSpan]:
                     SourceSpan(
                         ref=str(item["ref"]),
                         document=str(item.get("document") or item.get("filename") or document),
+                        document_id=_document_id(item) or _document_id(structured),
                         span_id=str(item.get("span_id") or span_id),
                         page=item.get("page") if isinstance(item.get("page"), int) else None,
                         text=str(item["text"]),
@@ -47,6 +48,12 @@ def sources_in(structured: dict[str, Any] | None) -> list[SourceSpan]:
                     )
                 )
     return found
+
+
+def _document_id(item: dict[str, Any]) -> str | None:
+    """The catalog id a tool result (or one of its items) names, if any."""
+    value = item.get("document_id")
+    return value if isinstance(value, str) and value else None
 
 
 def _page_spans(structured: dict[str, Any]) -> list[SourceSpan]:
@@ -68,6 +75,7 @@ def _page_spans(structured: dict[str, Any]) -> list[SourceSpan]:
                 SourceSpan(
                     ref=str(item["ref"]),
                     document=str(structured.get("document") or document),
+                    document_id=_document_id(structured),
                     span_id=str(item.get("span_id") or span_id),
                     page=page if isinstance(page, int) else None,
                     text=piece,

@@ -41,7 +41,9 @@ def cited_spans(turn: Turn, blob_names: Sequence[str]) -> list[SourceSpan]:
     """
     names = set(blob_names)
     return [
-        SourceSpan(ref=c.ref, document=c.document, span_id=c.span_id, page=c.page, text=c.quote)
+        SourceSpan(
+            ref=c.ref, document=c.document, document_id=c.document_id, span_id=c.span_id, page=c.page, text=c.quote
+        )
         for c in turn.assistant.citations
         if c.quote and (not names or c.document in names)
     ]

@@ -441,7 +441,13 @@ class Handoff:
                 found = await self._documents.span(principal, scope, payload.source_ref)
                 return [
                     SourceSpan(
-                        ref=span.ref, document=found.document, span_id=span.span_id, page=span.page, text=span.text
+                        ref=span.ref,
+                        document=found.document,
+                        document_id=found.document_id,
+                        span_id=span.span_id,
+                        page=span.page,
+                        text=span.text,
+                        section=span.section,
                     )
                     for span in found.spans
                 ]
@@ -454,7 +460,15 @@ class Handoff:
                 raise NotFound("that document or span is not available here", code="supply_not_found") from None
             raise
         return [
-            SourceSpan(ref=hit.ref, document=hit.document, span_id=hit.span_id, page=hit.page, text=hit.text)
+            SourceSpan(
+                ref=hit.ref,
+                document=hit.document,
+                document_id=hit.document_id,
+                span_id=hit.span_id,
+                page=hit.page,
+                text=hit.text,
+                section=hit.section,
+            )
             for hit in hits.results
         ]
 

@@ -74,6 +74,7 @@ async def test_a_lease_without_parking_pauses_and_the_supplied_text_answers_with
     body = answer.json()
     assert body["status"] == "answered" and "80 euros" in body["answer"]
     assert [citation["ref"] for citation in body["citations"]] == ["supplied::evidence-1"]
+    assert body["citations"][0]["document_id"] is None  # supplied text is no stored document
     assert body["metadata"]["model_calls"] == 1  # the pause cost no model call
     assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
     (stored,) = history["context_requests"]
@@ -383,7 +384,7 @@ async def test_a_supplied_document_or_span_is_cited_as_itself(client: httpx.Asyn
 
     assert suggestion_refs and all(ref.startswith("lease.txt::") for ref in suggestion_refs)
     assert "80 euros" in answer["answer"]
-    assert [c["ref"] for c in answer["citations"]] == ["parking.txt::S1"]
+    assert [(c["ref"], c["document_id"]) for c in answer["citations"]] == [("parking.txt::S1", parking_id)]
 
 
 # -- durability -----------------------------------------------------------------------------------------------------

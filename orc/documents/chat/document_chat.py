@@ -67,6 +67,7 @@ class _LoadedFile:
     file_id: str
     index: SpanIndex
     reused: bool
+    document_id: str | None
 
     @property
     def spans(self) -> tuple[Span, ...]:
@@ -233,7 +234,8 @@ class DocumentChatService:
         # A warm turn reuses every file: no storage call and no task is made for it.
         missing = [name for name in names if name not in loaded]
         if missing:
-            indexes = await self._texts.indexes(principal, conversation_id, {name: infos[name] for name in missing})
+            found = await self._texts.indexes(principal, conversation_id, {name: infos[name] for name in missing})
+            indexes = found.indexes
             unprocessed = [name for name in missing if name not in indexes]
             if unprocessed:
                 try:
@@ -247,7 +249,9 @@ class DocumentChatService:
                     raise _most_relevant(failures) from None
                 indexes.update((name, task.result()) for name, task in tasks.items())
             for name in missing:
-                loaded[name] = self._keep(cached_ids.get(name), name, infos[name], scope, indexes[name])
+                loaded[name] = self._keep(
+                    cached_ids.get(name), name, infos[name], scope, indexes[name], found.document_ids.get(name)
+                )
         return [loaded[name] for name in names]
 
     async def _current_infos(
@@ -276,16 +280,33 @@ class DocumentChatService:
         entry = self._cache.get(cached_id, name, info.etag, scope=scope)
         if entry is None:
             return None
-        return _LoadedFile(blob_name=name, file_id=entry.file_id, index=entry.index, reused=True)
+        return _LoadedFile(
+            blob_name=name, file_id=entry.file_id, index=entry.index, reused=True, document_id=entry.document_id
+        )
 
-    def _keep(self, cached_id: str | None, name: str, info: BlobInfo, scope: str, index: SpanIndex) -> _LoadedFile:
+    def _keep(
+        self,
+        cached_id: str | None,
+        name: str,
+        info: BlobInfo,
+        scope: str,
+        index: SpanIndex,
+        document_id: str | None,
+    ) -> _LoadedFile:
         """Cache a file just read or extracted: under ``cached_id`` when it is still good (it came from another
         instance, or this one forgot it), else under a new id."""
         honoured = cached_id is not None and self._cache.honours(cached_id, name, info.etag, scope=scope)
         entry = self._cache.put(
-            scope=scope, blob_name=name, etag=info.etag, index=index, file_id=cached_id if honoured else None
+            scope=scope,
+            blob_name=name,
+            etag=info.etag,
+            index=index,
+            file_id=cached_id if honoured else None,
+            document_id=document_id,
         )
-        return _LoadedFile(blob_name=name, file_id=entry.file_id, index=entry.index, reused=honoured)
+        return _LoadedFile(
+            blob_name=name, file_id=entry.file_id, index=entry.index, reused=honoured, document_id=document_id
+        )
 
     async def _extract(self, path: str, info: BlobInfo, name: str) -> SpanIndex:
         if info.size > self._max_document_bytes:
@@ -318,7 +339,7 @@ class DocumentChatService:
         retrieval = vector.legs(self._vectors.label, [file.blob_name for file in files])
         if not vector.hits:
             return sources, rounds, retrieval
-        nearest = [_source(files[hit.document].blob_name, files[hit.document].spans[hit.span]) for hit in vector.hits]
+        nearest = [_source(files[hit.document], files[hit.document].spans[hit.span]) for hit in vector.hits]
         terms = tokenize(question)
         # Without a shared word the lexical "ranking" is only the documents' first spans: the vector leg's alone.
         matched = rounds > 1 or any(term in file.index.postings.terms for file in files for term in terms)
@@ -334,7 +355,7 @@ class DocumentChatService:
     def _select_sources(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int]:
         """The best-matching spans across all files (the first spans of each file when nothing matches), and the
         retrieval rounds it took."""
-        candidates = [(file.blob_name, span) for file in files for span in file.spans]
+        candidates = [(file, span) for file in files for span in file.spans]
         offsets = list(itertools.accumulate((file.index.span_count for file in files), initial=0))
         groups = [file.index.lexical for file in files]
         terms = tokenize(question)
@@ -360,20 +381,9 @@ class DocumentChatService:
             while len(chosen) < self._max_sources and any(depth < len(file.spans) for file in files):
                 for file in files:
                     if depth < len(file.spans) and len(chosen) < self._max_sources:
-                        chosen.append((file.blob_name, file.spans[depth]))
+                        chosen.append((file, file.spans[depth]))
                 depth += 1
-        sources = [
-            SourceSpan(
-                ref=source_ref(name, span.span_id),
-                document=name,
-                span_id=span.span_id,
-                page=span.page,
-                text=span.text,
-                section=span.section,
-            )
-            for name, span in chosen
-        ]
-        return sources, rounds
+        return [_source(file, span) for file, span in chosen], rounds
 
     async def _ask(self, system: str, question: str) -> AIMessage:
         try:
@@ -398,9 +408,15 @@ class DocumentChatService:
             ) from exc
 
 
-def _source(name: str, span: Span) -> SourceSpan:
+def _source(file: _LoadedFile, span: Span) -> SourceSpan:
     return SourceSpan(
-        ref=source_ref(name, span.span_id), document=name, span_id=span.span_id, page=span.page, text=span.text
+        ref=source_ref(file.blob_name, span.span_id),
+        document=file.blob_name,
+        document_id=file.document_id,
+        span_id=span.span_id,
+        page=span.page,
+        text=span.text,
+        section=span.section,
     )
 
 

@@ -40,6 +40,8 @@ class ProcessedFile:
     """The text, spans and their BM25 postings, made once so every later question only ranks them."""
     created_at: float
     expires_at: float
+    document_id: str | None = None
+    """The catalog id of the session document (what citations name), when it has a catalog record."""
 
     @property
     def spans(self) -> tuple[Span, ...]:
@@ -82,7 +84,14 @@ class ProcessedFileCache:
             return len(self._entries)
 
     def put(
-        self, *, scope: str, blob_name: str, etag: str, index: SpanIndex, file_id: str | None = None
+        self,
+        *,
+        scope: str,
+        blob_name: str,
+        etag: str,
+        index: SpanIndex,
+        file_id: str | None = None,
+        document_id: str | None = None,
     ) -> ProcessedFile:
         """Store a processed document under ``file_id`` (an id :meth:`honours` accepts for it, e.g. one another
         instance issued) or a new one; the stored entry."""
@@ -102,6 +111,7 @@ class ProcessedFileCache:
             index=index,
             created_at=now,
             expires_at=expires_at,
+            document_id=document_id,
         )
         key = (scope, entry.file_id)
         with self._lock:

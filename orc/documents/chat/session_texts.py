@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from orc.principal import Principal
@@ -44,24 +45,30 @@ class FileRecords(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class FoundTexts:
+    """What :meth:`ProcessedTexts.indexes` found for a set of blobs."""
+
+    indexes: dict[str, SpanIndex] = field(default_factory=dict)
+    """The processed text (as a search index) of each blob that has one for its current content."""
+    document_ids: dict[str, str] = field(default_factory=dict)
+    """The catalog id of each blob that has a record, processed or not (what citations name)."""
+
+
 class ProcessedTexts(Protocol):
     """Where document_chat finds documents that were already processed."""
 
-    async def indexes(
-        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
-    ) -> dict[str, SpanIndex]:
-        """The processed text (as a search index) of each named blob that has one for its current content."""
+    async def indexes(self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]) -> FoundTexts:
+        """The processed texts and the catalog ids of the named blobs."""
         ...
 
 
 class NothingProcessed:
     """No stored texts: every document is extracted by its caller (a document_chat without the document store)."""
 
-    async def indexes(
-        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
-    ) -> dict[str, SpanIndex]:
+    async def indexes(self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]) -> FoundTexts:
         """Always empty."""
-        return {}
+        return FoundTexts()
 
 
 NOTHING_PROCESSED = NothingProcessed()
@@ -78,14 +85,15 @@ class SessionTexts:
         self._indexes = indexes
         self._vectors = vectors
 
-    async def indexes(
-        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
-    ) -> dict[str, SpanIndex]:
+    async def indexes(self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]) -> FoundTexts:
         """The conversation's records (those its turn's file check just read, if that was a moment ago), then one
         text load per document not in the index cache."""
         usable: dict[str, FileRecord] = {}
+        document_ids: dict[str, str] = {}
         for record in await self._records.recent_files(principal, conversation_id):
             info = blobs.get(record.filename)
+            if info is not None:
+                document_ids[record.filename] = record.file_id
             if (
                 info is not None
                 and record.status == "ready"
@@ -95,7 +103,8 @@ class SessionTexts:
             ):
                 usable[record.filename] = record
         found = await asyncio.gather(*(self._index(principal, record) for record in usable.values()))
-        return {name: index for name, index in zip(usable, found, strict=True) if index is not None}
+        indexes = {name: index for name, index in zip(usable, found, strict=True) if index is not None}
+        return FoundTexts(indexes, document_ids)
 
     async def _index(self, principal: Principal, record: FileRecord) -> SpanIndex | None:
         assert record.extracted_text_hash is not None and record.chunking_version is not None
