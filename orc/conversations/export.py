@@ -45,6 +45,11 @@ _FONT_FOLDERS = (
     Path("/usr/local/share/fonts"),
 )
 _RATINGS = {"up": "helpful", "down": "not helpful"}
+SUPPLIED = "supplied"
+"""The SourceRef document of text supplied to a context request (``supplied::evidence-1``)."""
+ANSWER_LINE_HEIGHT = 1.5
+"""Line height of an answer in the PDF, in multiples of its font size: footnote superscripts sit above the line,
+and at 1.0 they touch the line above."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +123,18 @@ def human_time(iso: str) -> str:
     return f"{moment.day} {moment:%b %Y, %H:%M} UTC"
 
 
-def _where(citation: Citation) -> str:
-    page = f", page {citation.page}" if citation.page is not None else ""
-    return f"{citation.document}, {citation.span_id}{page}"
+def where(citation: Citation) -> str:
+    """Where a cited sentence is, as a reader looks for it: ``lease.pdf, page 3, section Termination › Notice``
+    (span ids are the tools' handles, not a reader's)."""
+    if citation.ref.startswith(f"{SUPPLIED}::"):
+        named = f" ({citation.document})" if citation.document != SUPPLIED else ""
+        return f"text supplied to a context request{named}"
+    place = [citation.document]
+    if citation.page is not None:
+        place.append(f"page {citation.page}")
+    if citation.section:
+        place.append(f"section {citation.section}")
+    return ", ".join(place)
 
 
 def _feedback_line(feedback: Feedback | None) -> str | None:
@@ -188,7 +202,7 @@ def to_markdown(
         lines.append("---")
         lines.append("")
         for number, citation in notes:
-            lines.append(f"[^{number}]: {_where(citation)}: “{_markdown_line(citation.quote)}”")
+            lines.append(f"[^{number}]: {where(citation)}: “{_markdown_line(citation.quote)}”")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -210,16 +224,23 @@ def _quote_block(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines()) or ">"
 
 
-_FOOTNOTE_REF = re.compile(r"\[\^(\d+)\]")
+_FOOTNOTE_REFS = re.compile(r"(?:\[\^\d+\])+")
+_BLOCK = re.compile(r"<(p|ul|ol)(?=[\s>])")
+
+
+def _superscript(refs: re.Match[str]) -> str:
+    return "<sup>" + ",".join(re.findall(r"\d+", refs.group())) + "</sup>"
 
 
 def answer_html(markdown: str) -> str:
     """An answer's Markdown as the small HTML fpdf2 lays out: raw HTML is escaped (never markup), images are not
-    fetched (they stay links), and ``[^n]`` references become superscripts."""
+    fetched (they stay links), ``[^n]`` references become superscripts (``1,2`` for two in a row) and paragraphs
+    and lists get :data:`ANSWER_LINE_HEIGHT`."""
     from markdown_it import MarkdownIt  # imported here: only PDF exports need it
 
     renderer = MarkdownIt("commonmark", {"html": False}).disable("image")
-    return _FOOTNOTE_REF.sub(r"<sup>\1</sup>", renderer.render(markdown))
+    html = _FOOTNOTE_REFS.sub(_superscript, renderer.render(markdown))
+    return _BLOCK.sub(rf'<\1 line-height="{ANSWER_LINE_HEIGHT}"', html)
 
 
 def to_pdf(
@@ -289,7 +310,7 @@ def to_pdf(
     if notes:
         paragraph("Sources", 13)
         for number, citation in notes:
-            paragraph(f"{number}. {_where(citation)}: “{' '.join(citation.quote.split())}”", 9, gap=1)
+            paragraph(f"{number}. {where(citation)}: “{' '.join(citation.quote.split())}”", 9, gap=1)
     return bytes(pdf.output())
 
 
@@ -391,4 +412,5 @@ __all__ = [
     "to_json",
     "to_markdown",
     "to_pdf",
+    "where",
 ]

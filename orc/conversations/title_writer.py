@@ -21,7 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from orc.conversations.repository import ConversationRepository
-from orc.conversations.titles import TITLE_CHARS, clean_title
+from orc.conversations.titles import bounded, clean_title
 from orc.models.metering import cache_read_tokens, message_usage
 from orc.models.prompting import load_prompt
 from orc.principal import Principal
@@ -111,9 +111,4 @@ def generated_title(text: str) -> str:
     """The model's reply as a title: its first line, without quotes, a trailing full stop or a "Title:" label."""
     line = next((line for line in text.strip().splitlines() if line.strip()), "")
     line = line.strip().removeprefix("Title:").removeprefix("title:").strip().strip("\"'“”‘’*#").strip()
-    title = clean_title(line.rstrip("."))
-    if len(title) > TITLE_CHARS:
-        cut = title[:TITLE_CHARS]
-        space = cut.rfind(" ")
-        title = (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip(" ,;:") + "…"
-    return title
+    return bounded(clean_title(line.rstrip(".")))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import shutil
 import subprocess
@@ -13,10 +14,17 @@ from pypdf import PdfReader
 
 from orc.contracts import Citation
 from orc.conversations import AssistantMessage, Conversation, ConversationSummary, Feedback, Turn, UserMessage
-from orc.conversations.export import answer_html, filename, footnote, human_time, to_markdown, to_pdf
+from orc.conversations.export import answer_html, filename, footnote, human_time, to_markdown, to_pdf, where
 from orc.conversations.titles import title_from_question
 
-NOTICE = Citation(ref="lease.txt::S2", document="lease.txt", span_id="S2", page=3, quote="60 days' written notice.")
+NOTICE = Citation(
+    ref="lease.txt::S2",
+    document="lease.txt",
+    span_id="S2",
+    page=3,
+    quote="60 days' written notice.",
+    section="Termination › Notice",
+)
 RENT = Citation(ref="lease.txt::S1", document="lease.txt", span_id="S1", quote="The rent is 1,450 euros.")
 
 
@@ -86,7 +94,8 @@ def test_markdown_numbers_footnotes_across_the_conversation_and_shows_feedback()
     text = to_markdown(conversation(), {"msg-2-assistant": Feedback(rating="down", comment="too short")})
 
     assert "[^3]" in text and "[^4]" in text
-    assert "[^1]: lease.txt, S2, page 3: “60 days' written notice.”" in text
+    assert "[^1]: lease.txt, page 3, section Termination › Notice: “60 days' written notice.”" in text
+    assert "[^2]: lease.txt: “The rent is 1,450 euros.”" in text
     assert "*Feedback: not helpful: too short*" in text
     assert "> Question 1: notice? Ünïcödé ✓" in text
 
@@ -110,6 +119,54 @@ def test_the_pdf_renders_with_pdftoppm_and_its_text_reads_back(tmp_path: Path) -
     assert "Question 12" in text and "Sources" in text and "60 days' written notice." in text
 
 
+def test_footnotes_say_where_to_read_by_page_and_section_never_by_span_id() -> None:
+    supplied = Citation(ref="supplied::evidence-1", document="supplied", span_id="evidence-1", quote="Parking: 40.")
+    named = supplied.model_copy(update={"document": "parking.txt"})
+
+    assert where(NOTICE) == "lease.txt, page 3, section Termination › Notice"
+    assert where(RENT) == "lease.txt"
+    assert where(supplied) == "text supplied to a context request"
+    assert where(named) == "text supplied to a context request (parking.txt)"
+    pdf = " ".join(page.extract_text() for page in PdfReader(io.BytesIO(to_pdf(conversation(1), {}))).pages)
+    assert "lease.txt, page 3, section Termination › Notice" in pdf and "S2" not in pdf
+
+
+def answer_baselines(pdf: bytes, size: float) -> list[float]:
+    """The baselines of the first answer's lines of text at ``size`` points, top to bottom: those after the
+    ``orc (…)`` label and before the next label or "Sources"."""
+    found: list[tuple[float, float, str]] = []
+
+    def visit(text: str, _cm: object, tm: list[float], _font: object, font_size: float) -> None:
+        if text.strip():
+            found.append((tm[5], font_size, text))
+
+    PdfReader(io.BytesIO(pdf)).pages[0].extract_text(visitor_text=visit)
+    start = next(i for i, (_, _, text) in enumerate(found) if text.startswith("orc ("))
+    lines: list[float] = []
+    for y, font_size, text in found[start + 1 :]:
+        if text.startswith(("You (", "Sources")):
+            break
+        if font_size == size and (not lines or lines[-1] != y):
+            lines.append(y)
+    return lines
+
+
+def test_pdf_answer_lines_leave_room_for_their_footnote_superscripts() -> None:
+    sentence = "Either party may end the lease after the first six months by giving written notice"
+    long = conversation(1)
+    answer = long.turns[0].assistant.model_copy(
+        update={"content": f"{sentence} [lease.txt::S2]. " * 6 + "\n\n- one [lease.txt::S1]\n- two [lease.txt::S2]"}
+    )
+    long = long.model_copy(update={"turns": [long.turns[0].model_copy(update={"assistant": answer})]})
+
+    baselines = answer_baselines(to_pdf(long, {}), 11)
+
+    assert len(baselines) >= 5  # a wrapped paragraph and a list
+    gaps = [above - below for above, below in itertools.pairwise(baselines)]
+    assert min(gaps) >= 1.4 * 11, gaps
+    assert "<sup>1,2</sup>" in answer_html("Rent [^1][^2].")  # two notes in a row read 1,2, not 12
+
+
 def test_export_file_names_come_from_the_title_and_never_carry_path_characters() -> None:
     named = conversation()
     hostile = named.model_copy(update={"summary": named.summary.model_copy(update={"title": '../../etc/"x"'})})
@@ -124,7 +181,11 @@ def test_export_file_names_come_from_the_title_and_never_carry_path_characters()
         ("What is the notice period of the lease?", "Notice period of the lease"),
         ("Who won the 1998 football world cup?", "Who won the 1998 football world cup"),
         ("what does clause 4 say", "What does clause 4 say"),
-        ("x" * 100, "X" + "x" * 59 + "…"),
+        (
+            "What happens to the deposit when the tenant leaves before the end of the first year of the lease?",
+            "What happens to the deposit when the tenant leaves before the end of the first year of the lease",
+        ),
+        ("word " * 50, ("Word " + "word " * 38).strip() + "…"),
     ],
 )
 def test_a_conversation_is_titled_from_its_first_question_without_a_model(question: str, title: str) -> None:
