@@ -9,8 +9,8 @@ import pytest
 
 from orc.cli import main
 from orc.contracts import Citation
-from orc.evaluation import EvalCase, is_decline
-from orc.evaluation.scoring import judge, normal
+from orc.evaluation import EvalCase, is_decline, summarize, to_markdown
+from orc.evaluation.scoring import failed, judge, normal
 
 SAMPLES = Path(__file__).resolve().parent.parent / "orc" / "samples"
 LEASE = "lease-agreement.md"
@@ -146,3 +146,88 @@ def test_a_missing_set_or_folder_is_refused(tmp_path: Path, capsys: pytest.Captu
     assert main(["eval", str(tmp_path / "none.jsonl"), "--docs", str(SAMPLES)]) == 2
     assert main(["eval", str(write_set(tmp_path / "s.jsonl", [])), "--docs", str(tmp_path / "nowhere")]) == 2
     assert "no such" in capsys.readouterr().err
+
+
+def test_the_whole_set_is_checked_before_any_turn_and_every_problem_is_named_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "lease.md").write_text("The rent is 1,450 euros.", encoding="utf-8")
+    (docs / "empty.md").write_bytes(b"")
+    (docs / "archive.zip").write_bytes(b"PK\x03\x04" + b"\0" * 64)
+    good = {"id": "ok", "docs": ["lease.md"], "target": None, "question": "q"}
+    questions = tmp_path / "set.jsonl"
+    questions.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                "{not json",
+                json.dumps({**good, "id": "dots", "docs": ["../lease.md"]}),
+                json.dumps({**good, "id": "gone", "docs": ["nowhere.md"]}),
+                json.dumps({**good, "id": "empty", "docs": ["empty.md", "archive.zip"]}),
+                json.dumps({**good, "id": "", "page": 0}),
+                json.dumps(good),
+            ]
+        )
+        + "\n"
+    )
+
+    code = main(["eval", str(questions), "--docs", str(docs), "--out", str(tmp_path / "never")])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "set.jsonl: 8 problems, no case was run" in err
+    assert "set.jsonl:2: not JSON" in err
+    assert "set.jsonl:3: ../lease.md: blob name must not contain '.' or '..' segments" in err
+    assert "set.jsonl:4: no such file" in err and "nowhere.md" in err
+    assert "set.jsonl:5: 'empty.md' is empty" in err and "set.jsonl:5: 'archive.zip' is an archive" in err
+    assert err.count("set.jsonl:6:") == 2  # both of the line's shape errors
+    assert "set.jsonl:7: the id 'ok' is used twice (first on line 1)" in err
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_a_symbolic_link_out_of_the_documents_folder_is_never_followed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "docs"
+    (docs / "inner").mkdir(parents=True)
+    (tmp_path / "secret.md").write_text("The vault code is 4711.", encoding="utf-8")
+    (docs / "inner" / "notes.md").write_text("The rent is 1,450 euros.", encoding="utf-8")
+    (docs / "leak.md").symlink_to(tmp_path / "secret.md")
+    (docs / "inner-link").symlink_to(tmp_path)
+    (docs / "notes.md").symlink_to(docs / "inner" / "notes.md")  # a link that stays inside is a file of the folder
+    cases = [
+        {"id": "leak", "docs": ["leak.md"], "target": None, "question": "What is the vault code?"},
+        {"id": "via-folder", "docs": ["inner-link/secret.md"], "target": None, "question": "What is the code?"},
+        {"id": "inside", "docs": ["notes.md"], "target": None, "question": "What is the rent?"},
+    ]
+
+    code = main(["eval", str(write_set(tmp_path / "s.jsonl", cases)), "--docs", str(docs)])
+
+    err = capsys.readouterr().err
+    assert code == 2 and "s.jsonl: 2 problems" in err
+    assert "s.jsonl:1: leak.md is a symbolic link out of" in err
+    assert "s.jsonl:2: inner-link/secret.md is a symbolic link out of" in err
+    assert "4711" not in err
+
+
+def test_the_markdown_report_quotes_ids_questions_and_answers_as_text() -> None:
+    hostile = EvalCase(
+        id="b03\n| forged | pass |",
+        docs=[LEASE],
+        target=None,
+        question="Is <script>alert(1)</script> allowed | or *not*?",
+    )
+    outcome = failed(hostile, "model_error: answered <img src=x onerror=alert(1)>")
+
+    markdown = to_markdown(summarize("set`name", "offline", [outcome]))
+
+    rows = [line for line in markdown.splitlines() if line.startswith("| b03")]
+    assert rows == [
+        "| b03 \\| forged \\| pass \\| (unanswerable) | error "
+        "| Is &lt;script&gt;alert(1)&lt;/script&gt; allowed \\| or \\*not\\*? "
+        "| model\\_error: answered &lt;img src=x onerror=alert(1)&gt; | – | 0 |"
+    ]
+    assert "<script>" not in markdown and "<img" not in markdown
+    assert markdown.startswith("# orc eval: set\\`name\n")

@@ -76,9 +76,10 @@ async def run_eval(
         print(f"error: no such folder: {args.docs}", file=err)
         return 2
     try:
-        cases = load_cases(args.questions, args.docs)
+        cases = load_cases(args.questions, args.docs, max_upload_bytes=settings.max_upload_bytes)
     except InvalidInput as exc:
-        print(f"error ({exc.code}): {exc.message}", file=err)
+        first, *rest = exc.message.splitlines()
+        print(f"error ({exc.code}): {first}", *(f"  {line}" for line in rest), sep="\n", file=err)
         return 2
     name = args.questions.stem
     prefix: Path = args.out or Path(f"eval-{name}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import math
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
@@ -134,15 +136,23 @@ def summary_lines(report: Report) -> list[tuple[str, str]]:
     return rows
 
 
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]|~])")
+"""What Markdown reads as syntax inside a table cell (``<`` and ``&`` are escaped as HTML)."""
+
+
 def _cell(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split()).replace("|", "\\|")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """``text`` as literal Markdown on one line: white space (newlines too) folded, cut at ``limit`` characters,
+    HTML escaped (a quoted ``<script>`` is text, never markup) and Markdown's own characters backslashed (``|``
+    cannot end a cell, ``*`` cannot start emphasis)."""
+    flat = " ".join(text.split())
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", html.escape(flat, quote=False))
 
 
 def to_markdown(report: Report) -> str:
     """The report as a Markdown page: the totals, then every case."""
-    title = f"# `orc eval`: {report.set}"
-    setup = f"Model `{report.model}`" + (f", embeddings `{report.embeddings}`" if report.embeddings else "")
+    title = f"# orc eval: {_cell(report.set)}"
+    setup = f"Model {_cell(report.model)}" + (f", embeddings {_cell(report.embeddings)}" if report.embeddings else "")
     lines = [title, "", f"{setup}; {report.cases} cases.", "", "| measure | result |", "| --- | --- |"]
     lines += [f"| {measure.strip()} | {value} |" for measure, value in summary_lines(report)]
     lines += ["", "| case | result | question | answer | search rank | ms |", "| --- | --- | --- | --- | --- | --- |"]
@@ -151,6 +161,6 @@ def to_markdown(report: Report) -> str:
         kind = "unanswerable" if not o.answerable else ("follow-up" if o.follow_up else "")
         rank = "–" if not o.retrieval_checked else (str(o.retrieval_rank) if o.retrieval_rank else "not found")
         answer = o.error or o.answer
-        label = f"{o.id} ({kind})" if kind else o.id
+        label = f"{_cell(o.id)} ({kind})" if kind else _cell(o.id)
         lines.append(f"| {label} | {verdict} | {_cell(o.question)} | {_cell(answer)} | {rank} | {o.latency_ms:.0f} |")
     return "\n".join(lines) + "\n"

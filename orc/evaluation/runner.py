@@ -17,7 +17,7 @@ from orc.composition import Services
 from orc.documents.catalog.availability import DocumentScope
 from orc.documents.intake.uploads import Upload
 from orc.errors import OrcError
-from orc.evaluation.cases import EvalCase
+from orc.evaluation.cases import EvalCase, document_path
 from orc.evaluation.report import RECALL_AT
 from orc.evaluation.scoring import CaseOutcome, failed, judge, retrieval_rank
 from orc.principal import LOCAL_PRINCIPAL
@@ -37,8 +37,12 @@ class _Documents:
     async def uploads(self, names: Sequence[str]) -> list[Upload]:
         for name in names:
             if name not in self._data:
-                self._data[name] = await asyncio.to_thread((self._folder / name).read_bytes)
+                self._data[name] = await asyncio.to_thread(self._read, name)
         return [Upload(name, self._data[name]) for name in names]
+
+    def _read(self, name: str) -> bytes:
+        # Checked again as it is read: a link made after the set was checked still cannot lead out.
+        return document_path(self._folder, name).read_bytes()
 
 
 async def _attach(services: Services, conversation_id: str, uploads: list[Upload]) -> str | None:
@@ -63,7 +67,10 @@ async def _attach(services: Services, conversation_id: str, uploads: list[Upload
 async def run_case(services: Services, case: EvalCase, documents: _Documents) -> CaseOutcome:
     """Ask ``case``'s questions in a new conversation and judge the last answer."""
     conversation_id = f"eval-{uuid.uuid4().hex[:16]}"
-    problem = await _attach(services, conversation_id, await documents.uploads(case.docs))
+    try:
+        problem = await _attach(services, conversation_id, await documents.uploads(case.docs))
+    except (OrcError, OSError) as exc:  # one case's documents never stop the run
+        problem = f"{exc.code}: {exc.message}" if isinstance(exc, OrcError) else f"unreadable: {exc.strerror}"
     if problem is not None:
         return failed(case, problem)
     started = time.perf_counter()
