@@ -14,18 +14,23 @@ param openAiModelVersion string = '2024-07-18'
 param openAiCapacity int = 30
 param openAiApiVersion string = '2024-10-21'
 @allowed(['easyauth', 'api-key'])
-@description('easyauth: App Service authentication (Entra ID) is configured below and required on every request; api-key needs orcApiKeys.')
+@description('easyauth: App Service authentication (Entra ID) is configured below and required on every request; api-key needs orcApiKeys. azd: ORC_AUTH.')
 param orcAuth string = 'easyauth'
 @secure()
-@description('ORC_API_KEYS (JSON) when orcAuth is api-key.')
+@description('ORC_API_KEYS (JSON) when orcAuth is api-key. azd: ORC_API_KEYS.')
 param orcApiKeys string = ''
-@description('Application (client) id of the Entra ID app registration users sign in to (orcAuth easyauth); see docs/deploying-to-azure.md.')
+@description('Application (client) id of the Entra ID app registration users sign in to (orcAuth easyauth); see docs/deploying-to-azure.md. azd: ORC_AUTH_CLIENT_ID.')
 param authClientId string = ''
 @description('Entra ID tenant of the app registration (default: the deployment\'s tenant).')
 param authTenantId string = tenant().tenantId
 @allowed(['RedirectToLoginPage', 'Return401'])
 @description('What App Service answers an unauthenticated request: a browser sign-in redirect, or 401 (API-only use).')
 param authUnauthenticatedAction string = 'RedirectToLoginPage'
+
+// A deployment that could never let anyone in is refused before anything is created: Easy Auth without the app
+// registration users sign in to, or api-key without a key.
+var signInClientId = orcAuth == 'easyauth' && empty(authClientId) ? fail('orcAuth is easyauth but authClientId is empty: register the sign-in app and run azd env set ORC_AUTH_CLIENT_ID <client id> (docs/deploying-to-azure.md, step 1)') : authClientId
+var apiKeys = orcAuth == 'api-key' && empty(orcApiKeys) ? fail('orcAuth is api-key but orcApiKeys is empty: run azd env set ORC_API_KEYS with the JSON of ORC_API_KEYS (docs/deploying-to-azure.md)') : orcApiKeys
 
 var token = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var tags = { 'azd-env-name': environmentName }
@@ -262,7 +267,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'AZURE_OPENAI_ENDPOINT', value: openAi.properties.endpoint }
         { name: 'OPENAI_API_VERSION', value: openAiApiVersion }
         { name: 'ORC_AUTH', value: orcAuth }
-        { name: 'ORC_API_KEYS', value: orcApiKeys }
+        { name: 'ORC_API_KEYS', value: apiKeys }
         { name: 'ORC_MCP_ALLOWED_HOSTS', value: '${appName}.azurewebsites.net' }
         // Uploads enqueue document and digest jobs; the queue-triggered functions process them.
         { name: 'ORC_JOBS', value: 'queue' }
@@ -298,10 +303,10 @@ resource authentication 'Microsoft.Web/sites/config@2024-04-01' = if (orcAuth ==
       azureActiveDirectory: {
         enabled: true
         registration: {
-          clientId: authClientId
+          clientId: signInClientId
           openIdIssuer: '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'
         }
-        validation: { allowedAudiences: [authClientId, 'api://${authClientId}'] }
+        validation: { allowedAudiences: [signInClientId, 'api://${signInClientId}'] }
       }
     }
     login: { tokenStore: { enabled: true } }

@@ -79,6 +79,6 @@ def test_the_template_turns_app_service_authentication_on_whenever_it_deploys_ea
     assert "requireAuthentication: true" in auth
     assert "unauthenticatedClientAction: authUnauthenticatedAction" in auth
     assert re.search(r"azureActiveDirectory: \{\s*enabled: true", auth)
-    assert "clientId: authClientId" in auth
+    assert "clientId: signInClientId" in auth
     assert re.search(r"^param authClientId string", bicep, re.M)
     assert re.search(r"\{ name: 'ORC_AUTH', value: orcAuth \}", bicep)
