@@ -2,20 +2,23 @@
 
 The answer prompt carries recent history and sources under token budgets (``ORC_HISTORY_TOKENS``,
 ``ORC_SOURCES_TOKENS``), so a long conversation costs the same per turn as a short one. For OpenAI and Azure
-OpenAI models the budget is measured with tiktoken — but tiktoken downloads its encodings on first use, and orc
-must neither reach the network on a turn nor in tests. So tiktoken is used when ``TIKTOKEN_CACHE_DIR`` is set
-(a deployment pre-fetches the encoding there once, e.g. while building its image); everywhere else, and for
-models whose tokenizer is unknown, a deterministic estimate of four characters per token is used. Budgets are
-sized with headroom for the estimate's error.
+OpenAI models (and other served models, which get OpenAI's general encoding) the budget is measured with tiktoken
+and the encoding shipped in the package (``orc/models/encodings``): tiktoken would download it on first use, and
+orc never reaches the network for it — on Azure its host is not even reachable. The offline model, which has no
+tokenizer, gets a deterministic estimate of four characters per token. Budgets are sized with headroom for the
+estimate's error.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
 import logging
 import math
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
 from typing import Protocol
 
 logger = logging.getLogger(__name__)
@@ -25,6 +28,50 @@ CHARS_PER_TOKEN = 4
 
 _ENCODINGS = {"gpt-4o": "o200k_base", "gpt-4.1": "o200k_base", "gpt-5": "o200k_base", "o1": "o200k_base"}
 _DEFAULT_ENCODING = "cl100k_base"
+
+_ENDOFTEXT, _ENDOFPROMPT = "<|endoftext|>", "<|endofprompt|>"
+_FIM_PREFIX, _FIM_MIDDLE, _FIM_SUFFIX = "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>"
+
+
+@dataclass(frozen=True, slots=True)
+class _Bundled:
+    """How tiktoken defines an encoding (``tiktoken_ext/openai_public.py``), its ranks read from the package."""
+
+    sha256: str
+    """Of the uncompressed ranks file: the hash tiktoken checks its download against."""
+    pat_str: str
+    special_tokens: dict[str, int]
+
+
+BUNDLED: dict[str, _Bundled] = {
+    "cl100k_base": _Bundled(
+        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        pat_str=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501
+        special_tokens={
+            _ENDOFTEXT: 100257,
+            _FIM_PREFIX: 100258,
+            _FIM_MIDDLE: 100259,
+            _FIM_SUFFIX: 100260,
+            _ENDOFPROMPT: 100276,
+        },
+    ),
+    "o200k_base": _Bundled(
+        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        pat_str="|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        special_tokens={_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
+    ),
+}
+"""The encodings shipped in ``orc/models/encodings`` (``<name>.tiktoken.gz``)."""
 
 
 class TokenCounter(Protocol):
@@ -87,22 +134,38 @@ class TiktokenTokens:
         return head.rstrip() + "…"
 
 
-def token_counter_for(model_label: str, environ: Mapping[str, str] | None = None) -> TokenCounter:
+def token_counter_for(model_label: str) -> TokenCounter:
     """The counter for the model labelled ``model_label`` (``gpt-4o``, ``azure deployment``, ``… (offline)``).
 
-    tiktoken only when ``TIKTOKEN_CACHE_DIR`` is set (see the module docstring) and the model is not offline; a
-    tiktoken that cannot load its encoding logs a warning once and the estimate is used.
+    The offline model gets the estimate; any other the tiktoken encoding of its family (``o200k_base`` for the
+    gpt-4o, gpt-4.1, gpt-5 and o1 families, else ``cl100k_base``), read from the package. An encoding that cannot
+    be loaded logs a warning and the estimate is used. Loading reads and checks a few megabytes: call it off the
+    event loop (it is done once per process and encoding).
     """
-    env = os.environ if environ is None else environ
-    if "(offline)" in model_label or not env.get("TIKTOKEN_CACHE_DIR"):
+    if "(offline)" in model_label:
         return EstimatedTokens()
     encoding_name = next(
         (name for prefix, name in _ENCODINGS.items() if model_label.lower().startswith(prefix)), _DEFAULT_ENCODING
     )
     try:
-        import tiktoken
-
-        return TiktokenTokens(tiktoken.get_encoding(encoding_name))
+        return TiktokenTokens(bundled_encoding(encoding_name))
     except Exception as exc:
         logger.warning("tiktoken encoding %s is unavailable (%s); estimating tokens", encoding_name, type(exc).__name__)
         return EstimatedTokens()
+
+
+@lru_cache(maxsize=len(BUNDLED))
+def bundled_encoding(name: str) -> object:
+    """The tiktoken ``Encoding`` ``name`` built from the ranks file shipped in the package, as tiktoken builds it
+    from its download; the file is refused when its SHA-256 is not the one tiktoken expects."""
+    import tiktoken  # imported here: `orc --help` and the offline model never need it
+
+    definition = BUNDLED[name]
+    data = gzip.decompress((files("orc.models") / "encodings" / f"{name}.tiktoken.gz").read_bytes())
+    if hashlib.sha256(data).hexdigest() != definition.sha256:
+        raise ValueError(f"the shipped {name} encoding is not the one tiktoken defines")
+    # The format tiktoken's load_tiktoken_bpe reads: one "<base64 token> <rank>" per line.
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+    return tiktoken.Encoding(
+        name, pat_str=definition.pat_str, mergeable_ranks=ranks, special_tokens=dict(definition.special_tokens)
+    )

@@ -74,8 +74,8 @@ def test_a_tiktoken_encoding_counts_and_truncates_by_its_own_tokens() -> None:
     assert counter.truncate("ab" * 10, 4) == "ababab…"
 
 
-def test_tiktoken_is_chosen_only_where_its_encodings_are_cached_and_never_for_the_offline_model() -> None:
-    assert token_counter_for("gpt-4o", environ={}).name == "estimate"
-    assert (
-        token_counter_for("orc-offline-extractive (offline)", environ={"TIKTOKEN_CACHE_DIR": "/x"}).name == "estimate"
-    )
+def test_served_models_count_with_their_familys_encoding_and_the_offline_model_estimates() -> None:
+    assert token_counter_for("gpt-4o-mini").name == "o200k_base"
+    assert token_counter_for("gpt-4.1").name == "o200k_base"
+    assert token_counter_for("my-azure-deployment").name == "cl100k_base"
+    assert token_counter_for("orc-offline-extractive (offline)").name == "estimate"
