@@ -65,6 +65,20 @@ def test_the_demo_shows_numbers_that_match_its_source_list_and_ends_with_what_to
     assert "chat --conversation demo" in steps and " serve" in steps and "--file PATH" in steps
 
 
+def test_running_the_demo_again_replaces_its_conversation_instead_of_adding_to_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo"]) == 0
+    assert main(["demo"]) == 0
+    _, err = capsys.readouterr()
+    assert main(["sessions", "list"]) == 0
+
+    listed = capsys.readouterr().out.splitlines()
+    (demo,) = [line.split() for line in listed if " demo " in line]
+    assert demo[demo.index("demo") - 1] == "10"  # five questions, five answers: the same as after one run
+    assert "replaced the earlier 'demo' conversation" in err
+
+
 def test_a_marker_cut_between_tokens_is_numbered_once_it_closes_and_each_quote_gets_its_number() -> None:
     shown = AnswerText()
     tokens = ["The rent is 1,450 euros. [lease.m", "d::S2] Pets are allowed. [lease.md::S2; extra.md::S1]", " [no"]

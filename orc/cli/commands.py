@@ -100,11 +100,16 @@ async def upload(files: SessionFiles, conversation_id: str, paths: Sequence[Path
 
 
 async def run_demo(settings: Settings, console: Console) -> int:
-    """Load the bundled sample documents into a session and answer a few questions about them."""
+    """Load the bundled sample documents into the ``demo`` conversation (replacing an earlier one) and answer a few
+    questions about them."""
     samples = resources.files("orc").joinpath("samples")
     paths = sorted(Path(str(entry)) for entry in samples.iterdir() if entry.is_file())
     print(f"orc demo — data in {settings.home.resolve()}", file=console.err)
     async with build_runtime(settings) as services:
+        if not await is_new_conversation(services, DEMO_CONVERSATION):
+            # Running the demo again shows the demo again: its conversation starts afresh rather than growing.
+            await services.orchestrator.delete_session(DEMO_CONVERSATION)
+            print(f"  replaced the earlier {DEMO_CONVERSATION!r} conversation", file=console.err)
         names = await upload(services.foundation.session_files, DEMO_CONVERSATION, paths, console)
         ok = True
         for question in DEMO_QUESTIONS:
