@@ -43,6 +43,7 @@ class CitationEvent(TypedDict):
     type: Literal["citation"]
     ref: str
     document: str
+    document_id: str | None
     span_id: str
     page: int | None
     quote: str
@@ -157,6 +158,7 @@ def citation_event(citation: Citation) -> CitationEvent:
         type="citation",
         ref=citation.ref,
         document=citation.document,
+        document_id=citation.document_id,
         span_id=citation.span_id,
         page=citation.page,
         quote=citation.quote,

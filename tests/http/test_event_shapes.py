@@ -21,7 +21,7 @@ WIRE_KEYS: dict[str, list[str]] = {
     "progress": ["type", "step", "message", "percent"],
     "tool": ["type", "name", "status", "duration_ms"],
     "token": ["type", "text"],
-    "citation": ["type", "ref", "document", "span_id", "page", "quote", "section"],
+    "citation": ["type", "ref", "document", "document_id", "span_id", "page", "quote", "section"],
     "context_required": [
         "type",
         "conversation_id",

@@ -67,7 +67,9 @@ def test_a_reopened_conversation_shows_its_waiting_question_once_with_its_card(p
     page.click("#send")
     expect(page.locator(".context-request")).to_be_visible(timeout=WAIT_MS)
 
-    page.locator("#conversations .conversation-open").first.click()
+    current = page.locator("#conversations .conversation.current .conversation-open")
+    expect(current).to_have_count(1, timeout=WAIT_MS)
+    current.click()  # open it again from the list, as after a reload
 
     card = page.locator(".context-request")
     expect(card).to_have_count(1, timeout=WAIT_MS)
