@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from orc.cli import main
-from orc.contracts import Citation
+from orc.contracts import Citation, SourceSpan
 from orc.evaluation import EvalCase, is_decline, summarize, to_markdown
 from orc.evaluation.scoring import failed, judge, normal
+from orc.evaluation.sources import AnswerRequests, SentSources
+from orc.models.answering import Source
+from orc.models.prompting import format_sources
+from orc.models.tokens import EstimatedTokens
 
 SAMPLES = Path(__file__).resolve().parent.parent / "orc" / "samples"
 LEASE = "lease-agreement.md"
@@ -61,9 +67,50 @@ def test_eval_runs_each_case_as_a_real_turn_and_writes_json_and_markdown(
     assert report["retrieval_recall"]["@5"]["total"] == 1
     assert report["model_calls"] >= 4  # every turn of every case was asked
     assert report["latency_ms"]["p95"] > 0
+    # What the model was sent, recorded from its answer requests: a passage holding the phrase, and its cost.
+    assert outcomes["deposit"]["source_hit"] is True and outcomes["rent-then-late"]["source_hit"] is True
+    assert outcomes["peru"]["source_hit"] is None
+    assert len(outcomes["rent-then-late"]["source_tokens"]) == 2 and all(outcomes["rent-then-late"]["source_tokens"])
+    assert outcomes["deposit"]["sources_sent"] >= 1
+    assert report["source_recall"] == {"passed": 2, "total": 2, "rate": 1.0}
+    assert report["follow_up_source_recall"]["total"] == 1
+    assert report["source_tokens"]["turns"] == 4 and report["source_tokens"]["p50"] > 0
     markdown = (tmp_path / "out" / "lease.md").read_text()
     assert "| deposit | pass |" in markdown and "| peru (unanswerable) | pass |" in markdown
-    assert "answer hits" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "answer hits" in printed and "source recall" in printed
+
+
+def test_source_recall_is_judged_on_the_sources_of_the_target_the_scored_request_carried() -> None:
+    case = EvalCase(id="c", docs=[LEASE, HANDBOOK], target=LEASE, question="Deposit?", expect="2,900 euros")
+    elsewhere = SentSources((Source(ref=f"{HANDBOOK}::S1", page=None, text="a deposit of 2,900 euros"),), 10)
+    holding = SentSources((Source(ref=f"{LEASE}::S4", page=None, text="A deposit of 2,900\neuros is due."),), 12)
+    timing = {"latency_ms": 1.0, "total_latency_ms": 1.0}
+
+    assert judge(case, "x", [], sent=[holding], **timing).source_hit is True
+    assert judge(case, "x", [], sent=[elsewhere], **timing).source_hit is False
+    assert judge(case, "x", [], sent=[holding, None], **timing).source_hit is False  # the scored turn sent none
+    assert judge(case, "x", [], **timing).source_hit is None  # not recorded
+    assert judge(case, "x", [], sent=[holding, elsewhere], **timing).source_tokens == [12, 10]
+
+
+def test_the_recorder_keeps_answer_requests_as_the_model_received_them_and_nothing_else() -> None:
+    recorder = AnswerRequests()
+    source = SourceSpan(
+        ref=f"{LEASE}::S2", document=LEASE, span_id="S2", text="Pets <cats> & dogs are allowed.", section="Pets"
+    )
+    answer_request = [
+        SystemMessage(f"Answer.\n<sources>\n{format_sources([source])}\n</sources>"),
+        HumanMessage("Pets?"),
+    ]
+    planning_request = [SystemMessage("Plan the tools."), HumanMessage("Pets?")]
+
+    recorder.on_chat_model_start({}, [planning_request, answer_request], run_id=uuid.uuid4())
+
+    (recorded,) = recorder.take()
+    assert [(s.ref, s.text) for s in recorded.sources] == [(source.ref, source.text)]
+    assert recorded.tokens == EstimatedTokens().count(source.text)
+    assert recorder.take() == []
 
 
 def test_an_answer_that_declines_is_never_a_hit_even_when_it_quotes_the_phrase() -> None:
@@ -227,7 +274,7 @@ def test_the_markdown_report_quotes_ids_questions_and_answers_as_text() -> None:
     assert rows == [
         "| b03 \\| forged \\| pass \\| (unanswerable) | error "
         "| Is &lt;script&gt;alert(1)&lt;/script&gt; allowed \\| or \\*not\\*? "
-        "| model\\_error: answered &lt;img src=x onerror=alert(1)&gt; | – | 0 |"
+        "| model\\_error: answered &lt;img src=x onerror=alert(1)&gt; | – | – | 0 |"
     ]
     assert "<script>" not in markdown and "<img" not in markdown
     assert markdown.startswith("# orc eval: set\\`name\n")

@@ -26,7 +26,8 @@ def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="run a question set (JSON Lines) as real turns and score the answers",
         description="Run a question set as real turns against the configured model and score the answers: "
         "answer hits by expected phrase, citation precision, declines on unanswerable questions, retrieval "
-        "recall@5/@8, latency and tokens. Writes PREFIX.json and PREFIX.md.",
+        "recall@5/@8, source recall (whether the sources the model was sent hold the expected phrase) and the "
+        "sources' tokens per turn, latency and tokens. Writes PREFIX.json and PREFIX.md.",
     )
     command.add_argument("questions", type=Path, metavar="QUESTIONS.jsonl")
     command.add_argument("--docs", type=Path, required=True, metavar="DIR", help="the folder holding the cases' docs")
@@ -62,12 +63,17 @@ async def run_eval(
     """Run the set and report; 2 when the set or the folder is unusable."""
     out = out or sys.stdout
     err = err or sys.stderr
-    from orc.composition import build_runtime
+    from contextlib import AsyncExitStack
+
+    from orc.composition import build_runtime, model_from_settings
     from orc.errors import InvalidInput
     from orc.evaluation import load_cases, summarize, to_markdown
     from orc.evaluation.report import summary_lines
     from orc.evaluation.runner import run_cases
     from orc.evaluation.scoring import CaseOutcome
+    from orc.evaluation.sources import AnswerRequests
+    from orc.models.factory import model_label
+    from orc.models.tokens import token_counter_for
 
     if not args.questions.is_file():
         print(f"error: no such file: {args.questions}", file=err)
@@ -93,8 +99,13 @@ async def run_eval(
         run_settings = eval_settings(settings, Path(home), args)
         embeddings = getattr(run_settings, "embeddings", None)
         print(f"orc eval: {len(cases)} cases from {args.questions} with model {run_settings.model}", file=err)
-        async with build_runtime(run_settings) as services:
-            outcomes = await run_cases(services, cases, args.docs, progress=progress)
+        async with AsyncExitStack() as stack:
+            # The configured model, with a recorder of what each answer request sends it (source recall).
+            model = model_from_settings(run_settings, resources=stack)
+            requests = AnswerRequests(token_counter_for(model_label(model)))
+            model.callbacks = [requests]
+            services = await stack.enter_async_context(build_runtime(run_settings, model=model))
+            outcomes = await run_cases(services, cases, args.docs, progress=progress, requests=requests)
     report = summarize(name, run_settings.model, outcomes, embeddings=str(embeddings) if embeddings else None)
     width = max(len(measure) for measure, _ in summary_lines(report))
     for measure, value in summary_lines(report):

@@ -40,6 +40,15 @@ class Latency(BaseModel):
     total: float
 
 
+class TokenSpread(BaseModel):
+    """Tokens of the sources per answer request, over every turn that made one."""
+
+    turns: int
+    p50: float
+    p95: float
+    max: int
+
+
 class Report(BaseModel):
     """What a question set scored."""
 
@@ -53,6 +62,16 @@ class Report(BaseModel):
     unanswerable_declined: Share = Field(description="Unanswerable cases declined with no citation.")
     citation_precision: Share = Field(description="Citations of answerable cases that point into the target.")
     retrieval_recall: dict[str, Share] = Field(description="recall@k of documents.search over single questions.")
+    source_recall: Share | None = Field(
+        default=None,
+        description="Answerable cases whose scored answer request carried a source holding the phrase (None: the "
+        "requests were not recorded).",
+    )
+    single_source_recall: Share | None = None
+    follow_up_source_recall: Share | None = None
+    source_tokens: TokenSpread | None = Field(
+        default=None, description="Tokens of the sources per answer request, over every turn of the run."
+    )
     latency_ms: Latency
     input_tokens: int
     output_tokens: int
@@ -81,6 +100,13 @@ def summarize(name: str, model: str, outcomes: Sequence[CaseOutcome], *, embeddi
     questions = max(1, len(outcomes))
     input_tokens = sum(o.input_tokens for o in outcomes)
     output_tokens = sum(o.output_tokens for o in outcomes)
+    recorded = [o for o in outcomes if o.source_tokens]
+    per_turn = [tokens for o in recorded for tokens in o.source_tokens if tokens]
+
+    def recall(group: Sequence[CaseOutcome]) -> Share | None:
+        judged = [o for o in group if o.source_hit is not None]
+        return Share.of(sum(bool(o.source_hit) for o in judged), len(judged)) if recorded else None
+
     return Report(
         set=name,
         model=model,
@@ -99,6 +125,19 @@ def summarize(name: str, model: str, outcomes: Sequence[CaseOutcome], *, embeddi
             )
             for k in RECALL_AT
         },
+        source_recall=recall(answerable),
+        single_source_recall=recall(singles),
+        follow_up_source_recall=recall(follow_ups),
+        source_tokens=(
+            TokenSpread(
+                turns=len(per_turn),
+                p50=_percentile(per_turn, 50),
+                p95=_percentile(per_turn, 95),
+                max=max(per_turn),
+            )
+            if per_turn
+            else None
+        ),
         latency_ms=Latency(
             mean=round(sum(latencies) / len(latencies), 1) if latencies else 0.0,
             p50=_percentile(latencies, 50),
@@ -124,6 +163,17 @@ def summary_lines(report: Report) -> list[tuple[str, str]]:
         ("citation precision (citations into the target)", str(report.citation_precision)),
     ]
     rows += [(f"retrieval recall{k} (documents.search)", str(share)) for k, share in report.retrieval_recall.items()]
+    if report.source_recall is not None:
+        rows += [
+            ("source recall (answer request holds the phrase)", str(report.source_recall)),
+            ("  single questions", str(report.single_source_recall)),
+            ("  follow-ups", str(report.follow_up_source_recall)),
+        ]
+    if report.source_tokens is not None:
+        spread = report.source_tokens
+        rows.append(
+            ("source tokens per answer request, p50 / p95 / max", f"{spread.p50:.0f} / {spread.p95:.0f} / {spread.max}")
+        )
     rows += [
         ("latency per question, p50 / p95 (ms)", f"{report.latency_ms.p50:.0f} / {report.latency_ms.p95:.0f}"),
         (
@@ -155,12 +205,21 @@ def to_markdown(report: Report) -> str:
     setup = f"Model {_cell(report.model)}" + (f", embeddings {_cell(report.embeddings)}" if report.embeddings else "")
     lines = [title, "", f"{setup}; {report.cases} cases.", "", "| measure | result |", "| --- | --- |"]
     lines += [f"| {measure.strip()} | {value} |" for measure, value in summary_lines(report)]
-    lines += ["", "| case | result | question | answer | search rank | ms |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "| case | result | question | answer | search rank | sources | ms |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for o in report.outcomes:
         verdict = "error" if o.error else ("pass" if o.passed else "miss")
         kind = "unanswerable" if not o.answerable else ("follow-up" if o.follow_up else "")
         rank = "–" if not o.retrieval_checked else (str(o.retrieval_rank) if o.retrieval_rank else "not found")
+        sources = "–" if o.source_hit is None else ("hold it" if o.source_hit else "miss")
+        if o.source_tokens:
+            sources += f", {o.source_tokens[-1]} tokens"
         answer = o.error or o.answer
         label = f"{_cell(o.id)} ({kind})" if kind else _cell(o.id)
-        lines.append(f"| {label} | {verdict} | {_cell(o.question)} | {_cell(answer)} | {rank} | {o.latency_ms:.0f} |")
+        lines.append(
+            f"| {label} | {verdict} | {_cell(o.question)} | {_cell(answer)} | {rank} | {sources} | {o.latency_ms:.0f} |"
+        )
     return "\n".join(lines) + "\n"

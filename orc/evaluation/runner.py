@@ -20,6 +20,7 @@ from orc.errors import OrcError
 from orc.evaluation.cases import EvalCase, document_path
 from orc.evaluation.report import RECALL_AT
 from orc.evaluation.scoring import CaseOutcome, failed, judge, retrieval_rank
+from orc.evaluation.sources import AnswerRequests, SentSources, first_answer_request
 from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import TurnRequest, TurnResult
 
@@ -64,8 +65,11 @@ async def _attach(services: Services, conversation_id: str, uploads: list[Upload
     return None
 
 
-async def run_case(services: Services, case: EvalCase, documents: _Documents) -> CaseOutcome:
-    """Ask ``case``'s questions in a new conversation and judge the last answer."""
+async def run_case(
+    services: Services, case: EvalCase, documents: _Documents, requests: AnswerRequests | None = None
+) -> CaseOutcome:
+    """Ask ``case``'s questions in a new conversation and judge the last answer (and, with ``requests`` recording
+    the model's answer requests, the sources each turn sent it)."""
     conversation_id = f"eval-{uuid.uuid4().hex[:16]}"
     try:
         problem = await _attach(services, conversation_id, await documents.uploads(case.docs))
@@ -77,6 +81,9 @@ async def run_case(services: Services, case: EvalCase, documents: _Documents) ->
     result: TurnResult | None = None
     latency_ms = 0.0
     input_tokens = output_tokens = model_calls = 0
+    sent: list[SentSources | None] = []
+    if requests is not None:
+        requests.take()  # what the documents' processing asked, if anything, is not this case's answer request
     for turn in case.conversation:
         request = TurnRequest(
             question=turn.question,
@@ -93,6 +100,8 @@ async def run_case(services: Services, case: EvalCase, documents: _Documents) ->
         if not isinstance(answered, TurnResult):  # context_requests="never" always answers
             return failed(case, "context_required: the turn paused instead of answering")
         result = answered
+        if requests is not None:
+            sent.append(first_answer_request(requests.take()))
         usage = result.metadata.usage
         input_tokens += usage.input_tokens
         output_tokens += usage.output_tokens
@@ -117,6 +126,7 @@ async def run_case(services: Services, case: EvalCase, documents: _Documents) ->
         model_calls=model_calls,
         retrieval_rank=rank,
         retrieval_checked=checked,
+        sent=sent if requests is not None else None,
     )
 
 
@@ -126,12 +136,14 @@ async def run_cases(
     folder: Path,
     *,
     progress: Callable[[int, CaseOutcome], None] | None = None,
+    requests: AnswerRequests | None = None,
 ) -> list[CaseOutcome]:
-    """Run every case, one at a time, calling ``progress`` after each."""
+    """Run every case, one at a time, calling ``progress`` after each; ``requests`` records the answer requests
+    of the model the services answer with (see :mod:`orc.evaluation.sources`)."""
     documents = _Documents(folder)
     outcomes = []
     for number, case in enumerate(cases, start=1):
-        outcome = await run_case(services, case, documents)
+        outcome = await run_case(services, case, documents, requests)
         outcomes.append(outcome)
         if progress is not None:
             progress(number, outcome)

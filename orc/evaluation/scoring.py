@@ -8,6 +8,9 @@
   its page, when the case names one).
 - **Retrieval** is judged apart from the answer: whether ``documents.search`` over the case's documents ranks a
   span holding the expected phrase within its first *k* results.
+- **Source recall** is judged on what the model was sent: whether the scored turn's answer request carried a
+  source of the target holding the expected phrase (:mod:`orc.evaluation.sources`). A miss there is retrieval's;
+  a source hit with an answer miss is the model's.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from orc.contracts import Citation
 from orc.evaluation.cases import EvalCase
+from orc.evaluation.sources import SentSources
 from orc.models.answering import NOT_FOUND
 
 # What models say when the documents do not hold the answer. The offline model always says NOT_FOUND; real
@@ -66,6 +70,15 @@ class CaseOutcome(BaseModel):
         default=None, description="1-based rank of the first search result holding the phrase (None: not found)."
     )
     retrieval_checked: bool = False
+    source_hit: bool | None = Field(
+        default=None,
+        description="Whether the scored turn's answer request carried a source of the target holding the phrase "
+        "(None: unanswerable, or the requests were not recorded).",
+    )
+    sources_sent: int | None = Field(default=None, description="Sources in the scored turn's answer request.")
+    source_tokens: list[int] = Field(
+        default_factory=list, description="Tokens of the sources each turn's answer request carried, in order."
+    )
     latency_ms: float = Field(description="Time of the scored turn.")
     total_latency_ms: float = Field(description="Time of every turn of the case.")
     input_tokens: int = 0
@@ -86,8 +99,10 @@ def judge(
     model_calls: int = 0,
     retrieval_rank: int | None = None,
     retrieval_checked: bool = False,
+    sent: Sequence[SentSources | None] | None = None,
 ) -> CaseOutcome:
-    """Judge the answer to ``case``'s scored question."""
+    """Judge the answer to ``case``'s scored question; ``sent`` holds each turn's answer request, when they were
+    recorded."""
     declined = is_decline(answer)
     quotes = [citation.quote for citation in citations]
     if case.answerable:
@@ -100,6 +115,10 @@ def judge(
         for citation in citations
         if citation.document == case.target and (case.page is None or citation.page == case.page)
     )
+    scored = sent[-1] if sent else None
+    source_hit = None
+    if sent is not None and case.answerable and case.target is not None:
+        source_hit = scored is not None and scored.holds(case.target, case.scored.expect or "", normal)
     return CaseOutcome(
         id=case.id,
         question=case.scored.question,
@@ -113,6 +132,9 @@ def judge(
         citations_in_target=in_target,
         retrieval_rank=retrieval_rank,
         retrieval_checked=retrieval_checked,
+        source_hit=source_hit,
+        sources_sent=None if sent is None else len(scored.sources) if scored is not None else 0,
+        source_tokens=[request.tokens if request is not None else 0 for request in sent or ()],
         latency_ms=round(latency_ms, 1),
         total_latency_ms=round(total_latency_ms, 1),
         input_tokens=input_tokens,
