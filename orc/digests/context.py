@@ -183,12 +183,24 @@ class ContextFiles:
         self._digests.schedule(principal, session_id, retry={file_id}, force=True)
         return record.model_copy(update={"digest_status": "parsing", "digest_error": None})
 
+    async def retry_aggregate(self, principal: Principal, session_id: str) -> ContextSet:
+        """Make the session's failed aggregate digest again from its files' digests (the spec's "Retry parse" for the
+        aggregate); the set as it is now, its aggregate ``parsing``.
+
+        The pass goes through the same digest workflow as every other: admitted like the rest (a principal over its
+        limits leaves it failed), made from per-file digests only. An aggregate that is not failed is answered as it
+        is: it is current or already being made."""
+        manifest = await self.manifest(principal, session_id, repair=False)
+        if manifest.aggregate_digest_status != "error":
+            return manifest
+        self._digests.schedule(principal, session_id, force=True, retry_aggregate=True)
+        return await self.manifest(principal, session_id, repair=False)
+
     async def set_auto_parse(self, principal: Principal, session_id: str, on: bool) -> ContextSet:
         """Turn "auto-parse on change" on or off; turning it on makes what is stale at once."""
         await self._files.set_auto_parse(principal, session_id, on)
         if on:
-            # Changes made while it was off are stored as ``parsing`` (which reads as in progress once it is on), so
-            # read repair would not find them: a pass picks them up now.
+            # What changed while it was off waits ``stale``: a pass makes it now rather than at the next read.
             self._digests.schedule(principal, session_id)
         return await self.manifest(principal, session_id)
 
@@ -204,6 +216,7 @@ class ContextFiles:
         """The manifest with effective statuses, and whether some work is stale (nobody is doing it)."""
         busy = self._digests.busy(principal, session_id)
         retrying = self._digests.retrying(principal, session_id)
+        retrying_aggregate = self._digests.retrying_aggregate(principal, session_id)
         fresh = self._digests.file_digests
         files: list[ContextFile] = []
         for record in raw.files:
@@ -229,7 +242,7 @@ class ContextFiles:
             aggregate = "parsing" if busy or "parsing" in pending else "stale"
         else:
             inputs = aggregate_inputs([f for f in files if f.digest_status == "ready"], self._digests.aggregate_version)
-            if stored.inputs == inputs and stored.status == "error":
+            if stored.inputs == inputs and stored.status == "error" and not retrying_aggregate:
                 aggregate = "error"
             elif stored.inputs == inputs and stored.ref is not None and stored.status != "error":
                 aggregate = "ready"

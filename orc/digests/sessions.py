@@ -79,6 +79,8 @@ class _Worker:
     retrying: set[str] = field(default_factory=set)
     release: set[str] = field(default_factory=set)
     forced: bool = False  # digests asked for by name (parse now, retry): made even with auto-parse off
+    retry_aggregate: bool = False  # the aggregate failed and its user asked to try again
+    retrying_aggregate: bool = False
     task: asyncio.Task[None] | None = None
 
 
@@ -162,10 +164,12 @@ class SessionDigests:
         release: Iterable[str] = (),
         *,
         force: bool = False,
+        retry_aggregate: bool = False,
     ) -> None:
         """Refresh the session soon (now, or right after the pass that is running); ``retry`` names files whose
-        digest failed and should be tried again, ``release`` cached digests a removed or replaced file used.
-        A session with auto-parse off makes no digest unless ``force`` (the user asked for them)."""
+        digest failed and should be tried again, ``retry_aggregate`` asks for a failed aggregate to be made again
+        from the same inputs, ``release`` names cached digests a removed or replaced file used. A session with
+        auto-parse off makes no digest unless ``force`` (the user asked for them)."""
         if self._closed:
             return
         key = session_key(principal, conversation_id)
@@ -185,6 +189,7 @@ class SessionDigests:
             worker.task.add_done_callback(forget)
         worker.dirty = True
         worker.forced = worker.forced or force
+        worker.retry_aggregate = worker.retry_aggregate or retry_aggregate
         worker.retry.update(retry)
         worker.release.update(release)
 
@@ -199,6 +204,13 @@ class SessionDigests:
         if worker is None or worker.task is None or worker.task.done():
             return frozenset()
         return frozenset(worker.retry | worker.retrying)
+
+    def retrying_aggregate(self, principal: Principal, conversation_id: str) -> bool:
+        """Whether this process is about to make the session's failed aggregate again (it reads as ``parsing``)."""
+        worker = self._workers.get(session_key(principal, conversation_id))
+        if worker is None or worker.task is None or worker.task.done():
+            return False
+        return worker.retry_aggregate or worker.retrying_aggregate
 
     async def wait_idle(self, principal: Principal, conversation_id: str, seconds: float) -> bool:
         """Wait up to ``seconds`` for the session's worker to finish; True when it is idle."""
@@ -244,9 +256,10 @@ class SessionDigests:
             retry, worker.retry = worker.retry, set()
             forced, worker.forced = worker.forced, False
             worker.retrying = retry
+            worker.retrying_aggregate, worker.retry_aggregate = worker.retry_aggregate, False
             release, worker.release = worker.release, set()
             try:
-                await self._pass(worker, retry, forced=forced)
+                await self._pass(worker, retry, forced=forced, retry_aggregate=worker.retrying_aggregate)
                 for digest_key in release:
                     await self._file_digests.release(worker.principal.partition_key, digest_key)
             except asyncio.CancelledError:
@@ -259,9 +272,12 @@ class SessionDigests:
                 logger.debug("digest refresh failure details", exc_info=True)
             finally:
                 worker.retrying = set()
+                worker.retrying_aggregate = False
                 self.signals.notify(key)
 
-    async def _pass(self, worker: _Worker, retry: set[str], *, forced: bool = False) -> None:
+    async def _pass(
+        self, worker: _Worker, retry: set[str], *, forced: bool = False, retry_aggregate: bool = False
+    ) -> None:
         principal, session_id = worker.principal, worker.session_id
         if self._admission is not None and not await self._admission.may_digest(principal):
             logger.info("digests deferred: the principal is over its limits")
@@ -293,7 +309,9 @@ class SessionDigests:
                     logger.warning("a file's digest failed: %s", type(outcome).__name__)
             self.signals.notify(session_key(principal, session_id))
         if settled and not worker.dirty:
-            await self._aggregate(principal, session_id, retry_error=bool(retry))
+            await self._aggregate(principal, session_id, retry_error=bool(retry) or retry_aggregate)
+        elif retry_aggregate:
+            worker.retry_aggregate = True  # not tried in this pass: the next one still owes it
 
     async def _after_extraction(
         self, principal: Principal, session_id: str, record: ContextFile, job: asyncio.Task[Any], retry: set[str]

@@ -223,6 +223,19 @@ async def retry_parse(session_id: str, file_id: str, context: Context, principal
     return await context.retry_parse(principal, session_id, file_id)
 
 
+@router.post(
+    "/sessions/{session_id}/context/digest/retry-parse",
+    response_model=ContextSet,
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Retry the failed aggregate digest",
+)
+async def retry_aggregate(session_id: str, context: Context, principal: Caller) -> ContextSet:
+    """Make the aggregate digest again after it failed (``aggregate_digest_status: error``, its reason in
+    ``aggregate_digest_error``), from the files' digests as they are; follow it on ``GET …/context/stream``. An
+    aggregate that is not failed is answered as it is (nothing to retry)."""
+    return await context.retry_aggregate(principal, session_id)
+
+
 class ContextSettings(BaseModel):
     """What a session's context set lets its user choose."""
 

@@ -29,6 +29,8 @@ def model() -> FunctionChatModel:
 async def runtime_with_lease(model: FunctionChatModel | None, settings: Settings) -> AsyncIterator[Services]:
     async with build_runtime(settings, model=model) as orc:
         await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", LEASE)])
+        # The session digest joins the answer prompt once it is made: made first, every turn sees the same prompt.
+        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 120)
         yield orc
 
 

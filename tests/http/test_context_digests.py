@@ -11,7 +11,15 @@ import pytest
 from orc.digests.schema import split_ref
 from orc.settings import Settings
 from orc.testing import FunctionChatModel
-from tests.digests.support import GatedDigestModel, digest_model, offline_answer, task_a_files, task_b_calls, tasks
+from tests.digests.support import (
+    GatedDigestModel,
+    digest_model,
+    offline_answer,
+    task_a_files,
+    task_b_calls,
+    task_of,
+    tasks,
+)
 from tests.http.conftest import open_client, settled, upload
 
 LEASE = b"Residential lease.\n\nThe monthly rent is 1,450 euros, payable on the first day of each month."
@@ -243,6 +251,49 @@ async def test_a_failed_digest_is_made_again_by_retry_parse() -> None:
         assert (await client.get(f"/api/sessions/s/context/files/{lease['file_id']}/digest")).status_code == 200
 
 
+async def test_a_failed_aggregate_shows_its_reason_and_is_made_again_by_its_retry() -> None:
+    failing = {"on": True}
+
+    def answer(messages: Any) -> str:
+        task, _ = task_of(messages)
+        return "not a digest" if task == "B" and failing["on"] else offline_answer(messages)
+
+    model = digest_model(answer)
+    async with open_client(Settings(), digest_model=model) as client:
+        await three_files(client)
+        failed = await settled(client, "s")
+        assert failed["aggregate_digest_status"] == "error"
+        assert failed["aggregate_digest_error"]  # the reason, for the page to show
+        assert {f["digest_status"] for f in failed["files"]} == {"ready"}
+        nothing = await client.post("/api/sessions/s/context/files/" + failed["files"][0]["file_id"] + "/retry-parse")
+        assert nothing.json()["digest_status"] == "ready"  # a file's retry is not the aggregate's
+        calls_before = task_b_calls(model)
+
+        failing["on"] = False
+        retried = await client.post("/api/sessions/s/context/digest/retry-parse")
+        assert retried.status_code == 202, retried.text
+        assert retried.json()["aggregate_digest_status"] == "parsing"
+        assert retried.json()["aggregate_digest_error"] is None
+        made = await settled(client, "s")
+
+        assert made["aggregate_digest_status"] == "ready"
+        assert (await client.get("/api/sessions/s/context/digest")).status_code == 200
+        assert task_b_calls(model) == calls_before + 1 and sorted(task_a_files(model)) == sorted(ids(made))
+        again = await client.post("/api/sessions/s/context/digest/retry-parse")  # nothing failed: nothing to do
+        assert again.status_code == 202 and again.json()["aggregate_digest_status"] == "ready"
+        assert task_b_calls(model) == calls_before + 1
+
+
+async def test_retrying_the_aggregate_of_an_unknown_session_is_not_found(
+    digests: tuple[httpx.AsyncClient, FunctionChatModel],
+) -> None:
+    client, _ = digests
+
+    response = await client.post("/api/sessions/nobody/context/digest/retry-parse")
+
+    assert response.status_code == 404 and response.json()["code"] == "session_not_found"
+
+
 async def test_retry_parse_refuses_a_file_whose_text_could_not_be_extracted(
     digests: tuple[httpx.AsyncClient, FunctionChatModel],
 ) -> None:
@@ -263,10 +314,14 @@ async def test_with_auto_parse_off_a_change_makes_no_digest_until_parse_now(
     assert turned.status_code == 200, turned.text
     assert turned.json()["auto_parse"] is False
 
-    assert (await upload(client, "s", ("lease.txt", LEASE))).status_code == 201
+    uploaded = await upload(client, "s", ("lease.txt", LEASE))
+    assert uploaded.status_code == 201
     waiting = await settled(client, "s")
 
     assert task_a_files(model) == [] and task_b_calls(model) == 0
+    # The upload's answer and the manifest agree: nothing is being summarized, it waits.
+    assert [f["digest_status"] for f in uploaded.json()["files"]] == ["stale"]
+    assert waiting["aggregate_digest_status"] == "stale" and not waiting["parsing"]
     assert waiting["auto_parse"] is False
     assert [f["status"] for f in waiting["files"]] == ["ready"]  # the text is extracted: tools can read it
     assert {f["digest_status"] for f in waiting["files"]} == {"stale"}

@@ -127,8 +127,9 @@ def plan_commit(
     """The header to write after ``plan`` (new revision, membership and change banner) and the planned files.
 
     The revision moves only when something changed. ``digests`` (someone makes digests) marks the aggregate
-    ``parsing`` on a change. Raises :class:`PreconditionFailed` (``revision_mismatch``) when ``if_match`` is not
-    the header's revision and :class:`InvalidInput` (``too_many_files``) past ``max_files``.
+    ``parsing`` on a change, unless the set's auto-parse is off: then nothing is coming and it reads ``stale``.
+    Raises :class:`PreconditionFailed` (``revision_mismatch``) when ``if_match`` is not the header's revision and
+    :class:`InvalidInput` (``too_many_files``) past ``max_files``.
     """
     if if_match == EXISTS:
         if header.revision == 0:
@@ -155,7 +156,7 @@ def plan_commit(
     if changed:
         update["revision"] = revision
         update["updated_at"] = now
-        if digests:
+        if digests and header.auto_parse:
             update["aggregate"] = header.aggregate.model_copy(update={"status": "parsing", "updated_at": now})
     return header.model_copy(update=update), planned
 
@@ -189,7 +190,8 @@ def replaced_records(planned: Sequence[PlannedFile]) -> list[ContextFile]:
 
 
 def new_record(planned: PlannedFile, *, now: str, digests: bool) -> ContextFile:
-    """The ``uploading`` record stored for a planned upload (it keeps the creation time of the same file)."""
+    """The ``uploading`` record stored for a planned upload (it keeps the creation time of the same file); its digest
+    ``parsing`` when ``digests`` will be made now, else ``stale`` (waiting for someone to ask)."""
     member = planned.member
     previous = planned.previous if planned.previous and planned.previous.file_id == member.file_id else None
     return ContextFile(

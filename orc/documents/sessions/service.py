@@ -257,9 +257,11 @@ class SessionFiles:
             records = await self._records_by_name(principal, conversation_id)
             refuse_folder_conflicts(new_names, records.keys())
             header, planned = await self._commit(principal, conversation_id, records, plan, if_match=if_match)
+            # With auto-parse off no digest is coming: the records say so (``stale``), as the manifest will.
+            digests = self._listener is not None and header.auto_parse
             for item in planned:
                 if item.upload is not None:
-                    jobs.append(await self._store(principal, conversation_id, item))
+                    jobs.append(await self._store(principal, conversation_id, item, digests=digests))
         if self._listener is not None and (jobs or any(planning.needs_digest(item) for item in planned)):
             self._listener.files_changed(principal, conversation_id, planning.replaced_records(planned))
         await self._processor.wait(jobs, self._wait_seconds if wait_seconds is None else wait_seconds)
@@ -304,12 +306,12 @@ class SessionFiles:
         raise StorageUnavailable("the session is too busy; retry")
 
     async def _store(
-        self, principal: Principal, conversation_id: str, planned: PlannedFile
+        self, principal: Principal, conversation_id: str, planned: PlannedFile, *, digests: bool
     ) -> asyncio.Task[ProcessingResult]:
         """Write the record, then the blob, then submit the processing job."""
         upload = planned.upload
         assert upload is not None
-        record = planning.new_record(planned, now=utc_now(), digests=self._listener is not None)
+        record = planning.new_record(planned, now=utc_now(), digests=digests)
         location = session_location(principal, conversation_id, record)
         job = ProcessingJob(location, record.content_hash, upload.content_type)
         # Leased first: a crash from here on leaves work the next sweep finds (orc.documents.intake.recovery).
