@@ -25,7 +25,7 @@ from orc.graph.pause import context_request_before_tools, emit_pause
 from orc.graph.progress import emit, progress
 from orc.graph.request_context import requested_context, with_request_context
 from orc.graph.state import PriorTurn, SourceContext, TurnState
-from orc.graph.suggestions import follow_up_suggestions
+from orc.graph.suggestions import FollowUpFilter, follow_up_suggestions
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
 from orc.models.budget import HistoryTurn, history_within, within_budget
 from orc.models.sheets import Mode
@@ -113,18 +113,20 @@ async def _request(
     ctx: TurnContext,
     markers: MarkerFilter,
     output: OutputStream,
+    follow_ups: FollowUpFilter,
     *,
     stream: bool,
     keep_reply: bool,
 ) -> tuple[BaseMessage | None, str]:
     """One answer request: streamed token by token when someone reads the events, else whole. Returns the reply
     (when ``keep_reply``: a request that may call tools needs it; others need only the text) and its text, without
-    the citation markers ``markers`` does not keep, cleaned by the output policy (``output``) before any of it is
-    sent."""
+    the follow-up questions the model wrote at its end (``follow_ups`` keeps them) and the citation markers
+    ``markers`` does not keep, cleaned by the output policy (``output``) before any of it is sent."""
     if not stream:
         whole = await model.ainvoke(messages)
         ctx.meter.record(whole)
-        return whole, output.policy.text(markers.feed(whole.text) + markers.flush(), output.removed).strip()
+        text = markers.feed(follow_ups.strip(whole.text)) + markers.flush()
+        return whole, output.policy.text(text, output.removed).strip()
     pieces: list[str] = []
     metered: list[BaseMessage] = []
     reply: BaseMessage | None = None
@@ -133,13 +135,13 @@ async def _request(
             reply = chunk if reply is None else cast(AIMessageChunk, reply) + cast(AIMessageChunk, chunk)
         # Text streams at once (held back only from an opening "[" until it is known to be a real marker); text a
         # model writes before asking for tools streams as well.
-        piece = output.feed(markers.feed(str(chunk.text)))
+        piece = output.feed(markers.feed(follow_ups.feed(str(chunk.text))))
         if piece:
             pieces.append(piece)
             emit(TokenEvent(type="token", text=piece))
         if isinstance(chunk, AIMessage) and chunk.usage_metadata:
             metered.append(chunk)
-    tail = output.feed(markers.flush()) + output.flush()
+    tail = output.feed(markers.feed(follow_ups.flush()) + markers.flush()) + output.flush()
     if tail:
         pieces.append(tail)
         emit(TokenEvent(type="token", text=tail))
@@ -192,9 +194,10 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     # The output policy in the pipeline: what is streamed, stored and returned is the cleaned text.
     policy = ctx.output_policy
     output = policy.stream()
+    follow_ups = FollowUpFilter()
     with model_call("answer"):
         reply, text = await _request(
-            model, messages, ctx, markers, output, stream=ctx.stream_tokens, keep_reply=bool(tools)
+            model, messages, ctx, markers, output, follow_ups, stream=ctx.stream_tokens, keep_reply=bool(tools)
         )
     asked = requested_context(reply, state) if ctx.offers_request_context else []
     if asked:
@@ -208,9 +211,10 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     if not calls and not text and isinstance(reply, AIMessage) and reply.tool_calls:
         # The reply was nothing but such calls: asked once more, without tools, the turn still ends with an answer.
         output = policy.stream()
+        follow_ups = FollowUpFilter()
         with model_call("answer"):
             _, text = await _request(
-                ctx.model, messages, ctx, markers, output, stream=ctx.stream_tokens, keep_reply=False
+                ctx.model, messages, ctx, markers, output, follow_ups, stream=ctx.stream_tokens, keep_reply=False
             )
     if calls and reply is not None:
         progress("answer", "Consulting more documents first", 85)
@@ -241,7 +245,10 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         "answer": text,
         "citations": citations,
         "grounding": grounding,
-        "suggestions": policy.texts(follow_up_suggestions(state["question"], sources, citations, text), removed),
+        # The model's own follow-ups when it wrote them (no request of their own), else made from the sources.
+        "suggestions": policy.texts(
+            follow_ups.suggestions or follow_up_suggestions(state["question"], sources, citations, text), removed
+        ),
         "sanitized": removed.as_dict(),
     }
     if ctx.finished is not None:

@@ -16,6 +16,7 @@ from orc.contracts import Grounding
 from orc.graph.context import TurnContext
 from orc.graph.grounding import MarkerFilter, grounding_report
 from orc.graph.progress import progress
+from orc.graph.suggestions import FollowUpFilter
 from orc.models.prompting import load_prompt
 from orc.telemetry import model_call
 
@@ -42,7 +43,7 @@ async def corrected_answer(
         log.warning("the corrective answer request failed: %s", type(exc).__name__)
         return text, kept
     retry = MarkerFilter(markers.retrieved)
-    fixed = (retry.feed(reply.text) + retry.flush()).strip()
+    fixed = (retry.feed(FollowUpFilter().strip(reply.text)) + retry.flush()).strip()
     report = grounding_report(fixed, markers.removed + retry.removed)
     if not fixed or report.cited_sentences <= grounding.cited_sentences:
         return text, kept

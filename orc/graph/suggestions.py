@@ -1,47 +1,84 @@
-"""Follow-up suggestions: up to three questions the retrieved documents can answer, made without a model call.
+"""Follow-up suggestions: up to three questions the documents can answer, phrased as a person would ask them.
 
-Each comes from a sentence of a retrieved span that the answer did not use (spans it did not cite first, best
-ranked first), asked back the way a person would: "What about pets?" from the sentence's subject ("Pets are
-allowed…"), else "What about the flat?" from its last noun phrase, else "What does <document> say about <topic>?"
-with the first run of content words the question did not already name. Deterministic and cheap, so no model request is
-added before the answer ends, and grounded by construction: the span that suggested it answers it.
+A real model writes its own at the end of its answer, in a ``<follow_ups>`` block the answer prompt asks for:
+:class:`FollowUpFilter` keeps that block out of the streamed and stored answer and reads the questions from it, so
+they cost no request of their own. An answer without the block (the offline model, a model that ignored the
+instruction) gets suggestions made without a model, from the retrieved spans the answer did not use:
+
+- a span under an FAQ-style heading that is a question asks that question ("How do I decompress a file?");
+- a span under a heading asks what the document says about it ("What does the handbook say about remote work?");
+- else a sentence is asked back from its subject and verb: "Are pets allowed?" from "Pets are allowed with …",
+  "How much is the deposit?" from "The deposit is 2,900 euros", "How long does the warranty last?", else
+  "What about the deposit?"; a sentence whose subject is not a plain noun phrase ("Technically there is …") gives
+  none rather than a question nobody would ask.
+
+Deterministic and cheap, and grounded by construction: the span that suggested a question answers it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 
-from orc.contracts import Citation, SourceSpan
+from orc.contracts import SECTION_SEPARATOR, Citation, SourceSpan
 from orc.text import split_sentences
 from orc.text.tokens import STOPWORDS
 
 MAX_SUGGESTIONS = 3
+MAX_SUGGESTION_CHARS = 120
 MAX_TOPIC_WORDS = 3
+MAX_SUBJECT_WORDS = 4
+MAX_HEADING_TOPIC_WORDS = 5
+MAX_NAME_WORDS = 4
+
+OPEN_TAG = "<follow_ups>"
+CLOSE_TAG = "</follow_ups>"
+
 _WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ'-]*")
+_TOKEN = re.compile(r"\S+")
 _GENERIC = frozenset({"document", "documents", "section", "page", "following", "shall", "must", "will", "also"})
+# Headings that name a part of a document, not a topic anyone asks about.
+_GENERIC_HEADINGS = frozenset(
+    "introduction overview contents summary appendix notes preface index abstract background general "
+    "conclusion references glossary foreword acknowledgements acknowledgments".split()
+)
+# Words after which a sentence's subject has ended ("The monthly rent | is …", "New employees | get …").
+_VERBS = frozenset(
+    "is are was were be may must can cannot shall will would should could has have had does do did get gets "
+    "need needs lasts last takes take requires require covers cover applies apply".split()
+)
+_BE = frozenset({"is", "are"})
+_DETERMINERS = frozenset("the a an this these each every your our its their".split())
+_PRONOUNS = frozenset(
+    "it they this that these those there here he she we you i either neither both all some any none one".split()
+)
+_PERMISSIONS = frozenset(
+    "allowed permitted required needed forbidden prohibited included covered possible available mandatory "
+    "optional refundable".split()
+)
+_MONEY = re.compile(r"[$€£¥]|\b(?:euros?|dollars?|pounds?|francs?|usd|eur|gbp|chf|cents?)\b", re.IGNORECASE)
+_DURATION = re.compile(r"\b\d[\d,.]*\s*(?:days?|weeks?|months?|years?|hours?|minutes?)\b", re.IGNORECASE)
+_HEADING_LABEL = re.compile(r"^(?:Q\s*[:.)]|Question\s*[:.)]|(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,3}\.?)\s+")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s*")
 
 
 def follow_up_suggestions(
     question: str, sources: Sequence[SourceSpan], citations: Sequence[Citation], answer: str = ""
 ) -> list[str]:
     """Up to :data:`MAX_SUGGESTIONS` follow-up questions grounded in ``sources``: from the spans the answer did not
-    cite first, then from the sentences of cited spans that the answer did not use."""
+    cite first, then from the sentences of cited spans that the answer did not use; one per span."""
     asked = _words(question)
     answered = _words(answer)
     cited = {citation.ref for citation in citations}
     ordered = [source for source in sources if source.ref not in cited] + [s for s in sources if s.ref in cited]
     suggestions: list[str] = []
-    topics: set[str] = set()
+    seen = {_key(question)}
     for source in ordered:
-        for sentence in split_sentences(source.text):
-            words = _words(sentence)
-            if words and len(words & answered) >= len(words) / 2:
-                continue  # the answer already says this
-            suggestion = _phrased(sentence, source.document, asked)
-            if suggestion is None or suggestion.lower() in topics:
+        for suggestion in _candidates(source, asked, answered):
+            if _key(suggestion) in seen:
                 continue
-            topics.add(suggestion.lower())
+            seen.add(_key(suggestion))
             suggestions.append(suggestion)
             if len(suggestions) == MAX_SUGGESTIONS:
                 return suggestions
@@ -49,28 +86,116 @@ def follow_up_suggestions(
     return suggestions
 
 
-# Words after which a sentence's subject has ended ("The monthly rent | is …", "New employees | get …").
-_VERBS = frozenset(
-    "is are was were be may must can cannot shall will would should could has have had does do did get gets "
-    "need needs lasts last takes take requires require covers cover applies apply".split()
-)
-_DETERMINERS = frozenset("the a an this these each every your our its their".split())
-_PRONOUNS = frozenset("it they this that these those there he she we you i either neither both all".split())
-MAX_SUBJECT_WORDS = 4
-MAX_FALLBACK_TOPIC_WORDS = 2
-"""A topic found without grammar ends early: past two words it runs into the verb ("battery life reaches")."""
-_NOT_NOUNS = ("ly", "ing", "ed")
+def _candidates(source: SourceSpan, asked: set[str], answered: set[str]) -> list[str]:
+    found = []
+    heading = _from_heading(source, asked)
+    if heading is not None:
+        found.append(heading)
+    for sentence in split_sentences(source.text):
+        words = _words(sentence)
+        if words and len(words & answered) >= len(words) / 2:
+            continue  # the answer already says this
+        phrased = _from_sentence(sentence, asked)
+        if phrased is not None:
+            found.append(phrased)
+    return [_finished(text) for text in found if len(text) <= MAX_SUGGESTION_CHARS]
 
 
-def _phrased(sentence: str, document: str, asked: set[str]) -> str | None:
-    """The follow-up question for ``sentence``, or ``None`` when it offers nothing the question did not ask."""
-    phrase = _subject(sentence, asked) or _noun_phrase(sentence, asked)
-    if phrase is not None:
-        return f"What about {phrase}?"
-    topic = _topic(sentence, asked)
-    if topic is None or any(word.endswith(_NOT_NOUNS) for word in topic.split()):
-        return None  # "happily dealing" is no topic a person would ask about
-    return f"What does {document} say about {topic}?"
+# -- from a heading ------------------------------------------------------------------------------------------------
+
+
+def _from_heading(source: SourceSpan, asked: set[str]) -> str | None:
+    """The question a heading is ("Q: How do I …?"), or what the document says about the topic it names."""
+    if not source.section:
+        return None
+    title = _HEADING_LABEL.sub("", source.section.split(SECTION_SEPARATOR)[-1].strip()).strip(" :.")
+    words = _WORD.findall(title)
+    if not words or not _new_content(words, asked):
+        return None
+    if title.endswith("?"):
+        return title
+    if len(words) > MAX_HEADING_TOPIC_WORDS or not title.replace("-", " ").replace("'", "").replace(" ", "").isalpha():
+        return None
+    topic = _topic_case(words)
+    name = _document_name(source.document)
+    if topic.lower() in _GENERIC_HEADINGS or (name and topic.lower() in name.lower()):
+        return None  # "Introduction", or the document's own title
+    return f"What does {name or 'the document'} say about {topic}?"
+
+
+def _topic_case(words: Sequence[str]) -> str:
+    """A heading's words as they read inside a sentence: "Payment Terms" → "payment terms", acronyms kept."""
+    return " ".join(word if word.isupper() and len(word) > 1 else word.lower() for word in words)
+
+
+def _document_name(filename: str) -> str | None:
+    """ "the lease agreement" from ``lease-agreement.md``; ``None`` for a name that does not read as words."""
+    stem = PurePosixPath(filename).stem.replace("_", " ").replace("-", " ")
+    words = stem.split()
+    if not words or len(words) > MAX_NAME_WORDS or not all(word.isalpha() for word in words):
+        return None
+    return "the " + " ".join(word if word.isupper() or word[1:] != word[1:].lower() else word.lower() for word in words)
+
+
+# -- from a sentence -----------------------------------------------------------------------------------------------
+
+
+def _from_sentence(sentence: str, asked: set[str]) -> str | None:
+    """The question a person would ask for ``sentence``, or ``None`` when it offers nothing the question did not."""
+    words = _WORD.findall(sentence)
+    verb = next((index for index, word in enumerate(words[: MAX_SUBJECT_WORDS + 1]) if word.lower() in _VERBS), None)
+    if verb and _plain_noun_phrase(words[:verb]) and _new_content(words[:verb], asked):
+        subject = _cased(words[:verb])
+        said, rest = words[verb].lower(), _after(sentence, words[verb])
+        following = _WORD.findall(rest)[:1]
+        if said in _BE and following and following[0].lower() in _PERMISSIONS:
+            return f"{said.capitalize()} {subject} {following[0].lower()}?"
+        if said in ("lasts", "last"):
+            return f"How long {'does' if said == 'lasts' else 'do'} {subject} last?"
+        if said in _BE and _MONEY.search(rest):
+            return f"How much {said} {subject}?"
+        if said in _BE and _DURATION.search(rest):
+            return f"How long {said} {subject}?"
+        return f"What about {subject}?"
+    phrase = _noun_phrase(words, asked)
+    return f"What about {phrase}?" if phrase is not None else None
+
+
+def _after(sentence: str, verb: str) -> str:
+    """The sentence after the first occurrence of the word ``verb``."""
+    match = re.search(rf"\b{re.escape(verb)}\b", sentence)
+    return sentence[match.end() :] if match else ""
+
+
+def _plain_noun_phrase(words: Sequence[str]) -> bool:
+    """Whether ``words`` read as a noun phrase: no pronoun, adverb or verb form ("Technically there" is none)."""
+    return bool(words) and all(
+        word.lower() not in _PRONOUNS and not word.lower().endswith(("ly", "ing")) for word in words
+    )
+
+
+def _noun_phrase(words: Sequence[str], asked: set[str]) -> str | None:
+    """ "the landlord's written consent": a determiner and the content words after it, the last such phrase (a
+    sentence ends on its object: "The tenant rents the flat" asks about the flat)."""
+    for index in reversed(range(len(words))):
+        word = words[index]
+        if word.lower() not in _DETERMINERS:
+            continue
+        run: list[str] = []
+        for following in words[index + 1 : index + 1 + MAX_TOPIC_WORDS]:
+            lowered = following.lower()
+            # "the number of keys": "of" and the noun after it belong to the phrase ("the number" alone says nothing).
+            if lowered == "of" and run and run[-1] != "of":
+                run.append(following)
+                continue
+            if lowered in STOPWORDS or lowered in _VERBS:
+                break
+            run.append(following)
+        if run and run[-1].lower() == "of":
+            run.pop()
+        if run and _plain_noun_phrase(run) and _new_content(run, asked):
+            return _cased([word.lower(), *run])
+    return None
 
 
 def _new_content(words: Sequence[str], asked: set[str]) -> bool:
@@ -79,49 +204,71 @@ def _new_content(words: Sequence[str], asked: set[str]) -> bool:
 
 
 def _cased(words: Sequence[str]) -> str:
-    return " ".join(word if word.isupper() else word.lower() for word in words)
-
-
-def _subject(sentence: str, asked: set[str]) -> str | None:
-    """ "pets" from "Pets are allowed …": the words before the first verb, when they are a short noun phrase."""
-    words = _WORD.findall(sentence)
-    verb = next((index for index, word in enumerate(words[: MAX_SUBJECT_WORDS + 1]) if word.lower() in _VERBS), None)
-    if not verb or words[0].lower() in _PRONOUNS or not _new_content(words[:verb], asked):
-        return None
-    return _cased(words[:verb])
-
-
-def _noun_phrase(sentence: str, asked: set[str]) -> str | None:
-    """ "the landlord's written consent": a determiner and the content words after it, the last such phrase (a
-    sentence ends on its object: "The tenant rents the flat" asks about the flat)."""
-    words = _WORD.findall(sentence)
-    for index in reversed(range(len(words))):
-        word = words[index]
-        if word.lower() not in _DETERMINERS:
-            continue
-        run: list[str] = []
-        for following in words[index + 1 : index + 1 + MAX_TOPIC_WORDS]:
-            if following.lower() in STOPWORDS or following.lower() in _VERBS:
-                break
-            run.append(following)
-        if run and _new_content(run, asked):
-            return _cased([word.lower(), *run])
-    return None
+    return " ".join(word if word.isupper() and len(word) > 1 else word.lower() for word in words)
 
 
 def _words(text: str) -> set[str]:
     return {word.lower() for word in _WORD.findall(text) if len(word) > 3 and word.lower() not in STOPWORDS}
 
 
-def _topic(sentence: str, asked: set[str]) -> str | None:
-    """The first run of up to two content words of the sentence that the question did not name."""
-    run: list[str] = []
-    for word in _WORD.findall(sentence):
-        lowered = word.lower()
-        if len(word) > 3 and lowered not in STOPWORDS and lowered not in _GENERIC and lowered not in asked:
-            run.append(word if word.isupper() else lowered)
-            if len(run) == MAX_FALLBACK_TOPIC_WORDS:
-                break
-        elif run:
-            break
-    return " ".join(run) if run else None
+def _key(text: str) -> str:
+    return " ".join(word.lower() for word in _WORD.findall(text))
+
+
+def _finished(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:1].upper() + text[1:]
+
+
+# -- written by the model --------------------------------------------------------------------------------------------
+
+
+class FollowUpFilter:
+    """Keeps a model's ``<follow_ups>`` block out of its answer and reads the questions from it.
+
+    :meth:`feed` takes the answer as it streams and returns what may be shown now: the text before the block (a
+    possible start of the tag is held back until the next piece says whether it is one); nothing after the block
+    opens. :meth:`flush` returns what was held back at the end; :attr:`suggestions` the questions the block held.
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._block: str | None = None
+
+    def feed(self, text: str) -> str:
+        """The part of ``text`` (after what was held back) that belongs to the answer."""
+        if self._block is not None:
+            self._block += text
+            return ""
+        pending = self._held + text
+        at = pending.find(OPEN_TAG)
+        if at >= 0:
+            self._held = ""
+            self._block = pending[at + len(OPEN_TAG) :]
+            return pending[:at]
+        longest = min(len(OPEN_TAG) - 1, len(pending))
+        keep = next((n for n in range(longest, 0, -1) if OPEN_TAG.startswith(pending[-n:])), 0)
+        self._held = pending[len(pending) - keep :] if keep else ""
+        return pending[: len(pending) - keep]
+
+    def flush(self) -> str:
+        """What was held back as a possible tag start, at the end of the answer."""
+        held, self._held = self._held, ""
+        return held
+
+    def strip(self, text: str) -> str:
+        """``text`` whole, without its block (for an answer that did not stream)."""
+        return self.feed(text) + self.flush()
+
+    @property
+    def suggestions(self) -> list[str]:
+        """The questions of the block, at most :data:`MAX_SUGGESTIONS` (none when the model wrote no block)."""
+        if self._block is None:
+            return []
+        body = self._block.split(CLOSE_TAG, 1)[0]
+        found: list[str] = []
+        for line in body.splitlines():
+            question = _BULLET.sub("", line).strip().strip('"“”')
+            if question and len(question) <= MAX_SUGGESTION_CHARS and _key(question) not in map(_key, found):
+                found.append(question)
+        return found[:MAX_SUGGESTIONS]

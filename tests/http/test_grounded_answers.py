@@ -132,8 +132,9 @@ async def test_answers_suggest_up_to_three_follow_ups_from_the_retrieved_spans(c
 
     suggestions = answered["suggestions"]
     assert 1 <= len(suggestions) <= 3
-    assert all(s.startswith("What about ") and s.endswith("?") for s in suggestions), suggestions
-    assert not any("rent" in s.split("about ")[1] for s in suggestions)  # not the question asked again
+    assert all(s.endswith("?") for s in suggestions), suggestions
+    assert "Are pets allowed?" in suggestions  # asked as a person asks, from a sentence the answer did not use
+    assert not any("rent" in s for s in suggestions)  # not the question asked again
     final = json.loads(streamed.text.splitlines()[-1])
     assert final["type"] == "final" and final["suggestions"] == suggestions
     assert answered["metadata"]["model_calls"] == 1  # no model request made them
@@ -176,3 +177,30 @@ async def test_weak_evidence_is_retrieved_once_more_in_the_documents_own_words(
     assert "30 days" in misspelt["citations"][0]["quote"]
     assert misspelt["citations"][0]["ref"] == plain["citations"][0]["ref"]
     assert misspelt["metadata"]["model_calls"] == plain["metadata"]["model_calls"] == 1  # no model was asked
+
+
+async def test_a_real_model_writes_its_own_follow_ups_which_never_reach_the_answer(
+    client_factory: ClientFactory,
+) -> None:
+    def answer(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> str:
+        real = refs_in_prompt(messages)[0]
+        return (
+            f"The monthly rent is 1,450 euros [{real}].\n<follow_ups>\n- When is the rent due?\n"
+            "- Can I keep a cat?\n</follow_ups>"
+        )
+
+    async with client_factory(model=FunctionChatModel(answer)) as client:
+        await upload(client, "c1", ("lease.txt", LEASE))
+        answered = (await client.post("/api/orc", json=body("What is the rent?"))).json()
+        streamed = await client.post(
+            "/api/orc", json=body("What is the rent?"), headers={"Accept": "application/x-ndjson"}
+        )
+        history = (await client.get("/api/sessions/c1")).json()["messages"]
+
+    assert answered["suggestions"] == ["When is the rent due?", "Can I keep a cat?"]
+    events = [json.loads(line) for line in streamed.text.splitlines()]
+    tokens = "".join(event["text"] for event in events if event["type"] == "token")
+    for text in (answered["answer"], tokens, history[1]["content"], history[3]["content"]):
+        assert "follow_ups" not in text and "cat" not in text and "1,450 euros" in text
+    assert events[-1]["suggestions"] == answered["suggestions"]
+    assert answered["metadata"]["model_calls"] == 1  # written in the answer's own request
