@@ -67,38 +67,45 @@ def follow_up_suggestions(
     question: str, sources: Sequence[SourceSpan], citations: Sequence[Citation], answer: str = ""
 ) -> list[str]:
     """Up to :data:`MAX_SUGGESTIONS` follow-up questions grounded in ``sources``: from the spans the answer did not
-    cite first, then from the sentences of cited spans that the answer did not use; one per span."""
+    cite first, then from the sentences of cited spans that the answer did not use."""
     asked = _words(question)
     answered = _words(answer)
     cited = {citation.ref for citation in citations}
     ordered = [source for source in sources if source.ref not in cited] + [s for s in sources if s.ref in cited]
+    per_span = [_candidates(source, asked, answered) for source in ordered]
     suggestions: list[str] = []
     seen = {_key(question)}
-    for source in ordered:
-        for suggestion in _candidates(source, asked, answered):
-            if _key(suggestion) in seen:
+    # The best question of each span first (spread over the sources), then the next best of each, and so on.
+    for depth in range(max((len(found) for found in per_span), default=0)):
+        for found in per_span:
+            if depth >= len(found) or _key(found[depth]) in seen:
                 continue
-            seen.add(_key(suggestion))
-            suggestions.append(suggestion)
+            seen.add(_key(found[depth]))
+            suggestions.append(found[depth])
             if len(suggestions) == MAX_SUGGESTIONS:
                 return suggestions
-            break  # one suggestion per span: spread them over the sources
     return suggestions
 
 
 def _candidates(source: SourceSpan, asked: set[str], answered: set[str]) -> list[str]:
-    found = []
+    """The span's questions, best first: a heading's own question, a specific question about a sentence ("Are pets
+    allowed?"), what the document says about the heading's topic, then "What about …?"; each once."""
+    found: list[tuple[int, int, str]] = []
     heading = _from_heading(source, asked)
     if heading is not None:
-        found.append(heading)
-    for sentence in split_sentences(source.text):
+        found.append((2 if heading.startswith("What does ") else 0, 0, heading))
+    for order, sentence in enumerate(split_sentences(source.text), start=1):
         words = _words(sentence)
         if words and len(words & answered) >= len(words) / 2:
             continue  # the answer already says this
         phrased = _from_sentence(sentence, asked)
         if phrased is not None:
-            found.append(phrased)
-    return [_finished(text) for text in found if len(text) <= MAX_SUGGESTION_CHARS]
+            found.append((3 if phrased.startswith("What about ") else 1, order, phrased))
+    unique: dict[str, str] = {}
+    for _, _, text in sorted(found):
+        if len(text) <= MAX_SUGGESTION_CHARS:
+            unique.setdefault(_key(text), _finished(text))
+    return list(unique.values())
 
 
 # -- from a heading ------------------------------------------------------------------------------------------------

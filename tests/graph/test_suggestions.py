@@ -41,7 +41,7 @@ def test_a_sentence_whose_subject_is_no_noun_phrase_is_not_asked_back() -> None:
 def test_a_heading_that_is_a_question_is_asked_as_it_is_and_a_topic_heading_names_the_document_in_words() -> None:
     sources = [
         span(1, "Use xz -d file.xz to decompress it.", "xz-faq.txt", "XZ Utils FAQ › Q: How do I decompress a file?"),
-        span(2, "Remote work is possible two days a week.", "employee-handbook.md", "Handbook › Remote Work"),
+        span(2, "Staff may work from home two days a week.", "employee-handbook.md", "Handbook › Remote Work"),
         span(3, "Residential lease agreement, Rue Haute 12.", "lease-agreement.md"),
     ]
 
@@ -107,3 +107,14 @@ def test_a_block_keeps_at_most_three_distinct_short_questions() -> None:
     assert follow_ups.strip("Answer. " + block) == "Answer. "
 
     assert follow_ups.suggestions == ["A?", "B?", "C?"]
+
+
+def test_one_long_passage_still_gives_several_questions_the_specific_ones_first() -> None:
+    passage = (
+        "The flat has a kitchen and a cellar. Pets are allowed with the landlord's consent. "
+        "The deposit is 2,900 euros. The monthly rent is 1,450 euros."
+    )
+
+    suggestions = follow_up_suggestions("What is the monthly rent?", [span(1, passage)], [])
+
+    assert suggestions == ["Are pets allowed?", "How much is the deposit?", "What about the flat?"]

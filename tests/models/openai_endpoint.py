@@ -9,9 +9,10 @@ picks a fault by request body (e.g. hang only the requests that embed spans).
 
 It answers from a queue of :class:`Reply` objects: text (JSON, or SSE chunks when ``stream`` is true), tool
 calls, an HTTP error with headers (e.g. 429 with ``retry-after-ms``, or 400 with an OpenAI error ``code`` such as
-``context_length_exceeded``), a hang (no answer until the endpoint is closed) or a cut (the connection drops in
-the middle of the body). uvicorn serves it from a background
-thread on a free port; startup is awaited by polling ``server.started`` against a deadline.
+``context_length_exceeded``), a hang (no answer until the endpoint is closed), a cut (the connection drops in
+the middle of the body) or a stall (the text streams, then nothing until the client goes away: ``stream_closed``
+is set then). A ``responder`` may answer a request by its content before the queue is used. uvicorn serves it
+from a background thread on a free port; startup is awaited by polling ``server.started`` against a deadline.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     code: str | None = None
     """The OpenAI error ``code`` of an error reply (default: the status)."""
-    fault: Literal["hang", "cut", "truncated"] | None = None
+    fault: Literal["hang", "cut", "truncated", "stall"] | None = None
     """``hang``: never answer (until the endpoint stops); ``cut``: drop the connection mid-body; ``truncated``: a
-    complete response whose JSON body stops halfway."""
+    complete response whose JSON body stops halfway; ``stall`` (streamed requests): the text, then nothing more
+    until the client closes the stream."""
 
 
 class OpenAIEndpoint:
@@ -69,6 +71,10 @@ class OpenAIEndpoint:
         """Seconds each embedding request takes on the server (a model's compute time, for benchmarks)."""
         self.answers_floats = False
         """Answer JSON floats even when base64 is asked for (as Ollama does)."""
+        self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
+        """Answers a chat request by its body before the queue is used (``None``: the queue answers)."""
+        self.stream_closed = threading.Event()
+        """Set when a client closed a stalled stream (the caller stopped waiting for the rest)."""
         self.app = FastAPI()
         self.app.post("/v1/chat/completions")(self._chat_completions)
         self.app.post("/v1/embeddings")(self._embeddings)
@@ -81,6 +87,8 @@ class OpenAIEndpoint:
         self.embedding_fault_for = None
         self.meanings = {}
         self.answers_floats = False
+        self.responder = None
+        self.stream_closed.clear()
 
     async def _embeddings(self, request: Request) -> Response:
         body = await request.json()
@@ -119,10 +127,16 @@ class OpenAIEndpoint:
     async def _chat_completions(self, request: Request) -> Response:
         body = await request.json()
         self.requests.append(body)
-        reply = self.replies.pop(0) if self.replies else Reply(status=500, text="script exhausted")
+        chosen = self.responder(body) if self.responder is not None else None
+        if chosen is not None:
+            reply = chosen
+        else:
+            reply = self.replies.pop(0) if self.replies else Reply(status=500, text="script exhausted")
         if reply.fault == "hang":
             await asyncio.to_thread(self.released.wait)
             return Response(status_code=503)
+        if reply.fault == "stall":
+            return StreamingResponse(self._stalled(body["model"], reply), media_type="text/event-stream")
         if reply.fault == "cut":
             return StreamingResponse(
                 _cut(), media_type="text/event-stream" if body.get("stream") else "application/json"
@@ -155,6 +169,18 @@ class OpenAIEndpoint:
                 "usage": usage,
             }
         )
+
+    async def _stalled(self, model: str, reply: Reply) -> AsyncIterator[str]:
+        """The reply's text as SSE chunks, then nothing until the client goes away (or the endpoint stops)."""
+        try:
+            for chunk in _sse(model, Reply(text=reply.text), None):
+                if chunk.startswith("data: [DONE]") or '"finish_reason": "stop"' in chunk:
+                    break
+                yield chunk
+            # Cancelled when the client disconnects (the waiting thread ends when the endpoint stops).
+            await asyncio.to_thread(self.released.wait)
+        finally:
+            self.stream_closed.set()
 
 
 async def _cut() -> AsyncIterator[bytes]:

@@ -47,7 +47,7 @@ def test_a_conversation_from_upload_to_cited_answers_and_deletion(page: Page, tm
 
     page.set_input_files("#file-input", attachments())
     chips_ready(page, 2)
-    expect(page.locator("#diff-banner")).to_contain_text("+2 new")
+    expect(page.locator("#diff-banner")).to_contain_text("Added 2 files")
     expect(page.locator("#all-summary")).to_be_visible()
     page.screenshot(path=shots / "web-files.png")
 
@@ -114,7 +114,7 @@ def test_files_can_be_replaced_and_removed_from_their_chips(page: Page) -> None:
     chips_ready(page, 2)
     page.locator("#chips .chip[data-filename='lease.pdf']").get_by_role("button", name="Remove lease.pdf").click()
     expect(page.locator("#chips .chip")).to_have_count(1)
-    expect(page.locator("#diff-banner")).to_contain_text("−1 deleted")
+    expect(page.locator("#diff-banner")).to_contain_text("Removed 1 file")
 
 
 def test_the_page_works_with_the_keyboard_only(page: Page) -> None:

@@ -32,7 +32,7 @@ def test_the_drawer_attaches_an_artifact_in_one_click_and_the_request_stays_in_t
     card = page.locator(".context-request")
     expect(card).to_be_visible(timeout=WAIT_MS)
     expect(card.locator(".request-timeline .request-asked")).to_contain_text("Asked at")
-    card.get_by_role("button", name="Browse artifacts").click()
+    card.get_by_role("button", name="Pick from this chat").click()
     drawer = page.locator("dialog.artifacts-drawer")
     expect(drawer).to_be_visible()
     expect(drawer.locator(".artifact-document")).to_have_count(2)
@@ -51,7 +51,7 @@ def test_the_drawer_attaches_an_artifact_in_one_click_and_the_request_stays_in_t
     page.locator("#conversations .conversation-open").first.click()
     history = page.locator(".request-history")
     expect(history).to_have_count(1)
-    expect(history.locator("summary")).to_contain_text("Answered with the supplied context")
+    expect(history.locator("summary")).to_contain_text("Answered with what you gave")
     expect(history.locator(".request-supply")).to_contain_text("1,450")  # the earlier answer, attached
     # Where it happened: right after the question it paused, before that question's answer.
     questions = page.locator(".message.user")

@@ -94,7 +94,7 @@ def test_a_first_visit_says_what_to_do_and_a_conversation_reads_without_internal
 
     page.set_input_files("#file-input", [lease_txt()])
     chips_ready(page, 1)
-    expect(page.locator("#diff-banner")).to_contain_text("+1 new, ~0 changed, −0 deleted")
+    expect(page.locator("#diff-banner")).to_contain_text("Added 1 file")
     chip = page.locator("#chips .chip[data-filename='lease.txt']")
     summary = chip.get_by_role("button", name="Summary of lease.txt")
     expect(summary).to_be_visible()
@@ -199,7 +199,7 @@ def test_with_auto_parse_off_files_wait_for_summarize_now(page: Page) -> None:
     page.set_input_files("#file-input", [lease_txt()])
     chips_ready(page, 1)
     chip = page.locator("#chips .chip[data-filename='lease.txt']")
-    expect(chip).to_contain_text("summary waiting")
+    expect(chip).to_contain_text("Summary waiting")
     expect(chip.get_by_role("button", name="Summary of lease.txt")).to_have_count(0)
 
     page.get_by_role("button", name="Summarize now").click()

@@ -29,18 +29,42 @@ function headers(extra = {}) {
   return all;
 }
 
-async function failure(response) {
-  let code = "http_" + response.status;
-  let message = response.statusText || "the request failed";
+function problem(status, text, fallback) {
+  let code = "http_" + status;
+  let message = fallback || "the request failed";
+  let limit;
   try {
-    const body = await response.json();
+    const body = JSON.parse(text);
     code = body.code || code;
     message = body.detail || body.title || message;
+    limit = body.limit;
   } catch {
     // Not JSON: keep the status line.
   }
-  if (response.status === 401 && auth.onUnauthenticated) auth.onUnauthenticated(message);
-  return new ApiError(response.status, code, message);
+  if (status === 401 && auth.onUnauthenticated) auth.onUnauthenticated(message);
+  const error = new ApiError(status, code, message);
+  error.limit = limit;
+  return error;
+}
+
+async function failure(response) {
+  return problem(response.status, await response.text().catch(() => ""), response.statusText);
+}
+
+/** A multipart upload with its progress (fetch cannot report an upload's progress): onProgress(loaded, total). */
+function sendForm(method, path, form, onProgress) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open(method, path);
+    for (const [name, value] of Object.entries(headers())) xhr.setRequestHeader(name, value);
+    xhr.upload.onprogress = (event) => onProgress?.(event.loaded, event.total);
+    xhr.onload = () => {
+      if (xhr.status >= 200 && xhr.status < 300) resolve(JSON.parse(xhr.responseText));
+      else reject(problem(xhr.status, xhr.responseText, xhr.statusText));
+    };
+    xhr.onerror = () => reject(new ApiError(0, "network_error", "the upload did not reach the server"));
+    xhr.send(form);
+  });
 }
 
 /** fetch() with credentials; throws ApiError for any non-2xx answer. */
@@ -129,16 +153,16 @@ export const api = {
   deleteSession: (id) => request(`/api/sessions/${encodeURIComponent(id)}`, { method: "DELETE" }),
   manifest: (id) => getJson(`/api/sessions/${encodeURIComponent(id)}/context`),
   contextStream: (id, signal) => serverEvents(`/api/sessions/${encodeURIComponent(id)}/context/stream`, signal),
-  upload(id, files) {
+  upload(id, files, onProgress) {
     const form = new FormData();
     for (const file of files) form.append("files", file, file.name);
-    return getJson(`/api/sessions/${encodeURIComponent(id)}/context/files`, { method: "POST", body: form });
+    return sendForm("POST", `/api/sessions/${encodeURIComponent(id)}/context/files`, form, onProgress);
   },
-  replace(id, fileId, file) {
+  replace(id, fileId, file, onProgress) {
     const form = new FormData();
     form.append("files", file, file.name);
     const path = `/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}`;
-    return getJson(path, { method: "PUT", body: form });
+    return sendForm("PUT", path, form, onProgress);
   },
   removeFile: (id, fileId) =>
     getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}`, {
@@ -151,6 +175,11 @@ export const api = {
     getJson(`/api/sessions/${encodeURIComponent(id)}/context/files/${encodeURIComponent(fileId)}/retry-parse`, {
       method: "POST",
     }),
+  retryAggregate: (id) =>
+    getJson(`/api/sessions/${encodeURIComponent(id)}/context/digest/retry-parse`, { method: "POST" }),
+  /** Where a session file's bytes are (its file id is its document id). */
+  fileContent: (id, fileId) =>
+    `/api/sessions/${encodeURIComponent(id)}/documents/${encodeURIComponent(fileId)}/content`,
   setAutoParse: (id, on) =>
     getJson(`/api/sessions/${encodeURIComponent(id)}/context`, { method: "PATCH", json: { auto_parse: on } }),
   parseNow: (id) => getJson(`/api/sessions/${encodeURIComponent(id)}/context/parse`, { method: "POST" }),
@@ -180,6 +209,17 @@ export const api = {
   },
   runWithout: (id, requestId) => resumeStream(`${requestPath(id, requestId)}/run-without`),
   cancelRequest: (id, requestId) => getJson(`${requestPath(id, requestId)}/cancel`, { method: "POST" }),
+  /** Save a document under `filename` (a plain link could not carry the API key). */
+  async download(url, filename) {
+    const data = await api.content(`${url}?download=true`);
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(new Blob([data]));
+    link.download = filename;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+  },
   /** The document's bytes (pdf.js needs them as data: it cannot send the API key itself). */
   async content(url) {
     return new Uint8Array(await (await request(url)).arrayBuffer());

@@ -36,7 +36,7 @@ const messages = new Messages({
 });
 const chips = new FileChips({
   onError: showError,
-  onDigest: (title, load, opener) => viewer.digest(title, load, opener),
+  onDigest: (title, load, opener) => viewer.digest(title, load, opener, state.sessionId),
 });
 
 // -- sign-in -----------------------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ async function openConversation(id) {
   try {
     const conversation = await api.session(id);
     $("chat-title").textContent = conversation.title || "Untitled";
-    messages.history(conversation.messages);
+    messages.history(conversation.messages, (question, files) => ask(question, files));
     placeRequests(messages.list, conversation.context_requests || []);
     // A question still waiting for context shows its card again, so it can be answered later.
     for (const pending of (conversation.context_requests || []).filter((r) => r.status === "pending")) {
@@ -224,15 +224,23 @@ function focusContext() {
 
 // -- asking ------------------------------------------------------------------------------------------------
 
-async function ask(question) {
+/** One turn, streamed into a new answer. Regenerate asks the same question again through here, with the files it
+ * was asked with: the same turn, a new answer (both stay in the conversation). */
+async function ask(question, asked) {
+  if (state.asking) return;
   const controller = new AbortController();
   state.asking = controller;
   const sessionId = state.sessionId;
   // The server takes at most max_blob_names files per turn.
-  const files = chips.names().slice(0, state.config.max_blob_names);
+  const files = asked || chips.names().slice(0, state.config.max_blob_names);
   chips.settle();
   messages.question(question, files);
-  const view = messages.answer();
+  let stopped = false;
+  const view = messages.answer({
+    // Closing the stream stops the turn on the server: it is cancelled there and nothing is stored.
+    onStop: () => { stopped = true; controller.abort(); },
+    onRegenerate: () => ask(question, files),
+  });
   $("send").disabled = true;
   // The page can show a context request, so a turn that lacks context may pause and ask for it.
   const turn = { question, conversation_id: sessionId, blob_names: files, context_requests: "allow" };
@@ -243,7 +251,8 @@ async function ask(question) {
       handle(view, event);
     }
   } catch (error) {
-    if (error.name !== "AbortError") view.error(error.message);
+    if (stopped) view.stopped();
+    else if (error.name !== "AbortError") view.error(error.message);
   } finally {
     $("send").disabled = false;
     if (state.asking === controller) state.asking = null;
@@ -425,6 +434,7 @@ async function start() {
   wire();
   state.config = await api.uiConfig();
   $("question").maxLength = state.config.max_question_chars;
+  chips.maxUploadBytes = state.config.max_upload_bytes;
   await signIn(state.config);
   state.sessionId = newSessionId();
   chips.open(state.sessionId, { known: false });

@@ -73,10 +73,30 @@ function stepText(event) {
   return event.message || event.step;
 }
 
+/** The answer as plain text, for the clipboard: markers out, no space left before punctuation. */
+export function plainText(answer) {
+  return withoutMarkers(answer).replace(/[ \t]+([.,;:!?])/g, "$1").trim();
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No clipboard API (a page served over plain HTTP to another machine): the older way still works there.
+    const area = h("textarea", { class: "visually-hidden", "aria-hidden": "true" }, text);
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+}
+
 export class AnswerView {
-  constructor({ onCitation, follow }) {
+  /** `onStop` stops the answer while it streams; `onRegenerate` asks its question again (a new turn). */
+  constructor({ onCitation, follow, onStop, onRegenerate }) {
     this.onCitation = onCitation;
     this.follow = follow || (() => {});
+    this.onRegenerate = onRegenerate;
     this.citations = [];
     this.text = "";
     this.steps = h("ol", { class: "steps" });
@@ -89,8 +109,41 @@ export class AnswerView {
     this.body = h("div", { class: "answer-body streaming", "aria-busy": "true" });
     this.chips = h("ul", { class: "citations", "aria-label": "Sources" });
     this.context = h("p", { class: "context-statement muted" });
+    this.stop = onStop
+      ? h("button", { type: "button", class: "answer-stop", onclick: onStop }, icon("stop"), "Stop")
+      : null;
+    this.actions = h("div", { class: "answer-actions", role: "group", "aria-label": "Answer actions" }, this.stop);
     this.element = h("article", { class: "message assistant", "aria-label": "Answer" }, this.how, this.body,
-      this.chips, this.context);
+      this.chips, this.context, this.actions);
+  }
+
+  /** Copy and Regenerate, once the answer is no longer streaming. */
+  settled() {
+    this.stop?.remove();
+    this.body.classList.remove("streaming");
+    this.body.removeAttribute("aria-busy");
+    if (this.actions.querySelector(".answer-copy, .answer-regenerate")) return;
+    const copy = h("button", {
+      type: "button",
+      class: "answer-copy",
+      onclick: async () => {
+        await copyText(plainText(this.text));
+        copy.lastChild.data = "Copied";
+        setTimeout(() => { copy.lastChild.data = "Copy"; }, 2000);
+      },
+    }, icon("copy"), "Copy");
+    const again = this.onRegenerate
+      ? h("button", { type: "button", class: "answer-regenerate", onclick: this.onRegenerate }, icon("retry"),
+        "Regenerate")
+      : null;
+    this.actions.prepend(copy, again || "");
+  }
+
+  /** The reader stopped the answer: what came is kept on the page, and it can be asked again. */
+  stopped() {
+    this.settled();
+    this.body.append(h("p", { class: "notice", role: "status" }, "Stopped. This answer was not saved."));
+    this.element.dataset.stopped = "true";
   }
 
   step(event) {
@@ -130,6 +183,7 @@ export class AnswerView {
   }
 
   error(message) {
+    this.stop?.remove();
     this.body.classList.remove("streaming");
     this.body.removeAttribute("aria-busy");
     this.body.append(h("p", { class: "error", role: "alert" }, message));
@@ -138,8 +192,7 @@ export class AnswerView {
   /** The final answer: markdown (sanitized), refs in the text turned into citation buttons. */
   finish(answer, metadata) {
     this.text = answer;
-    this.body.classList.remove("streaming");
-    this.body.removeAttribute("aria-busy");
+    this.settled();
     const fragment = renderMarkdown(answer);
     this.linkRefs(fragment, markerCitations(answer, this.citations));
     this.body.replaceChildren(fragment);
@@ -156,7 +209,7 @@ export class AnswerView {
     if (!suggestions?.length) return;
     const chips = suggestions.map((text) =>
       h("li", {}, h("button", { type: "button", class: "suggestion", onclick: () => onAsk(text) }, text)));
-    this.element.append(h("ul", { class: "suggestions", "aria-label": "Suggested follow-up questions" }, ...chips));
+    this.element.append(h("ul", { class: "suggestions", "aria-label": "Suggested questions" }, ...chips));
   }
 
   /** Thumbs up and down for a stored answer; ``rated`` is the rating given before (reopened conversations). */
@@ -177,11 +230,12 @@ export class AnswerView {
         },
       }, icon(rating)));
     const box = h("div", { class: "feedback", role: "group", "aria-label": "Rate this answer" }, ...buttons);
-    this.element.append(box);
+    this.actions.append(box);
   }
 
   /** A context request card under this (paused) answer. */
   request(card) {
+    this.stop?.remove();
     this.body.classList.remove("streaming");
     this.body.removeAttribute("aria-busy");
     this.element.append(card.element);
@@ -233,10 +287,11 @@ export class Messages {
     }, { passive: true });
   }
 
-  /** Bring `element` (a new answer, its card) into view; while streaming, only if the reader is at the end. */
+  /** Show the end of the conversation (a new answer, its card); while streaming, only if the reader is at the
+   * end. Only the list scrolls: scrollIntoView would move the whole page. */
   follow(element, { streaming = false } = {}) {
     if (streaming && !this.pinned) return;
-    element.scrollIntoView({ block: "end" });
+    this.list.scrollTop = this.list.scrollHeight;
     this.pinned = true;
   }
 
@@ -257,8 +312,9 @@ export class Messages {
     this.follow(element);
   }
 
-  answer() {
-    const view = new AnswerView({ onCitation: this.onCitation, follow: (element, options) => this.follow(element, options) });
+  answer(actions = {}) {
+    const follow = (element, options) => this.follow(element, options);
+    const view = new AnswerView({ onCitation: this.onCitation, follow, ...actions });
     this.list.append(view.element);
     this.follow(view.element);
     return view;
@@ -274,22 +330,27 @@ export class Messages {
     this.list.append(h("p", { class: "notice", role: "status" }, text));
   }
 
-  /** A stored conversation: each user message then its answer. */
-  history(messages) {
+  /** A stored conversation: each user message then its answer; `regenerate(question, files)` asks again. */
+  history(messages, regenerate) {
     this.clear();
+    let asked = null;
     for (const message of messages) {
       // A question waiting on its context request is shown with the request's card (app.js), not here.
       if (message.status === "waiting_context") continue;
       if (message.role === "user") {
         this.question(message.content, message.blob_names);
+        asked = message;
         continue;
       }
-      const view = this.answer();
+      const question = asked;
+      const view = this.answer({
+        onRegenerate: question ? () => regenerate(question.content, question.blob_names || []) : null,
+      });
       for (const call of message.tool_calls || []) view.step({ type: "tool", ...call });
       for (const citation of message.citations || []) view.citation(citation);
       view.finish(message.content, { focus_context: message.focus_context, historical_contexts: [] });
       if (this.onRate) view.rate(message.message_id, message.feedback?.rating, this.onRate);
     }
-    this.list.lastElementChild?.scrollIntoView({ block: "end" });
+    this.follow();
   }
 }

@@ -45,6 +45,10 @@ const ICONS = {
   down: "M7 13V4H4v9h3zm0 0l4 7a2 2 0 0 0 3-2l-1-4h5a2 2 0 0 0 2-2l-2-7a2 2 0 0 0-2-1H7",
   retry: "M4 12a8 8 0 1 0 3-6.2M4 4v5h5",
   summary: "M5 4h14v16H5zM8 8h8M8 12h8M8 16h5",
+  download: "M12 4v11M7 10l5 5 5-5M5 20h14",
+  replace: "M4 8h13l-3-3M20 16H7l3 3",
+  copy: "M9 9h11v11H9zM5 15H4V4h11v1",
+  stop: "M7 7h10v10H7z",
 };
 
 /** An inline SVG icon, hidden from assistive technology (its button carries the words). */

@@ -15,8 +15,8 @@ export class RequestCard {
     const slots = event.required.map((slot, index) => this.slot(slot, index));
     this.element = h(
       "section",
-      { class: "context-request", "aria-label": "The answer needs more context" },
-      h("h3", {}, "The answer needs more context"),
+      { class: "context-request", "aria-label": "More information needed" },
+      h("h3", {}, "To answer, I need a little more"),
       ...slots,
       h(
         "div",
@@ -33,7 +33,18 @@ export class RequestCard {
   slot(slot, index) {
     const id = `slot-${this.event.request_id}-${index}`;
     const text = h("textarea", { id, class: "supply-text", rows: "3", placeholder: "Paste the passage here" });
-    const file = h("input", { type: "file", class: "supply-file", "aria-label": `A file for: ${slot.description}` });
+    // The browser's own file button ("Choose File / No file chosen") cannot be styled: a label opens it instead.
+    const chosen = h("span", { class: "supply-chosen muted" });
+    const file = h("input", {
+      type: "file",
+      id: `${id}-file`,
+      class: "supply-file visually-hidden",
+      onchange: () => { chosen.textContent = Array.from(file.files, (f) => f.name).join(", "); },
+    });
+    const picker = h("span", { class: "supply-picker" },
+      h("label", { for: `${id}-file`, class: "button-like" }, "Choose a file",
+        h("span", { class: "visually-hidden" }, ` for: ${slot.description}`)),
+      file, chosen);
     const suggestions = slot.suggestions.map((suggestion) =>
       h("li", {}, h("button", {
         type: "button",
@@ -48,17 +59,17 @@ export class RequestCard {
       suggestions.length ? h("ul", { class: "request-suggestions", "aria-label": "Suggestions" }, ...suggestions) : null,
       h("label", { for: id, class: "visually-hidden" }, `Context for: ${slot.description}`),
       text,
-      file,
+      picker,
       h("button", {
         type: "button",
         class: "supply",
         onclick: () => {
           if (file.files.length) return this.run(() => this.actions.upload(slot.slot, file.files));
           const value = text.value.trim();
-          if (!value) { this.status.textContent = "Paste a passage, pick a file or a suggestion first."; return; }
+          if (!value) { this.status.textContent = "Paste a passage, choose a file or a suggestion first."; return; }
           return this.run(() => this.actions.supply([{ slot: slot.slot, text: value }]));
         },
-      }, "Supply"),
+      }, "Send"),
     );
   }
 

@@ -3,7 +3,7 @@
 // GET …/context-requests/{id}/events) and resolved requests where they happened in a stored conversation.
 // Everything from the server is set as text, never as HTML.
 import { getJson, ndjson, request } from "./api.js";
-import { h, when } from "./dom.js";
+import { h, readable, when } from "./dom.js";
 
 const PAGE_SIZE = 20;
 
@@ -24,17 +24,17 @@ async function* followed(path, signal) {
 /** A drawer listing the session's artifacts; `open(slots, attach)` shows it for one request. */
 export class ArtifactsDrawer {
   constructor() {
-    this.search = h("input", { type: "search", class: "artifacts-search", placeholder: "Search artifacts",
-      "aria-label": "Search artifacts" });
+    this.search = h("input", { type: "search", class: "artifacts-search", placeholder: "Search files and answers",
+      "aria-label": "Search files and answers" });
     this.slot = h("select", { class: "artifacts-slot", "aria-label": "Attach to" });
-    this.list = h("ul", { class: "artifacts-list", "aria-label": "Artifacts" });
+    this.list = h("ul", { class: "artifacts-list", "aria-label": "Files and answers" });
     this.more = h("button", { type: "button", class: "artifacts-more", hidden: true, onclick: () => this.load() },
       "More");
     this.status = h("p", { class: "muted artifacts-status", role: "status" });
     this.element = h(
       "dialog",
-      { class: "artifacts-drawer", "aria-label": "Artifacts you can attach" },
-      h("header", {}, h("h2", {}, "Attach an artifact"),
+      { class: "artifacts-drawer", "aria-label": "Pick from this chat" },
+      h("header", {}, h("h2", {}, "Pick from this chat"),
         h("button", { type: "button", class: "artifacts-close", onclick: () => this.close() }, "Close")),
       this.search, this.slot, this.list, this.more, this.status,
     );
@@ -77,7 +77,7 @@ export class ArtifactsDrawer {
       this.list.append(...page.items.map((item) => this.item(item)));
       this.cursor = page.next_cursor;
       this.more.hidden = !page.next_cursor;
-      const hidden = page.redactions ? ` (${page.redactions} secret(s) redacted)` : "";
+      const hidden = page.redactions ? ` (${page.redactions} hidden: they looked like passwords or keys)` : "";
       this.status.textContent = page.total ? `${this.list.children.length} of ${page.total}${hidden}` : "Nothing to attach yet.";
     } catch (error) {
       this.status.textContent = error.message;
@@ -88,7 +88,7 @@ export class ArtifactsDrawer {
     return h(
       "li",
       { class: `artifact artifact-${item.kind}`, dataset: { id: item.id } },
-      h("span", { class: "artifact-kind muted" }, item.kind),
+      h("span", { class: "artifact-kind muted" }, KINDS[item.kind] || item.kind),
       h("span", { class: "artifact-title" }, item.title),
       item.detail ? h("span", { class: "artifact-detail muted" }, item.detail) : null,
       h("button", {
@@ -100,14 +100,14 @@ export class ArtifactsDrawer {
           this.close();
           this.attach([{ slot: this.slot.value, ...supply }]);
         },
-      }, "Attach"),
+      }, "Use this"),
     );
   }
 }
 
 let drawer = null;
 
-/** Adds to a request card: its timeline (asked, reminder, expiry) and the "Browse artifacts" button. */
+/** Adds to a request card: its timeline (asked, reminder, expiry) and the "Pick from this chat" button. */
 export function decorate(card, sessionId, event) {
   const timeline = h("ul", { class: "request-timeline muted", "aria-label": "Request timeline" });
   const note = (kind, text) => timeline.append(h("li", { class: `request-${kind}` }, text));
@@ -119,7 +119,7 @@ export function decorate(card, sessionId, event) {
       drawer ??= new ArtifactsDrawer();
       drawer.open(sessionId, event.required, (payloads) => card.run(() => card.actions.supply(payloads)));
     },
-  }, "Browse artifacts");
+  }, "Pick from this chat");
   card.element.querySelector(".request-actions")?.prepend(browse);
   card.element.insertBefore(timeline, card.element.children[1] || null);
   const controller = new AbortController();
@@ -139,12 +139,13 @@ export function decorate(card, sessionId, event) {
 }
 
 const OUTCOMES = {
-  supplied: "Answered with the supplied context",
-  run_without: "Answered without the context, as chosen",
-  expired: "Answered without the context: none came before the deadline",
+  supplied: "Answered with what you gave",
+  run_without: "Answered without it, as you chose",
+  expired: "Answered without it: nothing came in time",
   cancelled: "Cancelled: this question was not answered",
-  superseded: "Superseded by a newer message",
+  superseded: "Replaced by a newer question",
 };
+const KINDS = { document: "File", fact: "From a summary", answer: "Earlier answer" };
 
 /** A resolved (or cancelled) request as it happened: what was asked, reminders, supplies, how it ended. */
 export function resolvedRequest(record) {
@@ -153,14 +154,14 @@ export function resolvedRequest(record) {
     ...(record.events || []).filter((e) => e.type === "reminder").map((e) => h("li", { class: "request-reminder" },
       `Reminder at ${time(e.at)}: ${e.note}`)),
     ...record.supplies.map((supply) => h("li", { class: "request-supply" },
-      `Supplied by ${supply.supplied_by} ${when(supply.supplied_at)}: `,
-      supply.text != null ? `“${supply.text.slice(0, 300)}”` : supply.document_id ? `document ${supply.document_id}`
-        : `passage ${supply.source_ref}`)),
+      `Given by ${supply.supplied_by} ${when(supply.supplied_at)}: `,
+      supply.text != null ? `“${supply.text.slice(0, 300)}”` : supply.document_id ? "a file"
+        : `a passage of ${readable(supply.source_ref)}`)),
   ];
   return h(
     "details",
     { class: `request-history request-${record.status}`, dataset: { request: record.request_id } },
-    h("summary", {}, `Context request · ${OUTCOMES[record.outcome] || record.status}`),
+    h("summary", {}, `More information asked for · ${OUTCOMES[record.outcome] || record.status}`),
     h("p", { class: "muted" }, `Asked at ${time(record.created_at)}`),
     h("ul", {}, ...items),
   );

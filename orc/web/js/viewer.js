@@ -68,7 +68,7 @@ export class SourceViewer {
     $("viewer-close").addEventListener("click", () => this.close());
     $("viewer-download").addEventListener("click", (event) => {
       event.preventDefault();
-      this.download();
+      if (this.downloadUrl) api.download(this.downloadUrl, this.filename).catch(this.onError);
     });
     this.panel.addEventListener("keydown", (event) => {
       if (event.key === "Escape") this.close();
@@ -85,11 +85,16 @@ export class SourceViewer {
     $("viewer-title").textContent = title;
     $("viewer-where").textContent = "Loading…";
     this.body.replaceChildren();
-    this.panel.focus();
+    // The panel takes the focus without scrolling anything: the page itself never moves.
+    this.panel.focus({ preventScroll: true });
   }
 
-  async open(sessionId, citation, opener) {
+  /** Open `citation` at its span; `back` (from a summary's source) returns to what was shown before. */
+  async open(sessionId, citation, opener, back) {
     this.show(citation.document, opener);
+    const backButton = back
+      ? h("button", { type: "button", class: "link-button viewer-back", onclick: back }, "← Back to the summary")
+      : "";
     if (citation.document === "supplied") {
       // Text the user pasted into a context request: it is the quote itself, there is no document to open.
       $("viewer-title").textContent = "Your supplied text";
@@ -102,6 +107,7 @@ export class SourceViewer {
       view = await api.source(sessionId, citation.ref);
     } catch (error) {
       $("viewer-where").textContent = error.message;
+      this.body.replaceChildren(backButton);
       return;
     }
     this.downloadUrl = view.content_url;
@@ -118,16 +124,25 @@ export class SourceViewer {
     const excerpt = this.excerpt(view);
     if (view.media_type === "application/pdf" && view.page) {
       const holder = h("div", { class: "pdf-page", "aria-hidden": "true" });
-      this.body.replaceChildren(holder, h("h3", { class: "visually-hidden" }, "Text of the page"), excerpt);
+      this.body.replaceChildren(backButton, holder, h("h3", { class: "visually-hidden" }, "Text of the page"), excerpt);
       try {
         await this.renderPdfPage(holder, view);
+        this.reveal(holder.querySelector(".highlight"));
       } catch (error) {
         holder.replaceChildren(h("p", { class: "error" }, `The page could not be drawn: ${error.message}`));
       }
     } else {
-      this.body.replaceChildren(excerpt);
+      this.body.replaceChildren(backButton, excerpt);
+      this.reveal(excerpt.querySelector("mark"));
     }
-    this.body.querySelector("mark")?.scrollIntoView({ block: "center" });
+  }
+
+  /** Scroll the panel's body (and nothing else: scrollIntoView would move the page too) to show `element`. */
+  reveal(element) {
+    if (!element) return;
+    const box = this.body.getBoundingClientRect();
+    const at = element.getBoundingClientRect();
+    this.body.scrollTop += at.top - box.top - Math.max(0, (box.height - at.height) / 3);
   }
 
   /** The extracted text around the span, the quote in a <mark>: text nodes only. */
@@ -176,8 +191,9 @@ export class SourceViewer {
     holder.dataset.rendered = "true";
   }
 
-  /** A file's digest (or the summary of all files): its summary and facts, each fact with where it comes from. */
-  async digest(title, load, opener) {
+  /** A file's summary (or the summary of all files) and its key points, each with the passages it comes from:
+   * a passage opens at its span, with a way back to the summary. */
+  async digest(title, load, opener, sessionId) {
     this.show(title, opener);
     let digest;
     try {
@@ -187,29 +203,24 @@ export class SourceViewer {
       return;
     }
     $("viewer-where").textContent = "Summary";
-    const facts = (digest.facts || []).map((fact) =>
-      h("li", {}, fact.claim, " ", h("span", { class: "muted" }, `(${(fact.sources || []).map(sourceName).join(", ")})`)));
+    const again = () => this.digest(title, load, opener, sessionId);
+    const source = (ref, claim) => {
+      const { filename, spanId, hint } = splitSourceRef(ref);
+      const label = hint ? `${filename}, ${hint}` : filename;
+      if (!spanId) return label;
+      // The point's own words mark where it is said (the whole passage when it is put otherwise).
+      const citation = { ref: `${filename}::${spanId}`, document: filename, quote: claim };
+      return h("button", { type: "button", class: "link-button fact-source",
+        onclick: () => this.open(sessionId, citation, opener, again) }, label);
+    };
+    const facts = (digest.facts || []).map((fact) => h("li", {}, fact.claim, " ", h("span", { class: "muted" },
+      "(", ...(fact.sources || []).flatMap((ref, index) => [index ? ", " : "", source(ref, fact.claim)]), ")")));
     this.body.replaceChildren(
       h("div", { class: "digest" },
         h("p", { class: "digest-summary" }, digest.summary || "No summary."),
         facts.length ? h("h3", {}, "Key points") : null,
         facts.length ? h("ul", { class: "digest-facts" }, ...facts) : null),
     );
-  }
-
-  async download() {
-    if (!this.downloadUrl) return;
-    try {
-      const data = await api.content(`${this.downloadUrl}?download=true`);
-      const url = URL.createObjectURL(new Blob([data]));
-      const link = h("a", { href: url, download: this.filename });
-      document.body.append(link);
-      link.click();
-      link.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
-    } catch (error) {
-      this.onError(error);
-    }
   }
 
   close() {
@@ -220,8 +231,11 @@ export class SourceViewer {
   }
 }
 
-/** "lease.pdf, p. 2" from a SourceRef "lease.pdf::S3::p. 2" (the span id means nothing to a reader). */
-function sourceName(ref) {
+/** The parts of a SourceRef "lease.pdf::S3::p. 2": the file, its span id and the readable hint after it (a
+ * filename may itself hold "::", so the span id is the last part that looks like one). */
+export function splitSourceRef(ref) {
   const parts = String(ref).split("::");
-  return parts.length > 2 ? `${parts[0]}, ${parts.slice(2).join(" ")}` : parts[0];
+  const at = parts.findLastIndex((part, index) => index > 0 && /^S\d+$/.test(part));
+  if (at < 0) return { filename: parts[0], spanId: null, hint: parts.slice(1).join(" ") };
+  return { filename: parts.slice(0, at).join("::"), spanId: parts[at], hint: parts.slice(at + 1).join(" ") };
 }
