@@ -1,6 +1,6 @@
 // orc on Azure: a Function App on Flex Consumption, Cosmos DB serverless, a Storage account (documents blob
 // container and queues), an Azure OpenAI deployment and Application Insights. orc reaches every data plane
-// with one user-assigned managed identity holding exactly the roles README "Identity and roles" lists; keys
+// with one user-assigned managed identity holding exactly the roles docs/deploying-to-azure.md "Identity and roles" lists; keys
 // are switched off on Cosmos DB, Storage and Azure OpenAI. The Functions host's own storage (its leases and
 // the deployment package) uses the app's system-assigned identity, so orc's identity stays minimal.
 targetScope = 'resourceGroup'

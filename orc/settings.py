@@ -28,8 +28,8 @@ REMOVED = {
     "ORC_TOOL_TIMEOUT_SECONDS": "one tool call may take 120 s; ORC_TURN_TIMEOUT bounds the whole turn",
     "ORC_IDEMPOTENCY_TTL_SECONDS": "Idempotency-Key responses are kept for 24 hours",
 }
-"""Settings that became constants (README, "Changes"), and what holds instead: an operator who still sets one is
-told it has no effect rather than left to wonder."""
+"""Settings that became constants (docs/configuration.md, "Changes"), and what holds instead: an operator who still
+sets one is told it has no effect rather than left to wonder."""
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +299,9 @@ class Settings(BaseSettings):
     def model_post_init(self, context: Any, /) -> None:
         """Warn about each removed setting the environment still sets (pydantic-settings ignores it silently)."""
         for name in sorted(REMOVED.keys() & os.environ.keys()):
-            log.warning("%s is no longer a setting and has no effect: %s (README, Changes)", name, REMOVED[name])
+            log.warning(
+                "%s is no longer a setting and has no effect: %s (docs/configuration.md, Changes)", name, REMOVED[name]
+            )
 
     @field_validator("redact_patterns", mode="before")
     @classmethod

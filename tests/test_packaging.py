@@ -1,5 +1,6 @@
 """Deployment files agree with the code: requirements.txt with pyproject.toml, the Bicep template with the
-settings model and the README's roles. (bicep and az are not installed here, so the template is read as text.)"""
+settings model and the roles docs/deploying-to-azure.md lists (bicep and az are not installed here: the template
+is read as text)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from orc.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 BICEP = (ROOT / "infra" / "main.bicep").read_text(encoding="utf-8")
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+DEPLOYING = (ROOT / "docs" / "deploying-to-azure.md").read_text(encoding="utf-8")
 ROLE_NAMES = {
     "00000000-0000-0000-0000-000000000002": "Cosmos DB Built-in Data Contributor",
     "ba92f5b4-2d11-453d-a403-e96b0029c9fe": "Storage Blob Data Contributor",
@@ -72,15 +73,15 @@ def test_every_orc_setting_the_template_sets_exists_in_the_settings_model() -> N
     assert set_by_template <= known, set_by_template - known
 
 
-def test_the_template_sets_the_settings_the_readme_requires_on_azure() -> None:
+def test_the_template_sets_the_settings_the_guide_requires_on_azure() -> None:
     for name in ("ORC_STORAGE", "ORC_COSMOS_ENDPOINT", "ORC_BLOB_ACCOUNT_URL", "ORC_MODEL", "ORC_AUTH"):
         assert f"name: '{name}'" in BICEP
     for name in ("PYTHON_ENABLE_INIT_INDEXING", "AZURE_CLIENT_ID", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"):
         assert f"name: '{name}'" in BICEP
 
 
-def test_orcs_identity_gets_exactly_the_roles_the_readme_lists() -> None:
-    section = README[README.index("### Identity and roles") : README.index("### Data layout")]
+def test_orcs_identity_gets_exactly_the_roles_the_guide_lists() -> None:
+    section = DEPLOYING[DEPLOYING.index("### Identity and roles") : DEPLOYING.index("### Data layout")]
     listed = set(re.findall(r"^- \*\*(.+?)\*\*", section, flags=re.MULTILINE))
     # Each role assignment names its role definition variable and its principal; orc's is `identity`.
     assignments = re.findall(

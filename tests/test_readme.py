@@ -1,5 +1,7 @@
-"""The README is the operator's reference: it opens with the two commands and its examples run (its settings
-table: tests/test_settings_documented.py)."""
+"""The README is for users: it stays short, goes from install to deploy in order, and everything it names is
+real — its commands run as written from a clone (on the files the clone has), its Python runs, each `make` target,
+file and link it names exists. The internals it links to live in docs/ (settings: tests/test_settings_documented.py;
+figures: tests/test_readme_figures.py)."""
 
 from __future__ import annotations
 
@@ -12,76 +14,92 @@ import pytest
 
 from orc.cli import main
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = {path.name: path.read_text(encoding="utf-8") for path in (ROOT / "docs").glob("*.md")}
+MAX_LINES = 450
+USER_SECTIONS = [
+    "Install",
+    "Try it",
+    "Ask about your own documents",
+    "Use the chat page",
+    "Use it from an MCP client",
+    "Use it as a library",
+]
+NOT_RUN = {"serve", "chat", "mcp"}
+"""Commands that do not end by themselves (``orc mcp install … --print`` does, and runs)."""
 
 
-def test_the_readme_opens_with_what_a_user_needs_in_order() -> None:
-    opening = README[: README.index("\n---\n")]
-    headings = re.findall(r"^## (.+)$", opening, flags=re.MULTILINE)
-    assert headings == ["Install", "Try it", "Ask about your own documents", "Use the chat page", "Deploy", "Develop"]
-    assert "pip install" in opening and "make demo" in opening and "orc serve" in opening and "make test" in opening
-    assert "docs/deploying-to-azure.md" in opening
+def code_blocks(language: str, text: str = README) -> list[str]:
+    """The fenced blocks of ``language`` in ``text``, in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
 
 
-def test_every_screenshot_and_document_the_readme_links_exists() -> None:
-    root = Path(__file__).resolve().parents[1]
-    linked = re.findall(r"\]\((docs/[^)#]+)", README)
-    assert "docs/web-dark.png" in linked and "docs/web-phone.png" in linked and "docs/web-empty.png" in linked
-    missing = [path for path in linked if not (root / path).exists()]
-    assert missing == []
-
-
-def code_blocks(language: str) -> list[str]:
-    """The README's fenced blocks of ``language``, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```$", README, flags=re.MULTILINE | re.DOTALL)
-
-
-def orc_commands() -> list[list[str]]:
-    """Every ``orc …`` line of the README's shell blocks that runs offline and ends by itself (not serve, mcp or the
-    interactive chat), as argv without the comment."""
+def shell_lines(text: str = README) -> list[list[str]]:
+    """Every command line of the shell blocks, as argv without its comment (continuation lines joined)."""
     commands = []
-    for block in code_blocks("sh"):
-        for line in block.splitlines():
-            if not line.startswith("orc "):
-                continue
-            argv = shlex.split(line, comments=True)[1:]
-            if argv[0] not in ("serve", "mcp", "chat"):
+    for block in code_blocks("sh", text):
+        for line in block.replace("\\\n", " ").splitlines():
+            argv = shlex.split(line, comments=True)
+            if argv:
                 commands.append(argv)
     return commands
 
 
-def write_samples(folder: Path) -> None:
-    """The files the README's examples name: a lease PDF, an annex DOCX and a folder of contracts."""
-    from docx import Document
-    from fpdf import FPDF
-
-    def pdf(path: Path, lines: list[str]) -> None:
-        document = FPDF()
-        document.add_page()
-        document.set_font("helvetica", size=11)
-        for line in lines:
-            document.multi_cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
-        document.output(str(path))
-
-    lease = ["Either party may end the lease by giving 60 days' written notice.", "The deposit is 1,500 euros."]
-    pdf(folder / "lease.pdf", lease)
-    annex = Document()
-    annex.add_paragraph("Annex: the tenant may keep one cat.")
-    annex.save(str(folder / "annex.docx"))
-    (folder / "contracts").mkdir()
-    pdf(folder / "contracts" / "supply.pdf", ["The supply contract requires 30 days' notice to terminate."])
+def orc_commands() -> list[list[str]]:
+    """The README's ``orc …`` lines that run offline and end by themselves, as argv after ``orc``."""
+    runnable = []
+    for argv in shell_lines():
+        if argv[0] != "orc":
+            continue
+        if argv[1] in NOT_RUN and not (argv[1] == "mcp" and "--print" in argv):
+            continue
+        runnable.append(argv[1:])
+    return runnable
 
 
 @pytest.fixture
-def samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "work"
+def clone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working folder that reads like the root of a clone (its top-level entries linked), so the README's
+    relative paths resolve as a user's would and what the commands write stays in the test's folder."""
+    folder = tmp_path / "orc"
     folder.mkdir()
-    write_samples(folder)
+    for entry in ("orc", "docs", "bench", "mcp_server", "prompts", "pyproject.toml"):
+        (folder / entry).symlink_to(ROOT / entry)
     monkeypatch.chdir(folder)
     return folder
 
 
-def test_every_python_block_of_the_readme_runs_as_written(samples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_is_short_and_goes_from_install_to_deploy_in_order() -> None:
+    headings = re.findall(r"^## (.+)$", README, flags=re.MULTILINE)
+
+    assert len(README.splitlines()) <= MAX_LINES
+    assert headings[: len(USER_SECTIONS)] == USER_SECTIONS
+    assert headings.index("Deploy to Azure") > headings.index("Use it as a library")
+    assert "pip install -e ." in README and "make demo" in README and "orc serve" in README
+
+
+def test_every_file_folder_and_link_the_readme_names_exists() -> None:
+    linked = re.findall(r"\]\(([^)#\s]+)", README)
+    named = re.findall(r"`((?:orc|docs|bench|tests|infra|tools|mcp_server|prompts)/[\w./-]+)`", README)
+    paths_in_commands = [arg.lstrip("@").split("=", 1)[-1] for argv in shell_lines() for arg in argv if "/" in arg]
+    local = [path for path in paths_in_commands if path.split("/")[0] in ("orc", "docs", "bench")]
+
+    assert "docs/web-dark.png" in linked and "docs/configuration.md" in linked
+    assert "orc/samples/lease-agreement.md" in local
+    missing = [path for path in [*linked, *named, *local] if not (ROOT / path).exists()]
+    assert missing == []
+
+
+def test_every_make_target_the_readme_names_is_in_the_makefile() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = {argv[1] for argv in shell_lines() if argv[0] == "make"} | set(re.findall(r"`make (\w[\w-]*)`", README))
+
+    assert {"demo", "test"} <= targets
+    assert [target for target in targets if not re.search(rf"^{target}:", makefile, re.MULTILINE)] == []
+
+
+def test_every_python_block_of_the_readme_runs_as_written(clone: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = code_blocks("python")
     assert blocks
     for block in blocks:
@@ -89,9 +107,20 @@ def test_every_python_block_of_the_readme_runs_as_written(samples: Path, capsys:
     assert "60 days" in capsys.readouterr().out
 
 
-def test_every_orc_command_of_the_readme_runs_as_written(samples: Path) -> None:
+def test_every_orc_command_of_the_readme_runs_as_written(clone: Path) -> None:
     commands = orc_commands()
     assert len(commands) >= 10
     for argv in commands:
         expanded = [match for arg in argv for match in (sorted(glob.glob(arg)) if "*" in arg else [arg])]
         assert main(expanded) == 0, argv
+    assert (clone / "eval-samples.md").is_file()
+
+
+def test_the_docs_link_only_to_what_exists() -> None:
+    missing = [
+        (name, target)
+        for name, text in DOCS.items()
+        for target in re.findall(r"\]\(([^)#\s]+)", text)
+        if not target.startswith("http") and not (ROOT / "docs" / target).exists()
+    ]
+    assert missing == []

@@ -6,7 +6,7 @@ own python, not resolved through its symlink, so the venv's packages are found),
 ``ORC_HOME``. Every client here gets ``--tool-names underscore``: Claude Desktop refuses a whole tool list when one
 name is not ``^[a-zA-Z0-9_-]{1,64}$``, and underscore names are safe in Cursor and VS Code too.
 
-Where each host reads its config (user level; documented in the README):
+Where each host reads its config (user level; documented in docs/mcp.md):
 
 - ``claude`` (Claude Desktop): ``~/Library/Application Support/Claude/claude_desktop_config.json`` (macOS),
   ``%APPDATA%\\Claude\\claude_desktop_config.json`` (Windows), ``$XDG_CONFIG_HOME/Claude/...`` or
