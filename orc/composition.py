@@ -357,7 +357,11 @@ async def build_runtime(
                 offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
                 limits=limits,
                 # Chosen once here, off the event loop: loading a tiktoken encoding reads files.
-                token_counter=await asyncio.to_thread(token_counter_for, documents.model_label),
+                token_counter=await asyncio.to_thread(
+                    token_counter_for,
+                    documents.model_label,
+                    tiktoken=models.default.capabilities.counted_with_tiktoken,
+                ),
                 titles=titles,
                 handoff=handoff,
                 session_digest=PromptDigests(documents.context_files).text,

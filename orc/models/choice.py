@@ -25,6 +25,9 @@ class ModelCapabilities:
     """Worth a request to title a new conversation."""
     asks_for_context: bool = True
     """May be offered the ``request_context`` tool, to pause a turn that lacks context."""
+    counted_with_tiktoken: bool = True
+    """Its prompts' budgets are counted with OpenAI's tiktoken encodings (exact for OpenAI's models, close for other
+    served ones); a model with no tokenizer of its own (the offline model, test doubles) is counted by estimate."""
 
 
 REAL_MODEL = ModelCapabilities()

@@ -87,7 +87,7 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
 
     model_name: str = OFFLINE_MODEL_NAME
     orc_capabilities: ClassVar[ModelCapabilities] = ModelCapabilities(
-        cites_by_construction=True, titles_conversations=False, asks_for_context=False
+        cites_by_construction=True, titles_conversations=False, asks_for_context=False, counted_with_tiktoken=False
     )
 
     @property

@@ -134,15 +134,16 @@ class TiktokenTokens:
         return head.rstrip() + "…"
 
 
-def token_counter_for(model_label: str) -> TokenCounter:
+def token_counter_for(model_label: str, *, tiktoken: bool = True) -> TokenCounter:
     """The counter for the model labelled ``model_label`` (``gpt-4o``, ``azure deployment``, ``… (offline)``).
 
-    The offline model gets the estimate; any other the tiktoken encoding of its family (``o200k_base`` for the
-    gpt-4o, gpt-4.1, gpt-5 and o1 families, else ``cl100k_base``), read from the package. An encoding that cannot
-    be loaded logs a warning and the estimate is used. Loading reads and checks a few megabytes: call it off the
-    event loop (it is done once per process and encoding).
+    A model counted with ``tiktoken`` (its capabilities say: every served model) gets the encoding of its family
+    (``o200k_base`` for the gpt-4o, gpt-4.1, gpt-5 and o1 families, else ``cl100k_base``), read from the package;
+    the offline model and test doubles get the estimate. An encoding that cannot be loaded logs a warning and the
+    estimate is used. Loading reads and checks a few megabytes: call it off the event loop (it is done once per
+    process and encoding).
     """
-    if "(offline)" in model_label:
+    if not tiktoken or "(offline)" in model_label:
         return EstimatedTokens()
     encoding_name = next(
         (name for prefix, name in _ENCODINGS.items() if model_label.lower().startswith(prefix)), _DEFAULT_ENCODING

@@ -12,7 +12,7 @@ import threading
 import time
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, ClassVar, NamedTuple, TypeAlias
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall
@@ -20,6 +20,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
 from orc.errors import ScriptExhausted
+from orc.models.choice import ModelCapabilities
 from orc.models.messages import (
     Reply,
     ToolSchemaChatModel,
@@ -59,6 +60,8 @@ class _RecordingChatModel(ToolSchemaChatModel):
     """Plumbing shared by the doubles: recording, latency, usage, streaming and ``bind_tools``."""
 
     model_name: str = "scripted"
+    orc_capabilities: ClassVar[ModelCapabilities] = ModelCapabilities(counted_with_tiktoken=False)
+    """A real model in every way a turn treats one, but with no tokenizer: budgets are estimated, as tests size them."""
     latency: float = Field(default=0.0, ge=0.0)
     """Seconds each request takes, to simulate model round trips in benchmarks."""
 

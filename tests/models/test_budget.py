@@ -79,3 +79,4 @@ def test_served_models_count_with_their_familys_encoding_and_the_offline_model_e
     assert token_counter_for("gpt-4.1").name == "o200k_base"
     assert token_counter_for("my-azure-deployment").name == "cl100k_base"
     assert token_counter_for("orc-offline-extractive (offline)").name == "estimate"
+    assert token_counter_for("function", tiktoken=False).name == "estimate"  # a test double has no tokenizer
