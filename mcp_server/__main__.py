@@ -62,17 +62,17 @@ async def serve(principal: Principal, tool_names: ToolNameForm | None = None, al
     from mcp_server.tools import local_files
     from orc.composition import build_document_services
     from orc.foundation import build_foundation
-    from orc.output_policy import OutputPolicy
     from orc.settings import Settings
 
     settings = Settings()
     folders = local_files.folders_from([*settings.mcp_allowed_dirs, *allow_dirs])
     form = tool_names or settings.mcp_tool_names or STDIO_TOOL_NAMES
     async with AsyncExitStack() as stack:
-        services = await build_document_services(settings, stack, await build_foundation(settings, stack))
+        foundation = await build_foundation(settings, stack)
+        services = await build_document_services(settings, stack, foundation)
         server = services.server if form == "dotted" else build_mcp_server(services.mcp, tool_names=form)
         local_files.register(server, services.mcp.session_files, services.mcp.scopes, folders)
-        await run_stdio(server, principal, OutputPolicy.allowing(settings.output_image_hosts))
+        await run_stdio(server, principal, foundation.output_policy)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,22 +21,18 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_server.output import cleaned_value
 from orc.json_depth import MAX_JSON_DEPTH, too_deep
-from orc.output_policy import OutputPolicy
 
 
 class _StreamableHttpEndpoint:
-    """An ASGI app that hands every HTTP request to the server's session manager, whatever its path, and passes
-    every tool result through the output policy before it leaves.
+    """An ASGI app that hands every HTTP request to the server's session manager, whatever its path.
 
-    The policy applies here, at the published transport, and not in the tools: the orchestrator's in-memory
-    session reads the same tools and needs the documents' text as it is (the answer it makes is cleaned).
+    Its tool results are cleaned by the output policy where the HTTP app serializes every response
+    (:mod:`orc.http.output_door`), not here.
     """
 
-    def __init__(self, server: FastMCP, policy: OutputPolicy) -> None:
+    def __init__(self, server: FastMCP) -> None:
         self._server = server
-        self._policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") == "POST":
@@ -45,27 +41,7 @@ class _StreamableHttpEndpoint:
             if too_deep(request_body):
                 await _parse_error(send, f"the JSON-RPC message nests deeper than {MAX_JSON_DEPTH} levels")
                 return
-        start: Message | None = None
-        body: list[bytes] = []
-
-        async def cleaning_send(message: Message) -> None:
-            nonlocal start
-            if message["type"] == "http.response.start" and _is_json(message):
-                start = message
-                return
-            if start is None:
-                await send(message)
-                return
-            body.append(message.get("body", b""))
-            if message.get("more_body", False):
-                return
-            cleaned = _cleaned_body(b"".join(body), self._policy)
-            headers = [(key, value) for key, value in start.get("headers", []) if key.lower() != b"content-length"]
-            headers.append((b"content-length", str(len(cleaned)).encode()))
-            await send({**start, "headers": headers})
-            await send({"type": "http.response.body", "body": cleaned})
-
-        await self._server.session_manager.handle_request(scope, receive, cleaning_send)
+        await self._server.session_manager.handle_request(scope, receive, send)
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
@@ -103,26 +79,6 @@ async def _parse_error(send: Send, detail: str) -> None:
     await send({"type": "http.response.body", "body": body.encode()})
 
 
-def _is_json(start: Message) -> bool:
-    return any(
-        key.lower() == b"content-type" and value.split(b";")[0].strip().lower() == b"application/json"
-        for key, value in start.get("headers", [])
-    )
-
-
-def _cleaned_body(body: bytes, policy: OutputPolicy) -> bytes:
-    """A JSON-RPC response (or batch) with every string of its results cleaned; anything else unchanged."""
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return body
-    items = document if isinstance(document, list) else [document]
-    for item in items:
-        if isinstance(item, dict) and isinstance(item.get("result"), dict):
-            item["result"] = cleaned_value(item["result"], policy)
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 def default_allowed_origins(allowed_hosts: Sequence[str]) -> list[str]:
     """``http://`` and ``https://`` origins for each allowed host pattern (browsers send an Origin header)."""
     return [f"{scheme}://{host}" for host in allowed_hosts for scheme in ("http", "https")]
@@ -133,14 +89,13 @@ def build_mcp_http_app(
     *,
     allowed_hosts: list[str],
     allowed_origins: list[str] | None = None,
-    output_policy: OutputPolicy | None = None,
 ) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
     """Configure ``server`` for stateless JSON streamable HTTP; return the endpoint and its lifespan.
 
     ``allowed_hosts`` are Host header values, exact or with a ``:*`` port wildcard (``"orc.example.com"``,
     ``"127.0.0.1:*"``). Enter the returned lifespan (once: the session manager cannot be restarted) in the
     outer app's lifespan, and route both ``/api/mcp`` and ``/api/mcp/`` to the endpoint (:func:`mcp_routes`).
-    Every tool result the endpoint answers passes ``output_policy`` (default: no images, no script links).
+    Serve it behind the output policy (the HTTP app's :class:`~orc.http.output_door.OutputDoor` does).
 
     Must be called before anything else calls ``server.streamable_http_app()``: the SDK freezes these
     settings into the session manager on the first call.
@@ -170,7 +125,7 @@ def build_mcp_http_app(
     def lifespan() -> AbstractAsyncContextManager[None]:
         return server.session_manager.run()
 
-    return _StreamableHttpEndpoint(server, output_policy or OutputPolicy()), lifespan
+    return _StreamableHttpEndpoint(server), lifespan
 
 
 def mcp_routes(path: str, app: ASGIApp) -> list[BaseRoute]:

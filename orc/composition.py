@@ -54,7 +54,6 @@ from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.factory import build_chat_model, model_label
 from orc.models.prompting import restore_prompts, use_prompts
 from orc.models.tokens import token_counter_for
-from orc.output_policy import OutputPolicy
 from orc.periodic import every
 from orc.principal import Principal
 from orc.prompt_source import prompts_for
@@ -365,7 +364,7 @@ async def build_runtime(
                 titles=titles,
                 handoff=handoff,
                 session_digest=PromptDigests(documents.context_files).text,
-                output_policy=OutputPolicy.allowing(settings.output_image_hosts),
+                output_policy=base.output_policy,
             )
         )
         orchestrator = Orchestrator(

@@ -239,6 +239,8 @@ class Foundation:
     """Conversation history (written by turns, read by the sessions service and the scopes)."""
     sessions: Sessions
     """The caller's conversations: list, get, rename, rate, export."""
+    output_policy: OutputPolicy
+    """What a client may receive of any text (answers, exports, every response and tool result): built once."""
     session_files: SessionFiles
     """The files attached to each conversation."""
     directory: ContextDirectory
@@ -340,13 +342,13 @@ async def build_foundation(
         max_upload_bytes=settings.max_upload_bytes,
         admission=uploads,
     )
+    output_policy = OutputPolicy.allowing(settings.output_image_hosts)
     return Foundation(
         settings=settings,
         stores=stores,
         conversations=conversations,
-        sessions=Sessions(
-            conversations, files, context_requests, exports, OutputPolicy.allowing(settings.output_image_hosts)
-        ),
+        sessions=Sessions(conversations, files, context_requests, exports, output_policy),
+        output_policy=output_policy,
         session_files=files,
         directory=directory,
         context_documents=context_documents,

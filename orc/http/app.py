@@ -35,6 +35,7 @@ from orc.http.body_deadline import BodyDeadline
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
 from orc.http.openapi_events import add_event_schemas
+from orc.http.output_door import OutputDoor
 from orc.http.response_headers import NoSniffing
 from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
 from orc.output_policy import OutputPolicy
@@ -150,9 +151,7 @@ def create_app(
             settings, model=model, stores=stores, digest_model=digest_model, policy=policy
         ) as services:
             mcp_app, mcp_lifespan = build_mcp_http_app(
-                services.published_mcp_server,
-                allowed_hosts=settings.mcp_allowed_hosts,
-                output_policy=OutputPolicy.allowing(settings.output_image_hosts),
+                services.published_mcp_server, allowed_hosts=settings.mcp_allowed_hosts
             )
             async with mcp_lifespan():
                 app.state.services = services
@@ -240,5 +239,12 @@ def create_app(
         return StreamLimits(early, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
 
     served = NoSniffing(BodyDeadline(BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for), authenticator))
+
+    def output_policy() -> OutputPolicy:
+        services: Services | None = getattr(api.state, "services", None)
+        return services.foundation.output_policy if services is not None else OutputPolicy()
+
+    # Every response, whoever answers it, leaves through the output policy.
+    door = OutputDoor(served, output_policy)
     # A principal header nobody vouches for must not be trusted anywhere: refuse everything, say why in the log.
-    return RefuseEveryRequest(served) if easyauth_is_off(settings) else served
+    return RefuseEveryRequest(door) if easyauth_is_off(settings) else door

@@ -24,6 +24,7 @@ from orc.turns import TurnRequest, TurnResult
 from tests.adversarial.hostile import CORPUS, survivors
 from tests.http.conftest import open_client, upload
 from tests.mcp_server.helpers import connect
+from tests.models.openai_endpoint import OpenAIEndpoint, Reply, serve
 
 HOSTILE = "The rent is 900 euros. " + " ".join(CORPUS[:4])
 
@@ -50,6 +51,72 @@ def test_images_from_an_allowed_host_and_plain_links_stay() -> None:
 )
 def test_markup_is_counted_wherever_the_html_tokenizer_finds_it(text: str, html: int) -> None:
     assert OutputPolicy().clean(text)[1].html == html
+
+
+# Constructs a stream can split where a careless cut point would let them through: a link text over two lines, a
+# destination after a line break, a nested link, a definition's target on the next line, a tag over two lines.
+SPLIT_PRONE = (
+    *CORPUS,
+    "[a](\njavascript:alert(1))",
+    "[a [b](javascript:1) c](https://x.example)",
+    "x [r]:\njavascript:alert(1)",
+    "  [r]: javascript:alert(1)\nsee [r]",
+    "<img\nsrc=x onerror=alert(1)>",
+    "[ [x]( <javascript:alert(1)> )",
+    "<![![n](javascript:1)](https://evil.example)",
+)
+
+
+def _splits(text: str) -> list[list[str]]:
+    """The text one character at a time, and cut in two at every place."""
+    return [list(text)] + [[text[:at], text[at:]] for at in range(1, len(text))]
+
+
+@pytest.mark.parametrize("hostile", SPLIT_PRONE)
+def test_a_streamed_text_in_any_pieces_is_sent_exactly_as_the_whole_text_is_cleaned(hostile: str) -> None:
+    policy = OutputPolicy()
+    text = f"The rent is 900 euros [lease.txt::S1]. {hostile} Paid monthly."
+    whole, removed = policy.clean(text)
+
+    for pieces in _splits(text):
+        stream = policy.stream()
+        sent = "".join(stream.feed(piece) for piece in pieces) + stream.flush()
+        assert (sent, stream.removed) == (whole, removed), pieces
+    assert survivors(whole) == [] and removed.total >= 1
+
+
+def _streamed(response_lines: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in response_lines if line.strip()]
+
+
+async def test_an_answer_whose_links_a_model_streams_in_pieces_is_sent_stored_and_counted_as_one_text() -> None:
+    # Deltas as a real model's tokens cut them: inside the link texts, the schemes and the tag.
+    pieces = [
+        "The rent is 900 euros [lease.txt::S1]. It is due monthly [multi\nlin",
+        "e](javascript",
+        ":alert(1)) [lease.txt::S1]. Pay it [pay",
+        " here](java",
+        "script:alert(3)) [lease.txt::S1]. Then <im",
+        "g src=x onerror=alert(2)> [lease.txt::S1].",
+    ]
+    for running in serve(OpenAIEndpoint()):
+        running.endpoint.reset(Reply(text="".join(pieces), pieces=pieces))
+        settings = Settings(
+            model="openai:test-model", model_base_url=running.base_url, model_api_key="k-123456", digest_model="offline"
+        )
+        async with open_client(settings) as client:
+            await upload(client, "c1", ("lease.txt", b"The rent is 900 euros."))
+            turn = {"question": "What is the rent?", "conversation_id": "c1", "blob_names": ["lease.txt"]}
+            async with client.stream("POST", "/api/orc", json=turn, headers={"Accept": "application/x-ndjson"}) as r:
+                events = _streamed([line async for line in r.aiter_lines()])
+            stored = (await client.get("/api/sessions/c1")).json()["messages"][-1]["content"]
+
+    streamed = "".join(event["text"] for event in events if event["type"] == "token")
+    final = next(event for event in events if event["type"] == "final")
+    assert "900 euros" in streamed and survivors(streamed) == []
+    assert "javascript:alert" not in streamed.replace("]\\(javascript", "")
+    assert streamed.strip() == final["answer"] == stored  # what is stored is what was sent
+    assert final["metadata"]["sanitized"] == {"html": 1, "images": 0, "links": 2}
 
 
 def test_a_stream_split_inside_an_image_still_never_sends_it() -> None:

@@ -53,6 +53,8 @@ class Reply:
     """``hang``: never answer (until the endpoint stops); ``cut``: drop the connection mid-body; ``truncated``: a
     complete response whose JSON body stops halfway; ``stall`` (streamed requests): the text, then nothing more
     until the client closes the stream."""
+    pieces: list[str] | None = None
+    """The deltas a streamed ``text`` is sent in (default: word by word, each with its trailing space)."""
 
 
 class OpenAIEndpoint:
@@ -200,8 +202,9 @@ def _sse(model: str, reply: Reply, usage: dict[str, int] | None) -> Iterator[str
         return f"data: {json.dumps({**chunk, 'choices': choices, **extra})}\n\n"
 
     yield event([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
-    for word in reply.text.split(" ") if reply.text else []:
-        yield event([{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}])
+    deltas = reply.pieces if reply.pieces is not None else [word + " " for word in reply.text.split(" ") if reply.text]
+    for delta in deltas:
+        yield event([{"index": 0, "delta": {"content": delta}, "finish_reason": None}])
     for index, call in enumerate(reply.tool_calls):
         delta = {"tool_calls": [{"index": index, **_tool_call(call)}]}
         yield event([{"index": 0, "delta": delta, "finish_reason": None}])
