@@ -139,7 +139,7 @@ class Handoff:
         # The newer message wins: a request still pending from an earlier pause can no longer be supplied.
         await self.supersede_pending(principal, conversation_id)
         now = datetime.now(UTC)
-        slots, redactions = self._redacted([RequiredSlot.model_validate(slot) for slot in required])
+        slots, redactions = await self._redacted([RequiredSlot.model_validate(slot) for slot in required])
         request_id = ContextRequests.new_id()
         record = ContextRequestRecord(
             request_id=request_id,
@@ -165,19 +165,21 @@ class Handoff:
         log.info("context request %s: %d slot(s)", record.request_id, len(record.required))
         return record
 
-    def _redacted(self, slots: list[RequiredSlot]) -> tuple[list[RequiredSlot], int]:
+    async def _redacted(self, slots: list[RequiredSlot]) -> tuple[list[RequiredSlot], int]:
         """The slots with secrets redacted from their suggestions (labels and texts), before anything is stored or
-        offered; and how many were."""
+        offered; and how many were. Matched off the event loop, in one time limit for the request."""
+        offered = [suggestion for slot in slots for suggestion in slot.suggestions]
+        texts: list[str | None] = [text for one in offered for text in (one.label, one.supply.text)]
+        done = iter(await self._redactor.redact_all(texts))
         total = 0
         cleaned = []
         for slot in slots:
             suggestions = []
             for suggestion in slot.suggestions:
-                label, in_label = self._redactor.redact(suggestion.label)
-                text, in_text = self._redactor.redact_optional(suggestion.supply.text)
+                (label, in_label), (text, in_text) = next(done), next(done)
                 total += in_label + in_text
                 supply = suggestion.supply.model_copy(update={"text": text})
-                suggestions.append(suggestion.model_copy(update={"label": label, "supply": supply}))
+                suggestions.append(suggestion.model_copy(update={"label": label or "", "supply": supply}))
             cleaned.append(slot.model_copy(update={"suggestions": suggestions}))
         return cleaned, total
 
