@@ -14,6 +14,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from orc import log_safety
 from orc.conversations import ConversationRepository
 from orc.conversations.context_requests import ContextRequests
 from orc.conversations.exporting import Exports
@@ -281,6 +282,8 @@ async def build_foundation(
     """The stores (``stores`` replaces the configured ones) and the services over them; closed with ``stack``.
 
     Given ``job_queues`` mean queue mode: uploads enqueue, a worker processes."""
+    # First: every entry point builds this, and no log record made from now on carries a configured secret.
+    log_safety.install(log_safety.configured_secrets(settings))
     stores = stores if stores is not None else await open_stores(settings, stack)
     configure_telemetry(json_logs=settings.log_format == "json")
     if tracing_enabled():

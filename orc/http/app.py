@@ -8,17 +8,15 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from langchain_core.language_models import BaseChatModel
-from pydantic import SecretStr
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_server.http import build_mcp_http_app
-from orc import __version__
+from orc import __version__, log_safety
 from orc.composition import Services, build_runtime
 from orc.errors import OrcError
 from orc.foundation import Stores
 from orc.http import (
-    log_safety,
     page,
     problems,
     routes_context,
@@ -105,17 +103,6 @@ def _is_context_upload(path: str) -> bool:
     return len(parts) == 6 and parts[1:3] == ["api", "contexts"] and parts[5] == "documents"
 
 
-def configured_secrets(settings: Settings) -> list[str]:
-    """The secret values ``settings`` hold (API keys and every secret field), and those of environment variables
-    named like secrets, which client libraries read by themselves: no log line may carry them."""
-    secrets = [*settings.api_keys]
-    for name in type(settings).model_fields:
-        value = getattr(settings, name)
-        if isinstance(value, SecretStr):
-            secrets.append(value.get_secret_value())
-    return secrets + log_safety.environment_secrets()
-
-
 def stream_bounds(settings: Settings) -> StreamBounds:
     """The open-stream limits of ``settings`` (``ORC_MAX_STREAMS*``, ``ORC_STREAM_*_SECONDS``)."""
     return StreamBounds(
@@ -141,7 +128,7 @@ def create_app(
     """
     settings = settings or Settings()
     settings.check()
-    log_safety.install(configured_secrets(settings))
+    log_safety.install(log_safety.configured_secrets(settings))
     authenticator = authenticator_for(settings)
     mcp = McpEndpoint(authenticator)
 

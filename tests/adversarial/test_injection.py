@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from orc.http.log_safety import REDACTED, RedactSecrets
+from orc.log_safety import REDACTED, RedactSecrets
 from orc.settings import Settings
 from tests.http.conftest import open_client
 from tests.models.openai_endpoint import OpenAIEndpoint, Reply, serve

@@ -1,8 +1,10 @@
 """Logs never carry secrets or (above DEBUG) tracebacks, whichever library writes them.
 
-Installed by the entry points (:func:`orc.http.create_app`, so ``orc serve`` and the Functions app) as a log-record
-factory: a filter on one handler would miss handlers configured later (uvicorn's, the Functions host's), while the
-factory sees every record of every logger once, when it is made.
+Installed by the composition root (:func:`orc.foundation.build_foundation`, which every entry point builds: ``orc
+serve`` and the Functions app, every ``orc`` command, ``orc worker``, the queue and timer functions, the stdio MCP
+server) and, earliest, by :func:`orc.http.create_app`, as a log-record factory: a filter on one handler would miss
+handlers configured later (uvicorn's, the Functions host's), while the factory sees every record of every logger
+once, when it is made.
 
 - Secrets: the configured ones (API keys, model key, Cosmos key, blob connection string) by value, and anything
   shaped like one (``sk-…`` keys, ``AccountKey=``/``SharedAccessSignature=`` parts of connection strings, SAS
@@ -21,7 +23,12 @@ import os
 import re
 import traceback
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import SecretStr
+
+if TYPE_CHECKING:
+    from orc.settings import Settings
 
 REDACTED = "[redacted]"
 _PATTERNS = re.compile(
@@ -89,6 +96,27 @@ class RedactSecrets(logging.Filter):
         return self.redact(value if isinstance(value, str) else str(value))
 
 
+def configured_secrets(settings: Settings) -> list[str]:
+    """The secret values ``settings`` hold (API keys and every secret field: model and embedding keys, Cosmos and
+    Blob keys, connection strings), and those of environment variables named like secrets, which client libraries
+    read by themselves: no log line may carry them."""
+    secrets = [*settings.api_keys]
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            secrets += [value.get_secret_value(), *_connection_string_secrets(value.get_secret_value())]
+    return secrets + environment_secrets()
+
+
+_SECRET_PART = re.compile(r"(?i)key|signature|password|pwd|secret|token")
+
+
+def _connection_string_secrets(value: str) -> list[str]:
+    """The key of ``AccountName=…;AccountKey=…``: a client library may log it without the rest."""
+    parts = (part.partition("=") for part in value.split(";") if "=" in part)
+    return [secret for name, _, secret in parts if _SECRET_PART.search(name) and len(secret) >= 8]
+
+
 _SECRET_NAMES = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CONNECTION_STRING|CONNECTIONSTRING|SAS", re.IGNORECASE)
 
 
@@ -96,11 +124,12 @@ def environment_secrets(environ: os._Environ[str] | dict[str, str] | None = None
     """The values of environment variables named like secrets (``AZURE_OPENAI_API_KEY``, ``OPENAI_API_KEY``,
     ``AzureWebJobsStorage``'s connection string...): client libraries read them without orc's settings."""
     environ = os.environ if environ is None else environ
-    return [
+    values = [
         value
         for name, value in environ.items()
         if len(value) >= 8 and (_SECRET_NAMES.search(name) or name.lower() == "azurewebjobsstorage")
     ]
+    return values + [part for value in values for part in _connection_string_secrets(value)]
 
 
 def _keep_label(match: re.Match[str]) -> str:
