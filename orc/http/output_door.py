@@ -43,7 +43,8 @@ class OutputDoor:
         self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get("method") == "HEAD":
+            # A HEAD response has no body to clean (and its length is the GET body's).
             await self.app(scope, receive, send)
             return
         policy = self.policy()
