@@ -41,6 +41,7 @@ from orc.settings import Settings
 from orc.turns.policy import UNLIMITED, TurnPolicy
 
 MCP_PATH = "/api/mcp"
+OPENAPI_PATH = "/api/openapi.json"
 # Multipart framing on top of the file bytes themselves.
 _MULTIPART_OVERHEAD = 64 * 1024
 
@@ -198,7 +199,7 @@ def create_app(
             "mcp": MCP_PATH,
         }
 
-    @api.get("/api/openapi.json", include_in_schema=False)
+    @api.get(OPENAPI_PATH, include_in_schema=False)
     async def openapi_document(request: Request) -> JSONResponse:
         document = api.openapi()
         try:
@@ -232,6 +233,6 @@ def create_app(
         return services.foundation.output_policy if services is not None else OutputPolicy()
 
     # Every response, whoever answers it, leaves through the output policy.
-    door = OutputDoor(served, output_policy)
+    door = OutputDoor(served, output_policy, server_documents=[OPENAPI_PATH])
     # A principal header nobody vouches for must not be trusted anywhere: refuse everything, say why in the log.
     return RefuseEveryRequest(door) if easyauth_is_off(settings) else door

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -38,12 +38,17 @@ _SSE = "text/event-stream"
 class OutputDoor:
     """ASGI middleware: the output policy ``policy()`` on every JSON body and every streamed event ``app`` sends."""
 
-    def __init__(self, app: ASGIApp, policy: Callable[[], OutputPolicy]) -> None:
+    def __init__(
+        self, app: ASGIApp, policy: Callable[[], OutputPolicy], *, server_documents: Iterable[str] = ()
+    ) -> None:
+        """``server_documents``: paths whose responses hold only the server's own text (the OpenAPI document,
+        whose descriptions name placeholders such as ``<document>::<span_id>``), sent as they are."""
         self.app = app
         self.policy = policy
+        self.server_documents = frozenset(server_documents)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") == "HEAD":
+        if scope["type"] != "http" or scope.get("method") == "HEAD" or scope.get("path") in self.server_documents:
             # A HEAD response has no body to clean (and its length is the GET body's).
             await self.app(scope, receive, send)
             return

@@ -15,7 +15,9 @@ from starlette.routing import Route
 
 from orc.http.output_door import OutputDoor
 from orc.output_policy import OutputPolicy
+from orc.settings import Settings
 from tests.adversarial.hostile import survivors
+from tests.http.conftest import open_client
 
 RAW = "<script>alert(1)</script> [pay](javascript:alert(3)) ![x](https://evil.example/?q=1)"
 
@@ -107,3 +109,11 @@ async def test_other_media_and_head_responses_pass_as_they_are() -> None:
     get = await _get("/json")
     assert head.status_code == 200 and head.content == b""
     assert int(head.headers["content-length"]) >= len(get.content)  # the raw body's length, untouched
+
+
+async def test_the_openapi_document_is_served_as_the_server_wrote_it() -> None:
+    # Its descriptions name placeholders (<document>::<span_id>) that are the server's own text, not markup.
+    async with open_client(Settings()) as client:
+        document = (await client.get("/api/openapi.json")).json()
+
+    assert "<document>::<span_id>" in json.dumps(document)
