@@ -281,6 +281,10 @@ async def _retry(client: httpx.AsyncClient, walk: Walk) -> list[httpx.Response]:
     return [await client.post(f"/api/sessions/{SESSION}/context/files/{walk.ids['file']}/retry-parse")]
 
 
+async def _retry_aggregate(client: httpx.AsyncClient, walk: Walk) -> list[httpx.Response]:
+    return [await client.post(f"/api/sessions/{SESSION}/context/digest/retry-parse")]
+
+
 async def _parse(client: httpx.AsyncClient, walk: Walk) -> list[httpx.Response]:
     response = await client.post(f"/api/sessions/{SESSION}/context/parse")
     await settled(client, SESSION)
@@ -349,6 +353,7 @@ ROUTES: dict[tuple[str, str], Call] = {
     ),
     ("POST", "/api/sessions/{session_id}/context/files"): _upload_files,
     ("POST", "/api/sessions/{session_id}/context/files/{file_id}/retry-parse"): _retry,
+    ("POST", "/api/sessions/{session_id}/context/digest/retry-parse"): _retry_aggregate,
     ("POST", "/api/sessions/{session_id}/context/parse"): _parse,
     ("PUT", "/api/contexts/{context_type}/{context_id}"): _put_context,
     ("GET", "/api/contexts/{context_type}/{context_id}"): _get("/api/contexts/folder/walk-folder", {}, {"params": {}}),
