@@ -11,17 +11,19 @@ WEB_VENDOR := orc/web/vendor
 .PHONY: demo test lint typecheck unit bench serve emulators system-tools chromium web-vendor clean requirements contracts
 
 # uv installs the packages: it downloads and unpacks them in parallel, a fraction of pip's time on a fresh machine
-# (bench/README.md, "make demo"). The venv's own pip installs uv itself, at a pinned version from PyPI; the venv
-# keeps its pip for the tools that use it (pip-compile).
+# (bench/README.md, "make_demo"). The venv is made without pip (installing pip into it is most of a cold venv's
+# time); the interpreter's own pip puts uv in it, at a pinned version from PyPI, or, where the interpreter has no
+# pip, the venv gets pip from ensurepip and installs uv itself. The dev tools bring pip back (pip-compile needs it).
 UV_VERSION := 0.13.9
 UV := $(BIN)/uv
 INSTALL := $(UV) pip install --quiet --python $(BIN)/python
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)
 
 $(UV): | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(PYTHON) -m pip --python $(BIN)/python install --quiet --disable-pip-version-check uv==$(UV_VERSION) 2>/dev/null \
+		|| { $(BIN)/python -m ensurepip --default-pip && $(BIN)/python -m pip install --quiet uv==$(UV_VERSION); }
 
 $(STAMP): pyproject.toml | $(UV)
 	$(INSTALL) -e ".[dev]"
