@@ -160,7 +160,12 @@ class Settings(BaseSettings):
         description="Token budget of the recent history in the answer prompt (older messages are shortened, then "
         "the oldest turns dropped).",
     )
-    sources_tokens: int = Field(default=12_000, ge=1, description="Token budget of the sources in the answer prompt.")
+    sources_tokens: int = Field(
+        default=4_000,
+        ge=1,
+        description="Token budget of the sources in the answer prompt: the best passages whole, then excerpts of the "
+        "next ones until it is full.",
+    )
     context_requests: Literal["allow", "never"] = Field(
         default="never",
         description="Whether a turn whose request does not say may pause to ask for missing context (context "

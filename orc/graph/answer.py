@@ -21,19 +21,21 @@ from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.events import TokenEvent
 from orc.graph.grounding import MarkerFilter, grounding_report
+from orc.graph.packing import pack_sources
 from orc.graph.pause import context_request_before_tools, emit_pause
 from orc.graph.progress import emit, progress
 from orc.graph.request_context import requested_context, with_request_context
 from orc.graph.state import PriorTurn, SourceContext, TurnState
 from orc.graph.suggestions import FollowUpFilter, follow_up_suggestions
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
-from orc.models.budget import HistoryTurn, history_within, within_budget
+from orc.models.budget import HistoryTurn, history_within
 from orc.models.sheets import Mode
 from orc.models.tokens import TokenCounter
 from orc.output_policy import OutputStream
 from orc.telemetry import model_call
 
-MAX_ANSWER_SOURCES = 12
+MAX_ANSWER_SOURCES = 40
+"""The most sources one answer request carries (the token budget usually stops it first)."""
 
 
 def tool_answers(state: TurnState) -> str:
@@ -85,9 +87,11 @@ def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: 
 
 
 def answer_sources(state: TurnState, counter: TokenCounter, budget: int) -> list[SourceSpan]:
-    """This turn's evidence, then the spans the previous answer cited, best first, within ``budget`` tokens."""
-    ranked = unique_sources([*(state.get("sources") or []), *(state.get("prior_sources") or [])], MAX_ANSWER_SOURCES)
-    return within_budget(ranked, [source.text for source in ranked], counter, budget=budget)
+    """This turn's evidence, best first, and the spans the previous answer cited, packed within ``budget`` tokens
+    (:func:`orc.graph.packing.pack_sources`: the best whole, later ones as excerpts around the question's words)."""
+    question = state.get("standalone_question") or state.get("question") or ""
+    ranked = unique_sources(state.get("sources") or [], MAX_ANSWER_SOURCES)
+    return pack_sources(ranked, question, counter, budget=budget, kept=state.get("prior_sources") or [])
 
 
 def history_messages(

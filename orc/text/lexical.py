@@ -40,7 +40,7 @@ FEEDBACK_SPANS = 4
 FEEDBACK_TERMS = 6
 FEEDBACK_WEIGHT = 0.25
 RERANK_DEPTH = 24
-"""Spans of the BM25 ranking that the sentence-level re-rank may reorder (at least twice the limit)."""
+"""Spans of the BM25 ranking that the sentence-level re-rank may reorder."""
 RERANK_WEIGHT = 1.5
 """Weight of the best sentence window's coverage (0..1) against the span's BM25 score scaled to 0..1."""
 CONTEXT_WEIGHT = 0.5
@@ -139,16 +139,19 @@ def search(
     if feedback:
         query_weights.update(feedback)
         first = _scores(query_weights, groups, weights)
-    ranked = sorted(first.items(), key=lambda item: (-item[1], item[0]))[: max(RERANK_DEPTH, 2 * limit)]
+    ranked = sorted(first.items(), key=lambda item: (-item[1], item[0]))[: max(RERANK_DEPTH, limit)]
     if not ranked:
         return []
     idf = _idf(own or list(query_weights), groups)
     top = ranked[0][1] or 1.0
     found = []
-    for (group, passage), value in ranked:
+    for (group, passage), value in ranked[:RERANK_DEPTH]:
         coverage = _window_coverage(idf, groups[group], passage)
         found.append(Found(group, passage, value / top + RERANK_WEIGHT * coverage, coverage))
     found.sort(key=lambda item: (-item.score, item.group, item.passage))
+    # A deep search (the answer's evidence) continues in BM25 order past the re-ranked head, so its first results
+    # are those of a shallow one.
+    found += [Found(group, passage, value / top, 0.0) for (group, passage), value in ranked[RERANK_DEPTH:]]
     return found[:limit]
 
 

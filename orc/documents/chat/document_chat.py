@@ -97,13 +97,14 @@ class DocumentChatService:
         max_document_bytes: int,
         texts: ProcessedTexts = NOTHING_PROCESSED,
         max_sources: int = 8,
+        evidence_sources: int = 48,
         max_question_chars: int,
         max_documents: int,
         model_timeout_seconds: float = 120.0,
         extraction_pool: ExtractionPool,
         vectors: SpanVectors | None = None,
     ) -> None:
-        if max_sources < 1 or max_documents < 1 or max_question_chars < 1 or max_document_bytes < 1:
+        if min(max_sources, evidence_sources, max_documents, max_question_chars, max_document_bytes) < 1:
             raise ValueError("limits must be positive")
         self._blobs = blobs
         self._pool = extraction_pool
@@ -113,6 +114,9 @@ class DocumentChatService:
         self._model_label = model_label
         self._max_document_bytes = max_document_bytes
         self._max_sources = max_sources
+        # Evidence feeds the answer request, which packs more, shorter passages within its token budget
+        # (orc.graph.packing): it needs a deeper ranking than the tool's own answer prompt.
+        self._evidence_sources = evidence_sources
         self._max_question_chars = max_question_chars
         self._max_documents = max_documents
         self._model_timeout = model_timeout_seconds
@@ -165,7 +169,8 @@ class DocumentChatService:
                 query_vector.cancel()
             raise
 
-        sources, rounds, retrieval = await self._retrieve(question, files, query_vector)
+        depth = self._evidence_sources if mode == "evidence" else self._max_sources
+        sources, rounds, retrieval = await self._retrieve(question, files, query_vector, depth)
         answer, model_calls, usage = "", 0, Usage()
         if mode == "answer":
             system = load_prompt("document_chat.system").render(sources=format_sources(sources))
@@ -322,19 +327,20 @@ class DocumentChatService:
         return await asyncio.to_thread(_index, extracted)
 
     async def _retrieve(
-        self, question: str, files: list[_LoadedFile], query_vector: asyncio.Task[Matrix] | None
+        self, question: str, files: list[_LoadedFile], query_vector: asyncio.Task[Matrix] | None, depth: int
     ) -> tuple[list[SourceSpan], int, RetrievalLegs]:
-        """The lexical leg alone, or (with embeddings) fused with the vector leg by reciprocal rank fusion."""
+        """The ``depth`` best spans: the lexical leg alone, or (with embeddings) fused with the vector leg by
+        reciprocal rank fusion."""
         if self._vectors is None or query_vector is None:
-            sources, rounds = self._select_sources(question, files)
+            sources, rounds = self._select_sources(question, files, depth)
             return sources, rounds, LEXICAL_ONLY
         (sources, rounds), vector = await beside_lexical(
             self._vectors,
             query_vector,
             [file.index.text for file in files],
             [1.0] * len(files),
-            lambda: self._select_sources(question, files),
-            self._max_sources,
+            lambda: self._select_sources(question, files, depth),
+            depth,
         )
         retrieval = vector.legs(self._vectors.label, [file.blob_name for file in files])
         if not vector.hits:
@@ -349,17 +355,17 @@ class DocumentChatService:
             else [[source.ref for source in nearest]]
         )
         by_ref = {source.ref: source for source in (*sources, *nearest)}
-        fused = reciprocal_rank_fusion(rankings, self._max_sources)
+        fused = reciprocal_rank_fusion(rankings, depth)
         return [by_ref[ref] for ref, _ in fused], rounds, retrieval
 
-    def _select_sources(self, question: str, files: list[_LoadedFile]) -> tuple[list[SourceSpan], int]:
+    def _select_sources(self, question: str, files: list[_LoadedFile], depth: int) -> tuple[list[SourceSpan], int]:
         """The best-matching spans across all files (the first spans of each file when nothing matches), and the
         retrieval rounds it took."""
         candidates = [(file, span) for file in files for span in file.spans]
         offsets = list(itertools.accumulate((file.index.span_count for file in files), initial=0))
         groups = [file.index.lexical for file in files]
         terms = tokenize(question)
-        ranked = [offsets[found.group] + found.passage for found in search(question, groups, limit=self._max_sources)]
+        ranked = [offsets[found.group] + found.passage for found in search(question, groups, limit=depth)]
         rounds = 1
         unknown = [term for term in terms if not any(term in group.body.terms for group in groups)]
         if unknown and (not ranked or len(unknown) * 2 >= len(terms)):
@@ -369,7 +375,7 @@ class DocumentChatService:
             alternative = reformulated(terms, vocabulary)
             if alternative:
                 rounds = 2
-                again = search(" ".join(alternative), groups, limit=self._max_sources)
+                again = search(" ".join(alternative), groups, limit=depth)
                 ranked = [offsets[found.group] + found.passage for found in again] or ranked
         if ranked:
             chosen = [candidates[index] for index in ranked]
@@ -377,12 +383,12 @@ class DocumentChatService:
             # Nothing shares a word with the question: show the start of each document (round robin) so the
             # model can still say it could not find the answer, or answer a question phrased differently.
             chosen = []
-            depth = 0
-            while len(chosen) < self._max_sources and any(depth < len(file.spans) for file in files):
+            level = 0
+            while len(chosen) < depth and any(level < len(file.spans) for file in files):
                 for file in files:
-                    if depth < len(file.spans) and len(chosen) < self._max_sources:
-                        chosen.append((file, file.spans[depth]))
-                depth += 1
+                    if level < len(file.spans) and len(chosen) < depth:
+                        chosen.append((file, file.spans[level]))
+                level += 1
         return [_source(file, span) for file, span in chosen], rounds
 
     async def _ask(self, system: str, question: str) -> AIMessage:

@@ -1,0 +1,67 @@
+"""The answer request's sources: the best passages whole, later ones as excerpts when the budget needs it."""
+
+from __future__ import annotations
+
+from orc.contracts import SourceSpan
+from orc.graph.packing import EXCERPT_CHARS, WHOLE_PASSAGES, pack_sources
+from orc.models.budget import within_budget
+from orc.models.tokens import EstimatedTokens
+from orc.text.lexical import index_fields, search
+
+COUNTER = EstimatedTokens()
+FILLER = "The committee reviewed the quarterly figures in detail. " * 12
+
+
+def span(number: int, text: str, document: str = "policy.pdf") -> SourceSpan:
+    return SourceSpan(ref=f"{document}::S{number}", document=document, span_id=f"S{number}", page=number, text=text)
+
+
+def test_a_ranking_that_fits_is_sent_whole_in_rank_order() -> None:
+    ranked = [span(n, f"Clause {n} of the agreement.") for n in range(1, 10)]
+
+    sent = pack_sources(ranked, "what does clause 7 say?", COUNTER, budget=4_000)
+
+    assert sent == ranked
+
+
+def test_past_the_best_passages_a_ranking_that_does_not_fit_is_sent_as_excerpts_around_the_question() -> None:
+    answer = "Travel by rail in first class is reimbursed for trips over four hours."
+    ranked = [span(n, FILLER + f"Item {n}.") for n in range(1, 30)]
+    ranked[11] = span(12, FILLER + answer + " " + FILLER)
+    whole_cost = sum(COUNTER.count(source.text) for source in ranked)
+
+    sent = pack_sources(ranked, "Can I travel first class on long train trips?", COUNTER, budget=whole_cost // 2)
+
+    assert sent[:WHOLE_PASSAGES] == ranked[:WHOLE_PASSAGES]
+    by_ref = {source.ref: source for source in ranked}
+    for source in sent[WHOLE_PASSAGES:]:
+        original = by_ref[source.ref]
+        assert source.text in original.text and len(source.text) <= EXCERPT_CHARS
+        assert (source.page, source.span_id, source.document) == (original.page, original.span_id, original.document)
+    excerpt = next(source for source in sent if source.ref == "policy.pdf::S12")
+    assert answer in excerpt.text
+    assert sum(COUNTER.count(source.text) + 4 for source in sent) <= whole_cost // 2
+    whole_only = within_budget(ranked, [source.text for source in ranked], COUNTER, budget=whole_cost // 2)
+    assert len(sent) > len(whole_only)  # more, shorter passages in the same budget
+
+
+def test_the_spans_the_previous_answer_cited_follow_the_best_passages_whole_and_once() -> None:
+    ranked = [span(n, FILLER + f"Item {n}.") for n in range(1, 30)]
+    cited = span(40, FILLER + "The previous answer's evidence.", document="notes.md")
+
+    sent = pack_sources(ranked, "and for trains?", COUNTER, budget=3_000, kept=[cited, ranked[1]])
+
+    refs = [source.ref for source in sent]
+    assert refs[: WHOLE_PASSAGES + 1] == [*(source.ref for source in ranked[:WHOLE_PASSAGES]), cited.ref]
+    assert sent[WHOLE_PASSAGES] == cited and len(refs) == len(set(refs))
+
+
+def test_a_deep_lexical_search_starts_with_the_results_of_a_shallow_one() -> None:
+    passages = [f"Section {n}: the fee for service {n} is {n * 10} euros, paid monthly." for n in range(1, 80)]
+    groups = [index_fields(passages)]
+
+    shallow = search("what is the monthly fee for service 12?", groups, limit=8)
+    deep = search("what is the monthly fee for service 12?", groups, limit=48)
+
+    assert [(f.group, f.passage) for f in deep[:8]] == [(f.group, f.passage) for f in shallow]
+    assert len(deep) == 48
