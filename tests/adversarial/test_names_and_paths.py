@@ -73,6 +73,26 @@ async def test_names_a_file_system_cannot_store_are_invalid_names_not_server_err
 
 
 @pytest.mark.parametrize(
+    "name", ["<img src=x onerror=alert(1)> lease.txt", "[pay here](javascript:alert(3)) notes.md", "a <b>bold</b>.md"]
+)
+async def test_a_file_name_holding_markup_or_a_link_is_refused_at_every_intake_and_stores_nothing(
+    http: httpx.AsyncClient, name: str
+) -> None:
+    """Responses carry a stored name exactly as given (a client sends it back to address the file), so a name the
+    output policy would have to change is refused rather than served raw or stored changed."""
+    session = await upload(http, "s1", (name, b"The rent is 900 euros."))
+    await http.put("/api/contexts/folder/legal", json={"name": "Legal"})
+    context = await http.post("/api/contexts/folder/legal/documents", files=[("files", (name, b"x", "text/plain"))])
+    turn = await http.post("/api/orc", json={"question": "What is the rent?", "blob_names": [name]})
+
+    assert problem(session) == (400, "invalid_name")
+    assert problem(context) == (400, "invalid_name")
+    assert problem(turn) == (400, "invalid_name")
+    assert (await http.get("/api/sessions/s1/context")).status_code == 404
+    assert (await http.get("/api/contexts/folder/legal/documents")).json()["documents"] == []
+
+
+@pytest.mark.parametrize(
     ("raw", "code"),
     [
         (b'{"question": "What is \\ud800 the rent?"}', "invalid_question"),  # a lone surrogate

