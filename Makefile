@@ -77,9 +77,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# System tools the tests use: pdftoppm renders exported PDFs (Debian's poppler-utils).
+# System tools the tests use: pdftoppm renders exported PDFs (Debian's poppler-utils); curl is one of the clients
+# the real-traffic suite (tests/traffic) drives `orc serve` with.
 system-tools:
 	@command -v pdftoppm >/dev/null || (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null)
+	@command -v curl >/dev/null || (apt-get update -qq && apt-get install -y -qq curl >/dev/null)
 
 # One worker per core (at most 4: each starts its own emulators and browser when its tests need them): most of the
 # suite's time is CPU in the test process itself.

@@ -155,6 +155,12 @@ def tcp_listener(host: str, port: int) -> socket.socket:
     return sock
 
 
+WORKER_HEALTHCHECK_SECONDS = 60
+"""How long the supervisor waits for a worker to answer its ping before it kills and replaces it. uvicorn's 5 s
+default kills workers that are only slow: a new worker answers once its interpreter has started, which on a host
+whose cores are busy takes longer than that, so the replacement is killed too and the server never answers."""
+
+
 def serve(
     app: Any,
     *,
@@ -190,7 +196,15 @@ def serve(
         uvicorn.run(app, host=host, port=port, log_level=log_level, factory=isinstance(app, str), **options)
         return
     config = uvicorn.Config(
-        app, factory=True, host=host, port=port, workers=workers, log_level=log_level, lifespan="on", **options
+        app,
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        lifespan="on",
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
+        **options,
     )
     sockets = [tcp_listener(host, port)]
     # The socket is bound: the workers share it, so the port is ours from here on.
