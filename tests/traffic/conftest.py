@@ -13,6 +13,7 @@ import pytest
 
 from tests.serving import orc_serve
 from tests.traffic.documents import Document, Kind, generate
+from tests.web.conftest import browser, page, server  # noqa: F401  (the page's fixtures, for test_page_traffic)
 
 PROCESSED_SECONDS = 240.0
 """A bound for processing that never ends, not a wait: the stream ends as soon as nothing is being processed."""
