@@ -52,19 +52,39 @@ async def test_a_crashed_processs_claim_is_taken_over_once_its_short_lease_passe
     await a_lease_later.abandon(retried)
 
 
+class SteppedClock:
+    """A wall clock that moves only when the test moves it: leases expire by the test's steps, not by how fast a
+    busy machine runs the renewals."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
 async def test_a_live_claim_is_renewed_so_a_retry_still_waits_for_it() -> None:
     collection = await MemoryCollectionProvider().collection("idempotency")
-    holder = IdempotencyKeys(collection, lease=timedelta(seconds=0.3))
+    clock = SteppedClock()
+    lease = timedelta(seconds=0.3)
+    holder = IdempotencyKeys(collection, lease=lease, clock=clock)
     claimed = await holder.begin(ALICE, "key-1", REQUEST)
     assert isinstance(claimed, Claim)
-    first = (await collection.get(ALICE.partition_key, claimed.item_id)).body["lease_until"]  # type: ignore[union-attr]
 
-    await asyncio.sleep(0.5)  # longer than the lease: only a renewal keeps the claim
-    renewed = (await collection.get(ALICE.partition_key, claimed.item_id)).body["lease_until"]  # type: ignore[union-attr]
+    async def lease_until() -> str:
+        return str((await collection.get(ALICE.partition_key, claimed.item_id)).body["lease_until"])  # type: ignore[union-attr]
+
+    first = await lease_until()
+    clock.now += timedelta(seconds=0.2)
+    async with asyncio.timeout(60):  # the holder renews every lease / 3 of real time
+        while await lease_until() == first:  # noqa: ASYNC110 - a renewal is a storage write with no event
+            await asyncio.sleep(0.01)
+    renewed = await lease_until()
+    clock.now += timedelta(seconds=0.2)  # past the first lease, within the renewed one
     with pytest.raises(IdempotencyKeyInFlight):
-        await IdempotencyKeys(collection, lease=timedelta(seconds=0.3)).begin(ALICE, "key-1", REQUEST)
+        await IdempotencyKeys(collection, lease=lease, clock=clock).begin(ALICE, "key-1", REQUEST)
     await holder.complete(claimed, 200, {"ok": True})
-    replayed = await IdempotencyKeys(collection).begin(ALICE, "key-1", REQUEST)
+    replayed = await IdempotencyKeys(collection, clock=clock).begin(ALICE, "key-1", REQUEST)
 
     assert renewed > first
     assert getattr(replayed, "status", None) == 200  # completed with the renewed record's ETag
