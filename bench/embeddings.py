@@ -58,9 +58,12 @@ from orc.documents.parsing.extraction import extract
 from orc.models.embeddings import OpenAIEmbeddingModel, build_embedding_model
 from orc.principal import LOCAL_PRINCIPAL
 from orc.search.fusion import reciprocal_rank_fusion
-from orc.search.span_index import SpanIndex, bm25, build_index
-from orc.search.text_store import process_extracted
-from orc.search.vectors import Matrix, nearest, normalized
+from orc.search.indexing import indexed_document
+from orc.search.memory import MemorySearchEngine
+from orc.search.port import ScopeFields, SearchFilter, SearchRequest, index_version, owner_key
+from orc.search.retriever import Retriever, Target
+from orc.search.text_store import DocumentText, process_extracted
+from orc.search.vectors import normalized
 from orc.settings import Settings
 from orc.testing.embeddings import HashedEmbeddingModel
 from orc.turns import TurnRequest, TurnResult
@@ -282,12 +285,12 @@ async def _pages(args: argparse.Namespace, running: Endpoint, result: BenchResul
         )
 
 
-def _real_documents() -> tuple[list[str], list[SpanIndex]]:
-    names, indexes = [], []
+def _real_documents() -> tuple[list[str], list[DocumentText]]:
+    names, texts = [], []
     for path in sorted((SET / "documents").iterdir()):
         names.append(path.name)
-        indexes.append(build_index(process_extracted(extract(path.read_bytes(), path.name, None))))
-    return names, indexes
+        texts.append(process_extracted(extract(path.read_bytes(), path.name, None)))
+    return names, texts
 
 
 def _questions() -> list[tuple[str, str]]:
@@ -299,19 +302,25 @@ def _questions() -> list[tuple[str, str]]:
     return found
 
 
+Key = tuple[str, int]
+"""(document, span ordinal)."""
+
+
 def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _blend(lexical: Sequence[Any], vector: Sequence[Any], limit: int, alpha: float = 0.5) -> list[tuple[int, int]]:
+def _blend(
+    lexical: Sequence[tuple[Key, float]], vector: Sequence[tuple[Key, float]], limit: int, alpha: float = 0.5
+) -> list[Key]:
     """A convex blend of min-max normalized scores (the usual alternative to RRF)."""
 
-    def scaled(hits: Sequence[Any]) -> dict[tuple[int, int], float]:
+    def scaled(hits: Sequence[tuple[Key, float]]) -> dict[Key, float]:
         if not hits:
             return {}
-        top, bottom = max(hit.score for hit in hits), min(hit.score for hit in hits)
+        top, bottom = max(score for _, score in hits), min(score for _, score in hits)
         spread = (top - bottom) or 1.0
-        return {(hit.document, hit.span): (hit.score - bottom) / spread for hit in hits}
+        return {key: (score - bottom) / spread for key, score in hits}
 
     left, right = scaled(lexical), scaled(vector)
     scores = {key: alpha * left.get(key, 0.0) + (1 - alpha) * right.get(key, 0.0) for key in {*left, *right}}
@@ -319,36 +328,47 @@ def _blend(lexical: Sequence[Any], vector: Sequence[Any], limit: int, alpha: flo
 
 
 async def _fusion(result: BenchResult) -> None:
-    names, indexes = _real_documents()
+    names, texts = _real_documents()
     model = HashedEmbeddingModel(dimensions=512, batch_size=4096, trigrams=True)
-    matrices: list[Matrix | None] = []
-    for index in indexes:
-        matrices.append(normalized(await model.embed([span.text for span in index.text.spans], "spans")))
-    weights = [1.0] * len(indexes)
+    engine = MemorySearchEngine()
+    retriever = Retriever(engine)
+    scope = ScopeFields(organization="bench", owner=owner_key("organization", "bench"))
+    targets = []
+    for name, text in zip(names, texts, strict=True):
+        matrix = normalized(await model.embed([span.text for span in text.spans], "spans"))
+        version = index_version(text.extracted_text_hash, text.chunking_version)
+        targets.append(Target(document_id=name, name=name, version=version, scope=scope))
+        await engine.upsert(
+            indexed_document(text, document_id=name, scope=scope, vectors=matrix.tolist(), vector_model="hashed")
+        )
+    by_name = dict(zip(names, texts, strict=True))
     questions = _questions()
     depth = 24
     methods = ("lexical", "vector", "rrf", "blend")
     hits_at: dict[str, dict[int, int]] = {method: {5: 0, 8: 0} for method in methods}
     for question, expect in questions:
-        lexical = bm25(question, indexes, weights, depth)
+        lexical = (await retriever.retrieve(question, "bench", targets, limit=depth)).spans
         query = normalized(await model.embed([question], "query"))[0]
-        vector = nearest(query, matrices, weights, depth)
+        vector = await engine.search(
+            SearchRequest(SearchFilter("bench"), depth, vector=query.tolist(), vector_model="hashed", mode="vector")
+        )
+        lexical_keys = [(hit.target.document_id, hit.span.ordinal) for hit in lexical]
+        vector_keys = [(hit.document_id, hit.span.ordinal) for hit in vector]
         ranked = {
-            "lexical": [(hit.document, hit.span) for hit in lexical],
-            "vector": [(hit.document, hit.span) for hit in vector],
-            "rrf": [
-                key
-                for key, _ in reciprocal_rank_fusion(
-                    [[(hit.document, hit.span) for hit in lexical], [(hit.document, hit.span) for hit in vector]], 8
-                )
-            ],
-            "blend": _blend(lexical, vector, 8),
+            "lexical": lexical_keys,
+            "vector": vector_keys,
+            "rrf": [key for key, _ in reciprocal_rank_fusion([lexical_keys, vector_keys], 8)],
+            "blend": _blend(
+                [(key, hit.score) for key, hit in zip(lexical_keys, lexical, strict=True)],
+                [(key, hit.score) for key, hit in zip(vector_keys, vector, strict=True)],
+                8,
+            ),
         }
         phrase = _normal(expect)
         for method, keys in ranked.items():
-            texts = [_normal(indexes[document].text.spans[span].text) for document, span in keys]
+            found = [_normal(by_name[document].spans[span].text) for document, span in keys]
             for k in (5, 8):
-                hits_at[method][k] += any(phrase in text for text in texts[:k])
+                hits_at[method][k] += any(phrase in text for text in found[:k])
     for method in methods:
         result.rows.append(
             {

@@ -163,23 +163,22 @@ async def build_document_services(
     library = DocumentLibrary(
         scopes=base.scopes,
         texts=base.texts,
-        indexes=base.indexes,
+        retriever=base.retriever,
         reprocessor=Reprocessor(base.catalog, base.processor),
         summaries=summaries,
-        vectors=base.vectors,
     )
     document_chat = DocumentChatService(
         base.stores.blobs,
         ProcessedFileCache(settings.file_cache_ttl_seconds),
         chat_model,
+        retriever=base.retriever,
         model_label=label,
         max_document_bytes=settings.max_upload_bytes,
         max_question_chars=settings.max_question_chars,
         max_documents=settings.max_blob_names,
         extraction_pool=base.pool,
         # What the document processor stored is read, not extracted again, and file ids hold across instances.
-        texts=SessionTexts(base.session_files, base.texts, base.indexes, base.vectors),
-        vectors=base.vectors,
+        texts=SessionTexts(base.session_files),
     )
     policy = policy if policy is not None else turn_policy(quotas)
     services = McpServices(

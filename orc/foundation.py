@@ -32,7 +32,8 @@ from orc.jobs.messages import processing_message
 from orc.models.embeddings import build_embedding_model
 from orc.output_policy import OutputPolicy
 from orc.quotas import MAX_CONCURRENT_UPLOADS, OperationQuotas, Quotas, RateLimit
-from orc.search.span_index import IndexCache
+from orc.search.port import SearchEngine
+from orc.search.retriever import Retriever
 from orc.search.text_store import TextStore
 from orc.sessions import Sessions
 from orc.settings import Settings
@@ -151,8 +152,7 @@ def azure_stores(settings: Settings) -> tuple[CosmosCollectionProvider, AzureBlo
 
 
 async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores) -> SpanVectors | None:
-    """Span vectors with the ``ORC_EMBEDDINGS`` model (none when it is ``off``); background embeddings stop
-    with the stack, before the stores close."""
+    """Span vectors with the ``ORC_EMBEDDINGS`` model (none when it is ``off``)."""
     model = build_embedding_model(
         settings.embeddings,
         base_url=settings.embeddings_base_url,
@@ -166,13 +166,21 @@ async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores
         return None
     from orc.search.vectors import SpanVectors, SpanVectorStore  # numpy only where vectors are made
 
-    vectors = SpanVectors(
+    return SpanVectors(
         model,
         SpanVectorStore(await stores.collections.collection("document_text")),
         query_timeout=settings.embeddings_timeout_seconds,
     )
-    stack.push_async_callback(vectors.aclose)
-    return vectors
+
+
+async def open_search_engine(settings: Settings, stack: AsyncExitStack) -> SearchEngine:
+    """The search engine ``ORC_SEARCH`` names, closed with ``stack``: the embedded one keeps its index in
+    ``ORC_HOME/search``."""
+    from orc.search.embedded import EmbeddedSearchEngine  # tantivy only where the embedded engine is used
+
+    engine = EmbeddedSearchEngine(settings.home / "search")
+    stack.push_async_callback(engine.aclose)
+    return engine
 
 
 async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
@@ -260,8 +268,8 @@ class Foundation:
     """The records of contexts, context documents and session files."""
     texts: TextStore
     """The extracted texts (what the tools read and a citation's source view shows)."""
-    indexes: IndexCache
-    """The per-process cache of search indexes."""
+    retriever: Retriever
+    """The one retriever, over the search engine (``ORC_SEARCH``): every ranking of spans goes through it."""
     processor: DocumentProcessor
     """Turns a stored upload into text, spans and an index."""
     leases: ProcessingLeases
@@ -301,7 +309,10 @@ async def build_foundation(
     quotas = await build_quotas(settings, stores)
     uploads = await build_operation_quotas(settings, stores, quotas)
     texts = TextStore(await collections.collection("document_text"))
-    indexes = IndexCache()
+    engine = await open_search_engine(settings, stack)
+    retriever = Retriever(engine, texts, vectors)
+    # Registered after the engine, so background indexing stops before the engine closes.
+    stack.push_async_callback(retriever.aclose)
 
     async def dispatch(job: ProcessingJob) -> None:
         await queues.documents.enqueue(processing_message(job))
@@ -313,7 +324,7 @@ async def build_foundation(
         catalog,
         stores.blobs,
         texts,
-        indexes,
+        retriever,
         max_document_bytes=settings.max_upload_bytes,
         dispatch=dispatch if configured is not None else None,
         leases=leases,
@@ -366,7 +377,7 @@ async def build_foundation(
         file_texts=FileTexts(pool, max_upload_bytes=settings.max_upload_bytes, admission=uploads),
         catalog=catalog,
         texts=texts,
-        indexes=indexes,
+        retriever=retriever,
         processor=processor,
         leases=leases,
         pool=pool,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from orc.errors import UnknownContextType
 from orc.names import validate_identifier
+from orc.search.port import ScopeFields, owner_key
 
 ContextType = Literal["organization", "folder", "usecase"]
 DocumentContextType = Literal["session", "organization", "folder", "usecase"]
@@ -55,6 +56,31 @@ class ContextRef:
     def as_dict(self) -> dict[str, str]:
         """``{"type": ..., "id": ...}``, the wire shape of a focus context."""
         return {"type": self.type, "id": self.id}
+
+
+def session_scope(organization: str, user: str, conversation_id: str) -> ScopeFields:
+    """The search scope of a document attached to a conversation."""
+    session = f"{user}/{conversation_id}"
+    return ScopeFields(organization=organization, owner=owner_key("session", session), session=session)
+
+
+def context_scope(organization: str, context_type: str, context_id: str) -> ScopeFields:
+    """The search scope of a document attached to a context."""
+    return ScopeFields(
+        organization=organization,
+        owner=owner_key(context_type, context_id),
+        folder=context_id if context_type == "folder" else None,
+        usecase=context_id if context_type == "usecase" else None,
+    )
+
+
+def search_scope(partition_key: str, body: dict[str, object]) -> ScopeFields:
+    """The search scope of a stored catalog record (a session file's or a context document's) in ``partition_key``
+    (``<organization>/<user>`` or ``<organization>/contexts``)."""
+    organization, _, user = partition_key.partition("/")
+    if body.get("kind") == "session_file":
+        return session_scope(organization, user, str(body["conversation_id"]))
+    return context_scope(organization, str(body.get("context_type") or "unknown"), str(body.get("context_id") or ""))
 
 
 class ProcessingFields(BaseModel):

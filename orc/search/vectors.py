@@ -1,4 +1,4 @@
-"""Span vectors: made when a document is processed, stored beside its text, cached per process, searched by cosine.
+"""Span vectors: made when a document is processed and stored beside its text; searched by the search engine.
 
 Where they live: in the ``document_text`` collection, filed under the text version's own id prefix
 (:func:`~orc.search.text_store.version_prefix`), so every backend keeps them (SQLite, memory, Cosmos DB) and a
@@ -7,22 +7,17 @@ superseded or deleted version takes its vectors with it. One head item (model ke
 dimension instead of JSON's ~20, each part under :data:`PART_CHARS` so no item nears Cosmos DB's 2 MB cap. Items
 are keyed by the embedding model's key: a change of model finds nothing stored and re-embeds.
 
-Like the lexical index, vectors are derived data: cached per process by (``extracted_text_hash``,
-``chunking_version``, model key), loaded from the store when missing, and — for a document processed before
-embeddings were configured — made lazily in the background, never on a turn's critical path.
+The stored vectors are the truth the search engine's copy is made from: a document indexed without them (processed
+before embeddings were configured) gets them loaded or made in the background by the retriever, never on a turn's
+critical path.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -36,15 +31,11 @@ logger = logging.getLogger(__name__)
 
 Matrix = npt.NDArray[np.float32]
 """Rows of unit length, one per span (cosine similarity is a dot product)."""
-VectorKey = tuple[str, str, str]
-"""(``extracted_text_hash``, ``chunking_version``, model key)."""
 
 PART_CHARS = 1_000_000
 """Base64 characters of vectors per stored part (about 730 spans of 1,536 dimensions)."""
 RECIPE = "t1"
 """What is embedded of a span (:func:`embedded_text`); part of the stored key, so a change of it re-embeds."""
-RETRY_AFTER_SECONDS = 60.0
-"""How long a document whose background embedding failed waits before a turn may schedule it again."""
 
 
 def embedded_text(span: Span) -> str:
@@ -120,94 +111,18 @@ def _decode(data: str, rows: int, dims: int) -> Matrix:
     return np.frombuffer(base64.b64decode(data), dtype="<f4").reshape(rows, dims).astype(np.float32)
 
 
-class VectorCache:
-    """A per-process LRU of span vectors, bounded by the number of rows it holds. Thread-safe."""
-
-    def __init__(self, max_rows: int = 300_000) -> None:
-        if max_rows < 1:
-            raise ValueError("max_rows must be positive")
-        self._max_rows = max_rows
-        self._entries: OrderedDict[VectorKey, Matrix] = OrderedDict()
-        self._rows = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: VectorKey) -> Matrix | None:
-        """The cached matrix, marked as recently used."""
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: VectorKey, matrix: Matrix) -> None:
-        """Cache ``matrix``, evicting the least recently used past the row budget (never the new one)."""
-        with self._lock:
-            previous = self._entries.pop(key, None)
-            if previous is not None:
-                self._rows -= len(previous)
-            self._entries[key] = matrix
-            self._rows += len(matrix)
-            while self._rows > self._max_rows and len(self._entries) > 1:
-                _, evicted = self._entries.popitem(last=False)
-                self._rows -= len(evicted)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
-
-@dataclass(frozen=True, slots=True)
-class VectorHit:
-    """One span found by the vector leg: which of the searched documents, which span, its cosine similarity."""
-
-    document: int
-    span: int
-    score: float
-
-
-def nearest(query: Matrix, matrices: Sequence[Matrix | None], weights: Sequence[float], limit: int) -> list[VectorHit]:
-    """The ``limit`` spans most similar to ``query`` (a unit row) across ``matrices`` (``None``: not searched);
-    each document's similarities are scaled by its weight."""
-    found: list[VectorHit] = []
-    for document, (matrix, weight) in enumerate(zip(matrices, weights, strict=True)):
-        if matrix is None or not len(matrix) or matrix.shape[1] != query.shape[-1]:
-            continue
-        scores = (matrix @ query.reshape(-1)) * np.float32(weight)
-        top = np.argpartition(-scores, limit - 1)[:limit] if len(scores) > limit else np.arange(len(scores))
-        found.extend(VectorHit(document, int(span), float(scores[span])) for span in top)
-    found.sort(key=lambda hit: (-hit.score, hit.document, hit.span))
-    return [VectorHit(hit.document, hit.span, round(hit.score, 4)) for hit in found[:limit]]
-
-
 class SpanVectors:
-    """Makes, stores, caches and finds span vectors with one embedding model; close it to stop background work.
+    """Makes and stores span vectors with one embedding model, and embeds queries.
 
-    Documents are identified by their text (``extracted_text_hash``, ``chunking_version``), as the lexical index
-    is; where a text is stored (:class:`VectorLocation`) is told by whoever loads or makes it (:meth:`remember`),
-    so a turn that holds only the text still finds its stored vectors.
+    Where they are searched is the search engine's business (:mod:`orc.search.port`): the retriever indexes a
+    document with the vectors made (or loaded) here.
     """
 
-    def __init__(
-        self,
-        model: EmbeddingModel,
-        store: SpanVectorStore,
-        cache: VectorCache | None = None,
-        *,
-        query_timeout: float = 30.0,
-        max_background: int = 2,
-        max_locations: int = 100_000,
-    ) -> None:
+    def __init__(self, model: EmbeddingModel, store: SpanVectorStore, *, query_timeout: float = 30.0) -> None:
         self._model = model
         self._key = f"{model_key(model)}{RECIPE}"
         self._store = store
-        self._cache = cache or VectorCache()
         self._query_timeout = query_timeout
-        self._locations: OrderedDict[tuple[str, str], VectorLocation] = OrderedDict()
-        self._max_locations = max_locations
-        self._background: dict[VectorKey, asyncio.Task[None]] = {}
-        self._failed: dict[VectorKey, float] = {}
-        self._slots = asyncio.Semaphore(max_background)
-        self._closed = False
 
     @property
     def label(self) -> str:
@@ -224,108 +139,31 @@ class SpanVectors:
         """What the vectors are filed under: the model's key and :data:`RECIPE`."""
         return self._key
 
-    def key_of(self, text: DocumentText) -> VectorKey:
-        """The cache key of ``text``'s vectors."""
-        return (text.extracted_text_hash, text.chunking_version, self._key)
-
-    def remember(self, text: DocumentText, location: VectorLocation) -> None:
-        """Note where ``text`` is stored, so its vectors can be loaded (and saved) by text alone."""
-        self._locations[(text.extracted_text_hash, text.chunking_version)] = location
-        self._locations.move_to_end((text.extracted_text_hash, text.chunking_version))
-        while len(self._locations) > self._max_locations:
-            self._locations.popitem(last=False)
-
-    def knows(self, text: DocumentText) -> bool:
-        """Whether :meth:`remember` was told where ``text`` is stored."""
-        return (text.extracted_text_hash, text.chunking_version) in self._locations
-
-    async def embed_document(self, text: DocumentText, location: VectorLocation) -> int:
-        """Embed ``text``'s spans in batches, store and cache them; the number of requests it took."""
-        self.remember(text, location)
-        key = self.key_of(text)
+    async def embed_document(self, text: DocumentText, location: VectorLocation) -> Matrix:
+        """Embed ``text``'s spans in batches and store them; the matrix (one unit row per span)."""
         spans = [embedded_text(span) for span in text.spans]
         if not spans:
-            return 0
+            return np.zeros((0, 0), dtype=np.float32)
         batch = self._model.batch_size
         rows: list[list[float]] = []
-        requests = 0
         for first in range(0, len(spans), batch):
             rows.extend(await self._model.embed(spans[first : first + batch], "spans"))
-            requests += 1
         matrix = await asyncio.to_thread(normalized, rows)
         await self._store.save(location, self._key, text.spans_hash, matrix)
-        self._cache.put(key, matrix)
-        return requests
+        return matrix
+
+    async def load(self, text: DocumentText, location: VectorLocation) -> Matrix | None:
+        """The stored vectors of ``text`` made by this model, or ``None`` (none yet, or a storage hiccup: the
+        document is then searched by the lexical leg only, and its vectors made or loaded later)."""
+        try:
+            found = await self._store.load(location, self._key, text.spans_hash)
+        except Exception as exc:
+            logger.warning("loading span vectors failed: %s", type(exc).__name__)
+            return None
+        return found if found is not None and len(found) == len(text.spans) else None
 
     async def embed_query(self, query: str) -> Matrix:
-        """The unit vector of a turn's retrieval query: one request, bounded by the query timeout."""
+        """The unit vector of a retrieval query: one request, bounded by the query timeout."""
         async with asyncio.timeout(self._query_timeout):
             (row,) = await self._model.embed([query], "query")
         return normalized([row])[0]
-
-    async def matrices(self, texts: Sequence[DocumentText]) -> list[Matrix | None]:
-        """Each text's vectors: cached, else loaded from the store; a text with none stored yet gets ``None`` and
-        is embedded in the background (its turn searches it with the lexical leg only)."""
-        found: list[Matrix | None] = [self._cache.get(self.key_of(text)) for text in texts]
-        missing = [index for index, matrix in enumerate(found) if matrix is None]
-        if missing:  # a warm turn finds every matrix cached: no task, no storage call
-            loaded = await asyncio.gather(*(self._matrix(texts[index]) for index in missing))
-            for index, matrix in zip(missing, loaded, strict=True):
-                found[index] = matrix
-        return found
-
-    async def _matrix(self, text: DocumentText) -> Matrix | None:
-        key = self.key_of(text)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        location = self._locations.get((text.extracted_text_hash, text.chunking_version))
-        if location is None:
-            return None  # a text that was never stored (extracted on the fly): nowhere to keep its vectors
-        if key in self._background:
-            return None
-        try:
-            loaded = await self._store.load(location, self._key, text.spans_hash)
-        except Exception as exc:  # a storage hiccup costs this turn its vector leg, nothing more
-            logger.warning("loading span vectors failed: %s", type(exc).__name__)
-            return None
-        if loaded is not None and len(loaded) == len(text.spans):
-            self._cache.put(key, loaded)
-            return loaded
-        self._schedule(key, text, location)
-        return None
-
-    def _schedule(self, key: VectorKey, text: DocumentText, location: VectorLocation) -> None:
-        if self._closed or key in self._background:
-            return
-        failed_at = self._failed.get(key)
-        if failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER_SECONDS:
-            return
-        task = asyncio.create_task(self._embed_later(key, text, location), name=f"embed-{location.document_id}")
-        self._background[key] = task
-        task.add_done_callback(lambda _: self._background.pop(key, None))
-
-    async def _embed_later(self, key: VectorKey, text: DocumentText, location: VectorLocation) -> None:
-        async with self._slots:
-            try:
-                await self.embed_document(text, location)
-                self._failed.pop(key, None)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._failed[key] = time.monotonic()
-                logger.warning("embedding %s in the background failed: %s", location.document_id, type(exc).__name__)
-
-    async def settle(self) -> None:
-        """Wait for the background embeddings running now (tests and benchmarks)."""
-        while self._background:
-            await asyncio.gather(*list(self._background.values()), return_exceptions=True)
-
-    async def aclose(self) -> None:
-        """Cancel background embeddings and wait for them to stop."""
-        self._closed = True
-        tasks = list(self._background.values())
-        for task in tasks:
-            task.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*tasks, return_exceptions=True)

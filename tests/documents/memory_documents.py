@@ -14,7 +14,8 @@ from orc.documents.catalog.reprocessing import Reprocessor
 from orc.documents.catalog.scopes import DocumentScopes
 from orc.documents.intake.processing import DocumentProcessor
 from orc.documents.sessions import SessionFiles
-from orc.search.span_index import IndexCache
+from orc.search.memory import MemorySearchEngine
+from orc.search.retriever import Retriever
 from orc.search.text_store import TextStore
 from orc.storage.memory import MemoryBlobStore, MemoryCollection
 from tests.documents.library_support import extraction_pool
@@ -29,7 +30,7 @@ class MemoryDocuments:
     catalog: MemoryCollection
     blobs: MemoryBlobStore
     texts: TextStore
-    indexes: IndexCache
+    retriever: Retriever
     processor: DocumentProcessor
     directory: ContextDirectory
     context_documents: ContextDocuments
@@ -52,7 +53,7 @@ class MemoryDocuments:
     def library(self) -> DocumentLibrary:
         """The tool operations over these services (no summaries)."""
         return DocumentLibrary(
-            scopes=self.scopes(), texts=self.texts, indexes=self.indexes, reprocessor=self.reprocessor()
+            scopes=self.scopes(), texts=self.texts, retriever=self.retriever, reprocessor=self.reprocessor()
         )
 
 
@@ -60,9 +61,10 @@ class MemoryDocuments:
 async def memory_documents() -> AsyncIterator[MemoryDocuments]:
     """Fresh in-memory document services; background processing stops on exit."""
     catalog, blobs = MemoryCollection("catalog"), MemoryBlobStore()
-    texts, indexes = TextStore(MemoryCollection("document_text")), IndexCache()
+    texts = TextStore(MemoryCollection("document_text"))
+    retriever = Retriever(MemorySearchEngine(), texts)
     processor = DocumentProcessor(
-        catalog, blobs, texts, indexes, max_document_bytes=MAX_UPLOAD_BYTES, extraction_pool=extraction_pool()
+        catalog, blobs, texts, retriever, max_document_bytes=MAX_UPLOAD_BYTES, extraction_pool=extraction_pool()
     )
     directory = ContextDirectory(catalog)
     try:
@@ -70,7 +72,7 @@ async def memory_documents() -> AsyncIterator[MemoryDocuments]:
             catalog=catalog,
             blobs=blobs,
             texts=texts,
-            indexes=indexes,
+            retriever=retriever,
             processor=processor,
             directory=directory,
             context_documents=ContextDocuments(
@@ -83,3 +85,4 @@ async def memory_documents() -> AsyncIterator[MemoryDocuments]:
         )
     finally:
         await processor.aclose()
+        await retriever.aclose()

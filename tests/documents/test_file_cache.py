@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from orc.documents.chat.file_cache import ProcessedFileCache
 from orc.extracted import ExtractedDocument
-from orc.search.span_index import build_index
 from orc.search.text_store import process_extracted
-from orc.text import tokenize
 from tests.documents.doubles import FakeClock
+from tests.search.ranking import target
 
 SCOPE = "acme/alice/conv-1/"
-INDEX = build_index(process_extracted(ExtractedDocument(pages=["Hello"], media_type="text/plain")))
+TARGET = target(process_extracted(ExtractedDocument(pages=["Hello"], media_type="text/plain")))
 
 
 def _cache(clock: FakeClock, *, max_entries: int = 10) -> ProcessedFileCache:
@@ -18,7 +17,7 @@ def _cache(clock: FakeClock, *, max_entries: int = 10) -> ProcessedFileCache:
 
 
 def _put(cache: ProcessedFileCache, blob_name: str = "doc.pdf", etag: str = "v1", scope: str = SCOPE) -> str:
-    return cache.put(scope=scope, blob_name=blob_name, etag=etag, index=INDEX).file_id
+    return cache.put(scope=scope, blob_name=blob_name, etag=etag, target=TARGET).file_id
 
 
 def test_a_fresh_entry_is_returned_for_its_blob_and_etag() -> None:
@@ -30,9 +29,7 @@ def test_a_fresh_entry_is_returned_for_its_blob_and_etag() -> None:
 
     assert file_id.startswith("file-")
     assert entry is not None
-    assert entry.spans == INDEX.text.spans
-    # Tokenized and indexed once, when processed: each question only ranks them.
-    assert list(entry.index.postings.terms) == tokenize("Hello")
+    assert entry.target == TARGET
     assert entry.expires_at == clock.now + 60.0
 
 
@@ -163,8 +160,8 @@ def test_an_honoured_id_is_kept_with_its_issuers_expiry_and_a_made_up_one_is_rep
     clock.advance(20)
     elsewhere = _cache(clock)
 
-    adopted = elsewhere.put(scope=SCOPE, blob_name="doc.pdf", etag="v1", index=INDEX, file_id=file_id)
-    made_up = elsewhere.put(scope=SCOPE, blob_name="doc.pdf", etag="v1", index=INDEX, file_id="file-1.ffffffffff.00")
+    adopted = elsewhere.put(scope=SCOPE, blob_name="doc.pdf", etag="v1", target=TARGET, file_id=file_id)
+    made_up = elsewhere.put(scope=SCOPE, blob_name="doc.pdf", etag="v1", target=TARGET, file_id="file-1.ffffffffff.00")
 
     assert adopted.file_id == file_id and adopted.expires_at <= clock.now + 40
     assert elsewhere.get(file_id, "doc.pdf", "v1", scope=SCOPE) is adopted

@@ -25,7 +25,8 @@ from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
 from orc.documents.sessions.locations import session_location
 from orc.principal import LOCAL_PRINCIPAL
-from orc.search.span_index import IndexCache
+from orc.search.memory import MemorySearchEngine
+from orc.search.retriever import Retriever
 from orc.search.text_store import TextStore
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
@@ -63,7 +64,7 @@ class Store:
             catalog,
             self.blobs,
             texts,
-            IndexCache(),
+            Retriever(MemorySearchEngine(), texts),
             max_document_bytes=Settings().max_upload_bytes,
             leases=leases,
             extraction_pool=extraction_pool(),

@@ -38,7 +38,7 @@ async def test_search_sends_a_document_whose_text_is_gone_back_to_processing_and
         mutation = await documents.session_files.add(ACME, SESSION, [Upload("memo.txt", b"The boat is at pier 7.")])
         file_id = mutation.files[0].file_id
         await documents.texts.delete(ACME.partition_key, file_id)
-        documents.indexes.clear()
+        await documents.retriever.remove(ACME.organization, file_id)  # and its index entry with it
         scope = await documents.scopes().resolve(ACME, session_id=SESSION)
 
         missing = await library.search(ACME, scope, "boat pier")
@@ -64,12 +64,12 @@ async def test_a_ready_document_whose_digest_was_never_asked_for_has_no_summary(
     assert analyzed.status == "ready" and not analyzed.has_summary
 
 
-async def test_a_library_needs_only_its_scopes_texts_indexes_and_reprocessor() -> None:
+async def test_a_library_needs_only_its_scopes_texts_retriever_and_reprocessor() -> None:
     async with memory_documents() as documents:
         library = DocumentLibrary(
             scopes=documents.scopes(),
             texts=documents.texts,
-            indexes=documents.indexes,
+            retriever=documents.retriever,
             reprocessor=documents.reprocessor(),
         )
 

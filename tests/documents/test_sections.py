@@ -16,11 +16,11 @@ from orc.extracted import PDF, ExtractedDocument
 from orc.graph.citations import extract_citations
 from orc.models.answering import answer_question, parse_sources
 from orc.models.prompting import format_sources
-from orc.search.span_index import bm25, build_index
 from orc.search.spans import MAX_CHARS, make_spans
 from orc.search.text_store import process_extracted
 from tests.documents.library_support import ACME, library_of, open_runtime
 from tests.documents.pdf_factory import make_pdf
+from tests.search.ranking import ranked, target
 
 FILLER = "The text of this part goes on for a while with nothing in particular to say. " * 12
 
@@ -90,15 +90,15 @@ def test_code_listing_lines_and_wrapped_prose_are_not_pdf_headings() -> None:
     assert [span.section for span in spans] == [None]
 
 
-def test_a_span_deep_in_a_section_is_found_by_the_words_of_its_title() -> None:
+async def test_a_span_deep_in_a_section_is_found_by_the_words_of_its_title() -> None:
     text = f"# Espresso machine\n\n## Descaling\n\n{FILLER}\n\n{FILLER}\n\n{FILLER}"
     document = process_extracted(extract(text.encode(), "manual.md"))
     later = [index for index, span in enumerate(document.spans) if "Descaling" not in span.text]
     assert later  # the section is longer than a span: later spans do not hold the heading's words
 
-    hits = bm25("descaling", [build_index(document)], [1.0], limit=10)
+    hits = await ranked("descaling", [target(document, "manual.md")])
 
-    assert later[0] in {hit.span for hit in hits}
+    assert later[0] in {hit.span.ordinal for hit in hits}
     assert document.spans[later[0]].section == "Espresso machine › Descaling"
 
 

@@ -1,5 +1,5 @@
 """Span vectors: made in batches, stored beside the text on every collection backend, keyed by the embedding model,
-cached per process, made lazily (never waited for) when missing; the vector leg's ranking and the fusion."""
+made lazily by the retriever (never waited for) when the index lacks them; the fusion of the two legs."""
 
 from __future__ import annotations
 
@@ -12,15 +12,11 @@ import pytest
 from orc.extracted import ExtractedDocument
 from orc.models.embeddings import EmbeddingPurpose
 from orc.search.fusion import reciprocal_rank_fusion
+from orc.search.memory import MemorySearchEngine
+from orc.search.port import ScopeFields, index_version, owner_key
+from orc.search.retriever import Retriever, Target
 from orc.search.text_store import DocumentText, TextStore, process_extracted
-from orc.search.vectors import (
-    SpanVectors,
-    SpanVectorStore,
-    VectorCache,
-    VectorLocation,
-    nearest,
-    normalized,
-)
+from orc.search.vectors import SpanVectors, SpanVectorStore, VectorLocation, normalized
 from orc.storage.ports import CollectionProvider, DocumentCollection
 from orc.testing.embeddings import HashedEmbeddingModel, hashed_vector
 from tests.storage.conftest import provider  # noqa: F401  (the per-backend fixture: memory, SQLite, Cosmos)
@@ -50,13 +46,12 @@ async def test_a_documents_spans_are_embedded_in_batches_and_stored_beside_its_t
     await texts.save(WHERE.partition_key, WHERE.document_id, WHERE.content_hash, LONG)
     vectors = SpanVectors(model, SpanVectorStore(collection))
 
-    requests = await vectors.embed_document(LONG, WHERE)
+    made = await vectors.embed_document(LONG, WHERE)
 
-    assert len(LONG.spans) == 130
-    assert requests == 3 and [count for _, count in model.requests] == [64, 64, 2]
+    assert len(LONG.spans) == 130 and made.shape[0] == 130
+    assert [count for _, count in model.requests] == [64, 64, 2]
     fresh = SpanVectors(HashedEmbeddingModel(batch_size=64), SpanVectorStore(collection))  # another process
-    fresh.remember(LONG, WHERE)
-    (loaded,) = await fresh.matrices([LONG])
+    loaded = await fresh.load(LONG, WHERE)
     assert loaded is not None
     np.testing.assert_allclose(loaded[5], normalized([hashed_vector(LONG.spans[5].text)])[0], atol=1e-6)
     # The text reads as before with vectors filed under its version.
@@ -81,11 +76,9 @@ async def test_vectors_of_another_model_or_other_spans_are_not_used() -> None:
     first = SpanVectors(HashedEmbeddingModel(name="a"), store)
     await first.embed_document(LEASE, WHERE)
     other_model = SpanVectors(HashedEmbeddingModel(name="b"), store)
-    other_model.remember(LEASE, WHERE)
 
-    assert await other_model.matrices([LEASE]) == [None]  # a change of model re-embeds (in the background)
-    await other_model.settle()
-    assert (await other_model.matrices([LEASE]))[0] is not None
+    assert await other_model.load(LEASE, WHERE) is None  # a change of model re-embeds
+    assert await first.load(LEASE, WHERE) is not None
     assert await store.load(WHERE, first.store_key, LEASE.spans_hash) is not None
     assert await store.load(WHERE, first.store_key, "the hash of other spans") is None
 
@@ -113,68 +106,66 @@ class GatedModel(HashedEmbeddingModel):
         return await super().embed(texts, purpose)
 
 
-async def test_a_document_without_vectors_is_embedded_in_the_background_without_being_waited_for() -> None:
+async def retriever_over(model: HashedEmbeddingModel) -> tuple[Retriever, Target]:
+    """A retriever whose index holds LEASE without vectors (processed before embeddings were configured)."""
     from orc.storage.memory import MemoryCollectionProvider
 
+    collection = await MemoryCollectionProvider().collection("document_text")
+    texts = TextStore(collection)
+    await texts.save(WHERE.partition_key, WHERE.document_id, WHERE.content_hash, LEASE)
+    retriever = Retriever(MemorySearchEngine(), texts, SpanVectors(model, SpanVectorStore(collection)))
+    scope = ScopeFields(organization="acme", owner=owner_key("session", "alice/c1"))
+    target = Target(
+        document_id=WHERE.document_id,
+        name="lease.pdf",
+        version=index_version(LEASE.extracted_text_hash, LEASE.chunking_version),
+        scope=scope,
+        stored=WHERE,
+    )
+    await retriever.index(LEASE, document_id=WHERE.document_id, scope=scope)
+    return retriever, target
+
+
+async def test_a_document_without_vectors_is_embedded_in_the_background_without_being_waited_for() -> None:
     model = GatedModel()
-    vectors = SpanVectors(model, SpanVectorStore(await MemoryCollectionProvider().collection("document_text")))
-    vectors.remember(LEASE, WHERE)
+    retriever, target = await retriever_over(model)
 
-    first = await vectors.matrices([LEASE])  # returns although the span request cannot finish
-    again = await vectors.matrices([LEASE])  # scheduled once, not twice
+    # Both return although the span request cannot finish; the second does not schedule it again.
+    first = await retriever.retrieve("rent", "acme", [target], limit=3, query_vector=retriever.embed_query("rent"))
+    again = await retriever.retrieve("rent", "acme", [target], limit=3, query_vector=retriever.embed_query("rent"))
 
-    assert first == again == [None]
+    assert first.legs.lexical_only == again.legs.lexical_only == ["lease.pdf"]
+    assert first.spans and first.spans[0].ref == "lease.pdf::S1"
     model.gate.set()
-    await vectors.settle()
-    assert [purpose for purpose, _ in model.requests] == ["spans"]
-    (ready,) = await vectors.matrices([LEASE])
-    assert ready is not None and ready.shape == (3, model.dimensions)
+    await retriever.settle()
+    assert [purpose for purpose, _ in model.requests].count("spans") == 1
+    ready = await retriever.retrieve("rent", "acme", [target], limit=3, query_vector=retriever.embed_query("rent"))
+    assert ready.legs.legs == ["lexical", "vector"] and ready.legs.lexical_only == []
 
 
 async def test_a_failed_background_embedding_is_not_retried_on_every_turn() -> None:
-    from orc.storage.memory import MemoryCollectionProvider
-
     model = HashedEmbeddingModel()
+    retriever, target = await retriever_over(model)
     model.failing = True
-    vectors = SpanVectors(model, SpanVectorStore(await MemoryCollectionProvider().collection("document_text")))
-    vectors.remember(LEASE, WHERE)
 
-    await vectors.matrices([LEASE])
-    await vectors.settle()
-    await vectors.matrices([LEASE])
-    await vectors.settle()
+    await retriever.retrieve("rent", "acme", [target], limit=3)
+    await retriever.settle()
+    await retriever.retrieve("rent", "acme", [target], limit=3)
+    await retriever.settle()
 
-    assert len(model.requests) == 1
+    assert [purpose for purpose, _ in model.requests] == ["spans"]
 
 
 async def test_a_text_never_stored_is_searched_lexically_only() -> None:
-    from orc.storage.memory import MemoryCollectionProvider
-
     model = HashedEmbeddingModel()
-    vectors = SpanVectors(model, SpanVectorStore(await MemoryCollectionProvider().collection("document_text")))
+    retriever, stored = await retriever_over(model)
+    unstored = Target("blob:memo.txt", "memo.txt", stored.version, stored.scope, text=LEASE)
 
-    assert await vectors.matrices([LEASE]) == [None]
-    await vectors.settle()
-    assert model.requests == []
+    found = await retriever.retrieve("rent", "acme", [unstored], limit=3, query_vector=retriever.embed_query("rent"))
+    await retriever.settle()
 
-
-def test_the_nearest_spans_come_first_across_documents_scaled_by_weight() -> None:
-    lease = normalized([hashed_vector(span.text) for span in LEASE.spans])
-    query = normalized([hashed_vector("notice period days")])[0]
-
-    hits = nearest(query, [None, lease, lease], [1.0, 1.0, 0.5], limit=2)
-
-    assert [(hit.document, hit.span) for hit in hits] == [(1, 1), (2, 1)]
-    assert hits[0].score > hits[1].score
-
-
-def test_the_cache_evicts_the_least_recently_used_past_its_row_budget() -> None:
-    cache = VectorCache(max_rows=5)
-    three = np.zeros((3, 4), dtype=np.float32)
-    cache.put(("a", "v1", "m"), three)
-    cache.put(("b", "v1", "m"), three)
-
-    assert cache.get(("a", "v1", "m")) is None and cache.get(("b", "v1", "m")) is not None
+    assert found.legs.lexical_only == ["memo.txt"]
+    assert [purpose for purpose, _ in model.requests] == ["query"]
 
 
 def test_reciprocal_rank_fusion_prefers_what_both_legs_rank_well() -> None:

@@ -9,10 +9,8 @@ When to process a document again is the reprocessor's decision (:mod:`orc.docume
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
-from orc.contracts import RetrievalLegs
 from orc.documents.catalog.availability import AvailableDocument, DocumentScope
 from orc.documents.catalog.reprocessing import Reprocessor, usable
 from orc.documents.catalog.results import (
@@ -30,17 +28,15 @@ from orc.documents.catalog.results import (
 )
 from orc.documents.catalog.scopes import DocumentScopes
 from orc.documents.catalog.summaries import DocumentSummary, NoSummaries, SummaryProvider
-from orc.documents.records import DocumentInfo
+from orc.documents.records import DocumentInfo, context_scope, session_scope
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.extracted import PDF
 from orc.names import validate_identifier
 from orc.principal import Principal
-from orc.search.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
-from orc.search.hybrid import beside_lexical, start_query
-from orc.search.span_index import IndexCache, SpanIndex, bm25, build_index
+from orc.search.port import ScopeFields, index_version
+from orc.search.retriever import RankedSpan, Retriever, Target
 from orc.search.spans import source_ref
 from orc.search.text_store import DocumentText, TextStore, VectorLocation
-from orc.search.vectors import Matrix, SpanVectors
 
 DEFAULT_LIST_LIMIT = 200
 MAX_LIST_LIMIT = 1000
@@ -54,18 +50,15 @@ MAX_QUERY_CHARS = 2_000
 HISTORICAL_WEIGHT = 0.85
 """Search scores of historical documents are scaled down: the focus context comes first at equal relevance."""
 ANALYZE_WAIT_SECONDS = 3.0
-FUSION_DEPTH = 3
-"""Each leg ranks this many times the requested results before fusion, so a span ranked well by one leg only
-can still make the cut."""
 
 
 class DocumentLibrary:
     """The ``documents.*`` tool operations: list, analyze, get_content, get_summary and search over what a scope
     makes available.
 
-    Scopes come from :class:`~orc.documents.catalog.scopes.DocumentScopes`, the text from the text store (through the
-    process's index cache), summaries from a :class:`SummaryProvider`, and documents whose text cannot be read
-    are handed to the :class:`~orc.documents.catalog.reprocessing.Reprocessor`.
+    Scopes come from :class:`~orc.documents.catalog.scopes.DocumentScopes`, the text from the text store, ranked
+    spans from the one :class:`~orc.search.retriever.Retriever`, summaries from a :class:`SummaryProvider`, and
+    documents whose text cannot be read are handed to the :class:`~orc.documents.catalog.reprocessing.Reprocessor`.
     """
 
     def __init__(
@@ -73,15 +66,13 @@ class DocumentLibrary:
         *,
         scopes: DocumentScopes,
         texts: TextStore,
-        indexes: IndexCache,
+        retriever: Retriever,
         reprocessor: Reprocessor,
         summaries: SummaryProvider | None = None,
-        vectors: SpanVectors | None = None,
     ) -> None:
         self._scopes = scopes
-        self._vectors = vectors
         self._texts = texts
-        self._indexes = indexes
+        self._retriever = retriever
         self._reprocessor = reprocessor
         self._summaries: SummaryProvider = summaries or NoSummaries()
 
@@ -194,10 +185,7 @@ class DocumentLibrary:
         _check_range("offset", offset, 0, None)
         _check_range("limit", limit, 1, MAX_PAGE_CHARS)
         document = await self._document(principal, scope, document_id)
-        index = await self._index(document) if usable(document) else None
-        if index is None:
-            raise NotReady(_not_ready_message(document.info))
-        text = index.text
+        text = await self._ready_text(document)
         total = text.total_chars
         if offset > total:
             raise InvalidInput(f"offset {offset} is past the end of the text ({total} characters)")
@@ -284,34 +272,64 @@ class DocumentLibrary:
                 f"no document {name!r} is available here; call documents.list for the available ones",
                 code="document_not_found",
             )
-        text = await self._ready_text(document)
-        position = next((index for index, span in enumerate(text.spans) if span.span_id == span_id), None)
-        if position is None:
-            raise NotFound(f"{name!r} has no span {span_id!r}", code="span_not_found")
-        span = text.spans[position]
-        start, end = text.span_offsets(position)
+        found = await self._stored_span(principal, document, span_id)
+        if found is None:
+            text = await self._ready_text(document)
+            position = next((index for index, span in enumerate(text.spans) if span.span_id == span_id), None)
+            if position is None:
+                raise NotFound(f"{name!r} has no span {span_id!r}", code="span_not_found")
+            start, end = text.span_offsets(position)
+            span = text.spans[position]
+            found = SpanText(
+                ref=source_ref,
+                span_id=span_id,
+                page=span.page,
+                start=start,
+                end=end,
+                text=span.text,
+                section=span.section,
+            )
         return SpanContent(
             document_id=document.info.document_id,
             filename=document.info.filename,
             document=document.ref_name,
-            spans=[
-                SpanText(
-                    ref=source_ref,
-                    span_id=span_id,
-                    page=span.page,
-                    start=start,
-                    end=end,
-                    text=span.text,
-                    section=span.section,
-                )
-            ],
+            spans=[found.model_copy(update={"ref": source_ref})],
+        )
+
+    async def _stored_span(self, principal: Principal, document: AvailableDocument, span_id: str) -> SpanText | None:
+        """The span ``S<n>`` as the search index holds it (no text load), or None when the index cannot say."""
+        target = search_target(principal, document) if usable(document) else None
+        if target is None or not span_id.startswith("S") or not span_id[1:].isdigit():
+            return None
+        found = await self._retriever.spans(target, [int(span_id[1:]) - 1])
+        if not found or found[0].span.span_id != span_id:
+            return None
+        span = found[0].span
+        return SpanText(
+            ref=found[0].ref,
+            span_id=span.span_id,
+            page=span.page,
+            start=span.start,
+            end=span.end,
+            text=span.text,
+            section=span.section,
         )
 
     async def _ready_text(self, document: AvailableDocument) -> DocumentText:
-        index = await self._index(document) if usable(document) else None
-        if index is None:
+        """The stored text of a ready document; ``not_ready`` (and back into the pipeline) when it cannot be read."""
+        text = await self._text(document) if usable(document) else None
+        if text is None:
+            if usable(document):
+                await self._reprocessor.recover(document)
             raise NotReady(_not_ready_message(document.info))
-        return index.text
+        return text
+
+    async def _text(self, document: AvailableDocument) -> DocumentText | None:
+        location = document.location
+        text = await self._texts.load(location.partition_key, location.document_id, document.content_hash)
+        if text is None or text.extracted_text_hash != document.extracted_text_hash:
+            return None
+        return text
 
     async def search(
         self,
@@ -329,28 +347,44 @@ class DocumentLibrary:
         if len(query) > MAX_QUERY_CHARS:
             raise PayloadTooLarge(f"query is longer than {MAX_QUERY_CHARS} characters; shorten it")
         _check_range("limit", limit, 1, MAX_SEARCH_LIMIT)
-        # The query's vector is fetched while the scope and the indexes are read and the lexical leg ranks.
-        query_vector = start_query(self._vectors, query) if self._vectors is not None else None
-        availability = await self._scopes.available(principal, scope)
-        documents = list(availability.documents)
-        if document_ids:
-            documents = []
-            for document_id in dict.fromkeys(document_ids):
-                found = availability.find(validate_identifier(document_id, what="document"))
-                if found is None:
-                    raise NotFound(
-                        f"no document {document_id!r} is available here; call documents.list", code="document_not_found"
-                    )
-                documents.append(found)
-        searchable: list[tuple[AvailableDocument, SpanIndex]] = []
+        # The query's vector is fetched while the scope is read and the lexical leg ranks.
+        query_vector = self._retriever.embed_query(query)
+        try:
+            availability = await self._scopes.available(principal, scope)
+            documents = list(availability.documents)
+            if document_ids:
+                documents = []
+                for document_id in dict.fromkeys(document_ids):
+                    found = availability.find(validate_identifier(document_id, what="document"))
+                    if found is None:
+                        raise NotFound(
+                            f"no document {document_id!r} is available here; call documents.list",
+                            code="document_not_found",
+                        )
+                    documents.append(found)
+        except BaseException:
+            if query_vector is not None:
+                query_vector.cancel()
+            raise
+        targets: list[Target] = []
+        by_id: dict[str, AvailableDocument] = {}
+        waiting: list[AvailableDocument] = []
+        for document in documents:
+            if usable(document):
+                targets.append(search_target(principal, document))
+                by_id[document.info.document_id] = document
+            else:
+                waiting.append(document)
+        retrieval = await self._retriever.retrieve(
+            query, principal.organization, targets, limit=limit, query_vector=query_vector
+        )
+        unreadable = {target.document_id for target in retrieval.unreadable}
+        indexing = {target.document_id for target in retrieval.indexing}
         pending: list[PendingDocument] = []
-        indexes = await asyncio.gather(*(self._index(doc) if usable(doc) else _none() for doc in documents))
-        for document, index in zip(documents, indexes, strict=True):
-            if index is not None:
-                searchable.append((document, index))
-                continue
-            # Stranded, or stored before this process could read it: back into the pipeline.
-            await self._reprocessor.recover(document)
+        for document in [*waiting, *(by_id[document_id] for document_id in [*unreadable, *indexing])]:
+            if document.info.document_id not in indexing:
+                # Stranded, or its stored text is gone: back into the pipeline.
+                await self._reprocessor.recover(document)
             pending.append(
                 PendingDocument(
                     document_id=document.info.document_id,
@@ -359,81 +393,40 @@ class DocumentLibrary:
                     status_reason=document.info.status_reason,
                 )
             )
-        weights = [HISTORICAL_WEIGHT if doc.info.origin == "historical" else 1.0 for doc, _ in searchable]
-        ranked, retrieval = await self._ranked(query, query_vector, searchable, weights, limit)
-        results = [
-            _hit(searchable[document][0], searchable[document][1], span, score) for document, span, score in ranked
-        ]
+        searched = len(targets) - len(unreadable) - len(indexing)
+        results = [_hit(by_id[ranked.target.document_id], ranked) for ranked in retrieval.spans]
         return SearchResults(
             query=query,
             results=results,
-            searched_documents=len(searchable),
+            searched_documents=searched,
             not_ready=pending,
-            message=_search_message(len(results), len(searchable), pending),
-            retrieval=retrieval,
+            message=_search_message(len(results), searched, pending),
+            retrieval=retrieval.legs,
         )
 
-    async def _ranked(
-        self,
-        query: str,
-        query_vector: asyncio.Task[Matrix] | None,
-        searchable: Sequence[tuple[AvailableDocument, SpanIndex]],
-        weights: Sequence[float],
-        limit: int,
-    ) -> tuple[list[tuple[int, int, float]], RetrievalLegs]:
-        """``(document, span, score)`` of the best spans: BM25's, or (with embeddings) BM25 and the vector leg
-        fused by reciprocal rank fusion (the score is then the RRF score)."""
-        indexes = [index for _, index in searchable]
-        if self._vectors is None or query_vector is None or not searchable:
-            if query_vector is not None:
-                query_vector.cancel()
-            hits = bm25(query, indexes, weights, limit)
-            return [(hit.document, hit.span, hit.score) for hit in hits], LEXICAL_ONLY
-        depth = max(limit * FUSION_DEPTH, limit)
-        hits, vector = await beside_lexical(
-            self._vectors,
-            query_vector,
-            [index.text for index in indexes],
-            weights,
-            lambda: bm25(query, indexes, weights, depth),
-            depth,
-        )
-        retrieval = vector.legs(self._vectors.label, [document.ref_name for document, _ in searchable])
-        if not vector.hits:
-            return [(hit.document, hit.span, hit.score) for hit in hits[:limit]], retrieval
-        fused = reciprocal_rank_fusion(
-            [[(hit.document, hit.span) for hit in hits], [(hit.document, hit.span) for hit in vector.hits]], limit
-        )
-        return [(document, span, score) for (document, span), score in fused], retrieval
 
-    # -- text ------------------------------------------------------------------------------------------------
-
-    async def _index(self, document: AvailableDocument) -> SpanIndex | None:
-        """The document's search index: from the process cache, else rebuilt from the stored text."""
-        assert document.extracted_text_hash is not None and document.chunking_version is not None
-        cached = self._indexes.get((document.extracted_text_hash, document.chunking_version))
-        if cached is not None:
-            if self._vectors is not None and not self._vectors.knows(cached.text):
-                location = document.location
-                self._vectors.remember(
-                    cached.text, VectorLocation(location.partition_key, location.document_id, document.content_hash)
-                )
-            return cached
-        location = document.location
-        text = await self._texts.load(location.partition_key, location.document_id, document.content_hash)
-        if text is None or text.extracted_text_hash != document.extracted_text_hash:
-            return None
-        index = await asyncio.to_thread(build_index, text)
-        self._indexes.put(index)
-        if self._vectors is not None:
-            self._vectors.remember(
-                text, VectorLocation(location.partition_key, location.document_id, document.content_hash)
-            )
-        return index
+def search_target(principal: Principal, document: AvailableDocument, weight: float | None = None) -> Target:
+    """A ready available document as the retriever searches it (historical documents weigh
+    :data:`HISTORICAL_WEIGHT` unless told otherwise)."""
+    info = document.info
+    assert document.extracted_text_hash is not None and document.chunking_version is not None
+    location = document.location
+    return Target(
+        document_id=info.document_id,
+        name=document.ref_name,
+        version=index_version(document.extracted_text_hash, document.chunking_version),
+        scope=document_scope(principal, document),
+        weight=weight if weight is not None else (HISTORICAL_WEIGHT if info.origin == "historical" else 1.0),
+        stored=VectorLocation(location.partition_key, location.document_id, document.content_hash),
+    )
 
 
-async def _none() -> None:
-    return None
+def document_scope(principal: Principal, document: AvailableDocument) -> ScopeFields:
+    """Where an available document sits, for the search engine's filters."""
+    info = document.info
+    if info.context_type == "session":
+        return session_scope(principal.organization, principal.user, info.context_id)
+    return context_scope(principal.organization, info.context_type, info.context_id)
 
 
 def _check_range(name: str, value: int, minimum: int, maximum: int | None) -> None:
@@ -454,21 +447,20 @@ def _not_ready_message(info: DocumentInfo) -> str:
     )
 
 
-def _hit(document: AvailableDocument, index: SpanIndex, position: int, score: float) -> SearchHit:
-    span = index.text.spans[position]
-    start, end = index.text.span_offsets(position)
+def _hit(document: AvailableDocument, ranked: RankedSpan) -> SearchHit:
+    span = ranked.span
     info = document.info
     return SearchHit(
-        ref=source_ref(document.ref_name, span.span_id),
+        ref=ranked.ref,
         document=document.ref_name,
         document_id=info.document_id,
         filename=info.filename,
         span_id=span.span_id,
         page=span.page,
-        locator=f"page {span.page}" if span.page is not None else f"characters {start}-{end}",
+        locator=f"page {span.page}" if span.page is not None else f"characters {span.start}-{span.end}",
         section=span.section,
         text=span.text,
-        score=score,
+        score=ranked.score,
         context_type=info.context_type,
         context_id=info.context_id,
         origin=info.origin,

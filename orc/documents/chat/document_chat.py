@@ -12,12 +12,11 @@ already made (:mod:`orc.documents.chat.session_texts`); only a blob it never pro
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -27,6 +26,7 @@ from orc.documents.chat.file_cache import ProcessedFileCache
 from orc.documents.chat.session_texts import NOTHING_PROCESSED, ProcessedTexts
 from orc.documents.parsing.extraction_pool import ExtractionPool
 from orc.documents.parsing.fair_turns import organization_of
+from orc.documents.records import session_scope
 from orc.errors import (
     InvalidInput,
     ItemNotFound,
@@ -36,23 +36,20 @@ from orc.errors import (
     PayloadTooLarge,
     ServiceUnavailable,
 )
-from orc.extracted import ExtractedDocument
 from orc.models.faults import model_fault
 from orc.models.metering import cache_read_tokens, message_usage
 from orc.models.prompting import format_sources, load_prompt
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
-from orc.search.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
-from orc.search.hybrid import beside_lexical, start_query
-from orc.search.span_index import SpanIndex, build_index
-from orc.search.spans import Span, source_ref
+from orc.search.memory import MemorySearchEngine
+from orc.search.port import index_version
+from orc.search.retriever import Retriever, Target
 from orc.search.text_store import process_extracted
-from orc.search.vectors import Matrix, SpanVectors
 from orc.storage.ports import BlobInfo, BlobStore
 from orc.telemetry import model_call, record_model_call
-from orc.text import tokenize
-from orc.text.lexical import search
-from orc.text.reformulation import reformulated
+
+if TYPE_CHECKING:  # numpy only where vectors are made
+    from orc.search.vectors import Matrix
 
 logger = logging.getLogger(__name__)
 
@@ -65,18 +62,8 @@ only, ``answer`` empty and no model call: the orchestrator's answer node makes t
 class _LoadedFile:
     blob_name: str
     file_id: str
-    index: SpanIndex
+    target: Target
     reused: bool
-    document_id: str | None
-
-    @property
-    def spans(self) -> tuple[Span, ...]:
-        return self.index.text.spans
-
-
-def _index(extracted: ExtractedDocument) -> SpanIndex:
-    """Spans and index of text already extracted."""
-    return build_index(process_extracted(extracted))
 
 
 class DocumentChatService:
@@ -92,6 +79,7 @@ class DocumentChatService:
         blobs: BlobStore,
         cache: ProcessedFileCache,
         model: BaseChatModel,
+        retriever: Retriever | None = None,
         *,
         model_label: str,
         max_document_bytes: int,
@@ -102,7 +90,6 @@ class DocumentChatService:
         max_documents: int,
         model_timeout_seconds: float = 120.0,
         extraction_pool: ExtractionPool,
-        vectors: SpanVectors | None = None,
     ) -> None:
         if min(max_sources, evidence_sources, max_documents, max_question_chars, max_document_bytes) < 1:
             raise ValueError("limits must be positive")
@@ -120,7 +107,8 @@ class DocumentChatService:
         self._max_question_chars = max_question_chars
         self._max_documents = max_documents
         self._model_timeout = model_timeout_seconds
-        self._vectors = vectors
+        # Without one, documents are ranked in memory for each call (a document_chat without the document store).
+        self._retriever = retriever if retriever is not None else Retriever(MemorySearchEngine())
 
     @property
     def max_documents(self) -> int:
@@ -161,16 +149,17 @@ class DocumentChatService:
 
         cached_ids = {ref.blob_name: ref.file_id for ref in cached_file_info or ()}
         # The query's vector is fetched while the files load and the lexical leg ranks.
-        query_vector = start_query(self._vectors, question) if self._vectors is not None else None
+        query_vector = self._retriever.embed_query(question)
         try:
             files = await self._load_all(principal, conversation_id, scope, names, cached_ids)
+            depth = self._evidence_sources if mode == "evidence" else self._max_sources
+            sources, rounds, retrieval = await self._retrieve(
+                principal, conversation_id, question, files, query_vector, depth
+            )
         except BaseException:
             if query_vector is not None:
                 query_vector.cancel()
             raise
-
-        depth = self._evidence_sources if mode == "evidence" else self._max_sources
-        sources, rounds, retrieval = await self._retrieve(question, files, query_vector, depth)
         answer, model_calls, usage = "", 0, Usage()
         if mode == "answer":
             system = load_prompt("document_chat.system").render(sources=format_sources(sources))
@@ -239,25 +228,34 @@ class DocumentChatService:
         # A warm turn reuses every file: no storage call and no task is made for it.
         missing = [name for name in names if name not in loaded]
         if missing:
-            found = await self._texts.indexes(principal, conversation_id, {name: infos[name] for name in missing})
-            indexes = found.indexes
-            unprocessed = [name for name in missing if name not in indexes]
+            targets = await self._texts.targets(principal, conversation_id, {name: infos[name] for name in missing})
+            unprocessed = [name for name in missing if name not in targets]
             if unprocessed:
-                try:
-                    async with asyncio.TaskGroup() as group:
-                        tasks = {
-                            name: group.create_task(self._extract(paths[name], infos[name], name))
-                            for name in unprocessed
-                        }
-                except BaseExceptionGroup as failures:
-                    # Callers and the MCP tool map single, typed errors; a group of them would hide the code.
-                    raise _most_relevant(failures) from None
-                indexes.update((name, task.result()) for name, task in tasks.items())
+                targets.update(await self._extract_all(principal, conversation_id, paths, infos, unprocessed))
             for name in missing:
-                loaded[name] = self._keep(
-                    cached_ids.get(name), name, infos[name], scope, indexes[name], found.document_ids.get(name)
-                )
+                loaded[name] = self._keep(cached_ids.get(name), name, infos[name], scope, targets[name])
         return [loaded[name] for name in names]
+
+    async def _extract_all(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        paths: dict[str, str],
+        infos: dict[str, BlobInfo],
+        names: Sequence[str],
+    ) -> dict[str, Target]:
+        """Download and extract ``names`` concurrently; the first failure cancels the rest and is raised as
+        itself."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = {
+                    name: group.create_task(self._extract(principal, conversation_id, paths[name], infos[name], name))
+                    for name in names
+                }
+        except BaseExceptionGroup as failures:
+            # Callers and the MCP tool map single, typed errors; a group of them would hide the code.
+            raise _most_relevant(failures) from None
+        return {name: task.result() for name, task in tasks.items()}
 
     async def _current_infos(
         self, principal: Principal, conversation_id: str, paths: dict[str, str]
@@ -285,35 +283,20 @@ class DocumentChatService:
         entry = self._cache.get(cached_id, name, info.etag, scope=scope)
         if entry is None:
             return None
-        return _LoadedFile(
-            blob_name=name, file_id=entry.file_id, index=entry.index, reused=True, document_id=entry.document_id
-        )
+        return _LoadedFile(blob_name=name, file_id=entry.file_id, target=entry.target, reused=True)
 
-    def _keep(
-        self,
-        cached_id: str | None,
-        name: str,
-        info: BlobInfo,
-        scope: str,
-        index: SpanIndex,
-        document_id: str | None,
-    ) -> _LoadedFile:
+    def _keep(self, cached_id: str | None, name: str, info: BlobInfo, scope: str, target: Target) -> _LoadedFile:
         """Cache a file just read or extracted: under ``cached_id`` when it is still good (it came from another
         instance, or this one forgot it), else under a new id."""
         honoured = cached_id is not None and self._cache.honours(cached_id, name, info.etag, scope=scope)
         entry = self._cache.put(
-            scope=scope,
-            blob_name=name,
-            etag=info.etag,
-            index=index,
-            file_id=cached_id if honoured else None,
-            document_id=document_id,
+            scope=scope, blob_name=name, etag=info.etag, target=target, file_id=cached_id if honoured else None
         )
-        return _LoadedFile(
-            blob_name=name, file_id=entry.file_id, index=entry.index, reused=honoured, document_id=document_id
-        )
+        return _LoadedFile(blob_name=name, file_id=entry.file_id, target=entry.target, reused=honoured)
 
-    async def _extract(self, path: str, info: BlobInfo, name: str) -> SpanIndex:
+    async def _extract(
+        self, principal: Principal, conversation_id: str, path: str, info: BlobInfo, name: str
+    ) -> Target:
         if info.size > self._max_document_bytes:
             raise _too_large(name, self._max_document_bytes)
         try:
@@ -324,72 +307,76 @@ class DocumentChatService:
         if len(data) > self._max_document_bytes:
             raise _too_large(name, self._max_document_bytes)
         extracted = await self._pool.extract(data, name, info.content_type, organization=organization_of(path))
-        return await asyncio.to_thread(_index, extracted)
+        text = await asyncio.to_thread(process_extracted, extracted)
+        return Target(
+            document_id=f"blob:{name}",
+            name=name,
+            version=index_version(text.extracted_text_hash, text.chunking_version),
+            scope=session_scope(principal.organization, principal.user, conversation_id),
+            text=text,
+        )
 
     async def _retrieve(
-        self, question: str, files: list[_LoadedFile], query_vector: asyncio.Task[Matrix] | None, depth: int
+        self,
+        principal: Principal,
+        conversation_id: str,
+        question: str,
+        files: list[_LoadedFile],
+        query_vector: asyncio.Task[Matrix] | None,
+        depth: int,
     ) -> tuple[list[SourceSpan], int, RetrievalLegs]:
-        """The ``depth`` best spans: the lexical leg alone, or (with embeddings) fused with the vector leg by
-        reciprocal rank fusion."""
-        if self._vectors is None or query_vector is None:
-            sources, rounds = self._select_sources(question, files, depth)
-            return sources, rounds, LEXICAL_ONLY
-        (sources, rounds), vector = await beside_lexical(
-            self._vectors,
-            query_vector,
-            [file.index.text for file in files],
-            [1.0] * len(files),
-            lambda: self._select_sources(question, files, depth),
-            depth,
+        """The ``depth`` best spans across the files (the first spans of each when nothing matches), the rounds it
+        took and the legs that ran."""
+        found = await self._retriever.retrieve(
+            question,
+            principal.organization,
+            [file.target for file in files],
+            limit=depth,
+            query_vector=query_vector,
+            first_spans=True,
         )
-        retrieval = vector.legs(self._vectors.label, [file.blob_name for file in files])
-        if not vector.hits:
-            return sources, rounds, retrieval
-        nearest = [_source(files[hit.document], files[hit.document].spans[hit.span]) for hit in vector.hits]
-        terms = tokenize(question)
-        # Without a shared word the lexical "ranking" is only the documents' first spans: the vector leg's alone.
-        matched = rounds > 1 or any(term in file.index.postings.terms for file in files for term in terms)
-        rankings = (
-            [[source.ref for source in sources], [source.ref for source in nearest]]
-            if matched
-            else [[source.ref for source in nearest]]
-        )
-        by_ref = {source.ref: source for source in (*sources, *nearest)}
-        fused = reciprocal_rank_fusion(rankings, depth)
-        return [by_ref[ref] for ref, _ in fused], rounds, retrieval
+        missing = {target.document_id for target in (*found.unreadable, *found.indexing)}
+        if missing:
+            # Processed once, unreadable now (or not indexed yet): read from the blob this time.
+            await self._reread(principal, conversation_id, files, missing)
+            found = await self._retriever.retrieve(
+                question,
+                principal.organization,
+                [file.target for file in files],
+                limit=depth,
+                first_spans=True,
+            )
+        sources = [
+            SourceSpan(
+                ref=ranked.ref,
+                document=ranked.target.name,
+                span_id=ranked.span.span_id,
+                page=ranked.span.page,
+                text=ranked.span.text,
+                section=ranked.span.section,
+            )
+            for ranked in found.spans
+        ]
+        return sources, found.rounds, found.legs
 
-    def _select_sources(self, question: str, files: list[_LoadedFile], depth: int) -> tuple[list[SourceSpan], int]:
-        """The best-matching spans across all files (the first spans of each file when nothing matches), and the
-        retrieval rounds it took."""
-        candidates = [(file, span) for file in files for span in file.spans]
-        offsets = list(itertools.accumulate((file.index.span_count for file in files), initial=0))
-        groups = [file.index.lexical for file in files]
-        terms = tokenize(question)
-        ranked = [offsets[found.group] + found.passage for found in search(question, groups, limit=depth)]
-        rounds = 1
-        unknown = [term for term in terms if not any(term in group.body.terms for group in groups)]
-        if unknown and (not ranked or len(unknown) * 2 >= len(terms)):
-            # Weak evidence: the documents do not use the question's words. One more round, with their own
-            # words for it (close spellings, shared stems); kept only when it finds something.
-            vocabulary = {term for group in groups for term in group.body.terms}
-            alternative = reformulated(terms, vocabulary)
-            if alternative:
-                rounds = 2
-                again = search(" ".join(alternative), groups, limit=depth)
-                ranked = [offsets[found.group] + found.passage for found in again] or ranked
-        if ranked:
-            chosen = [candidates[index] for index in ranked]
-        else:
-            # Nothing shares a word with the question: show the start of each document (round robin) so the
-            # model can still say it could not find the answer, or answer a question phrased differently.
-            chosen = []
-            level = 0
-            while len(chosen) < depth and any(level < len(file.spans) for file in files):
-                for file in files:
-                    if level < len(file.spans) and len(chosen) < depth:
-                        chosen.append((file, file.spans[level]))
-                level += 1
-        return [_source(file, span) for file, span in chosen], rounds
+    async def _reread(
+        self, principal: Principal, conversation_id: str, files: list[_LoadedFile], document_ids: set[str]
+    ) -> None:
+        """Extract again the files whose stored version the retriever could not search."""
+        paths = {
+            file.blob_name: BlobPaths.session_blob(
+                principal.organization, principal.user, conversation_id, file.blob_name
+            )
+            for file in files
+            if file.target.document_id in document_ids
+        }
+        infos = await self._current_infos(principal, conversation_id, paths)
+        extracted = await self._extract_all(
+            principal, conversation_id, paths, infos, [name for name in paths if name in infos]
+        )
+        for position, file in enumerate(files):
+            if file.blob_name in extracted:
+                files[position] = _LoadedFile(file.blob_name, file.file_id, extracted[file.blob_name], file.reused)
 
     async def _ask(self, system: str, question: str) -> AIMessage:
         try:
@@ -412,18 +399,6 @@ class DocumentChatService:
             raise model_fault(exc) or ServiceUnavailable(
                 "the language model failed to answer; try again later", code="model_unavailable"
             ) from exc
-
-
-def _source(file: _LoadedFile, span: Span) -> SourceSpan:
-    return SourceSpan(
-        ref=source_ref(file.blob_name, span.span_id),
-        document=file.blob_name,
-        document_id=file.document_id,
-        span_id=span.span_id,
-        page=span.page,
-        text=span.text,
-        section=span.section,
-    )
 
 
 def _not_found(name: str) -> NotFound:

@@ -21,32 +21,25 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from orc.search.span_index import SpanIndex
-from orc.search.spans import Span
+from orc.search.retriever import Target
 
 _PREFIX = "file-"
 
 
 @dataclass(frozen=True, slots=True)
 class ProcessedFile:
-    """One processed document: its spans' search index and the blob version they were made from."""
+    """One processed document: what the retriever searches it as, and the blob version it was made from."""
 
     file_id: str
     scope: str
     """The session blob prefix (``{organization}/{user}/{conversation}/``) the id was issued under."""
     blob_name: str
     etag: str
-    index: SpanIndex
-    """The text, spans and their BM25 postings, made once so every later question only ranks them."""
+    target: Target
+    """The document as the retriever searches it: indexed (stored text), or its extracted text for a blob that was
+    never processed, kept so later questions only rank it."""
     created_at: float
     expires_at: float
-    document_id: str | None = None
-    """The catalog id of the session document (what citations name), when it has a catalog record."""
-
-    @property
-    def spans(self) -> tuple[Span, ...]:
-        """The document's spans."""
-        return self.index.text.spans
 
 
 class ProcessedFileCache:
@@ -84,14 +77,7 @@ class ProcessedFileCache:
             return len(self._entries)
 
     def put(
-        self,
-        *,
-        scope: str,
-        blob_name: str,
-        etag: str,
-        index: SpanIndex,
-        file_id: str | None = None,
-        document_id: str | None = None,
+        self, *, scope: str, blob_name: str, etag: str, target: Target, file_id: str | None = None
     ) -> ProcessedFile:
         """Store a processed document under ``file_id`` (an id :meth:`honours` accepts for it, e.g. one another
         instance issued) or a new one; the stored entry."""
@@ -108,10 +94,9 @@ class ProcessedFileCache:
             scope=scope,
             blob_name=blob_name,
             etag=etag,
-            index=index,
+            target=target,
             created_at=now,
             expires_at=expires_at,
-            document_id=document_id,
         )
         key = (scope, entry.file_id)
         with self._lock:

@@ -1,5 +1,8 @@
 """Background processing of uploaded documents: extract → spans → hashes → stored text → search index → ``ready``.
 
+The search index is written before the record says ``ready``, so the next search after an upload or a replace — in
+any process — finds the new version; a deleted document leaves the index with its record.
+
 Every upload (session or context document) stores its blob and a catalog record in ``processing`` state and
 submits a job here. Jobs run as asyncio tasks, at most ``max_concurrency`` at a time, taken in turn by
 organization (:class:`~orc.documents.parsing.fair_turns.FairTurns`), so one organization's backlog never holds another's
@@ -22,16 +25,15 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from orc.clock import utc_now
 from orc.documents.parsing.extraction_pool import ExtractionPool
 from orc.documents.parsing.fair_turns import FairTurns, organization_of
-from orc.documents.records import estimate_tokens
+from orc.documents.records import estimate_tokens, search_scope
 from orc.errors import ETagMismatch, ExtractionError, ItemNotFound, OrcError, UnsupportedMediaType
-from orc.extracted import ExtractedDocument
 from orc.periodic import every
-from orc.search.span_index import IndexCache, SpanIndex, build_index
+from orc.search.port import ScopeFields
 from orc.search.text_store import DocumentText, TextStore, VectorLocation, extractor_pages, process_extracted
 from orc.storage.ports import BlobStore, DocumentCollection
 
 if TYPE_CHECKING:  # numpy and the embedding clients load only where vectors are made
-    from orc.search.vectors import SpanVectors
+    from orc.search.vectors import Matrix, SpanVectors
 
 logger = logging.getLogger(__name__)
 
@@ -99,16 +101,14 @@ class ProcessingResult:
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Processed:
-    text: DocumentText
-    index: SpanIndex
+class DocumentIndex(Protocol):
+    """Where processed documents are made searchable (:class:`orc.search.retriever.Retriever`)."""
 
+    async def index(
+        self, text: DocumentText, *, document_id: str, scope: ScopeFields, vectors: Matrix | None = None
+    ) -> None: ...
 
-def _indexed(extracted: ExtractedDocument) -> _Processed:
-    """The CPU-bound steps after extraction (spans, hashes, index), in one thread hop."""
-    text = process_extracted(extracted)
-    return _Processed(text=text, index=build_index(text))
+    async def remove(self, organization: str, document_id: str) -> None: ...
 
 
 class JobLeases(Protocol):
@@ -132,7 +132,7 @@ class DocumentProcessor:
         catalog: DocumentCollection,
         blobs: BlobStore,
         texts: TextStore,
-        indexes: IndexCache,
+        index: DocumentIndex,
         *,
         max_concurrency: int = 2,
         max_document_bytes: int,
@@ -146,7 +146,7 @@ class DocumentProcessor:
         self._catalog = catalog
         self._blobs = blobs
         self._texts = texts
-        self._indexes = indexes
+        self._index = index
         self._slots = FairTurns(max_concurrency)
         self._max_document_bytes = max_document_bytes
         self._running: dict[tuple[str, str], tuple[str, asyncio.Task[ProcessingResult]]] = {}
@@ -292,17 +292,19 @@ class DocumentProcessor:
             extracted = await self._pool.extract(
                 data, location.filename, content_type, organization=organization_of(location.partition_key)
             )
-            processed = await asyncio.to_thread(_indexed, extracted)
+            text = await asyncio.to_thread(process_extracted, extracted)
         except (ExtractionError, UnsupportedMediaType) as exc:
             return await self._fail(job, exc.message)
         except OrcError as exc:
             return await self._fail(job, exc.message if exc.status < 500 else GENERIC_FAILURE)
         del data
-        await self._texts.save(location.partition_key, location.document_id, job.content_hash, processed.text)
-        self._indexes.put(processed.index)
-        text = processed.text
-        if self._vectors is not None:
-            await self._embed(job, text)
+        await self._texts.save(location.partition_key, location.document_id, job.content_hash, text)
+        vectors = await self._embed(job, text) if self._vectors is not None else None
+        scope = await self._scope(job)
+        if scope is None:  # replaced or deleted meanwhile: the newer job (or the delete) settles the index
+            await self._texts.discard(location.partition_key, location.document_id, job.content_hash)
+            return ProcessingResult(location.document_id, "superseded")
+        await self._index.index(text, document_id=location.document_id, scope=scope, vectors=vectors)
         fields: dict[str, Any] = {
             "status": "ready",
             "status_reason": None,
@@ -319,22 +321,38 @@ class DocumentProcessor:
         }
         if not await self._mark(job, fields):
             await self._texts.discard(location.partition_key, location.document_id, job.content_hash)
+            if await self._catalog.get(location.partition_key, location.item_id) is None:
+                await self._index.remove(scope.organization, location.document_id)
             return ProcessingResult(location.document_id, "superseded")
         # The record now points at this version; older versions of the document are garbage.
         await self._texts.delete(location.partition_key, location.document_id, keep_content_hash=job.content_hash)
         return ProcessingResult(location.document_id, "ready")
 
-    async def _embed(self, job: ProcessingJob, text: DocumentText) -> None:
+    async def _embed(self, job: ProcessingJob, text: DocumentText) -> Matrix | None:
         """Make and store the span vectors; a failure leaves them to be made lazily, the document stays usable."""
         assert self._vectors is not None
         location = job.location
         where = VectorLocation(location.partition_key, location.document_id, job.content_hash)
         try:
-            await self._vectors.embed_document(text, where)
+            return await self._vectors.embed_document(text, where)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             logger.warning("embedding %s failed: %s", location.document_id, type(exc).__name__)
+            return None
+
+    async def _scope(self, job: ProcessingJob) -> ScopeFields | None:
+        """Where the document sits (its record's context or session); None when the record no longer describes
+        the processed content."""
+        location = job.location
+        item = await self._catalog.get(location.partition_key, location.item_id)
+        if item is None or item.body.get("content_hash") != job.content_hash:
+            return None
+        return search_scope(location.partition_key, item.body)
+
+    async def unindex(self, organization: str, document_id: str) -> None:
+        """Take a deleted document out of the search index."""
+        await self._index.remove(organization, document_id)
 
     async def fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
         """Settle ``job``'s document as ``failed`` with ``reason`` (if its record still describes that content)."""
