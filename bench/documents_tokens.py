@@ -108,15 +108,15 @@ async def run(args: argparse.Namespace) -> BenchResult:
         document_tokens = []
         for doc in (await runtime.foundation.scopes.available(LOCAL_PRINCIPAL, scope)).documents:
             page = await library.content(LOCAL_PRINCIPAL, scope, doc.info.document_id, limit=1)
-            # The pipeline indexed every document: the baseline takes every span from there.
-            assert doc.extracted_text_hash is not None and doc.chunking_version is not None
-            index = runtime.foundation.indexes.get((doc.extracted_text_hash, doc.chunking_version))
-            assert index is not None
-            document_tokens.append(approx_tokens(index.text.text))
+            # The pipeline stored every document's text: the baseline takes every span from there.
+            location = doc.location
+            text = await runtime.foundation.texts.load(location.partition_key, location.document_id, doc.content_hash)
+            assert text is not None
+            document_tokens.append(approx_tokens(text.text))
             every_span.extend(
                 SourceSpan(ref=source_ref(page.document, s.span_id), document=page.document, span_id=s.span_id,
                            page=s.page, text=s.text)
-                for s in index.text.spans
+                for s in text.spans
             )  # fmt: skip
         bundled_system = answer_system_prompt("document", sources=every_span)
         ratios = []

@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 LAYOUT = "1"
 """The on-disk layout; part of the folder name, so a change of it starts a new index (rebuilt from the stored
 text by the retriever as documents are searched) instead of misreading an old one."""
-WRITER_HEAP_BYTES = 32_000_000
+WRITER_HEAP_BYTES = 15_000_000
 """tantivy's indexing buffer: a batch bigger than this is flushed in more than one segment."""
 VECTOR_CACHE_BYTES = 128 << 20
 """Span vectors a process keeps between searches."""
@@ -116,6 +116,22 @@ class _Delete:
 _Operation = _Upsert | _Delete
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    entry: IndexedEntry
+    owner: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Directory:
+    """One organization's rows of the ``documents`` table, as this process last read them."""
+
+    rows: dict[str, _Row]
+    spans: int
+    tokens: int
+
+
 class _Lexical:
     """One organization's tantivy index, reloaded when another process (or this one) committed."""
 
@@ -171,6 +187,10 @@ class EmbeddedSearchEngine:
         self._vector_bytes = 0
         self._vector_cache_bytes = vector_cache_bytes
         self._vectors_lock = threading.Lock()
+        # Each organization's documents table, re-read only after a commit (SQLite's data_version says when
+        # another process committed; this process's own commits drop the organization's copy).
+        self._directories: dict[str, _Directory] = {}
+        self._data_version: int | None = None
         self._closed = False
 
     # -- plumbing ----------------------------------------------------------------------------------------------
@@ -267,6 +287,7 @@ class EmbeddedSearchEngine:
                 # Merges the commit started finish before the lock is let go, so segments do not pile up.
                 writer.wait_merging_threads()
         with self._sql() as db, db:
+            self._directories.pop(organization, None)
             for operation in operations:
                 if isinstance(operation, _Delete):
                     db.execute(
@@ -312,6 +333,31 @@ class EmbeddedSearchEngine:
                     )
 
     # -- reads -------------------------------------------------------------------------------------------------
+
+    def _directory(self, organization: str) -> _Directory:
+        """The organization's documents table (a cheap ``PRAGMA`` when nothing was committed since last read)."""
+        with self._sql() as db:
+            (version,) = db.execute("PRAGMA data_version").fetchone()
+            if version != self._data_version:
+                self._directories.clear()
+                self._data_version = version
+            found = self._directories.get(organization)
+            if found is None:
+                rows = {
+                    document_id: _Row(IndexedEntry(version_, spans, model), owner, tokens)
+                    for document_id, version_, spans, tokens, model, owner in db.execute(
+                        "SELECT document_id, version, spans, tokens, vector_model, owner FROM documents "
+                        "WHERE organization = ?",
+                        (organization,),
+                    )
+                }
+                found = _Directory(
+                    rows=rows,
+                    spans=sum(row.entry.spans for row in rows.values()),
+                    tokens=sum(row.tokens for row in rows.values()),
+                )
+                self._directories[organization] = found
+            return found
 
     async def search(self, request: SearchRequest) -> list[SpanHit]:
         """BM25 (tantivy), exact cosine similarity, or both fused by reciprocal rank fusion."""
@@ -378,15 +424,13 @@ class EmbeddedSearchEngine:
             return []
         query = np.asarray(request.vector, dtype=np.float32).reshape(-1)
         where = request.filter
-        sql = "SELECT document_id, version FROM documents WHERE organization = ? AND vector_model = ?"
-        parameters: list[Any] = [where.organization, request.vector_model]
-        if where.owners is not None:
-            sql += f" AND owner IN ({','.join('?' * len(where.owners))})"
-            parameters += sorted(where.owners)
-        with self._sql() as db:
-            rows = db.execute(sql, parameters).fetchall()
-        if where.documents is not None:
-            rows = [row for row in rows if row[0] in where.documents]
+        rows = [
+            (document_id, row.entry.version)
+            for document_id, row in self._directory(where.organization).rows.items()
+            if row.entry.vector_model == request.vector_model
+            and (where.owners is None or row.owner in where.owners)
+            and (where.documents is None or document_id in where.documents)
+        ]
         found: list[tuple[float, str, int, str]] = []
         for document_id, version in sorted(rows):
             matrix = self._matrix(where.organization, document_id, version, request.vector_model)
@@ -455,43 +499,24 @@ class EmbeddedSearchEngine:
         return hits
 
     async def entries(self, organization: str, document_ids: Sequence[str]) -> dict[str, IndexedEntry]:
-        """The indexed version of each of ``document_ids`` (one SQLite query per 500 ids)."""
-        return await asyncio.to_thread(self._entries, organization, list(dict.fromkeys(document_ids)))
-
-    def _entries(self, organization: str, document_ids: list[str]) -> dict[str, IndexedEntry]:
-        found: dict[str, IndexedEntry] = {}
-        with self._sql() as db:
-            for first in range(0, len(document_ids), 500):
-                chunk = document_ids[first : first + 500]
-                rows = db.execute(
-                    "SELECT document_id, version, spans, vector_model FROM documents WHERE organization = ? "
-                    f"AND document_id IN ({','.join('?' * len(chunk))})",
-                    [organization, *chunk],
-                ).fetchall()
-                for document_id, version, spans, model in rows:
-                    found[document_id] = IndexedEntry(version, spans, model)
-        return found
+        """The indexed version of each of ``document_ids`` (from the organization's documents table, read again
+        only after a commit: no thread hop, a few microseconds per document)."""
+        rows = self._directory(organization).rows
+        return {document_id: row.entry for document_id in document_ids if (row := rows.get(document_id)) is not None}
 
     async def statistics(self, organization: str, terms: Sequence[str]) -> TermStatistics:
-        """Span count and token total from SQLite, span frequencies from the index's term dictionary."""
-        return await asyncio.to_thread(self._statistics, organization, list(dict.fromkeys(terms)))
-
-    def _statistics(self, organization: str, terms: list[str]) -> TermStatistics:
-        with self._sql() as db:
-            spans, tokens = db.execute(
-                "SELECT COALESCE(SUM(spans), 0), COALESCE(SUM(tokens), 0) FROM documents WHERE organization = ?",
-                (organization,),
-            ).fetchone()
+        """Span count and token total from the documents table, span frequencies from the index's term
+        dictionary (a lookup per term, on the caller's thread)."""
+        directory = self._directory(organization)
         frequencies: dict[str, int] = {}
-        if terms and spans:
+        if terms and directory.spans:
             searcher = self._lexical(organization).searcher()
-            for term in terms:
+            for term in dict.fromkeys(terms):
                 count = int(searcher.doc_freq("body", term)) if term else 0
                 if count:
                     frequencies[term] = count
-        return TermStatistics(
-            spans=int(spans), average_length=tokens / spans if spans else 0.0, frequencies=frequencies
-        )
+        average = directory.tokens / directory.spans if directory.spans else 0.0
+        return TermStatistics(spans=directory.spans, average_length=average, frequencies=frequencies)
 
     async def vocabulary(self, organization: str, prefix: str, limit: int) -> list[str]:
         """Terms of the span text starting with ``prefix`` (tantivy's term dictionary)."""
@@ -535,6 +560,8 @@ def _tantivy_document(tantivy: Any, document: IndexedDocument, owner: str, span:
         "e": span.end,
         "c": span.section,
         "t": span.text,
+        "z": [" ".join(sentence) for sentence in span.sentences],
+        "h": " ".join(span.title_terms),
     }
     stored = tantivy.Document()
     stored.add_text("document", document.document_id)
@@ -557,5 +584,7 @@ def _hit(stored: Any, score: float) -> SpanHit:
         text=payload["t"],
         section=payload["c"],
         terms=(),
+        title_terms=tuple(payload.get("h", "").split()),
+        sentences=tuple(tuple(sentence.split()) for sentence in payload.get("z", ())),
     )
     return SpanHit(str(stored.get_first("document")), payload["v"], span, score)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from orc.search.port import IndexedDocument, IndexedSpan, ScopeFields, index_version
 from orc.search.text_store import DocumentText
-from orc.text import tokenize
+from orc.text import split_sentences, tokenize
 
 
 def indexed_spans(text: DocumentText) -> list[IndexedSpan]:
@@ -14,6 +14,7 @@ def indexed_spans(text: DocumentText) -> list[IndexedSpan]:
     spans = []
     for ordinal, span in enumerate(text.spans):
         start, end = text.span_offsets(ordinal)
+        sentences = tuple(tuple(terms) for sentence in split_sentences(span.text) if (terms := tokenize(sentence)))
         spans.append(
             IndexedSpan(
                 ordinal=ordinal,
@@ -23,8 +24,10 @@ def indexed_spans(text: DocumentText) -> list[IndexedSpan]:
                 end=end,
                 text=span.text,
                 section=span.section,
-                terms=tuple(tokenize(span.text)),
+                # The sentences hold every word of the span: the text's tokens are theirs, in order.
+                terms=tuple(term for sentence in sentences for term in sentence),
                 title_terms=tuple(tokenize(span.section)) if span.section else (),
+                sentences=sentences,
             )
         )
     return spans

@@ -58,6 +58,9 @@ class IndexedSpan:
     """The span's text, tokenized."""
     title_terms: Sequence[str] = ()
     """Its section's title path, tokenized (scored as a field of its own)."""
+    sentences: Sequence[Sequence[str]] = ()
+    """The span's sentences, each tokenized: the retriever's sentence-level re-rank reads them, so a search never
+    tokenizes what was tokenized when the span was indexed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +114,8 @@ class SearchRequest:
 @dataclass(frozen=True, slots=True)
 class SpanHit:
     """A span found: which document (and version), which span, its text and locators, and its score (BM25 for a
-    lexical query, cosine similarity for a vector query, the RRF score for a hybrid one). An engine may return the
-    span without its tokens (``terms`` empty): whoever needs them tokenizes ``text``."""
+    lexical query, cosine similarity for a vector query, the RRF score for a hybrid one). The span comes back with
+    its ``sentences`` as indexed; ``terms`` and ``title_terms`` may be left out (empty)."""
 
     document_id: str
     version: str

@@ -154,10 +154,16 @@ class _Candidate:
     sentences: list[frozenset[str]] | None = None
 
     def tokenized(self) -> None:
-        if self.tokens is None:
-            text = self.hit.span.text
-            self.tokens = tokenize(text)
-            self.sentences = [frozenset(terms) for sentence in split_sentences(text) if (terms := tokenize(sentence))]
+        if self.tokens is not None:
+            return
+        stored = self.hit.span.sentences
+        if stored:  # as indexed: nothing to tokenize
+            self.sentences = [frozenset(sentence) for sentence in stored]
+            self.tokens = [term for sentence in stored for term in sentence]
+            return
+        text = self.hit.span.text
+        self.tokens = tokenize(text)
+        self.sentences = [frozenset(terms) for sentence in split_sentences(text) if (terms := tokenize(sentence))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -659,7 +665,8 @@ def _coverage(idf: Mapping[str, float], candidate: _Candidate) -> float:
     sentences = candidate.sentences or []
     if not total or not sentences:
         return 0.0
-    title = frozenset(tokenize(candidate.hit.span.section)) if candidate.hit.span.section else frozenset()
+    span = candidate.hit.span
+    title = frozenset(span.title_terms or (tokenize(span.section) if span.section else ()))
     best = 0.0
     for index, terms in enumerate(sentences):
         nearby = frozenset().union(*sentences[max(index - 1, 0) : index], *sentences[index + 1 : index + 2])

@@ -219,6 +219,7 @@ class ContextDocuments:
         await self._blobs.delete(location.blob_path)
         await self._texts.delete(partition, document_id)
         await self._catalog.delete(partition, location.item_id)
+        await self._processor.unindex(principal.organization, document_id)
         return record
 
 

@@ -349,6 +349,7 @@ class SessionFiles:
         await self._blobs.delete(location.blob_path)
         await self._texts.delete(location.partition_key, record.file_id)
         await self._catalog.delete(principal.partition_key, location.item_id)
+        await self._processor.unindex(principal.organization, record.file_id)
 
     def _session_lock(self, principal: Principal, conversation_id: str) -> asyncio.Lock:
         key = f"{principal.partition_key}/{conversation_id}"

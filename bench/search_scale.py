@@ -1,0 +1,346 @@
+"""Targets (issue 38, the embedded search engine on this machine): one organization of 1,000,000 spans (5,000
+documents) — search p50 ≤ 50 ms and p95 ≤ 150 ms; the first search in a new process ≤ 1 s; a serving process's
+memory grows ≤ 200 MB with the organization's size; indexing ≥ 2,000 spans/s; a replaced document is what the next
+search finds, in every process.
+
+Set-up: ``--documents`` × ``--spans-per-document`` made-up documents (paragraphs of about 110 words drawn with a
+Zipf distribution from the English stems of orc's related-terms table, one span per paragraph), cut into spans by
+orc's chunker, and indexed through the retriever (orc's tokenizer, then the embedded engine's group commits) by
+``--writers`` concurrent jobs, as document processing does. The index is kept in ``--root`` (a temporary folder by
+default; give one to measure searches again without indexing: ``--reuse``).
+
+Timed:
+
+- **search**: ``--queries`` queries of 3-5 content words of a random span (with function words around them), each a
+  whole retrieval of the organization's 5,000 documents as ``documents.search`` asks for it (freshness check,
+  expansion, BM25, feedback, sentence re-rank); the engine's BM25 query alone is a row of its own;
+- **first search in a new process**: a new Python process opens the engine and searches once (its imports timed
+  apart), and reports its memory (``VmRSS``, and what of it is file pages) before opening the engine and after
+  ``--queries`` searches;
+- **replace**: that other process replaces a document with a new version holding a word no other span has; this
+  process's next search must find the new word and not the old.
+
+With ``--vectors`` (dimensions), spans get hashed vectors and a hybrid row is timed as well: the vector leg reads
+every span vector in scope, so it is measured at a size where that is still cheap (see ``docs/search.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import BenchResult, Check, percentile, summarize
+from bench.documents_common import exit_with, standalone
+from orc.extracted import ExtractedDocument
+from orc.search.embedded import EmbeddedSearchEngine
+from orc.search.indexing import indexed_document
+from orc.search.port import ScopeFields, SearchFilter, SearchRequest, index_version, owner_key
+from orc.search.retriever import Retriever, Target
+from orc.search.text_store import DocumentText, process_extracted
+from orc.text.related import _table
+
+ORGANIZATION = "acme"
+SCOPE = ScopeFields(organization=ORGANIZATION, owner=owner_key("organization", ORGANIZATION))
+TARGET_P50_MS = 50.0
+TARGET_P95_MS = 150.0
+TARGET_FIRST_S = 1.0
+TARGET_RSS_MB = 200.0
+TARGET_INDEXING = 2000.0
+FUNCTION_WORDS = ("what", "is", "the", "how", "do", "i", "of", "a", "for", "in", "does", "about")
+MARKER_OLD, MARKER_NEW = "zqxoldversionword", "zqxnewversionword"
+MODEL = "bench-vectors"
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Options."""
+    parser.add_argument("--documents", type=int, default=5000)
+    parser.add_argument("--spans-per-document", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--writers", type=int, default=4, help="concurrent indexing jobs (4)")
+    parser.add_argument("--root", type=Path, help="keep the index here (default: a temporary folder)")
+    parser.add_argument("--reuse", action="store_true", help="search the index already in --root")
+    parser.add_argument("--vectors", type=int, default=0, help="span vector dimensions (0: lexical only)")
+
+
+def _words() -> list[str]:
+    """English stems, most frequent-looking first (shorter words first stand in for frequency)."""
+    words = [word for word in _table() if word.isalpha() and 3 <= len(word) <= 12]
+    random.Random(3).shuffle(words)
+    return words[:40_000]
+
+
+class Corpus:
+    """Made-up documents of Zipf-distributed words; document ``n`` is the same on every run."""
+
+    def __init__(self, spans_per_document: int) -> None:
+        self.words = np.array(_words())
+        ranks = np.arange(1, len(self.words) + 1, dtype=np.float64)
+        weights = 1.0 / ranks**1.05
+        self.p = weights / weights.sum()
+        self.spans = spans_per_document
+
+    def text(self, number: int, marker: str | None = None) -> DocumentText:
+        rng = np.random.default_rng(number)
+        lengths = rng.integers(90, 130, size=self.spans)
+        drawn = self.words[rng.choice(len(self.words), size=int(lengths.sum()), p=self.p)]
+        paragraphs, cursor = [], 0
+        for length in lengths:
+            words = list(drawn[cursor : cursor + length])
+            cursor += length
+            sentences = [" ".join(words[i : i + 15]).capitalize() + "." for i in range(0, len(words), 15)]
+            paragraphs.append(" ".join(sentences))
+        if marker:
+            paragraphs[0] = f"{paragraphs[0]} {marker.capitalize()}."
+        return process_extracted(ExtractedDocument(pages=["\n\n".join(paragraphs)], media_type="text/plain"))
+
+
+def _target(number: int, text: DocumentText) -> Target:
+    return Target(
+        document_id=f"doc{number:05d}",
+        name=f"doc{number:05d}.txt",
+        version=index_version(text.extracted_text_hash, text.chunking_version),
+        scope=SCOPE,
+    )
+
+
+def _vectors(text: DocumentText, dimensions: int) -> np.ndarray:
+    rng = np.random.default_rng(len(text.spans) * 7919 + hash(text.extracted_text_hash) % 1000)
+    matrix = rng.standard_normal((len(text.spans), dimensions)).astype(np.float32)
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+async def _index(args: argparse.Namespace, root: Path, corpus: Corpus) -> dict[str, float]:
+    """Index every document with ``--writers`` concurrent jobs; spans per second of indexing (tokenizing and
+    committing), the chunking apart."""
+    engine = EmbeddedSearchEngine(root)
+    retriever = Retriever(engine)
+    pending = iter(range(args.documents))
+    spans = 0
+    chunking = 0.0
+    indexing = 0.0
+
+    async def writer() -> None:
+        nonlocal spans, chunking, indexing
+        for number in pending:
+            began = time.perf_counter()
+            text = await asyncio.to_thread(corpus.text, number, MARKER_OLD if number == 0 else None)
+            chunked = time.perf_counter()
+            matrix = _vectors(text, args.vectors) if args.vectors else None
+            if matrix is None:
+                await retriever.index(text, document_id=f"doc{number:05d}", scope=SCOPE)
+            else:
+                entry = indexed_document(
+                    text, document_id=f"doc{number:05d}", scope=SCOPE, vectors=matrix.tolist(), vector_model=MODEL
+                )
+                await engine.upsert(entry)
+            chunking += chunked - began
+            indexing += time.perf_counter() - chunked
+            spans += len(text.spans)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(writer() for _ in range(args.writers)))
+    wall = time.perf_counter() - started
+    await engine.aclose()
+    return {
+        "spans": spans,
+        "wall_seconds": round(wall, 1),
+        # The writers overlap: spans over the wall time, less the share of it the made-up chunking took.
+        "spans_per_second": round(spans / max(wall * indexing / max(indexing + chunking, 1e-9), 1e-9), 0),
+        "spans_per_second_with_chunking": round(spans / wall, 0),
+    }
+
+
+def _queries(corpus: Corpus, documents: int, count: int) -> list[str]:
+    rng = random.Random(17)
+    queries = []
+    for _ in range(count):
+        text = corpus.text(rng.randrange(documents))
+        words = [word for word in text.spans[rng.randrange(len(text.spans))].text.rstrip(".").lower().split()]
+        chosen = rng.sample(words, rng.randint(3, 5))
+        queries.append(" ".join([rng.choice(FUNCTION_WORDS), *chosen, rng.choice(FUNCTION_WORDS)]))
+    return queries
+
+
+def _targets(root: Path) -> list[Target]:
+    """The 5,000 targets a search of the organization passes (versions read back from the engine's entries)."""
+    import sqlite3
+
+    with sqlite3.connect(root / "v1" / "documents.sqlite3") as db:
+        rows = db.execute("SELECT document_id, version FROM documents WHERE organization = ?", (ORGANIZATION,))
+        versions = dict(rows.fetchall())
+    return [
+        Target(document_id=document_id, name=f"{document_id}.txt", version=version, scope=SCOPE)
+        for document_id, version in sorted(versions.items())
+    ]
+
+
+async def _search(
+    args: argparse.Namespace, root: Path, queries: Sequence[str], targets: Sequence[Target]
+) -> dict[str, Any]:
+    engine = EmbeddedSearchEngine(root)
+    retriever = Retriever(engine)
+    await retriever.retrieve(queries[0], ORGANIZATION, targets, limit=10)  # opens the index
+    whole, bm25, found = [], [], 0
+    for query in queries:
+        began = time.perf_counter()
+        hits = await retriever.retrieve(query, ORGANIZATION, targets, limit=10)
+        whole.append((time.perf_counter() - began) * 1000)
+        found += bool(hits.spans)
+        terms = {word: 1.0 for word in query.split() if word not in FUNCTION_WORDS}
+        began = time.perf_counter()
+        where = SearchFilter(ORGANIZATION, owners=frozenset({SCOPE.owner}))
+        await engine.search(SearchRequest(where, 24, terms=terms))
+        bm25.append((time.perf_counter() - began) * 1000)
+    hybrid: list[float] = []
+    if args.vectors:
+        rng = np.random.default_rng(5)
+        for _ in queries[:100]:
+            vector = rng.standard_normal(args.vectors).astype(np.float32)
+            unit = (vector / np.linalg.norm(vector)).tolist()
+            began = time.perf_counter()
+            await engine.search(
+                SearchRequest(SearchFilter(ORGANIZATION), 30, vector=unit, vector_model=MODEL, mode="vector")
+            )
+            hybrid.append((time.perf_counter() - began) * 1000)
+    await engine.aclose()
+    return {"retrieve": whole, "bm25": bm25, "vector": hybrid, "found": found}
+
+
+def _memory() -> dict[str, float]:
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields
+
+
+async def _probe(root: Path, queries: Sequence[str], documents: int, spans: int) -> dict[str, Any]:
+    """What a new process does: open, search once, search more, then replace document 0 (the parent checks)."""
+    before = _memory()
+    began = time.perf_counter()
+    engine = EmbeddedSearchEngine(root)
+    retriever = Retriever(engine)
+    corpus = Corpus(spans)
+    targets = _targets(root)
+    await retriever.retrieve(queries[0], ORGANIZATION, targets, limit=10)
+    first = time.perf_counter() - began
+    for query in queries:
+        await retriever.retrieve(query, ORGANIZATION, targets, limit=10)
+    after = _memory()
+    began = time.perf_counter()
+    await retriever.index(corpus.text(0, MARKER_NEW), document_id="doc00000", scope=SCOPE)
+    replace_ms = (time.perf_counter() - began) * 1000
+    await engine.aclose()
+    return {"first_search_s": first, "before": before, "after": after, "replace_ms": replace_ms}
+
+
+def _probe_main(argv: Sequence[str], began: float) -> None:
+    imported = time.perf_counter() - began
+    root, documents, spans = Path(argv[0]), int(argv[1]), int(argv[2])
+    queries = json.loads(Path(argv[3]).read_text())
+    report = asyncio.run(_probe(root, queries, documents, spans))
+    print(json.dumps({"imports_s": imported, **report}))
+
+
+async def run(args: argparse.Namespace) -> BenchResult:
+    """Index (unless reused), search, then a new process searches and replaces a document."""
+    result = BenchResult(name="search_scale")
+    with tempfile.TemporaryDirectory(prefix="orc-bench-search-") as scratch:
+        root = args.root or Path(scratch) / "search"
+        corpus = Corpus(args.spans_per_document)
+        indexing: dict[str, Any] = {}
+        if not args.reuse:
+            indexing = await _index(args, root, corpus)
+        queries = _queries(corpus, args.documents, args.queries)
+        targets = _targets(root)
+        spans = indexing.get("spans") or len(targets) * args.spans_per_document
+        timed = await _search(args, root, queries, targets)
+        # Before the other process replaces document 0, this process has found its old version.
+        engine = EmbeddedSearchEngine(root)
+        retriever = Retriever(engine)
+        old = await retriever.retrieve(MARKER_OLD, ORGANIZATION, targets, limit=3)
+        query_file = Path(scratch) / "queries.json"
+        query_file.write_text(json.dumps(queries[:100]))
+        spawned = time.perf_counter()
+        probe_arguments = [str(root), str(args.documents), str(args.spans_per_document), str(query_file)]
+        code = (
+            "import time; began = time.perf_counter(); "
+            f"from bench.search_scale import _probe_main; _probe_main({probe_arguments!r}, began)"
+        )
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", code, cwd=REPOSITORY, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await process.communicate()
+        if process.returncode:
+            raise RuntimeError(f"the probe process failed: {err.decode()[-2000:]}")
+        probe_wall = time.perf_counter() - spawned
+        probe = json.loads(out.decode().strip().splitlines()[-1])
+        new_text = await asyncio.to_thread(corpus.text, 0, MARKER_NEW)
+        targets[0] = _target(0, new_text)
+        new = await retriever.retrieve(MARKER_NEW, ORGANIZATION, targets, limit=3)
+        stale = await retriever.retrieve(MARKER_OLD, ORGANIZATION, targets, limit=3)
+        await engine.aclose()
+    retrieve = {**summarize(timed["retrieve"]), "p95": round(percentile(timed["retrieve"], 95), 3)}
+    bm25 = {**summarize(timed["bm25"]), "p95": round(percentile(timed["bm25"], 95), 3)}
+    growth = probe["after"]["VmRSS"] - probe["before"]["VmRSS"]
+    anon = probe["after"].get("RssAnon", 0.0) - probe["before"].get("RssAnon", 0.0)
+    result.rows = [
+        {"measure": "retrieve (documents.search's ranking)", "spans": spans, **retrieve},
+        {"measure": "engine BM25 query alone (top 24)", "spans": spans, **bm25},
+    ]
+    if timed["vector"]:
+        vector = {**summarize(timed["vector"]), "p95": round(percentile(timed["vector"], 95), 3)}
+        result.rows.append({"measure": f"vector leg ({args.vectors} dimensions)", "spans": spans, **vector})
+    replaced = bool(new.spans) and new.spans[0].target.document_id == "doc00000" and not stale.spans
+    result.checks = [
+        Check(f"search over {spans} spans, p50 (ms)", retrieve["p50"], TARGET_P50_MS),
+        Check(f"search over {spans} spans, p95 (ms)", retrieve["p95"], TARGET_P95_MS),
+        Check("first search in a new process", round(probe["first_search_s"], 3), TARGET_FIRST_S, unit="s"),
+        Check("serving process memory growth", round(growth, 1), TARGET_RSS_MB, unit="MB"),
+        Check("a replaced document is what another process finds next (1 = yes)", 0.0 if replaced else 1.0, 0.0, ""),
+    ]
+    if indexing:
+        per_thousand = 1_000_000 / max(indexing["spans_per_second"], 1e-9)
+        result.checks.append(
+            Check(
+                "indexing time per 1,000 spans (≥ 2,000 spans/s)", round(per_thousand, 1), 1_000_000 / TARGET_INDEXING
+            )
+        )
+    result.details = {
+        "indexing": indexing,
+        "queries_with_results": timed["found"],
+        "new_process": {
+            "imports_s": round(probe["imports_s"], 3),
+            "wall_s": round(probe_wall, 2),
+            "rss_before_mb": probe["before"],
+            "rss_after_mb": probe["after"],
+            "anonymous_growth_mb": round(anon, 1),
+            "replace_ms": round(probe["replace_ms"], 1),
+        },
+        "replace": {
+            "old_found_before": bool(old.spans),
+            "new_found_after": bool(new.spans),
+            "old_found_after": bool(stale.spans),
+        },
+        "load": os.getloadavg(),
+    }
+    return result
+
+
+main = standalone(__doc__.split("\n")[0] if __doc__ else "", run, configure)
+
+if __name__ == "__main__":
+    exit_with(main)
