@@ -52,10 +52,12 @@ if TYPE_CHECKING:  # the Azure SDKs load only where Azure is configured, numpy o
 
 @dataclass(frozen=True, slots=True)
 class Stores:
-    """The storage a process uses: named collections and one blob store."""
+    """The storage a process uses: named collections, one blob store, and the search index (``None``: the embedded
+    engine in ``ORC_HOME/search``)."""
 
     collections: CollectionProvider
     blobs: BlobStore
+    search: SearchEngine | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +176,8 @@ async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores
 
 
 async def open_search_engine(settings: Settings, stack: AsyncExitStack) -> SearchEngine:
-    """The search engine ``ORC_SEARCH`` names, closed with ``stack``: the embedded one keeps its index in
-    ``ORC_HOME/search``."""
+    """The search engine, closed with ``stack``: the embedded one, its index in ``ORC_HOME/search`` (shared by every
+    process that uses that home)."""
     from orc.search.embedded import EmbeddedSearchEngine  # tantivy only where the embedded engine is used
 
     engine = EmbeddedSearchEngine(settings.home / "search")
@@ -296,7 +298,7 @@ async def build_foundation(
     configure_telemetry(json_logs=settings.log_format == "json")
     if tracing_enabled():
         # One span per storage call; not wrapped when nothing records spans, so untraced processes pay nothing.
-        stores = Stores(TracedCollectionProvider(stores.collections), TracedBlobStore(stores.blobs))
+        stores = Stores(TracedCollectionProvider(stores.collections), TracedBlobStore(stores.blobs), stores.search)
     collections = stores.collections
     catalog = await collections.collection("catalog")
     conversations = ConversationRepository(await collections.collection("conversations"))
@@ -309,7 +311,7 @@ async def build_foundation(
     quotas = await build_quotas(settings, stores)
     uploads = await build_operation_quotas(settings, stores, quotas)
     texts = TextStore(await collections.collection("document_text"))
-    engine = await open_search_engine(settings, stack)
+    engine = stores.search if stores.search is not None else await open_search_engine(settings, stack)
     retriever = Retriever(engine, texts, vectors)
     # Registered after the engine, so background indexing stops before the engine closes.
     stack.push_async_callback(retriever.aclose)

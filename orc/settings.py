@@ -95,12 +95,6 @@ class Settings(BaseSettings):
     # enough that one slow request does not hold a whole document back.
     embeddings_batch_size: int = Field(default=256, ge=1, le=2048, description="Spans per embedding request.")
 
-    search: Literal["embedded", "azure"] = Field(
-        default="embedded",
-        description="The search engine of documents' spans: embedded (an index beside the embedded database, shared "
-        "by every process on the machine) or azure (Azure AI Search).",
-    )
-
     prompts_dir: str | None = Field(
         default=None,
         description="Prompt files replacing the packaged ones at start-up (same names as prompts/, manifest "

@@ -26,21 +26,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import sqlite3
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from orc.search.fusion import reciprocal_rank_fusion
 from orc.search.port import (
@@ -52,6 +49,10 @@ from orc.search.port import (
     SpanHit,
     TermStatistics,
 )
+
+if TYPE_CHECKING:  # numpy loads only where vectors are searched or stored
+    import numpy as np
+    import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
@@ -162,13 +163,38 @@ class _Lexical:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        """Hold the organization's write lock (across processes)."""
+        """Hold the organization's write lock (across processes; released by the OS if the process dies)."""
         with open(self.path / ".orc-write.lock", "a+b") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            _lock(handle.fileno())
             try:
                 yield
             finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                _unlock(handle.fileno())
+
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+    import time
+
+    def _lock(descriptor: int) -> None:
+        while True:
+            try:
+                msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)
+                return
+            except OSError:
+                time.sleep(0.01)  # msvcrt has no blocking lock without a 10-second give-up
+
+    def _unlock(descriptor: int) -> None:
+        msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _lock(descriptor: int) -> None:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+
+    def _unlock(descriptor: int) -> None:
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
 
 
 class EmbeddedSearchEngine:
@@ -314,6 +340,8 @@ class EmbeddedSearchEngine:
                     ),
                 )
                 if has_vectors and document.vector_model is not None and document.vectors is not None:
+                    import numpy as np
+
                     matrix = np.ascontiguousarray(np.asarray(document.vectors, dtype="<f4"))
                     db.execute(
                         "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?)",
@@ -422,6 +450,8 @@ class EmbeddedSearchEngine:
     def _vector_search(self, request: SearchRequest) -> list[SpanHit]:
         if request.vector is None or request.vector_model is None:
             return []
+        import numpy as np
+
         query = np.asarray(request.vector, dtype=np.float32).reshape(-1)
         where = request.filter
         rows = [
@@ -464,6 +494,8 @@ class EmbeddedSearchEngine:
             ).fetchone()
         if row is None:
             return None
+        import numpy as np
+
         dims, data = row
         matrix = np.frombuffer(data, dtype="<f4").reshape(-1, dims).astype(np.float32)
         with self._vectors_lock:
@@ -500,13 +532,19 @@ class EmbeddedSearchEngine:
 
     async def entries(self, organization: str, document_ids: Sequence[str]) -> dict[str, IndexedEntry]:
         """The indexed version of each of ``document_ids`` (from the organization's documents table, read again
-        only after a commit: no thread hop, a few microseconds per document)."""
+        only after a commit)."""
+        return await asyncio.to_thread(self._entries, organization, document_ids)
+
+    def _entries(self, organization: str, document_ids: Sequence[str]) -> dict[str, IndexedEntry]:
         rows = self._directory(organization).rows
         return {document_id: row.entry for document_id in document_ids if (row := rows.get(document_id)) is not None}
 
     async def statistics(self, organization: str, terms: Sequence[str]) -> TermStatistics:
         """Span count and token total from the documents table, span frequencies from the index's term
-        dictionary (a lookup per term, on the caller's thread)."""
+        dictionary."""
+        return await asyncio.to_thread(self._statistics, organization, terms)
+
+    def _statistics(self, organization: str, terms: Sequence[str]) -> TermStatistics:
         directory = self._directory(organization)
         frequencies: dict[str, int] = {}
         if terms and directory.spans:
@@ -535,6 +573,9 @@ class EmbeddedSearchEngine:
         self._closed = True
         while self._flushing:
             await asyncio.gather(*list(self._flushing.values()), return_exceptions=True)
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
         with self._db_lock:
             if self._db is not None:
                 self._db.close()

@@ -12,8 +12,7 @@ import asyncio
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from orc.search.fusion import reciprocal_rank_fusion
 from orc.search.port import (
@@ -27,6 +26,9 @@ from orc.search.port import (
 )
 from orc.text.bm25 import Postings, index_passages, score
 
+if TYPE_CHECKING:  # numpy loads only where vectors are searched
+    import numpy as np
+
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
@@ -39,6 +41,8 @@ class _Entry:
 def _entry(document: IndexedDocument) -> _Entry:
     matrix = None
     if document.vectors is not None and len(document.vectors):
+        import numpy as np
+
         matrix = np.asarray(document.vectors, dtype=np.float32)
         if matrix.ndim != 2 or len(matrix) != len(document.spans):
             raise ValueError("vectors must hold one row per span")
@@ -125,6 +129,8 @@ class MemorySearchEngine:
     def _vector(self, request: SearchRequest, entries: Sequence[_Entry]) -> list[SpanHit]:
         if request.vector is None or request.vector_model is None:
             return []
+        import numpy as np
+
         query = np.asarray(request.vector, dtype=np.float32).reshape(-1)
         found: list[tuple[float, str, int, _Entry]] = []
         for entry in entries:

@@ -33,7 +33,7 @@ import difflib
 import logging
 import math
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -93,6 +93,8 @@ PREFIX = 5
 CLOSE_SPELLING = 0.8
 MAX_ALTERNATIVES = 3
 VOCABULARY_LIMIT = 20_000
+UNSTORED_DOCUMENTS = 200
+"""Unstored texts (blobs document_chat extracted itself) a retriever keeps tokenized between questions."""
 RETRY_AFTER_SECONDS = 60.0
 """How long a document whose background indexing or embedding failed waits before a search tries it again."""
 
@@ -202,6 +204,8 @@ class Retriever:
         self._scheduled: set[tuple[str, str, str]] = set()
         self._failed: dict[tuple[str, str, str], float] = {}
         self._slots = asyncio.Semaphore(max_background)
+        self._unstored = MemorySearchEngine()
+        self._unstored_order: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._closed = False
 
     @property
@@ -289,25 +293,23 @@ class Retriever:
         entries: dict[str, IndexedEntry] = {}
         indexing: list[Target] = []
         unreadable: list[Target] = []
+        prepared: _Query | None = None
         if stored:
-            entries, searchable, indexing, unreadable = await self._fresh(organization, stored)
+            # The engine's entries and the query's statistics are read together: one wait, not two.
+            (entries, searchable, indexing, unreadable), prepared = await asyncio.gather(
+                self._fresh(organization, stored), _prepare(self._engine, organization, query)
+            )
             stored = searchable
         depth = limit * FUSION_DEPTH if self._vectors is not None else limit
         pool = max(depth, RERANK_DEPTH)
         rankings: list[list[RankedSpan]] = []
         rounds = 1
         if stored:
-            ranked, rounds = await self._lexical(self._engine, organization, stored, query, pool)
+            ranked, rounds = await self._lexical(self._engine, organization, stored, query, pool, prepared)
             rankings.append(ranked)
         if transient:
-            memory = MemorySearchEngine()
-            for target in transient:
-                assert target.text is not None
-                document = await asyncio.to_thread(
-                    indexed_document, target.text, document_id=target.document_id, scope=target.scope
-                )
-                await memory.upsert(document)
-            ranked, again = await self._lexical(memory, organization, transient, query, pool)
+            await self._hold(organization, transient)
+            ranked, again = await self._lexical(self._unstored, organization, transient, query, pool)
             rankings.append(ranked)
             rounds = max(rounds, again)
         lexical = _fused(rankings, pool) if len(rankings) > 1 else (rankings[0] if rankings else [])
@@ -344,15 +346,32 @@ class Retriever:
 
     async def spans(self, target: Target, ordinals: Sequence[int]) -> list[RankedSpan]:
         """The spans of ``target`` at ``ordinals`` (a hit's neighbours), in order; score 0."""
+        engine = self._engine
         if target.text is not None:
-            text = target.text
-            document = await asyncio.to_thread(
-                indexed_document, text, document_id=target.document_id, scope=target.scope
-            )
-            wanted = sorted({ordinal for ordinal in ordinals if 0 <= ordinal < len(document.spans)})
-            return [RankedSpan(target, document.spans[ordinal], 0.0) for ordinal in wanted]
-        found = await self._engine.spans(target.scope.organization, target.document_id, ordinals)
+            await self._hold(target.scope.organization, [target])
+            engine = self._unstored
+        found = await engine.spans(target.scope.organization, target.document_id, ordinals)
         return [RankedSpan(target, hit.span, 0.0) for hit in found if hit.version == target.version]
+
+    async def _hold(self, organization: str, targets: Sequence[Target]) -> None:
+        """Put unstored texts in the in-memory engine, tokenized once: a later question about the same text (a
+        document_chat follow-up) only ranks them. The least recently held go past :data:`UNSTORED_DOCUMENTS`."""
+        held = await self._unstored.entries(organization, [target.document_id for target in targets])
+        for target in targets:
+            key = (organization, target.document_id)
+            self._unstored_order.pop(key, None)
+            self._unstored_order[key] = None
+            entry = held.get(target.document_id)
+            if entry is not None and entry.version == target.version:
+                continue
+            assert target.text is not None
+            document = await asyncio.to_thread(
+                indexed_document, target.text, document_id=target.document_id, scope=target.scope
+            )
+            await self._unstored.upsert(document)
+        while len(self._unstored_order) > UNSTORED_DOCUMENTS:
+            (old_organization, old_document), _ = self._unstored_order.popitem(last=False)
+            await self._unstored.delete(old_organization, old_document)
 
     # -- freshness ---------------------------------------------------------------------------------------------
 
@@ -474,10 +493,18 @@ class Retriever:
     # -- the lexical leg ---------------------------------------------------------------------------------------
 
     async def _lexical(
-        self, engine: SearchEngine, organization: str, targets: Sequence[Target], query: str, pool: int
+        self,
+        engine: SearchEngine,
+        organization: str,
+        targets: Sequence[Target],
+        query: str,
+        pool: int,
+        prepared: _Query | None = None,
     ) -> tuple[list[RankedSpan], int]:
-        """The lexical ranking of ``targets`` (``pool`` long at most) and the rounds it took."""
-        prepared = await _prepare(engine, organization, query)
+        """The lexical ranking of ``targets`` (``pool`` long at most) and the rounds it took (``prepared``: the
+        query's terms and statistics, when they were read already)."""
+        if prepared is None:
+            prepared = await _prepare(engine, organization, query)
         if prepared is None:
             return [], 1
         by_id = {target.document_id: target for target in targets}

@@ -16,6 +16,7 @@ from orc.composition import build_runtime
 from orc.documents.intake.uploads import Upload
 from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
+from orc.search.memory import MemorySearchEngine
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.testing import FunctionChatModel
@@ -36,7 +37,7 @@ class CountingExecutor(ThreadPoolExecutor):
 
 
 async def test_a_warm_document_chat_turn_on_memory_stores_uses_no_worker_thread() -> None:
-    stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
+    stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore(), search=MemorySearchEngine())
     request = TurnRequest(question="What does it say?", conversation_id="conv", blob_names=["doc1.pdf.txt"])
     async with build_runtime(Settings(), model=FunctionChatModel(cite_first_source), stores=stores) as orc:
         await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])

@@ -309,7 +309,8 @@ class DocumentChatService:
         extracted = await self._pool.extract(data, name, info.content_type, organization=organization_of(path))
         text = await asyncio.to_thread(process_extracted, extracted)
         return Target(
-            document_id=f"blob:{name}",
+            # Unique per conversation and blob: the retriever keeps unstored texts of many conversations at once.
+            document_id=f"blob:{principal.user}/{conversation_id}/{name}",
             name=name,
             version=index_version(text.extracted_text_hash, text.chunking_version),
             scope=session_scope(principal.organization, principal.user, conversation_id),
