@@ -64,6 +64,8 @@ class _LoadedFile:
     file_id: str
     target: Target
     reused: bool
+    document_id: str | None = None
+    """The catalog id citations name (none for a blob with no catalog record)."""
 
 
 class DocumentChatService:
@@ -228,12 +230,15 @@ class DocumentChatService:
         # A warm turn reuses every file: no storage call and no task is made for it.
         missing = [name for name in names if name not in loaded]
         if missing:
-            targets = await self._texts.targets(principal, conversation_id, {name: infos[name] for name in missing})
+            found = await self._texts.targets(principal, conversation_id, {name: infos[name] for name in missing})
+            targets = found.targets
             unprocessed = [name for name in missing if name not in targets]
             if unprocessed:
                 targets.update(await self._extract_all(principal, conversation_id, paths, infos, unprocessed))
             for name in missing:
-                loaded[name] = self._keep(cached_ids.get(name), name, infos[name], scope, targets[name])
+                loaded[name] = self._keep(
+                    cached_ids.get(name), name, infos[name], scope, targets[name], found.document_ids.get(name)
+                )
         return [loaded[name] for name in names]
 
     async def _extract_all(
@@ -283,16 +288,29 @@ class DocumentChatService:
         entry = self._cache.get(cached_id, name, info.etag, scope=scope)
         if entry is None:
             return None
-        return _LoadedFile(blob_name=name, file_id=entry.file_id, target=entry.target, reused=True)
+        return _LoadedFile(name, entry.file_id, entry.target, reused=True, document_id=entry.document_id)
 
-    def _keep(self, cached_id: str | None, name: str, info: BlobInfo, scope: str, target: Target) -> _LoadedFile:
+    def _keep(
+        self,
+        cached_id: str | None,
+        name: str,
+        info: BlobInfo,
+        scope: str,
+        target: Target,
+        document_id: str | None,
+    ) -> _LoadedFile:
         """Cache a file just read or extracted: under ``cached_id`` when it is still good (it came from another
         instance, or this one forgot it), else under a new id."""
         honoured = cached_id is not None and self._cache.honours(cached_id, name, info.etag, scope=scope)
         entry = self._cache.put(
-            scope=scope, blob_name=name, etag=info.etag, target=target, file_id=cached_id if honoured else None
+            scope=scope,
+            blob_name=name,
+            etag=info.etag,
+            target=target,
+            file_id=cached_id if honoured else None,
+            document_id=document_id,
         )
-        return _LoadedFile(blob_name=name, file_id=entry.file_id, target=entry.target, reused=honoured)
+        return _LoadedFile(name, entry.file_id, entry.target, reused=honoured, document_id=document_id)
 
     async def _extract(
         self, principal: Principal, conversation_id: str, path: str, info: BlobInfo, name: str
@@ -347,10 +365,12 @@ class DocumentChatService:
                 limit=depth,
                 first_spans=True,
             )
+        catalog_ids = {file.target.document_id: file.document_id for file in files}
         sources = [
             SourceSpan(
                 ref=ranked.ref,
                 document=ranked.target.name,
+                document_id=catalog_ids.get(ranked.target.document_id),
                 span_id=ranked.span.span_id,
                 page=ranked.span.page,
                 text=ranked.span.text,
@@ -377,7 +397,9 @@ class DocumentChatService:
         )
         for position, file in enumerate(files):
             if file.blob_name in extracted:
-                files[position] = _LoadedFile(file.blob_name, file.file_id, extracted[file.blob_name], file.reused)
+                files[position] = _LoadedFile(
+                    file.blob_name, file.file_id, extracted[file.blob_name], file.reused, file.document_id
+                )
 
     async def _ask(self, system: str, question: str) -> AIMessage:
         try:

@@ -40,6 +40,8 @@ class ProcessedFile:
     never processed, kept so later questions only rank it."""
     created_at: float
     expires_at: float
+    document_id: str | None = None
+    """The catalog id of the session document (what citations name), when it has a catalog record."""
 
 
 class ProcessedFileCache:
@@ -77,7 +79,14 @@ class ProcessedFileCache:
             return len(self._entries)
 
     def put(
-        self, *, scope: str, blob_name: str, etag: str, target: Target, file_id: str | None = None
+        self,
+        *,
+        scope: str,
+        blob_name: str,
+        etag: str,
+        target: Target,
+        file_id: str | None = None,
+        document_id: str | None = None,
     ) -> ProcessedFile:
         """Store a processed document under ``file_id`` (an id :meth:`honours` accepts for it, e.g. one another
         instance issued) or a new one; the stored entry."""
@@ -97,6 +106,7 @@ class ProcessedFileCache:
             target=target,
             created_at=now,
             expires_at=expires_at,
+            document_id=document_id,
         )
         key = (scope, entry.file_id)
         with self._lock:

@@ -8,6 +8,7 @@ record is ``ready``, was chunked by the current chunker and describes the conten
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from orc.documents.records import session_scope
@@ -44,24 +45,30 @@ class FileRecords(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class FoundTexts:
+    """What :meth:`ProcessedTexts.targets` found for a set of blobs."""
+
+    targets: dict[str, Target] = field(default_factory=dict)
+    """The processed version (as a search target) of each blob that has one for its current content."""
+    document_ids: dict[str, str] = field(default_factory=dict)
+    """The catalog id of each blob that has a record, processed or not (what citations name)."""
+
+
 class ProcessedTexts(Protocol):
     """Where document_chat finds documents that were already processed."""
 
-    async def targets(
-        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
-    ) -> dict[str, Target]:
-        """The processed version (as a search target) of each named blob that has one for its current content."""
+    async def targets(self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]) -> FoundTexts:
+        """The processed versions (as search targets) and the catalog ids of the named blobs."""
         ...
 
 
 class NothingProcessed:
     """No stored texts: every document is extracted by its caller (a document_chat without the document store)."""
 
-    async def targets(
-        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
-    ) -> dict[str, Target]:
+    async def targets(self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]) -> FoundTexts:
         """Always empty."""
-        return {}
+        return FoundTexts()
 
 
 NOTHING_PROCESSED = NothingProcessed()
@@ -73,15 +80,16 @@ class SessionTexts:
     def __init__(self, records: FileRecords) -> None:
         self._records = records
 
-    async def targets(
-        self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]
-    ) -> dict[str, Target]:
+    async def targets(self, principal: Principal, conversation_id: str, blobs: Mapping[str, BlobInfo]) -> FoundTexts:
         """The conversation's records (those its turn's file check just read, if that was a moment ago) whose
         processed version is the blob's current content; no text is read here."""
         found: dict[str, Target] = {}
+        document_ids: dict[str, str] = {}
         scope = session_scope(principal.organization, principal.user, conversation_id)
         for record in await self._records.recent_files(principal, conversation_id):
             info = blobs.get(record.filename)
+            if info is not None:
+                document_ids[record.filename] = record.file_id
             if (
                 info is not None
                 and record.status == "ready"
@@ -96,4 +104,4 @@ class SessionTexts:
                     scope=scope,
                     stored=VectorLocation(principal.partition_key, record.file_id, record.content_hash),
                 )
-        return found
+        return FoundTexts(found, document_ids)
