@@ -15,12 +15,26 @@ from orc.documents.catalog.scopes import DocumentScopes
 from orc.documents.intake.processing import DocumentProcessor
 from orc.documents.sessions import SessionFiles
 from orc.search.memory import MemorySearchEngine
+from orc.search.port import IndexedDocument, SearchEngine
 from orc.search.retriever import Retriever
 from orc.search.text_store import TextStore
 from orc.storage.memory import MemoryBlobStore, MemoryCollection
 from tests.documents.library_support import extraction_pool
 
 MAX_UPLOAD_BYTES = 1024 * 1024
+
+
+class BrokenIndex(MemorySearchEngine):
+    """An index whose writes fail while ``broken`` (a full disk, a search service outage)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = True
+
+    async def upsert(self, document: IndexedDocument) -> None:
+        if self.broken:
+            raise OSError("no space left on device")
+        await super().upsert(document)
 
 
 @dataclass
@@ -58,11 +72,12 @@ class MemoryDocuments:
 
 
 @asynccontextmanager
-async def memory_documents() -> AsyncIterator[MemoryDocuments]:
-    """Fresh in-memory document services; background processing stops on exit."""
+async def memory_documents(engine: SearchEngine | None = None) -> AsyncIterator[MemoryDocuments]:
+    """Fresh in-memory document services (``engine``: the search index, in memory by default); background
+    processing stops on exit."""
     catalog, blobs = MemoryCollection("catalog"), MemoryBlobStore()
     texts = TextStore(MemoryCollection("document_text"))
-    retriever = Retriever(MemorySearchEngine(), texts)
+    retriever = Retriever(engine or MemorySearchEngine(), texts)
     processor = DocumentProcessor(
         catalog, blobs, texts, retriever, max_document_bytes=MAX_UPLOAD_BYTES, extraction_pool=extraction_pool()
     )

@@ -10,7 +10,7 @@ from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
 from orc.errors import InvalidInput, NotFound
 from orc.principal import Principal
-from tests.documents.memory_documents import memory_documents
+from tests.documents.memory_documents import BrokenIndex, memory_documents
 
 ACME = Principal(organization="acme", user="alice")
 OTHER = Principal(organization="globex", user="bob")
@@ -48,6 +48,20 @@ async def test_search_sends_a_document_whose_text_is_gone_back_to_processing_and
 
     assert missing.results == [] and [doc.status for doc in missing.not_ready] == ["processing"]
     assert [hit.ref for hit in again.results] == ["memo.txt::S1"]
+
+
+async def test_a_document_the_index_could_not_take_is_ready_and_indexed_by_the_next_search() -> None:
+    index = BrokenIndex()
+    async with memory_documents(index) as documents:
+        library = documents.library()
+        mutation = await documents.session_files.add(ACME, SESSION, [Upload("memo.txt", b"The boat is at pier 7.")])
+        scope = await documents.scopes().resolve(ACME, session_id=SESSION)
+        index.broken = False
+
+        found = await library.search(ACME, scope, "boat pier")
+
+    assert mutation.files[0].status == "ready"
+    assert [hit.ref for hit in found.results] == ["memo.txt::S1"]
 
 
 async def test_a_ready_document_whose_digest_was_never_asked_for_has_no_summary() -> None:

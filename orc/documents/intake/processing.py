@@ -304,7 +304,13 @@ class DocumentProcessor:
         if scope is None:  # replaced or deleted meanwhile: the newer job (or the delete) settles the index
             await self._texts.discard(location.partition_key, location.document_id, job.content_hash)
             return ProcessingResult(location.document_id, "superseded")
-        await self._index.index(text, document_id=location.document_id, scope=scope, vectors=vectors)
+        try:
+            await self._index.index(text, document_id=location.document_id, scope=scope, vectors=vectors)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The stored text is the truth: the first search that needs the document indexes it from there.
+            logger.warning("indexing %s failed: %s", location.document_id, type(exc).__name__)
         fields: dict[str, Any] = {
             "status": "ready",
             "status_reason": None,
@@ -322,7 +328,7 @@ class DocumentProcessor:
         if not await self._mark(job, fields):
             await self._texts.discard(location.partition_key, location.document_id, job.content_hash)
             if await self._catalog.get(location.partition_key, location.item_id) is None:
-                await self._index.remove(scope.organization, location.document_id)
+                await self.unindex(scope.organization, location.document_id)
             return ProcessingResult(location.document_id, "superseded")
         # The record now points at this version; older versions of the document are garbage.
         await self._texts.delete(location.partition_key, location.document_id, keep_content_hash=job.content_hash)
@@ -351,8 +357,14 @@ class DocumentProcessor:
         return search_scope(location.partition_key, item.body)
 
     async def unindex(self, organization: str, document_id: str) -> None:
-        """Take a deleted document out of the search index."""
-        await self._index.remove(organization, document_id)
+        """Take a deleted document out of the search index. A failure is logged, not raised: an entry left behind
+        has no catalog record, so no search ever returns it."""
+        try:
+            await self._index.remove(organization, document_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.warning("removing %s from the search index failed: %s", document_id, type(exc).__name__)
 
     async def fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
         """Settle ``job``'s document as ``failed`` with ``reason`` (if its record still describes that content)."""
