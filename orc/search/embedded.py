@@ -412,13 +412,28 @@ class EmbeddedSearchEngine:
         return [SpanHit(by_key[key].document_id, by_key[key].version, by_key[key].span, value) for key, value in fused]
 
     def _filter_query(self, tantivy: Any, schema: Any, where: SearchFilter) -> list[Any]:
+        """The filter as clauses beside the terms. A filter that keeps every owner (or document) the organization
+        has is no clause at all, and one that keeps most of them excludes the rest: a query whose terms stand alone
+        (or with exclusions) lets tantivy skip blocks of postings that cannot reach the top (block-max WAND),
+        while a required filter makes it score every span that matches a term. The retriever drops hits outside
+        its targets anyway, so a documents table a moment behind the index never widens what it returns."""
         clauses = []
-        if where.owners is not None:
-            owners = tantivy.Query.term_set_query(schema, "owner", sorted(where.owners))
-            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(owners, 0.0)))
-        if where.documents is not None:
-            documents = tantivy.Query.term_set_query(schema, "document", sorted(where.documents))
-            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(documents, 0.0)))
+        rows = self._directory(where.organization).rows
+        for field, wanted, present in (
+            ("owner", where.owners, {row.owner for row in rows.values()}),
+            ("document", where.documents, set(rows)),
+        ):
+            if wanted is None:
+                continue
+            excluded = present - wanted
+            kept = present & wanted
+            if not excluded and kept == wanted:
+                continue  # everything the organization has: no clause
+            if excluded and len(excluded) <= len(kept) and kept == wanted:
+                clauses.append((tantivy.Occur.MustNot, tantivy.Query.term_set_query(schema, field, sorted(excluded))))
+            else:
+                chosen = tantivy.Query.term_set_query(schema, field, sorted(wanted))
+                clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(chosen, 0.0)))
         return clauses
 
     def _lexical_search(self, request: SearchRequest) -> list[SpanHit]:
@@ -439,7 +454,10 @@ class EmbeddedSearchEngine:
                 should.append((tantivy.Occur.Should, tantivy.Query.boost_query(title, weight * request.title_weight)))
         matching = tantivy.Query.boolean_query(should)
         filters = self._filter_query(tantivy, schema, request.filter)
-        query = tantivy.Query.boolean_query([(tantivy.Occur.Must, matching), *filters]) if filters else matching
+        if any(occur == tantivy.Occur.Must for occur, _ in filters):
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, matching), *filters])
+        else:  # the terms alone, or beside exclusions: one disjunction tantivy can prune
+            query = tantivy.Query.boolean_query([*should, *filters]) if filters else matching
         searcher = lexical.searcher()
         found = searcher.search(query, request.limit, count=False).hits
         hits = [_hit(searcher.doc(address), float(score)) for score, address in found]
