@@ -6,7 +6,7 @@ from orc.contracts import SourceSpan
 from orc.graph.packing import EXCERPT_CHARS, WHOLE_PASSAGES, pack_sources
 from orc.models.budget import within_budget
 from orc.models.tokens import EstimatedTokens
-from orc.text.lexical import index_fields, search
+from tests.search.ranking import ranked, target, text_of
 
 COUNTER = EstimatedTokens()
 FILLER = "The committee reviewed the quarterly figures in detail. " * 12
@@ -56,12 +56,12 @@ def test_the_spans_the_previous_answer_cited_follow_the_best_passages_whole_and_
     assert sent[WHOLE_PASSAGES] == cited and len(refs) == len(set(refs))
 
 
-def test_a_deep_lexical_search_starts_with_the_results_of_a_shallow_one() -> None:
+async def test_a_deep_lexical_search_starts_with_the_results_of_a_shallow_one() -> None:
     passages = [f"Section {n}: the fee for service {n} is {n * 10} euros, paid monthly." for n in range(1, 80)]
-    groups = [index_fields(passages)]
+    targets = [target(text_of(passage), f"s{n}.txt") for n, passage in enumerate(passages)]
 
-    shallow = search("what is the monthly fee for service 12?", groups, limit=8)
-    deep = search("what is the monthly fee for service 12?", groups, limit=48)
+    shallow = await ranked("what is the monthly fee for service 12?", targets, limit=8)
+    deep = await ranked("what is the monthly fee for service 12?", targets, limit=48)
 
-    assert [(f.group, f.passage) for f in deep[:8]] == [(f.group, f.passage) for f in shallow]
+    assert [found.ref for found in deep[:8]] == [found.ref for found in shallow]
     assert len(deep) == 48
