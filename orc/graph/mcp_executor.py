@@ -50,7 +50,8 @@ async def mcp_executor(state: TurnState, runtime: Runtime[TurnContext]) -> TurnS
     """Call every planned tool; scope is injected by the toolbox, never taken from the model."""
     toolbox = runtime.context.toolbox
     calls = planned_calls(state)
-    progress("mcp_executor", f"Consulting {', '.join(sorted({c.name for c in calls}))}", 35)
+    # Progress is read by people (the page, the terminal): the tool events that follow name each tool.
+    progress("mcp_executor", "Looking in the documents", 35)
 
     async def run(call: PlannedCall) -> ToolResult:
         emit(ToolEvent(type="tool", name=call.name, status="running", duration_ms=0))

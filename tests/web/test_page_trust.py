@@ -29,7 +29,18 @@ LONG_LEASE = (
     f"Residential lease.\n\n{FILLER}\n\nThe monthly rent is 1,450 euros, payable on the first day of each month.\n\n"
     "Pets are allowed with the landlord's written consent.\n\nThe deposit is 2,900 euros.\n"
 ).encode()
-JARGON = ("+1 new", "~0 changed", "−0 deleted", "artifact", "Artifact", "digest", "parsing", "Supply", "::")
+JARGON = (
+    "+1 new",
+    "~0 changed",
+    "−0 deleted",
+    "rtifact",
+    "digest",
+    "parsing",
+    "Supply",
+    "::",
+    "document_chat",
+    "Tool ",
+)
 
 
 def text_file(name: str, data: bytes) -> dict[str, Any]:
@@ -225,7 +236,7 @@ def test_the_request_card_is_styled_fits_a_phone_and_speaks_plainly(sized: Page)
     for word in JARGON:
         assert word not in visible, word
 
-    card.get_by_role("button", name="Send").first.click()
+    card.get_by_role("button", name="Use this").first.click()
     answered(page, 2)
     expect(page.locator(".message.assistant").nth(1).locator(".answer-body")).to_contain_text("40 euros")
 
@@ -251,6 +262,8 @@ def test_file_rows_show_size_time_unchanged_and_download(sized: Page) -> None:
     assert download.value.path().read_bytes() == LONG_LEASE
     ask(page, "What is the monthly rent?", 1)
     expect(row.locator(".state")).to_have_text("Ready")  # news until the next question
+    page.locator(".message.assistant .how summary").first.click()
+    expect(page.locator(".message.assistant .how li").first).to_be_visible()
     visible = page.locator("#main").inner_text()
     for word in JARGON:
         assert word not in visible, word

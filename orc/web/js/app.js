@@ -281,6 +281,7 @@ function handle(view, event) {
     case "final":
       view.finish(event.answer, event.metadata);
       view.suggest(event.suggestions, (text) => ask(text));
+      view.places(event.places_to_look);
       view.rate(event.message_id, null, (messageId, rating) => api.feedback(state.sessionId, messageId, rating));
       view.follow(view.element); // the suggestions and buttons under the answer are part of what to see
       break;
@@ -289,7 +290,8 @@ function handle(view, event) {
       break;
     case "context_update":
     case "context_resolved":
-      view.step({ type: "progress", message: event.type === "context_update" ? "Context received" : "Context supplied" });
+      view.step({ type: "progress", message: event.type === "context_update"
+        ? "Received: the answer still needs the rest" : "Received: the answer goes on" });
       break;
     case "error":
       view.error(event.message || "The answer failed.");

@@ -64,11 +64,28 @@ export function citationLabel(citation) {
   return citation.page ? `${citation.document}, p. ${citation.page}` : citation.document;
 }
 
+// What each document tool does, in a reader's words (the dotted and underscore names alike).
+const TOOL_WORDS = {
+  document_chat: "Reading the attached files",
+  list: "Listing the documents",
+  analyze: "Summarizing a document",
+  get_content: "Reading a document",
+  get_summary: "Reading a document's summary",
+  search: "Searching the documents",
+  get_page: "Reading a page",
+  get_span: "Reading a passage",
+  attach_document: "Attaching a document",
+  list_documents: "Listing this chat's files",
+  remove_document: "Removing a document",
+};
+
 function stepText(event) {
   if (event.type === "tool") {
+    const name = event.name === "contexts.list" || event.name === "contexts_list" ? "Looking at your folders"
+      : TOOL_WORDS[event.name.replace(/^(documents|session)(\.|__?)/, "")] || event.name;
     const took = event.duration_ms ? ` (${Math.round(event.duration_ms)} ms)` : "";
-    const error = event.error ? `: ${event.error}` : "";
-    return `Tool ${event.name} — ${event.status}${took}${error}`;
+    if (event.status === "running") return `${name}…`;
+    return event.status === "ok" ? `${name}: done${took}` : `${name}: failed${event.error ? ` (${event.error})` : ""}`;
   }
   return event.message || event.step;
 }
@@ -212,6 +229,20 @@ export class AnswerView {
     this.element.append(h("ul", { class: "suggestions", "aria-label": "Suggested questions" }, ...chips));
   }
 
+  /** Under a decline, the passages that came closest: places to read, not sources the answer claims. */
+  places(places) {
+    this.element.querySelector(".places")?.remove();
+    if (!places?.length) return;
+    const items = places.map((place) => {
+      const where = [citationLabel(place), place.section].filter(Boolean).join(" · ");
+      const open = (event) => this.onCitation({ ...place, quote: place.excerpt || "" }, event.currentTarget);
+      return h("li", {}, h("button", { type: "button", class: "link-button place-open", onclick: open }, where),
+        place.excerpt ? h("span", { class: "muted" }, ` “${place.excerpt}”`) : null);
+    });
+    this.body.after(h("div", { class: "places" }, h("p", { class: "places-title" }, "Places to look:"),
+      h("ul", {}, ...items)));
+  }
+
   /** Thumbs up and down for a stored answer; ``rated`` is the rating given before (reopened conversations). */
   rate(messageId, rated, onRate) {
     if (!messageId) return;
@@ -349,6 +380,7 @@ export class Messages {
       for (const call of message.tool_calls || []) view.step({ type: "tool", ...call });
       for (const citation of message.citations || []) view.citation(citation);
       view.finish(message.content, { focus_context: message.focus_context, historical_contexts: [] });
+      view.places(message.places_to_look);
       if (this.onRate) view.rate(message.message_id, message.feedback?.rating, this.onRate);
     }
     this.follow();

@@ -69,7 +69,7 @@ export class RequestCard {
           if (!value) { this.status.textContent = "Paste a passage, choose a file or a suggestion first."; return; }
           return this.run(() => this.actions.supply([{ slot: slot.slot, text: value }]));
         },
-      }, "Send"),
+      }, "Use this"),
     );
   }
 
