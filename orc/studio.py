@@ -25,21 +25,38 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import CONFIG_KEY_RUNTIME
-from langgraph.runtime import Runtime
+from langgraph.graph.state import CompiledStateGraph
 
 from orc.composition import build_document_services, in_memory_mcp
 from orc.foundation import build_foundation
 from orc.graph import TurnContext, build_graph
-from orc.graph.builder import TurnGraph
+from orc.graph.state import TurnState
 from orc.mcp_client import McpToolbox
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.tool_contract import DOCUMENT_CHAT
 
 
+class StudioGraph(CompiledStateGraph[TurnState, TurnContext, TurnState, TurnState]):
+    """The turn graph with one run's context bound to it.
+
+    The server hands every run its assistant's context (``{}`` by default), which cannot carry orc's services; a run
+    given none gets the bound one, through ``astream``'s public ``context`` argument (``astream_events`` and the
+    invoke methods go through ``astream``). ``copy`` (the server's, for its checkpointer) keeps the binding."""
+
+    def __init__(self, *, bound_context: TurnContext, **attributes: Any) -> None:
+        super().__init__(**attributes)
+        self.bound_context = bound_context
+
+    def astream(
+        self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any
+    ) -> Any:
+        """The graph's own ``astream`` with this run's context when the caller sends none."""
+        return super().astream(input, config, context=context or self.bound_context, **kwargs)
+
+
 @asynccontextmanager
-async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[TurnGraph]:
+async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[StudioGraph]:
     """The compiled turn graph, bound to a live offline/embedded context for this run (see the module docs)."""
     settings = Settings()
     configurable: dict[str, Any] = dict((config or {}).get("configurable") or {})
@@ -67,8 +84,7 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Turn
             offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),
             stream_tokens=True,
         )
-        # The server hands every run its assistant's context (`{}` by default) and LangGraph would build the graph's
-        # context schema from it (TurnContext(**{}) fails: its services cannot come as JSON). Declared without a
-        # schema, an empty context stays empty and the runtime bound here is the one the nodes read.
-        graph = build_graph().copy(update={"context_schema": None})
-        yield graph.with_config(configurable={CONFIG_KEY_RUNTIME: Runtime(context=context)})
+        # Declared without a context schema: LangGraph would otherwise build TurnContext from the server's `{}`
+        # (its services cannot come as JSON) instead of leaving the run's context empty for the bound one.
+        attributes = {name: value for name, value in vars(build_graph()).items() if name != "__orig_class__"}
+        yield StudioGraph(bound_context=context, **{**attributes, "context_schema": None})

@@ -115,7 +115,7 @@ def _run_mcp(args: argparse.Namespace) -> int:
             name=args.name,
         )
         return mcp_install.run(args.client, launch, print_only=args.print_only, config=args.config)
-    from mcp_server.__main__ import main as mcp_main
+    from orc.cli.mcp import main as mcp_main
 
     argv = ["--organization", args.organization, "--user", args.user, "--log-level", args.log_level]
     if args.tool_names:
@@ -203,16 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-NOTHING_YET: dict[tuple[str, str | None], str] = {
-    ("sessions", "list"): "No conversations yet. Start one with: orc chat  (or: orc ask QUESTION --file PATH)",
-    ("docs", "list"): "No documents yet; add some with: orc docs add PATH... [--context TYPE:ID | --session ID]",
-    ("contexts", "list"): "No contexts yet; create one with: orc contexts put folder ID",
-}
-"""What a read-only command says on a fresh ORC_HOME, which it answers without opening (or creating) anything."""
-
-
 def _run(args: argparse.Namespace) -> int:
     from orc import event_loop
+    from orc.cli.console import NOTHING_YET
     from orc.settings import Settings
 
     settings = Settings()

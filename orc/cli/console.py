@@ -14,6 +14,14 @@ if TYPE_CHECKING:
     from orc.turns import Event
 
 
+NOTHING_YET: dict[tuple[str, str | None], str] = {
+    ("sessions", "list"): "No conversations yet. Start one with: orc chat  (or: orc ask QUESTION --file PATH)",
+    ("docs", "list"): "No documents yet; add some with: orc docs add PATH... [--context TYPE:ID | --session ID]",
+    ("contexts", "list"): "No contexts yet; create one with: orc contexts put folder ID",
+}
+"""What a read-only command says on a fresh ORC_HOME, which it answers without opening (or creating) anything."""
+
+
 class Console:
     """Writes progress to stderr (so it can be hidden) and answers to stdout."""
 

@@ -12,8 +12,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from orc.cli import NOTHING_YET
-from orc.cli.console import Console
+from orc.cli.console import NOTHING_YET, Console
 from orc.cli.documents import Target, list_contexts, list_documents, list_everything, put_context
 from orc.cli.table import table
 from orc.conversations.export import human_time

@@ -11,7 +11,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 import orc
-from mcp_server.__main__ import main
+from orc.cli.mcp import main
 from orc.contracts import DocumentChatResult
 from orc.foundation import open_stores
 from orc.names import BlobPaths
