@@ -27,18 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
+from orc.secret_patterns import REDACTED, SECRET_PATTERNS, redaction
+
 if TYPE_CHECKING:
     from orc.settings import Settings
 
-REDACTED = "[redacted]"
-_PATTERNS = re.compile(
-    r"(?P<key>\bsk-[A-Za-z0-9_\-]{8,})"
-    r"|(?P<conn>(?:AccountKey|SharedAccessSignature|SharedAccessKey|Password|Pwd)=)[^;\s\"']+"
-    r"|(?P<sig>[?&]sig=)[^&\s\"']+"
-    r"|(?P<bearer>\b[Bb]earer\s+)[A-Za-z0-9._~+/=\-]{8,}"
-    r"|(?P<apikey>\b(?:api[-_]?key|x-api-key|api_key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&}]{6,}",
-    re.IGNORECASE,
-)
+_PATTERNS = tuple(re.compile(pattern) for pattern in SECRET_PATTERNS)
 
 
 class RedactSecrets(logging.Filter):
@@ -53,7 +47,9 @@ class RedactSecrets(logging.Filter):
         """``text`` without the configured secrets and anything shaped like a secret."""
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
-        return _PATTERNS.sub(_keep_label, text)
+        for pattern in _PATTERNS:
+            text = pattern.sub(redaction, text)
+        return text
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Redact the message and its arguments, drop a traceback that DEBUG is not enabled for, and redact the
@@ -130,13 +126,6 @@ def environment_secrets(environ: os._Environ[str] | dict[str, str] | None = None
         if len(value) >= 8 and (_SECRET_NAMES.search(name) or name.lower() == "azurewebjobsstorage")
     ]
     return values + [part for value in values for part in _connection_string_secrets(value)]
-
-
-def _keep_label(match: re.Match[str]) -> str:
-    for label in ("conn", "sig", "bearer", "apikey"):
-        if match.group(label):
-            return match.group(label) + REDACTED
-    return REDACTED
 
 
 _installed: RedactSecrets | None = None

@@ -48,9 +48,7 @@ class StudioGraph(CompiledStateGraph[TurnState, TurnContext, TurnState, TurnStat
         super().__init__(**attributes)
         self.bound_context = bound_context
 
-    def astream(
-        self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any
-    ) -> Any:
+    def astream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any) -> Any:
         """The graph's own ``astream`` with this run's context when the caller sends none."""
         return super().astream(input, config, context=context or self.bound_context, **kwargs)
 

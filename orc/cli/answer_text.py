@@ -14,9 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# The graph's marker grammar (orc/graph/citations.py): one ref, or several split by ";" or ",".
-_MARKER = re.compile(r"\[([^\[\]\n]*?::[^\[\]\n]*?)\]")
-_SPLIT_REFS = re.compile(r"\s*[;,]\s*(?=[^;,]*::)")
+from orc.text.markers import MARKER, MARKER_PATTERN, marker_refs
+
 MAX_HELD_CHARS = 300
 """An open bracket holds text back at most this long: longer, it is no marker (markers are a filename and an id)."""
 
@@ -64,14 +63,13 @@ class AnswerText:
     def _numbered(self, text: str) -> str:
         shown: list[str] = []
         last = 0
-        for match in _MARKER.finditer(text):
+        for match in MARKER.finditer(text):
             shown.append(text[last : match.start()])
             self._shown += text[last : match.start()]
             last = match.end()
             claim = _squash(self._shown[self._claim_start :])
             self._claim_start = len(self._shown)
-            refs = [ref.strip() for ref in _SPLIT_REFS.split(match.group(1).strip()) if ref.strip()]
-            for ref in refs:
+            for ref in marker_refs(match.group(1)):
                 self._marks.append((ref, claim))
                 shown.append(f"[{len(self._marks)}]")
         shown.append(text[last:])
@@ -93,7 +91,7 @@ _BARE_REF = re.compile(r"([^\s:]+)::[^\s:,;]+")
 
 def readable(text: str) -> str:
     """Text for a reader: ``[lease.pdf::S2]`` markers dropped, a bare ``lease.pdf::S2`` shown as ``lease.pdf``."""
-    return _BARE_REF.sub(r"\1", re.sub(r"\s*" + _MARKER.pattern, "", text))
+    return _BARE_REF.sub(r"\1", re.sub(r"\s*" + MARKER_PATTERN, "", text))
 
 
 def _document(citation: Mapping[str, Any]) -> str:

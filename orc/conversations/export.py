@@ -26,6 +26,7 @@ from orc.conversations import request_history
 from orc.conversations.context_requests import ContextRequestRecord
 from orc.conversations.models import Conversation, Feedback
 from orc.output_policy import OutputPolicy
+from orc.text.markers import MARKER, MARKER_PATTERN, marker_refs
 
 ExportFormat = Literal["markdown", "pdf", "json"]
 MEDIA_TYPES: dict[ExportFormat, str] = {
@@ -35,10 +36,7 @@ MEDIA_TYPES: dict[ExportFormat, str] = {
 }
 EXTENSIONS: dict[ExportFormat, str] = {"markdown": "md", "pdf": "pdf", "json": "json"}
 
-# The graph's marker grammar (orc/graph/citations.py): one ref, or several split by ";" or ",".
-_MARKER = re.compile(r"\[([^\[\]\n]*?::[^\[\]\n]*?)\]")
-_LEADING_SPACE_MARKER = re.compile(r"[ \t]*" + _MARKER.pattern)
-_SPLIT_REFS = re.compile(r"\s*[;,]\s*(?=[^;,]*::)")
+_LEADING_SPACE_MARKER = re.compile(r"[ \t]*" + MARKER_PATTERN)
 _FONT_FOLDERS = (
     Path("/usr/share/fonts/truetype/dejavu"),
     Path("/usr/share/fonts/dejavu"),
@@ -73,12 +71,12 @@ def marker_citations(answer: str, citations: Sequence[Citation]) -> list[list[in
     taken: set[int] = set()
     result: list[list[int]] = []
     last = 0
-    for match in _MARKER.finditer(answer):
+    for match in MARKER.finditer(answer):
         claim = _squash(answer[last : match.start()])
         last = match.end()
         indexes: list[int] = []
-        for ref in _SPLIT_REFS.split(match.group(1).strip()):
-            candidates = [index for index, citation in enumerate(citations) if citation.ref == ref.strip()]
+        for ref in marker_refs(match.group(1)):
+            candidates = [index for index, citation in enumerate(citations) if citation.ref == ref]
             found = next((i for i in candidates if _squash(citations[i].quote) in claim), None)
             if found is None:
                 found = next((i for i in candidates if i not in taken), candidates[0] if candidates else None)

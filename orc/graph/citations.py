@@ -5,15 +5,13 @@ A marker that names no span the turn actually retrieved is dropped: a citation m
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from functools import lru_cache
 
 from orc.contracts import Citation, SourceSpan
 from orc.text import Postings, index_passages, rank_indexed, split_sentences, tokenize
+from orc.text.markers import MARKER, marker_refs
 
-_MARKER = re.compile(r"\[([^\[\]]*?::[^\[\]]*?)\]")
-_SPLIT_REFS = re.compile(r"\s*[;,]\s*(?=[^;,]*::)")
 MAX_QUOTE_CHARS = 1200
 """A span's largest size: a whole sentence is quoted whole."""
 MIN_VERBATIM_WORDS = 4
@@ -56,11 +54,11 @@ def extract_citations(answer: str, sources: Iterable[SourceSpan]) -> list[Citati
     citations: list[Citation] = []
     seen: set[tuple[str, str]] = set()
     last_end = 0
-    for match in _MARKER.finditer(answer):
+    for match in MARKER.finditer(answer):
         claim = answer[last_end : match.start()]
         last_end = match.end()
-        for ref in _SPLIT_REFS.split(match.group(1).strip()):
-            span = by_ref.get(ref.strip())
+        for ref in marker_refs(match.group(1)):
+            span = by_ref.get(ref)
             if span is None:
                 continue
             quote = _quote(claim.strip(), span)

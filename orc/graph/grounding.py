@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from orc.contracts import Grounding
 from orc.text import split_sentences
+from orc.text.markers import MARKER, MARKER_PATTERN, marker_refs
 
-_MARKER = re.compile(r"\s?\[([^\[\]\n]*?::[^\[\]\n]*?)\]")
-_SPLIT_REFS = re.compile(r"\s*[;,]\s*(?=[^;,]*::)")
+_SPACED_MARKER = re.compile(r"\s?" + MARKER_PATTERN)
 MAX_MARKER_CHARS = 300
 """A ``[`` not closed within this many characters is text, not a marker: stop holding it back."""
 
@@ -30,7 +30,7 @@ def keep_real_markers(text: str, retrieved: Collection[str]) -> tuple[str, int]:
 
     def replace(match: re.Match[str]) -> str:
         nonlocal removed
-        refs = [ref.strip() for ref in _SPLIT_REFS.split(match.group(1).strip())]
+        refs = marker_refs(match.group(1))
         real = [ref for ref in refs if ref in retrieved]
         removed += len(refs) - len(real)
         if not real:
@@ -38,7 +38,7 @@ def keep_real_markers(text: str, retrieved: Collection[str]) -> tuple[str, int]:
         lead = " " if match.group(0).startswith(" ") else ""
         return f"{lead}[{'; '.join(real)}]"
 
-    return _MARKER.sub(replace, text), removed
+    return _SPACED_MARKER.sub(replace, text), removed
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ def grounding_report(text: str, removed: int) -> Grounding:
     for sentence in split_sentences(text):
         if len(sentence.split()) < 3:
             continue  # headings and list labels are not claims
-        if _MARKER.search(sentence):
+        if MARKER.search(sentence):
             cited += 1
         else:
             uncited += 1

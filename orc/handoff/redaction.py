@@ -3,8 +3,9 @@
 Artifacts and one-click suggestions come from earlier answers, digests and documents, which may quote a secret a
 user pasted once: a storage key, an API token, a connection string. Offered as they are, one click would copy the
 secret into a new prompt and a new stored request. So every text on offer goes through :class:`Redactor` first:
-built-in patterns for common secrets, plus a deployment's own (``ORC_REDACT_PATTERNS``), each match replaced by
-:data:`REDACTED`, and the number of replacements reported with the listing or request.
+built-in patterns for common secrets (:mod:`orc.secret_patterns`, the ones logs are redacted with), plus a
+deployment's own (``ORC_REDACT_PATTERNS``), each match replaced by :data:`REDACTED` (after its label, where the
+pattern has one: ``AccountKey=[redacted]``), and the number of replacements reported with the listing or request.
 
 Bounded in time, whatever the patterns and texts:
 
@@ -30,10 +31,10 @@ from collections.abc import Iterable, Sequence
 import regex
 
 from orc.errors import ConfigurationError
+from orc.secret_patterns import REDACTED, SECRET_PATTERNS, redaction
 
 log = logging.getLogger(__name__)
 
-REDACTED = "[redacted]"
 
 REDACTION_SECONDS = 0.5
 """CPU seconds one listing, or one request's suggestions, may spend matching patterns."""
@@ -44,30 +45,7 @@ PROBE_SECONDS = 0.05
 PROBE_CHARS = 8000
 """The length of a start-up probe: enough for a quadratic pattern to need seconds, a linear one microseconds."""
 
-BUILT_IN_PATTERNS: tuple[str, ...] = (
-    # Private key blocks (PEM), whole. The body stops at the next BEGIN or END line: a text of many BEGIN lines
-    # is read once, not once per line.
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[^-]|-(?!----(?:BEGIN|END) ))*+-----END [A-Z0-9 ]*PRIVATE KEY-----",
-    # Connection-string secrets: Azure Storage / Service Bus / Cosmos keys and SAS signatures, SQL passwords.
-    r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|AccessKey|Password|Pwd|sig)=[^;\s&\"']++",
-    # Credentials inside URLs (postgres://user:secret@host, mongodb+srv://..., https://user:token@...). The scheme
-    # starts where no scheme character precedes it, so a long run of them is read once.
-    r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://[^\s/:@]++:[^\s/@]++@",
-    # Bearer tokens in a pasted header.
-    r"(?i)\bbearer\s++[A-Za-z0-9\-._~+/]{12,}+=*+",
-    # OpenAI-style and Anthropic-style API keys.
-    r"\bsk-[A-Za-z0-9_\-]{16,}+",
-    # AWS access key ids and secret access keys given by name.
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    r"(?i)\baws_secret_access_key\s*+[=:]\s*+[A-Za-z0-9/+=]{30,}+",
-    # GitHub and Slack tokens, JSON Web Tokens.
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}+",
-    r"\bxox[abprs]-[A-Za-z0-9-]{10,}+",
-    r"\beyJ[A-Za-z0-9_\-]{8,}+\.eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+",
-    # A secret given by name: api_key = ..., "client_secret": "...", token: ...
-    r"(?i)\b(?:api[_-]?key|client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token)\b[\"']?\s*+[:=]\s*+"
-    r"[\"']?[A-Za-z0-9_\-./+=]{12,}+",
-)
+BUILT_IN_PATTERNS = SECRET_PATTERNS
 
 # What start-up probes repeat: the characters most patterns are made of, alone, in pairs and with separators.
 _PROBE_UNITS = ("a", "0", " ", "aa ", "a.", "a-", "a=", "a:", "a/", "a@", "a_", "a0", "a b", "\n", ".", "-", "@")
@@ -163,7 +141,7 @@ class Redactor:
             remaining = deadline - time.thread_time()
             if remaining <= 0:
                 raise TimeoutError
-            text, count = pattern.subn(REDACTED, text, timeout=remaining, concurrent=True)
+            text, count = pattern.subn(redaction, text, timeout=remaining, concurrent=True)
             total += count
         return text, total
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from orc.models.rewriting import needs_context
+from orc.text.markers import MARKER_PATTERN
 
 __all__ = ["ordinal_index", "pick_item"]
 
@@ -28,7 +29,7 @@ _ORDINALS = {
 }
 _ORDINAL = re.compile(rf"\b({'|'.join(_ORDINALS)})\b", re.IGNORECASE)
 _MAX_WORDS = 8
-_CITED = re.compile(r"\s*(.+?\[([^\[\]]*?::[^\[\]]*?)\])", re.DOTALL)
+_CITED = re.compile(r"\s*(.+?" + MARKER_PATTERN + ")", re.DOTALL)
 
 
 def ordinal_index(message: str) -> int | None:

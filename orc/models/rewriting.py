@@ -16,7 +16,9 @@ import re
 
 from orc.text import tokenize
 from orc.text.lexical import split_context
+from orc.text.markers import MARKER_PATTERN
 from orc.text.tokens import STOPWORDS
+from orc.text.tokens import words as words_of
 
 __all__ = ["needs_context", "rewrite_follow_up", "split_context"]
 
@@ -32,16 +34,15 @@ _REFERENCE = re.compile(
     r"|(?:a|an|the)\s+(?:later|earlier|newer|older|previous|next)\b)\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 # A cited sentence of an answer: the text before a ``[document::span]`` marker.
-_CITED = re.compile(r"([^\[\]]+?)\s*\[[^\[\]]*?::[^\[\]]*?\]")
+_CITED = re.compile(r"([^\[\]]+?)\s*" + MARKER_PATTERN)
 # Words that make a question a question but say nothing about its topic.
 _QUESTION_WORDS = frozenset({"how", "long", "much", "many", "often", "kind", "also", "else", "get", "does"})
 
 
 def needs_context(message: str) -> bool:
     """Whether ``message`` refers back to the conversation (pronouns, "what about", very short)."""
-    return bool(_REFERENCE.search(message)) or len(_WORD.findall(message)) <= SHORT_MESSAGE_WORDS
+    return bool(_REFERENCE.search(message)) or len(words_of(message)) <= SHORT_MESSAGE_WORDS
 
 
 def rewrite_follow_up(message: str, history: list[tuple[str, str]]) -> str:
@@ -54,7 +55,7 @@ def rewrite_follow_up(message: str, history: list[tuple[str, str]]) -> str:
     last = asked[-1]
     answers = [content for role, content in history[last + 1 :] if role == "assistant"]
     seen = set(tokenize(message))
-    words = _key_words(_WORD.findall(split_context(history[last][1])[0]), seen)[:MAX_CONTEXT_WORDS]
+    words = _key_words(words_of(split_context(history[last][1])[0]), seen)[:MAX_CONTEXT_WORDS]
     if answers:
         words += _salient(answers[-1], seen)[:MAX_ANSWER_WORDS]
     if not words:
@@ -80,7 +81,7 @@ def _salient(answer: str, seen: set[str]) -> list[str]:
     """The words of an answer's cited sentences that name what it was about: the most repeated first, then in
     order; only alphabetic words of four letters or more (an uncited answer, e.g. a refusal, gives none)."""
     cited = " ".join(match.group(1) for match in _CITED.finditer(answer))
-    words = [word for word in _WORD.findall(cited) if word.isalpha() and len(word) >= 4]
+    words = [word for word in words_of(cited) if word.isalpha() and len(word) >= 4]
     counts: dict[str, int] = {}
     for word in words:
         stems = tokenize(word)

@@ -48,6 +48,12 @@ def stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` as written (letters and digits, with an inner apostrophe: "don't", "l’eau"): what
+    :func:`tokenize` lower-cases and stems."""
+    return _WORD.findall(text)
+
+
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Lower-cased, stemmed content words of ``text``, compatibility-normalized first: a PDF's ligatures
     ("conﬁguration") read as the letters they join, full-width letters as plain ones."""
