@@ -36,16 +36,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from orc.errors import (
-    ETagMismatch,
-    ItemAlreadyExists,
     RateLimited,
-    StorageUnavailable,
     TokenQuotaExceeded,
     TooManyConcurrentTurns,
     TooManyRequests,
 )
 from orc.principal import Principal
-from orc.storage.ports import DocumentCollection
+from orc.storage.ports import DocumentCollection, StoredItem
+from orc.storage.updates import update_item
 
 _MAX_REMEMBERED = 4096
 """Refused principals remembered before the ones whose refusals no longer matter are forgotten."""
@@ -57,7 +55,6 @@ _LIMIT_REFUSALS = (TooManyConcurrentTurns, RateLimited, TokenQuotaExceeded)
 _RATE_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
 _WINDOWS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 _DAY = 86400
-_MAX_ATTEMPTS = 20
 _RATE_ID = "rate"
 _TOKENS_ID = "tokens"
 
@@ -395,21 +392,15 @@ async def add_to_window(
 ) -> int | None:
     """Add ``amount`` to the counter ``item_id`` of the window starting at ``window_start``; ``None`` (nothing
     added) when that would pass ``cap``. Conditional writes make concurrent instances count each request once."""
-    for _ in range(_MAX_ATTEMPTS):
-        item = await collection.get(key, item_id)
+
+    def added(item: StoredItem | None) -> dict[str, Any] | None:
         current = 0 if item is None or item.body.get("window") != window_start else int(item.body["count"])
         if cap is not None and current + amount > cap:
             return None
-        body: dict[str, Any] = {"window": window_start, "count": current + amount}
-        try:
-            if item is None:
-                await collection.create(key, item_id, body)
-            else:
-                await collection.replace(key, item_id, body, if_match=item.etag)
-        except (ItemAlreadyExists, ETagMismatch):
-            continue  # another instance counted first: read again
-        return current + amount
-    raise StorageUnavailable("the quota counter is contended; retry", retry_after=1)
+        return {"window": window_start, "count": current + amount}
+
+    stored = await update_item(collection, key, item_id, added, busy="the quota counter is contended; retry")
+    return int(stored.body["count"]) if stored is not None else None
 
 
 # -- uploads and exports ---------------------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ from typing import Any
 from orc.clock import utc_now
 from orc.conversations.models import AssistantMessage, ConversationSummary, Feedback, Turn, UserMessage, turn_of
 from orc.conversations.titles import title_from_question
-from orc.errors import ETagMismatch, ItemAlreadyExists, ItemNotFound, StorageUnavailable
+from orc.errors import ItemAlreadyExists, StorageUnavailable
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection, StoredItem
+from orc.storage.updates import update_item
 
 log = logging.getLogger(__name__)
 
@@ -152,14 +153,11 @@ class ConversationRepository:
     async def _record_in_header(
         self, principal: Principal, conversation_id: str, seq: int, question: str, current: StoredItem | None
     ) -> None:
-        pk = principal.partition_key
-        item_id = _header_id(conversation_id)
         now = utc_now()
-        for attempt in range(_MAX_WRITE_ATTEMPTS):
-            if attempt:
-                current = await self._items.get(pk, item_id)
-            if current is None:
-                body: dict[str, Any] = {
+
+        def counted(item: StoredItem | None) -> dict[str, Any]:
+            if item is None:
+                return {
                     "kind": "conversation",
                     "conversation_id": conversation_id,
                     "title": title_from_question(question),
@@ -169,20 +167,17 @@ class ConversationRepository:
                     "created_at": now,
                     "updated_at": now,
                 }
-                try:
-                    await self._items.create(pk, item_id, body)
-                    return
-                except ItemAlreadyExists:
-                    continue
-            body = dict(current.body)
-            body["turn_count"] = max(int(body["turn_count"]), seq)
-            body["updated_at"] = now
-            try:
-                await self._items.replace(pk, item_id, body, if_match=current.etag)
-                return
-            except (ETagMismatch, ItemNotFound):
-                continue
-        raise StorageUnavailable("the conversation is too busy to store this turn; retry")
+            return {**item.body, "turn_count": max(int(item.body["turn_count"]), seq), "updated_at": now}
+
+        await update_item(
+            self._items,
+            principal.partition_key,
+            _header_id(conversation_id),
+            counted,
+            busy="the conversation is too busy to store this turn; retry",
+            attempts=_MAX_WRITE_ATTEMPTS,
+            current=current,
+        )
 
     async def turns(self, principal: Principal, conversation_id: str) -> list[Turn]:
         """Every turn, oldest first."""
@@ -238,21 +233,21 @@ class ConversationRepository:
     async def _set_title(
         self, principal: Principal, conversation_id: str, title: str, *, source: str
     ) -> ConversationSummary | None:
-        pk = principal.partition_key
-        item_id = _header_id(conversation_id)
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            current = await self._items.get(pk, item_id)
-            if current is None:
+
+        def titled(item: StoredItem | None) -> dict[str, Any] | None:
+            if item is None or (source == "generated" and item.body.get("title_source") == "user"):
                 return None
-            if source == "generated" and current.body.get("title_source") == "user":
-                return None
-            body = {**current.body, "title": title, "title_source": source}
-            try:
-                stored = await self._items.replace(pk, item_id, body, if_match=current.etag)
-            except (ETagMismatch, ItemNotFound):
-                continue
-            return _summary(stored.body)
-        raise StorageUnavailable("the conversation is too busy to rename; retry")
+            return {**item.body, "title": title, "title_source": source}
+
+        stored = await update_item(
+            self._items,
+            principal.partition_key,
+            _header_id(conversation_id),
+            titled,
+            busy="the conversation is too busy to rename; retry",
+            attempts=_MAX_WRITE_ATTEMPTS,
+        )
+        return _summary(stored.body) if stored is not None else None
 
     async def set_feedback(
         self, principal: Principal, conversation_id: str, message_id: str, feedback: Feedback

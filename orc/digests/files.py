@@ -23,15 +23,15 @@ from orc.digests.schema import Digest, digest_hash, relabel
 from orc.digests.store import DigestStore, StoredDigest, file_digest_key, file_digest_ref
 from orc.documents.intake.processing import DocumentLocation
 from orc.documents.records import DigestStatus
-from orc.errors import ETagMismatch, ItemNotFound
+from orc.errors import StorageUnavailable
 from orc.search.text_store import TextStore
-from orc.storage.ports import DocumentCollection
+from orc.storage.ports import DocumentCollection, StoredItem
+from orc.storage.updates import update_item
 
 logger = logging.getLogger(__name__)
 
 MAX_INPUT_CHARS = 400_000
 """The longest text (about 100,000 tokens) sent to Task A in one call; longer documents end ``error``."""
-_MAX_WRITE_ATTEMPTS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,26 +256,21 @@ class FileDigests:
     ) -> bool:
         """Write ``fields`` into the record while it still holds this content (and text); False when it does not."""
         slot = (location.partition_key, location.item_id)
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            item = await self._catalog.get(location.partition_key, location.item_id)
+
+        def marked(item: StoredItem | None) -> dict[str, Any] | None:
             if item is None or item.body.get("content_hash") != content_hash:
-                self.parsing.discard(slot)
-                return False
+                return None
             if extracted_text_hash is not None and item.body.get("extracted_text_hash") != extracted_text_hash:
-                self.parsing.discard(slot)
-                return False
-            body = {**item.body, **fields, "digest_updated_at": utc_now()}
-            try:
-                await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
-            except ETagMismatch:
-                continue
-            except ItemNotFound:
-                self.parsing.discard(slot)
-                return False
-            if fields.get("digest_status") == "parsing":
-                self.parsing.add(slot)
-            else:
-                self.parsing.discard(slot)
-            return True
-        logger.warning("could not record the digest status of %s: too many concurrent writes", location.document_id)
-        return False
+                return None
+            return {**item.body, **fields, "digest_updated_at": utc_now()}
+
+        try:
+            stored = await update_item(self._catalog, location.partition_key, location.item_id, marked, busy="busy")
+        except StorageUnavailable:
+            logger.warning("could not record the digest status of %s: too many concurrent writes", location.document_id)
+            return False
+        if stored is not None and fields.get("digest_status") == "parsing":
+            self.parsing.add(slot)
+        else:
+            self.parsing.discard(slot)
+        return stored is not None

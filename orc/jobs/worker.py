@@ -35,11 +35,12 @@ from orc.clock import utc_now
 from orc.digests.sessions import SessionDigests
 from orc.documents.intake.processing import DocumentProcessor, ProcessingJob
 from orc.documents.parsing.fair_turns import FairTurns, organization_of
-from orc.errors import ETagMismatch, InvalidInput, ItemNotFound, JobBusy, StorageUnavailable
+from orc.errors import InvalidInput, JobBusy, StorageUnavailable
 from orc.jobs.messages import JobKind, digest_message, processing_job, processing_message
 from orc.principal import Principal
-from orc.storage.ports import DocumentCollection
+from orc.storage.ports import DocumentCollection, StoredItem
 from orc.storage.queues import JobQueue, ReceivedJob, decode_job
+from orc.storage.updates import update_item
 
 logger = logging.getLogger(__name__)
 
@@ -125,43 +126,47 @@ class JobWorker:
     async def _claim(self, job: ProcessingJob) -> str | None:
         """A fresh claim id once the record is claimed; None when there is nothing to do; "busy" when held."""
         location = job.location
-        for _ in range(_CLAIM_ATTEMPTS):
-            item = await self._catalog.get(location.partition_key, location.item_id)
+        claim = uuid.uuid4().hex
+        held = False
+
+        def claimed(item: StoredItem | None) -> dict[str, Any] | None:
+            nonlocal held
+            held = False
             if item is None or item.body.get("content_hash") != job.content_hash:
                 return None  # replaced or deleted: the newer upload has its own job
             if item.body.get("status") in _SETTLED:
                 return None  # already processed (a duplicate delivery)
-            held = item.body.get("processing_claim") or {}
-            if held.get("by") and float(held.get("until", 0)) > time.time():
-                return "busy"
-            claim = uuid.uuid4().hex
-            body = {**item.body, "processing_claim": {"by": claim, "until": time.time() + self._visibility}}
-            try:
-                await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
-            except ETagMismatch:
-                continue  # someone else wrote first: read again and decide again
-            except ItemNotFound:
-                return None
-            return claim
-        return "busy"
+            holder = item.body.get("processing_claim") or {}
+            held = bool(holder.get("by")) and float(holder.get("until", 0)) > time.time()
+            until = time.time() + self._visibility
+            return None if held else {**item.body, "processing_claim": {"by": claim, "until": until}}
+
+        try:
+            stored = await update_item(
+                self._catalog, location.partition_key, location.item_id, claimed, busy="busy", attempts=_CLAIM_ATTEMPTS
+            )
+        except StorageUnavailable:
+            return "busy"
+        return claim if stored is not None else ("busy" if held else None)
 
     async def _poison(self, job: ProcessingJob, deliveries: int) -> None:
         location = job.location
         reason = f"processing did not finish after {deliveries - 1} attempts; upload the document again"
-        for _ in range(_CLAIM_ATTEMPTS):
-            item = await self._catalog.get(location.partition_key, location.item_id)
+
+        def failed(item: StoredItem | None) -> dict[str, Any] | None:
             if item is None or item.body.get("content_hash") != job.content_hash or item.body.get("status") in _SETTLED:
-                return
-            body = {**item.body, "status": "failed", "status_reason": reason, "updated_at": utc_now()}
-            try:
-                await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
-            except ETagMismatch:
-                continue
-            except ItemNotFound:
-                return
+                return None
+            return {**item.body, "status": "failed", "status_reason": reason, "updated_at": utc_now()}
+
+        try:
+            stored = await update_item(
+                self._catalog, location.partition_key, location.item_id, failed, busy="busy", attempts=_CLAIM_ATTEMPTS
+            )
+        except StorageUnavailable:
+            return
+        if stored is not None:
             logger.warning("document %s failed: poison job after %d deliveries", location.document_id, deliveries)
             await self._after(job)
-            return
 
     async def _after(self, job: ProcessingJob) -> None:
         """A session document settled: its session's digests are refreshed by a digest job."""

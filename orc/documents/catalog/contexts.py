@@ -13,18 +13,15 @@ from orc.clock import utc_now
 from orc.conversations import Turn
 from orc.documents.records import ContextNode, ContextRef, ContextType
 from orc.errors import (
-    ETagMismatch,
     InvalidInput,
     InvalidParent,
-    ItemAlreadyExists,
     NotFound,
-    StorageUnavailable,
 )
 from orc.principal import Principal
-from orc.storage.ports import DocumentCollection
+from orc.storage.ports import DocumentCollection, StoredItem
+from orc.storage.updates import update_item
 
 MAX_NAME_CHARS = 200
-_MAX_WRITE_ATTEMPTS = 20
 _NODE_PREFIX = "ctx:"
 
 
@@ -145,25 +142,19 @@ class ContextDirectory:
             raise context_not_found(ref)
         tree = await self.tree(principal.organization)
         parent = _check_parent(principal, tree, ref, parent_id)
+        created = False
+
+        def put(current: StoredItem | None) -> dict[str, object]:
+            nonlocal created
+            created, now = current is None, utc_now()
+            since = ContextNode.model_validate(current.body).created_at if current is not None else None
+            return _body(_node(ref, name, parent, created_at=since or now, updated_at=now))
+
+        busy = "the context is being changed by other requests; retry"
         partition = organization_partition(principal.organization)
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            now = utc_now()
-            current = await self._catalog.get(partition, _node_id(ref))
-            if current is None:
-                node = _node(ref, name, parent, created_at=now, updated_at=now)
-                try:
-                    await self._catalog.create(partition, _node_id(ref), _body(node))
-                except ItemAlreadyExists:
-                    continue
-                return node, True
-            previous = ContextNode.model_validate(current.body)
-            node = _node(ref, name, parent, created_at=previous.created_at or now, updated_at=now)
-            try:
-                await self._catalog.replace(partition, _node_id(ref), _body(node), if_match=current.etag)
-            except ETagMismatch:
-                continue
-            return node, False
-        raise StorageUnavailable("the context is being changed by other requests; retry")
+        stored = await update_item(self._catalog, partition, _node_id(ref), put, busy=busy)
+        assert stored is not None  # put always writes
+        return ContextNode.model_validate(stored.body), created
 
 
 def _node(ref: ContextRef, name: str, parent: ContextRef | None, *, created_at: str, updated_at: str) -> ContextNode:

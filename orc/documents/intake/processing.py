@@ -26,18 +26,18 @@ from orc.clock import utc_now
 from orc.documents.parsing.extraction_pool import ExtractionPool
 from orc.documents.parsing.fair_turns import FairTurns, organization_of
 from orc.documents.records import estimate_tokens, search_scope
-from orc.errors import ETagMismatch, ExtractionError, ItemNotFound, OrcError, UnsupportedMediaType
+from orc.errors import ExtractionError, ItemNotFound, OrcError, StorageUnavailable, UnsupportedMediaType
 from orc.periodic import every
 from orc.search.port import ScopeFields
 from orc.search.text_store import DocumentText, TextStore, VectorLocation, extractor_pages, process_extracted
-from orc.storage.ports import BlobStore, DocumentCollection
+from orc.storage.ports import BlobStore, DocumentCollection, StoredItem
+from orc.storage.updates import update_item
 
 if TYPE_CHECKING:  # numpy and the embedding clients load only where vectors are made
     from orc.search.vectors import Matrix, SpanVectors
 
 logger = logging.getLogger(__name__)
 
-_MAX_WRITE_ATTEMPTS = 20
 GENERIC_FAILURE = "the document could not be processed; upload it again, or another copy of it"
 
 
@@ -386,21 +386,19 @@ class DocumentProcessor:
     async def _mark(self, job: ProcessingJob, fields: dict[str, Any]) -> bool:
         """Write ``fields`` into the record if it still describes the processed content; False when it does not."""
         location = job.location
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            item = await self._catalog.get(location.partition_key, location.item_id)
+
+        def marked(item: StoredItem | None) -> dict[str, Any] | None:
             if item is None or item.body.get("content_hash") != job.content_hash:
-                return False
+                return None
             if job.claim is not None and (item.body.get("processing_claim") or {}).get("by") != job.claim:
-                return False  # another worker took the job over: its result is the one that counts
-            body = {**item.body, **fields, "updated_at": utc_now()}
-            try:
-                await self._catalog.replace(location.partition_key, location.item_id, body, if_match=item.etag)
-            except ETagMismatch:
-                continue
-            except ItemNotFound:
-                return False
-            return True
-        return False
+                return None  # another worker took the job over: its result is the one that counts
+            return {**item.body, **fields, "updated_at": utc_now()}
+
+        try:
+            stored = await update_item(self._catalog, location.partition_key, location.item_id, marked, busy="busy")
+        except StorageUnavailable:
+            return False
+        return stored is not None
 
 
 FOLLOW_SECONDS = 900.0

@@ -20,7 +20,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from orc.clock import utc_now
 from orc.documents.intake.processing import DocumentProcessor, ProcessingJob, ProcessingResult
@@ -49,18 +49,15 @@ from orc.documents.sessions.models import (
 from orc.documents.sessions.planning import PlannedFile, Planner
 from orc.errors import (
     Conflict,
-    ETagMismatch,
     InvalidInput,
-    ItemAlreadyExists,
-    ItemNotFound,
     NotFound,
     OrcError,
-    StorageUnavailable,
 )
 from orc.names import folder_conflicts, validate_identifier
 from orc.principal import Principal
 from orc.search.text_store import TextStore
 from orc.storage.ports import BlobStore, DocumentCollection, StoredItem
+from orc.storage.updates import update_item
 
 _MAX_WRITE_ATTEMPTS = 50
 
@@ -283,10 +280,11 @@ class SessionFiles:
     ) -> tuple[SessionHeader, list[PlannedFile]]:
         """Write the header :func:`~planning.plan_commit` plans, conditionally on the one read (optimistic
         concurrency: a concurrent writer makes it read and plan again)."""
-        pk = principal.partition_key
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            item = await self._catalog.get(pk, header_id(conversation_id))
-            header, planned = planning.plan_commit(
+        committed: tuple[SessionHeader, list[PlannedFile]] | None = None
+
+        def planned(item: StoredItem | None) -> dict[str, Any]:
+            nonlocal committed
+            committed = planning.plan_commit(
                 planning.header_of(_stored_header(item), conversation_id, records),
                 records,
                 plan,
@@ -295,15 +293,11 @@ class SessionFiles:
                 max_files=self._max_files,
                 digests=self._listener is not None,
             )
-            try:
-                if item is None:
-                    await self._catalog.create(pk, header_id(conversation_id), header.body())
-                else:
-                    await self._catalog.replace(pk, header_id(conversation_id), header.body(), if_match=item.etag)
-            except (ItemAlreadyExists, ETagMismatch, ItemNotFound):
-                continue
-            return header, planned
-        raise StorageUnavailable("the session is too busy; retry")
+            return committed[0].body()
+
+        await self._update_header(principal, conversation_id, planned)
+        assert committed is not None
+        return committed
 
     async def _store(
         self, principal: Principal, conversation_id: str, planned: PlannedFile, *, digests: bool
@@ -456,45 +450,42 @@ class SessionFiles:
     ) -> SessionHeader | None:
         """Set the header's aggregate state to ``change(header)`` (skipped when it returns ``None``), retrying on
         concurrent writes; ``None`` when the session is gone or the change was skipped."""
-        pk = principal.partition_key
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            item = await self._catalog.get(pk, header_id(conversation_id))
-            if item is None:
-                return None
-            header = SessionHeader.model_validate(item.body)
-            aggregate = change(header)
-            if aggregate is None:
+        updated: SessionHeader | None = None
+
+        def changed(item: StoredItem | None) -> dict[str, Any] | None:
+            nonlocal updated
+            header = updated = _stored_header(item)
+            aggregate = change(header) if header is not None else None
+            if header is None or aggregate is None:
                 return None
             updated = header.model_copy(update={"aggregate": aggregate})
-            try:
-                await self._catalog.replace(pk, header_id(conversation_id), updated.body(), if_match=item.etag)
-            except ETagMismatch:
-                continue
-            except ItemNotFound:
-                return None
-            return updated
-        raise StorageUnavailable("the session is too busy; retry")
+            return updated.body()
+
+        return updated if await self._update_header(principal, conversation_id, changed) is not None else None
 
     async def set_auto_parse(self, principal: Principal, conversation_id: str, on: bool) -> None:
         """Turn the session's "auto-parse on change" on or off (a session without files yet gets its header now, so
         the choice holds for its first upload)."""
         validate_identifier(conversation_id, what="conversation")
-        pk = principal.partition_key
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            item = await self._catalog.get(pk, header_id(conversation_id))
+
+        def switched(item: StoredItem | None) -> dict[str, Any] | None:
             header = _stored_header(item) or planning.header_of(None, conversation_id, {})
             if header.auto_parse == on and item is not None:
-                return
-            body = header.model_copy(update={"auto_parse": on}).body()
-            try:
-                if item is None:
-                    await self._catalog.create(pk, header_id(conversation_id), body)
-                else:
-                    await self._catalog.replace(pk, header_id(conversation_id), body, if_match=item.etag)
-            except (ETagMismatch, ItemAlreadyExists, ItemNotFound):
-                continue
-            return
-        raise StorageUnavailable("the session is too busy; retry")
+                return None
+            return header.model_copy(update={"auto_parse": on}).body()
+
+        await self._update_header(principal, conversation_id, switched)
+
+    async def _update_header(
+        self,
+        principal: Principal,
+        conversation_id: str,
+        change: Callable[[StoredItem | None], dict[str, Any] | None],
+    ) -> StoredItem | None:
+        pk, busy = principal.partition_key, "the session is too busy; retry"
+        return await update_item(
+            self._catalog, pk, header_id(conversation_id), change, busy=busy, attempts=_MAX_WRITE_ATTEMPTS
+        )
 
     async def _records_by_name(self, principal: Principal, conversation_id: str) -> dict[str, ContextFile]:
         return {record.filename: record for record in await self.files(principal, conversation_id)}
