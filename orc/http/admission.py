@@ -1,5 +1,5 @@
-"""Turns away a flooding caller's turns — ``POST /api/orc`` and the supply or run-without that resumes a paused
-turn — before FastAPI reads, validates and routes the request.
+"""Turns away a flooding caller's turns — the routes the route table classifies as turns: ``POST /api/orc`` and the
+supply or run-without that resumes a paused turn — before FastAPI reads, validates and routes the request.
 
 The turn service applies every limit (its :class:`orc.turns.policy.TurnPolicy`); this ASGI middleware only answers
 early what this process already knows from memory (:meth:`~orc.turns.policy.TurnPolicy.refuse_early`), so that 150
@@ -9,7 +9,6 @@ from one caller cost the others a header parse and a dictionary lookup each, not
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -17,24 +16,32 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from orc.errors import OrcError
 from orc.http import problems
 from orc.http.auth import Authenticator
+from orc.http.route_table import RouteTable
 from orc.turns.policy import TurnPolicy
-
-_TURNS = re.compile(r"/api/orc|/api/sessions/[^/]+/context-requests/[^/]+/(?:supply|run-without)")
-"""The routes that run a turn. A supply's files are parsed before its turn is admitted: refused here, a flood of
-supplies over its turn limits costs no multipart read and no extraction."""
 
 
 class EarlyRefusal:
-    """Answers 429 at once for a request that runs a turn whose principal is known to be over a limit."""
+    """Answers 429 at once for a request that runs a turn whose principal is known to be over a limit.
 
-    def __init__(self, app: ASGIApp, authenticator: Authenticator, policy: Callable[[], TurnPolicy | None]) -> None:
+    A supply's files are parsed before its turn is admitted: refused here, a flood of supplies over its turn limits
+    costs no multipart read and no extraction."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator,
+        policy: Callable[[], TurnPolicy | None],
+        table: RouteTable,
+    ) -> None:
         self.app = app
         self.authenticator = authenticator
         self.policy = policy
+        self.table = table
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        limits = self.policy() if scope["type"] == "http" and scope["method"] == "POST" else None
-        if limits is not None and _TURNS.fullmatch(scope["path"].rstrip("/")):
+        turn = scope["type"] == "http" and self.table.route_for(scope).guards.turn
+        limits = self.policy() if turn else None
+        if limits is not None:
             headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
             try:
                 limits.refuse_early(self.authenticator.authenticate(headers))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -35,7 +35,8 @@ from orc.http.limits import BodySizeLimit
 from orc.http.openapi_events import add_event_schemas
 from orc.http.output_door import OutputDoor
 from orc.http.response_headers import NoSniffing
-from orc.http.stream_limits import StreamBounds, StreamLimits, is_stream
+from orc.http.route_table import BodyKind, RouteTable, require_classified
+from orc.http.stream_limits import StreamBounds, StreamLimits
 from orc.output_policy import OutputPolicy
 from orc.settings import Settings
 from orc.turns.policy import UNLIMITED, TurnPolicy
@@ -81,27 +82,16 @@ class McpEndpoint:
 class Dispatcher:
     """Routes ``/api/mcp`` to the MCP endpoint and everything else to FastAPI (lifespan included)."""
 
-    def __init__(self, api: ASGIApp, mcp: McpEndpoint, guard: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
+    def __init__(self, api: ASGIApp, mcp: McpEndpoint) -> None:
         self.api = api
         self.mcp = mcp
-        # ``guard`` wraps both routes (the stream limits, which cover /api/mcp and the API's streams alike).
-        self._entry: ASGIApp = guard(self._route) if guard is not None else self._route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._entry(scope, receive, send)
-
-    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
             await self.mcp(scope, receive, send)
         else:
             await self.api(scope, receive, send)
-
-
-def _is_context_upload(path: str) -> bool:
-    """``/api/contexts/{type}/{id}/documents``: multipart uploads of context documents."""
-    parts = path.rstrip("/").split("/")
-    return len(parts) == 6 and parts[1:3] == ["api", "contexts"] and parts[5] == "documents"
 
 
 def stream_bounds(settings: Settings) -> StreamBounds:
@@ -175,10 +165,6 @@ def create_app(
     # Innermost: a 500 is answered where it happens, so the connection stays open (see UnexpectedErrors).
     api.add_middleware(problems.UnexpectedErrors)
     api.add_middleware(page.PageSecurityHeaders)
-    if settings.auth == "easyauth":
-        # The only cookie-borne credential: other modes' credentials are headers a forged request cannot carry.
-        # /api/mcp is outside it: its JSON-RPC POSTs need a CORS preflight, which no other site gets past.
-        api.add_middleware(CsrfGuard)
 
     @api.get("/api/health", tags=["health"], summary="Liveness; configured backends for an authenticated caller")
     async def health(request: Request) -> dict[str, Any]:
@@ -208,13 +194,8 @@ def create_app(
             document = {**document, "info": {**document["info"], "version": "unpublished"}}
         return JSONResponse(document)
 
-    def limit_for(path: str) -> int:
-        supply = path.endswith("/supply") and "/context-requests/" in path  # its files are uploads too
-        if path.endswith("/context/files") or "/context/files/" in path or _is_context_upload(path) or supply:
-            return settings.max_upload_bytes + _MULTIPART_OVERHEAD
-        return settings.max_request_bytes
-
-    bounds = stream_bounds(settings)
+    table = RouteTable()
+    require_classified(api, MCP_PATH, table)  # a route without a class would skip the guards below
 
     def running_policy() -> TurnPolicy | None:
         services: Services | None = getattr(api.state, "services", None)
@@ -222,11 +203,19 @@ def create_app(
         policy = services.documents.policy if services is not None else UNLIMITED
         return policy if policy is not UNLIMITED else None
 
-    def stream_limits(app: ASGIApp) -> ASGIApp:
-        early = EarlyRefusal(app, authenticator, running_policy)
-        return StreamLimits(early, authenticator, bounds, lambda scope: is_stream(scope, MCP_PATH))
-
-    served = NoSniffing(BodyDeadline(BodySizeLimit(Dispatcher(api, mcp, stream_limits), limit_for), authenticator))
+    # Every guard reads the route table; outermost first: body deadline, body size, the cross-site check, the
+    # stream limits, the early refusal of turns.
+    guarded: ASGIApp = EarlyRefusal(Dispatcher(api, mcp), authenticator, running_policy, table)
+    guarded = StreamLimits(guarded, authenticator, stream_bounds(settings), table)
+    if settings.auth == "easyauth":
+        # The only cookie-borne credential: other modes' credentials are headers a forged request cannot carry.
+        guarded = CsrfGuard(guarded, table)
+    body_limits: dict[BodyKind, int] = {
+        "none": 0,
+        "json": settings.max_request_bytes,
+        "files": settings.max_upload_bytes + _MULTIPART_OVERHEAD,
+    }
+    served = NoSniffing(BodyDeadline(BodySizeLimit(guarded, table, body_limits), authenticator))
 
     def output_policy() -> OutputPolicy:
         services: Services | None = getattr(api.state, "services", None)

@@ -6,6 +6,9 @@ browser says it comes from this origin: ``Sec-Fetch-Site: same-origin`` (or ``no
 ``Origin`` that is this site's own or one of ``allowed_origins``. A request with neither header is not from a
 browser page (browsers send ``Origin`` on every cross-origin POST), so it passes. Header-credential modes (none,
 api-key) need none of this: a forged request cannot carry the key.
+
+Which routes are checked is the route table's to say (:attr:`~orc.http.route_table.Guards.same_site`): every one
+but the MCP endpoint, whose JSON-RPC POSTs need a CORS preflight that no other site gets past.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orc.http import problems
+from orc.http.route_table import RouteTable
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _SAME_SITE_VALUES = frozenset({"same-origin", "none"})
@@ -35,12 +39,18 @@ def _origin(url: str) -> str | None:
 class CsrfGuard:
     """Refuses cross-site unsafe requests with 403 ``cross_site_request`` (install only under cookie auth)."""
 
-    def __init__(self, app: ASGIApp, allowed_origins: Iterable[str] = ()) -> None:
+    def __init__(self, app: ASGIApp, table: RouteTable, allowed_origins: Iterable[str] = ()) -> None:
         self.app = app
+        self.table = table
         self.allowed = {origin for origin in (_origin(value) for value in allowed_origins) if origin}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in SAFE_METHODS or self._same_site(scope):
+        if (
+            scope["type"] != "http"
+            or scope["method"] in SAFE_METHODS
+            or not self.table.route_for(scope).guards.same_site
+            or self._same_site(scope)
+        ):
             await self.app(scope, receive, send)
             return
         response = problems.problem(

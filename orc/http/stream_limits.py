@@ -1,9 +1,10 @@
 """Bounds on long-lived responses: how many streams a principal and the process may hold open, and for how long.
 
-Streams are ``GET /api/mcp`` (the MCP server's notification stream), ``POST /api/orc`` answered as NDJSON or SSE
-and ``GET /api/sessions/{id}/context/stream``. Each holds a connection and a task for as long as the client
-keeps it, so without limits idle MCP streams would stay open for ever. :class:`StreamLimits` (an ASGI
-middleware in front of the app):
+Which requests are streams is the route table's to say (:mod:`orc.http.route_table`): routes that always stream
+(the MCP server's notification stream, a session's digest statuses, a context request's events) and turns that
+stream when ``Accept`` asks for NDJSON or server-sent events (``POST /api/orc``, a supply, a run-without). Each
+holds a connection and a task for as long as the client keeps it, so without limits idle streams would stay open
+for ever. :class:`StreamLimits` (an ASGI middleware in front of the app):
 
 - refuses a stream beyond ``per_principal`` open streams of its principal, ``per_organization`` of its
   organization (a group of keys), or ``total`` of the process, with 429 ``too_many_streams`` and ``Retry-After``
@@ -21,7 +22,6 @@ any dropped connection.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from orc.errors import OrcError, TooManyStreams
 from orc.http import problems
 from orc.http.auth import Authenticator
+from orc.http.route_table import RouteTable
 from orc.http.streaming import negotiate
 
 
@@ -58,36 +59,29 @@ def carries_data(body: bytes) -> bool:
     return any(line.strip() and not line.lstrip().startswith(b":") for line in body.split(b"\n"))
 
 
-def is_stream(scope: Scope, mcp_path: str) -> bool:
-    """Whether the request asks for one of the long-lived responses."""
-    path: str = scope.get("path", "")
-    method: str = scope.get("method", "")
-    if method == "GET" and (path == mcp_path or path.startswith(mcp_path + "/")):
-        return True
-    if method == "GET" and path.startswith("/api/sessions/") and path.rstrip("/").endswith("/context/stream"):
-        return True
-    if method == "POST" and path.rstrip("/") == "/api/orc":
+def is_stream(scope: Scope, table: RouteTable) -> bool:
+    """Whether the request asks for one of the long-lived responses, as its route's class says."""
+    mode = table.route_for(scope).guards.streams
+    if mode == "on_accept":
         accept = next((value.decode("latin-1") for key, value in scope["headers"] if key == b"accept"), "")
         return negotiate(accept) is not None
-    return False
+    return mode == "always"
 
 
 class StreamLimits:
     """Counts, caps and times out the app's streams (see the module docstring)."""
 
-    def __init__(
-        self, app: ASGIApp, authenticator: Authenticator, bounds: StreamBounds, is_stream: Callable[[Scope], bool]
-    ) -> None:
+    def __init__(self, app: ASGIApp, authenticator: Authenticator, bounds: StreamBounds, table: RouteTable) -> None:
         self.app = app
         self.authenticator = authenticator
         self.bounds = bounds
-        self.is_stream = is_stream
+        self.table = table
         self.open: dict[str, int] = {}
         self.by_organization: dict[str, int] = {}
         self.total = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.is_stream(scope):
+        if scope["type"] != "http" or not is_stream(scope, self.table):
             await self.app(scope, receive, send)
             return
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}

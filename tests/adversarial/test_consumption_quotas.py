@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from orc.errors import RateLimited, TokenQuotaExceeded, TooManyConcurrentTurns
 from orc.http.app import stream_bounds
 from orc.http.auth import authenticator_for
+from orc.http.route_table import RouteTable
 from orc.http.stream_limits import StreamLimits
 from orc.principal import Principal
 from orc.quotas import Quotas, RateLimit
@@ -187,7 +188,7 @@ async def call(app: StreamLimits, scope: Scope) -> list[Message]:
 def stream_limits(app: ASGIApp, **settings: float) -> StreamLimits:
     """The stream limits of the app built with ``settings``."""
     authenticator = authenticator_for(api_key_settings())
-    return StreamLimits(app, authenticator, stream_bounds(Settings(**settings)), lambda scope: True)  # type: ignore[arg-type]
+    return StreamLimits(app, authenticator, stream_bounds(Settings(**settings)), RouteTable())  # type: ignore[arg-type]
 
 
 class ChattyStream:

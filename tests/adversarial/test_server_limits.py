@@ -21,6 +21,7 @@ from orc.http.connection_limits import (
     H11HeadLimitsProtocol,
     HttpToolsHeadLimitsProtocol,
 )
+from orc.http.route_table import RouteTable
 from orc.http.stream_limits import StreamLimits
 from orc.settings import Settings
 from tests.adversarial.uvicorn_server import serving
@@ -224,7 +225,7 @@ async def _stream(app: StreamLimits, key: str) -> list[Message]:
 async def test_a_stream_that_only_pings_is_ended_by_the_idle_timeout() -> None:
     pinging = PingingStream(every=0.01)
     bounds = stream_bounds(Settings(stream_idle_seconds=0.1))
-    limits = StreamLimits(pinging, _authenticator(), bounds, lambda scope: True)
+    limits = StreamLimits(pinging, _authenticator(), bounds, RouteTable())
 
     async with asyncio.timeout(DEADLINE_SECONDS):
         sent = await _stream(limits, "key-drip")
@@ -239,7 +240,7 @@ async def test_principals_that_already_stream_cannot_take_every_slot() -> None:
     authenticator = authenticator_for(Settings(auth="api-key", api_keys=json.dumps(keys)))  # type: ignore[arg-type]
     held = PingingStream(every=0.05)
     limits = StreamLimits(
-        held, authenticator, stream_bounds(Settings(max_streams_per_principal=4, max_streams=16)), lambda scope: True
+        held, authenticator, stream_bounds(Settings(max_streams_per_principal=4, max_streams=16)), RouteTable()
     )
     streams: list[asyncio.Task[list[Message]]] = []
 

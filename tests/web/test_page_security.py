@@ -11,6 +11,7 @@ import pytest
 
 from orc.http.csrf import CsrfGuard
 from orc.http.page import WEB_ROOT
+from orc.http.route_table import RouteTable
 from orc.settings import Settings
 from tests.http.conftest import ClientFactory
 
@@ -114,7 +115,7 @@ async def test_the_guard_accepts_configured_origins() -> None:
     async def app(scope: dict[str, object], receive: object, send: object) -> None:
         seen.append(str(scope["path"]))
 
-    guard = CsrfGuard(app, allowed_origins=["https://portal.example/"])  # type: ignore[arg-type]
+    guard = CsrfGuard(app, RouteTable(), allowed_origins=["https://portal.example/"])  # type: ignore[arg-type]
     scope = {
         "type": "http",
         "method": "POST",
