@@ -250,6 +250,13 @@ class Handoff:
         resume = Resumed(action="supplied", request_id=request_id, outcome="supplied", supplied=supplied, note="")
         return await self._end(record, etag, "resolved", "supplied", resume)
 
+    async def supplyable(self, principal: Principal, conversation_id: str, request_id: str) -> ContextRequestRecord:
+        """The request, if a supply could still move it on: :class:`NotFound` (404) or :class:`Conflict` (409, it
+        ended or was superseded) otherwise. Checked before a supply's files are read, so that one sent to a request
+        that is unknown or over costs no upload and no extraction; :meth:`supply` checks again as it writes."""
+        record, _ = await self._pending(principal, conversation_id, request_id)
+        return record
+
     async def run_without(self, principal: Principal, conversation_id: str, request_id: str) -> Resumption:
         """Resume the turn without the context; its answer says so."""
         record, etag = await self._pending(principal, conversation_id, request_id)

@@ -9,7 +9,11 @@ the process (uvicorn's ``limit_concurrency``), and every caller, ``/api/health``
   ``request_timeout`` and ``Connection: close``, and the app is told the client went away, so no handler acts on
   part of a body;
 - lets one caller (its principal, or its address when it has none) send at most ``per_caller`` bodies at a time;
-  the next is refused at once with 429 ``too_many_uploads``, before any of its body is read.
+  the next is refused at once with 429 ``too_many_uploads``, before any of its body is read;
+- answers ``Connection: close`` when the response starts before the body has arrived (a 401 before an upload is
+  read, a refusal): the connection is not kept for a next request behind a body nobody reads. ``orc serve`` then
+  drops the rest of the body while the client finishes sending it, for a bounded time, so the client reads the
+  answer instead of a reset (:mod:`orc.http.connection_limits`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ class BodyBounds:
     base_seconds: float = 10.0
     min_bytes_per_second: int = 32 * 1024
     per_caller: int = 16
+
+
+def _closing(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` with ``Connection: close`` (replacing any other ``Connection``)."""
+    return [*((key, value) for key, value in headers if key.lower() != b"connection"), (b"connection", b"close")]
 
 
 def _has_body(scope: Scope) -> tuple[bool, int]:
@@ -123,6 +132,8 @@ class BodyDeadline:
             nonlocal responded
             if timed_out:
                 return
+            if message["type"] == "http.response.start" and not complete:
+                message = {**message, "headers": _closing(message.get("headers", []))}
             responded = True
             await send(message)
 

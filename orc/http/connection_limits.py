@@ -1,5 +1,6 @@
-"""Bounds on client connections for ``orc serve``: a deadline and a size limit on every request head, under either
-HTTP parser uvicorn may run (httptools, or h11 where httptools is not installed).
+"""Bounds on client connections for ``orc serve``: a deadline and a size limit on every request head, and a deadline
+on every request body the server answers without reading, under either HTTP parser uvicorn may run (httptools, or
+h11 where httptools is not installed).
 
 uvicorn closes idle keep-alive connections (``timeout_keep_alive``) but sets no deadline on reading a request's
 head: a client that sends a header line every few seconds (slowloris) would hold its connection, and its slot in
@@ -13,13 +14,24 @@ looks at a head that is still incomplete after a read).
 Only the head is counted: browsers and most clients write a request's head and the start of its body together, and
 one read on loopback often holds the head and tens of kilobytes of body. A read's bytes count up to the blank line
 that ends the head, never past it.
+
+**Bodies the server does not read.** A request answered before its body is read (401 without a key, 404, 405, a
+413 or 429 refusal) leaves the rest of its body on the wire. uvicorn kept reading and discarding it for as long as
+it came, and every byte put off the keep-alive timeout: clients dripping one byte every few seconds held their
+connections, and their slots in ``limit_concurrency``, for ever (8,191 of them made ``/api/health`` answer 503).
+And a refusal that closed the connection at once, with the body still arriving, made the kernel reset it: a
+client still writing its upload saw a reset, never the 429. So a connection whose response is complete while its
+request's body is not is closed gracefully (*lingering close*, as nginx and Apache do): the response is flushed,
+the server's side is shut for writing, and what the client still sends is read and dropped until it stops, for at
+most ``LINGER_SECONDS``; then the connection is closed. The client reads the whole answer; a dripping client is cut
+off.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -33,6 +45,9 @@ limit one principal's slow bodies could take every slot and every other caller w
 costs a few kilobytes, and the head deadline closes one that says nothing."""
 MAX_HEADER_BYTES = 64 * 1024
 """Bytes of one request head (request line and headers)."""
+LINGER_SECONDS = 10.0
+"""How long the rest of a body the server answered without reading may keep arriving (and is dropped) before its
+connection is closed: enough for a client on a slow link to finish writing a refused upload and read the answer."""
 
 _HEAD_ENDS = (b"\n\r\n", b"\n\n")
 """A head ends at its first empty line; a line ends with CRLF, or LF alone, which both parsers accept."""
@@ -65,6 +80,27 @@ def _head_too_large_response() -> bytes:
     return head.encode("latin-1") + body
 
 
+class _LingeringTransport:
+    """The connection's transport as uvicorn sees it: closing it while the request's body is still arriving lingers
+    (see the module docstring) instead of resetting the connection; everything else is the real transport's."""
+
+    def __init__(self, transport: asyncio.Transport, connection: _HeadLimits) -> None:
+        self._transport = transport
+        self._connection = connection
+
+    def close(self) -> None:
+        if self._connection._body_arriving() and not self._transport.is_closing():
+            self._connection._linger()
+        else:
+            self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._connection._lingering or self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class _HeadLimits(asyncio.Protocol):
     """The deadline and the size limit on a request head, shared by both protocols below (mixed in before uvicorn's
     protocol class). The deadline starts when the connection opens and stops when it is lost; the protocol says when
@@ -73,6 +109,7 @@ class _HeadLimits(asyncio.Protocol):
 
     header_timeout: float = HEADER_TIMEOUT_SECONDS
     max_header_bytes: int = MAX_HEADER_BYTES
+    linger_seconds: float = LINGER_SECONDS
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
 
@@ -84,14 +121,46 @@ class _HeadLimits(asyncio.Protocol):
         self._tail = b""
         """The last bytes of the head so far: its empty line may start in one read and end in the next."""
         self._head_text_seen = False
+        self._real_transport: asyncio.Transport | None = None
+        self._lingering = False
+        self._linger_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
+        # Not an isinstance check: uvloop's transports are not asyncio.Transport subclasses.
+        self._real_transport = cast(asyncio.Transport, transport)
+        super().connection_made(cast(asyncio.Transport, _LingeringTransport(self._real_transport, self)))
         self._head_started()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_deadline()
+        if self._linger_deadline is not None:
+            self._linger_deadline.cancel()
+            self._linger_deadline = None
         super().connection_lost(exc)
+
+    def _body_arriving(self) -> bool:
+        """Whether the request just answered has a body whose rest has not arrived yet."""
+        raise NotImplementedError
+
+    def on_response_complete(self) -> None:
+        """uvicorn's end of a response: a connection whose request body is still arriving is not kept alive (its
+        unread rest would hold it, byte by byte, for as long as the client likes); it lingers, then closes."""
+        if self._body_arriving() and not self.transport.is_closing():
+            self.transport.close()
+        super().on_response_complete()  # type: ignore[misc]
+
+    def _linger(self) -> None:
+        """Shut the server's side for writing once the response is flushed, and drop what the client still sends
+        until it stops or :attr:`linger_seconds` pass."""
+        transport = self._real_transport
+        assert transport is not None
+        self._lingering = True
+        self._stop_deadline()
+        transport.resume_reading()  # flow control may have paused it while the app did not read
+        if transport.can_write_eof():
+            transport.write_eof()
+        # The client's own close ends it sooner: uvicorn's eof_received lets asyncio close the transport.
+        self._linger_deadline = self.loop.call_later(self.linger_seconds, transport.close)
 
     def _head_started(self) -> None:
         self._in_head = True
@@ -148,9 +217,20 @@ def _httptools_protocol() -> type[Any] | None:
         return None
 
     class HeaderDeadlineProtocol(_HeadLimits, HttpToolsProtocol):
-        """uvicorn's httptools protocol with a deadline and a size limit on each request head."""
+        """uvicorn's httptools protocol with a deadline and a size limit on each request head, and a deadline on
+        each body it answers without reading."""
+
+        _body_cycle: Any = None
+        """The request whose body is arriving (uvicorn's cycle), from its head's end to its message's."""
+
+        def _body_arriving(self) -> bool:
+            # Only once its own response is complete: a pipelined request's body arriving while the previous
+            # request is answered is simply early.
+            return self._body_cycle is not None and bool(self._body_cycle.response_complete)
 
         def data_received(self, data: bytes) -> None:
+            if self._lingering:
+                return  # the rest of a body nobody reads
             self._count(data)
             if self._head_too_large():
                 return
@@ -164,8 +244,10 @@ def _httptools_protocol() -> type[Any] | None:
         def on_headers_complete(self) -> None:
             self._head_done()
             super().on_headers_complete()
+            self._body_cycle = self.cycle  # until its message completes (at once, for a request without a body)
 
         def on_message_complete(self) -> None:
+            self._body_cycle = None
             super().on_message_complete()
             # What arrives next is the next request's head (its deadline starts with its first byte).
             self._in_head = True
@@ -177,9 +259,15 @@ def _httptools_protocol() -> type[Any] | None:
 
 
 class H11HeadLimitsProtocol(_HeadLimits, H11Protocol):
-    """uvicorn's h11 protocol with a deadline and a size limit on each request head."""
+    """uvicorn's h11 protocol with a deadline and a size limit on each request head, and a deadline on each body
+    it answers without reading."""
+
+    def _body_arriving(self) -> bool:
+        return self.conn.their_state is h11.SEND_BODY
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # the rest of a body nobody reads
         # h11 is IDLE on the client's side until it has read a whole request head.
         if self.conn.their_state is h11.IDLE:
             self._in_head = True

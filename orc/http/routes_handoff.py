@@ -68,11 +68,18 @@ async def supply(
     principal: Caller,
     keys: Keys,
     texts: Texts,
+    handoff: Requests,
 ) -> Response:
     """JSON ``{"payloads": [{"slot", "text" | "document_id" | "source_ref"}]}``, or multipart with ``slot`` and
     ``files`` (their text is supplied). When every required slot has something the turn resumes and this answers
     it; otherwise the request's state. 404 ``context_request_not_found``; 409 ``context_request_resolved``,
     ``_cancelled``, ``_superseded`` or ``_expired``; 400 ``unknown_slot``; 413 / 415 for files."""
+    # The request first, before a byte of the body is read: a supply to a request that is unknown or over costs
+    # no upload and no extraction. A retry under an Idempotency-Key may find it over (its first answer replays).
+    if request.headers.get("idempotency-key") is None:
+        await handoff.supplyable(principal, session_id, request_id)
+    else:
+        await handoff.requests.get(principal, session_id, request_id)
     payloads = await _payloads(request, texts, principal)
     body = [payload.model_dump(mode="json") for payload in payloads]
     parts = {"route": "supply", "session": session_id, "request": request_id, "payloads": body}
