@@ -17,7 +17,7 @@ from orc.cli.answer_text import readable
 from orc.documents.intake.supplied import FileTexts
 from orc.documents.intake.uploads import Upload
 from orc.errors import OrcError
-from orc.handoff import SupplyPayload, running_without, supplying
+from orc.handoff import SuppliedText, SupplyPayload, running_without, supplying
 from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import ContextRequiredEvent, ContextSuggestion, Event
 from orc.turns.service import Orchestrator, Turn
@@ -77,7 +77,7 @@ async def _ask_for(
         return None
     if first.isdigit() and 1 <= int(first) <= len(numbered):
         supply = numbered[int(first) - 1]["supply"]
-        return SupplyPayload(
+        return SuppliedText(
             slot=slot,
             text=supply.get("text"),
             document_id=supply.get("document_id"),
@@ -92,14 +92,14 @@ async def _ask_for(
         except (OSError, OrcError) as exc:
             print(f"  could not read {path.name}: {exc}", file=err)
             return None
-        return SupplyPayload(slot=slot, text=text, name=path.name) if text else None
+        return SuppliedText(slot=slot, text=text, name=path.name) if text else None
     lines = [first]
     while True:
         line = await asyncio.to_thread(read_line, "")
         if not line.strip():
             break
         lines.append(line)
-    return SupplyPayload(slot=slot, text="\n".join(lines))
+    return SuppliedText(slot=slot, text="\n".join(lines))
 
 
 def _existing_file(text: str) -> Path | None:

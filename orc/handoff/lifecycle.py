@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import JsonDict
 
 from orc.clock import utc_now
 from orc.contracts import SourceSpan, UnavailableDocument
@@ -48,16 +49,45 @@ SUPPLIED_DOCUMENT = "supplied"
 SPANS_PER_DOCUMENT = 3
 
 
+_WHITE_SPACE = r"\u0009-\u000d\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+"""The characters ``str.strip()`` removes, spelled out: ``\\s`` means other sets in other regex engines."""
+NOT_BLANK = f"[^{_WHITE_SPACE}]"
+"""A text holds a character that is not white space (one of white space alone is refused, ``empty_supply``)."""
+DOCUMENT_ID = (
+    r"^(?![\s\S]*\n)"  # one line: Python's $ also matches before a final line break, ECMAScript's does not
+    r"(?!(?:[cC][oO][nN]|[pP][rR][nN]|[aA][uU][xX]|[nN][uU][lL]|[cC][oO][mM][1-9]|[lL][pP][tT][1-9])(?:\.|$))"
+    r"[A-Za-z0-9](?:[A-Za-z0-9_.@-]{0,126}[A-Za-z0-9_@-])?$"
+)
+"""A document id as :func:`orc.names.validate_identifier` takes it: 1-128 letters, digits, ``_ . @ -``, starting with
+a letter or digit, not ending with a dot, not a Windows device name."""
+SOURCE_REF = r"^[\s\S]+::[\s\S]*(?:[^:]|[^:]:)$"
+"""``<document>::<span_id>``, split at its last ``::``: both sides non-empty (``invalid_source_ref`` otherwise)."""
+_ONE_REFERENCE: JsonDict = {
+    "oneOf": [
+        {"required": [field], "properties": {field: {"type": "string"}}}
+        for field in ("text", "document_id", "source_ref")
+    ]
+}
+
+
 class SupplyPayload(BaseModel):
-    """One supplied piece of context: a text, a document or a span the caller can see."""
+    """One supplied piece of context: a text, a document or a span the caller can see.
 
-    model_config = ConfigDict(extra="forbid")
+    This is the published contract of a JSON supply (``docs/contracts``): its schema is generated from these fields,
+    and the server refuses exactly what the schema refuses (beyond what depends on the request: its slots, the
+    slot's size limit, what the caller can see)."""
 
-    slot: str = Field(max_length=300)
-    text: str | None = Field(default=None, description=f"At most {MAX_TEXT_CHARS} characters.")
-    document_id: str | None = Field(default=None, max_length=200)
-    source_ref: str | None = Field(default=None, max_length=1200)
-    name: str | None = Field(default=None, max_length=300, description="An uploaded file's name (multipart).")
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re", json_schema_extra=_ONE_REFERENCE)
+
+    slot: str = Field(min_length=1, max_length=300)
+    text: str | None = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        pattern=NOT_BLANK,
+        description=f"At most {MAX_TEXT_CHARS} characters (a slot may take fewer), not white space alone.",
+    )
+    document_id: str | None = Field(default=None, max_length=128, pattern=DOCUMENT_ID)
+    source_ref: str | None = Field(default=None, max_length=1200, pattern=SOURCE_REF)
 
     @model_validator(mode="after")
     def _one_reference(self) -> SupplyPayload:
@@ -67,12 +97,21 @@ class SupplyPayload(BaseModel):
         return self
 
 
+class SuppliedText(SupplyPayload):
+    """A payload an adapter made from what it read — a file's text (a multipart supply, a path given to the CLI,
+    with its ``name`` kept as provenance) or a pasted text — rather than one a client sent: its text is checked by
+    the supply against the slot's limit (refused, never cut) instead of when it is made."""
+
+    text: str | None = None
+    name: str | None = Field(default=None, max_length=300, description="The file's name, when the text is a file's.")
+
+
 class SupplyBody(BaseModel):
     """What the user supplies: texts, or documents and spans they can see, each for one of the request's slots."""
 
     model_config = ConfigDict(extra="forbid")
 
-    payloads: list[SupplyPayload] = Field(max_length=MAX_PAYLOADS)
+    payloads: list[SupplyPayload] = Field(min_length=1, max_length=MAX_PAYLOADS)
 
 
 class ContextUpdate(BaseModel):
@@ -218,12 +257,12 @@ class Handoff:
         supplies = [
             Supply(
                 slot=payload.slot,
-                kind="file" if payload.name else "text" if payload.text is not None else
+                kind="file" if _name(payload) else "text" if payload.text is not None else
                 "document" if payload.document_id else "span",
                 text=payload.text,
                 document_id=payload.document_id,
                 source_ref=payload.source_ref,
-                name=payload.name,
+                name=_name(payload),
                 supplied_by=principal.user,
                 supplied_at=now,
             )
@@ -431,7 +470,7 @@ class Handoff:
             return [
                 SourceSpan(
                     ref=f"{SUPPLIED_DOCUMENT}::{label}-{index + 1}",
-                    document=payload.name or SUPPLIED_DOCUMENT,
+                    document=_name(payload) or SUPPLIED_DOCUMENT,
                     span_id=f"{label}-{index + 1}",
                     page=None,
                     text=payload.text.strip(),
@@ -495,6 +534,11 @@ def supplying(principal: Principal, conversation_id: str, request_id: str, paylo
 def running_without(principal: Principal, conversation_id: str, request_id: str) -> Move:
     """The move of run-without (:meth:`Handoff.run_without`)."""
     return lambda handoff: handoff.run_without(principal, conversation_id, request_id)
+
+
+def _name(payload: SupplyPayload | Supply) -> str | None:
+    """The file name a payload (or the stored supply it became) came with: only an adapter's text has one."""
+    return payload.name if isinstance(payload, SuppliedText | Supply) else None
 
 
 def _duration(seconds: float) -> str:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 from starlette.responses import JSONResponse, Response
 
 from orc.documents.intake.supplied import FileTexts
-from orc.errors import InvalidInput, PayloadTooLarge
+from orc.errors import InvalidInput, InvalidName, OrcError, PayloadTooLarge
 from orc.handoff import (
     MAX_PAYLOADS,
+    MAX_TEXT_CHARS,
     ContextUpdate,
+    SuppliedText,
     SupplyBody,
     SupplyPayload,
     running_without,
@@ -162,11 +165,39 @@ async def _payloads(request: Request, texts: FileTexts, principal: Principal) ->
         body = SupplyBody.model_validate_json(await request.body())
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
-        if any(error.get("type") == "too_long" and error.get("loc") == ("payloads",) for error in errors):
-            raise PayloadTooLarge(f"at most {MAX_PAYLOADS} payloads per supply", code="too_many_payloads") from None
-        detail = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in errors[:5])
-        raise InvalidInput(f"the supply does not match the schema: {detail}", code="invalid_supply") from None
-    return body.payloads
+        raise _refusal(errors) from None
+    return list(body.payloads)
+
+
+def _refusal(errors: list[ErrorDetails]) -> OrcError:
+    """The refusal of a JSON supply the contract refuses: when each thing wrong with it has a code of its own (the
+    code the handoff gives such a payload), the first one; else ``invalid_supply`` with what did not match."""
+    specific = [_specific(error) for error in errors]
+    first = specific[0] if specific else None
+    if first is not None and all(refusal is not None for refusal in specific):
+        return first
+    detail = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in errors[:5])
+    return InvalidInput(f"the supply does not match the schema: {detail}", code="invalid_supply")
+
+
+def _specific(error: ErrorDetails) -> OrcError | None:
+    kind, where = error.get("type", ""), error.get("loc", ())
+    if where == ("payloads",) and kind == "too_long":
+        return PayloadTooLarge(f"at most {MAX_PAYLOADS} payloads per supply", code="too_many_payloads")
+    if where == ("payloads",) and kind == "too_short":
+        return InvalidInput("supply at least one payload", code="no_payloads")
+    field = where[-1] if where else None
+    if field == "text" and kind == "string_too_long":
+        return PayloadTooLarge(f"a supplied text has at most {MAX_TEXT_CHARS} characters", limit=MAX_TEXT_CHARS)
+    if field == "text" and kind == "string_pattern_mismatch":
+        return InvalidInput("a supplied text is empty", code="empty_supply")
+    if field == "document_id" and kind.startswith("string_"):
+        return InvalidName("a document id is 1-128 letters, digits, '_', '-', '.', '@' (see documents.list)")
+    if field == "source_ref" and kind.startswith("string_"):
+        return InvalidInput(
+            "source_ref must be a ref from a search result: <document>::<span_id>", code="invalid_source_ref"
+        )
+    return None
 
 
 async def _uploaded(request: Request, texts: FileTexts, principal: Principal) -> list[SupplyPayload]:
@@ -176,12 +207,12 @@ async def _uploaded(request: Request, texts: FileTexts, principal: Principal) ->
     slot = fields.get("slot", "").strip()
     if not slot:
         raise InvalidInput("send the slot the files are for in a field named 'slot'", code="missing_slot")
-    payloads = []
+    payloads: list[SupplyPayload] = []
     for read in await texts.read(principal, uploads):
         text = read.text.strip()  # over the slot's limit it is refused by the supply, never cut
         if not text:
             raise InvalidInput(f"{read.filename!r} has no text to supply", code="empty_supply")
-        payloads.append(SupplyPayload(slot=slot, text=text, name=read.filename))
+        payloads.append(SuppliedText(slot=slot, text=text, name=read.filename))
     return payloads
 
 
