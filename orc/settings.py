@@ -193,7 +193,8 @@ class Settings(BaseSettings):
         default=1,
         ge=0,
         description="Worker processes that parse uploaded documents, each under ORC_EXTRACTION_MEMORY_MB, so a "
-        "hostile file cannot exhaust the serving process; 0 parses in threads of the serving process.",
+        "hostile file cannot exhaust the serving process (one organization uses at most this many; one more parses "
+        "other organizations' documents while it does); 0 parses in threads of the serving process.",
     )
     extraction_memory_mb: int = Field(
         default=1024, ge=256, description="Address-space limit of each extraction worker process, in MiB."

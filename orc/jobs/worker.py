@@ -192,7 +192,7 @@ class JobWorker:
     async def run(self, stop: asyncio.Event, *, concurrency: int, idle_pause: float = 1.0) -> None:
         """Consume both queues until ``stop`` is set, ``concurrency`` jobs at a time; idle polls back off."""
         running: set[asyncio.Task[None]] = set()
-        turns = FairTurns(concurrency)
+        turns = FairTurns(concurrency, spare=1)  # a spare turn: one organization's jobs never hold every other's
         held = concurrency * LOOKAHEAD
         stopping = asyncio.create_task(stop.wait())
         pause = 0.05

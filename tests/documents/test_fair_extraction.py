@@ -134,3 +134,26 @@ async def test_a_document_past_its_deadline_fails_with_the_reason_and_the_next_g
 
     assert refused.value.code == "extraction_timeout" and "took longer than 3 s" in refused.value.message
     assert "900 euros" in after.text and not pool.in_threads
+
+
+async def test_one_organization_never_takes_the_spare_slot_and_another_takes_it_at_once() -> None:
+    turns = FairTurns(2, spare=1)
+    gate = asyncio.Event()
+    running: list[str] = []
+
+    async def work(organization: str, name: str) -> None:
+        async with turns.turn(organization):
+            running.append(name)
+            await gate.wait()
+
+    acme = [asyncio.create_task(work("acme", f"a{n}")) for n in range(1, 5)]
+    await asyncio.sleep(0)  # one step: every task runs up to its slot or its wait
+    alone, queued = list(running), turns.waiting
+    other = asyncio.create_task(work("globex", "g1"))
+    await asyncio.sleep(0)
+    with_other = list(running)
+    gate.set()
+    await asyncio.gather(*acme, other)
+
+    assert alone == ["a1", "a2"] and queued == 2
+    assert with_other == ["a1", "a2", "g1"]

@@ -147,7 +147,8 @@ class DocumentProcessor:
         self._blobs = blobs
         self._texts = texts
         self._index = index
-        self._slots = FairTurns(max_concurrency)
+        # One spare slot: while one organization's documents fill the others, another's is processed at once.
+        self._slots = FairTurns(max_concurrency, spare=1)
         self._max_document_bytes = max_document_bytes
         self._running: dict[tuple[str, str], tuple[str, asyncio.Task[ProcessingResult]]] = {}
         # Every job not yet done, replaced ones included: a job whose document was uploaded again leaves

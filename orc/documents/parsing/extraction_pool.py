@@ -8,7 +8,9 @@ processes, each under an address-space limit (``ORC_EXTRACTION_MEMORY_MB``) and 
 (``ORC_EXTRACTION_SECONDS``). A worker that hits either fails that one document (``extraction_memory``,
 ``extraction_timeout``) and is replaced; the serving process's memory and event loop are untouched. The workers
 are handed out by :class:`~orc.documents.parsing.fair_turns.FairTurns`: one organization's backlog waits behind its own
-documents, not in front of another organization's.
+documents, not in front of another organization's; and one organization holds at most ``workers`` of them, so
+while it keeps them all busy (slow documents, each up to the deadline) one more worker, :data:`SPARE_WORKERS`,
+parses the other organizations' documents at once: theirs are never delayed beyond one deadline by it.
 
 ``ORC_EXTRACTION_PROCESSES=0`` keeps extraction in threads of the serving process (what tests and tiny set-ups
 may prefer: no worker start-up); the limits, the fairness and the deadline still hold there, but a thread past
@@ -29,6 +31,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import importlib
 import logging
 import multiprocessing
 import os
@@ -58,6 +61,8 @@ IN_PROCESS_MAX_BYTES = 128 * 1024
 """Plain-text documents up to this size are parsed in the serving process (cheap, with bounded memory)."""
 THREADS = 2
 """Documents parsed at once when the pool runs in threads."""
+SPARE_WORKERS = 1
+"""Workers (or threads) beyond ``workers`` that only organizations other than the busiest one may use."""
 
 _PLAIN_TEXT = frozenset({TEXT, MARKDOWN, CSV, JSON, HTML})
 _KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
@@ -155,8 +160,15 @@ WORKER_NICENESS = 10
 a busy machine the server's requests (another organization's turns) get the CPU first."""
 
 
+PARSERS = ("pypdf", "pypdfium2", "docx")
+"""The parsing libraries of the usual documents (PDF, DOCX), imported by a worker as it starts, before its first
+document's deadline runs: on a busy machine their imports alone took seconds, charged to a worker's first document
+(a spare worker's included). The others (spreadsheets, slides, HTML) are imported by their first document."""
+
+
 def _limit_memory(memory_bytes: int) -> None:
-    """Worker initializer: cap the worker's address space and lower its priority (where the platform allows)."""
+    """Worker initializer: cap the worker's address space, lower its priority (where the platform allows) and
+    import the parsers."""
     try:
         import resource
 
@@ -165,6 +177,9 @@ def _limit_memory(memory_bytes: int) -> None:
         logger.debug("could not limit the extraction worker's memory", exc_info=True)
     with contextlib.suppress(AttributeError, OSError):  # no os.nice on Windows
         os.nice(WORKER_NICENESS)
+    for parser in PARSERS:
+        with contextlib.suppress(ImportError):  # an optional parser that is not installed is imported by nobody
+            importlib.import_module(parser)
 
 
 def _probe() -> int:
@@ -201,8 +216,8 @@ class _Worker:
 
 class ExtractionPool:
     """Parses documents under ``limits``: in ``workers`` processes (each capped at ``memory_bytes``, started on
-    first use), or in threads when ``workers`` is 0; each document within ``deadline_seconds``; fair across
-    organizations.
+    first use; one more for other organizations while one organization keeps them all busy), or in threads when
+    ``workers`` is 0; each document within ``deadline_seconds``; fair across organizations.
 
     When the workers cannot start (a program without a main guard, a platform that refuses them), documents are
     parsed in threads from then on, with one warning, instead of every upload failing.
@@ -228,7 +243,7 @@ class ExtractionPool:
         self._live: set[int] = set()  # pids of the workers started and not stopped
         self._in_threads = workers == 0
         self._warned = False
-        self._turns = FairTurns(workers or THREADS)
+        self._turns = FairTurns(workers or THREADS, spare=SPARE_WORKERS)
 
     @property
     def limits(self) -> ExtractionLimits:
