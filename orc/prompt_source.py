@@ -6,15 +6,28 @@ The value is a folder (a local path, or an Azure Files share mounted into the Fu
 checked before anything is served: an unknown file name, a template whose placeholders differ from the manifest,
 or a sheet with a wrong or missing section stops the start with an error naming the file. A changed file gets an
 effective version with a hash of its text, which goes into every digest cache key (``orc.models.prompting``).
+
+An override changes wording, never what the code fills in, and reads nothing outside its folder, so these stop the
+start too:
+
+- a placeholder that is not plain: a format spec (``{documents:>50000000}`` sent a 50 MB prompt on every turn), a
+  conversion (``{x!r}``), an attribute or index (``{x.y}``, ``{x[0]}``), a positional field (``{}``, ``{0}``);
+- a manifest whose prompts take other variables than the code passes them (a variable added to the manifest and
+  the template passed every check and then made every turn fail), or of another kind, or that declares prompts
+  orc does not have; versions are the override's to change;
+- a file that is a link to a file outside the folder (its text would be sent to the model).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import string
+from collections.abc import Mapping
 from pathlib import Path
 
 from orc.errors import ConfigurationError, ItemNotFound
-from orc.models.prompting import PromptSet, override_prompts
+from orc.models.prompting import MANIFEST, PromptSet, bad_file, override_prompts, packaged_prompts
 from orc.models.sheets import check_prompts
 from orc.settings import Settings
 
@@ -35,17 +48,78 @@ async def prompts_for(settings: Settings) -> PromptSet | None:
     if not files:
         raise ConfigurationError(f"ORC_PROMPTS_DIR {where} holds no prompt files")
     prompts = override_prompts(files, where.rstrip("/"))
+    for name, text in files.items():
+        if name.endswith(".txt"):
+            _check_placeholders(prompts, name, text)
     check_prompts(prompts)
+    _check_manifest(prompts)  # after: a manifest at odds with its own templates is named as such first
     return prompts
+
+
+def _check_placeholders(prompts: PromptSet, file: str, template: str) -> None:
+    """Refuse a template with a placeholder that is not a plain ``{name}``."""
+    try:
+        fields = [(field, spec, conversion) for _, field, spec, conversion in string.Formatter().parse(template)]
+    except ValueError as exc:  # an unbalanced brace
+        raise bad_file(prompts, file, f"is not a valid template ({exc})") from None
+    for field, spec, conversion in fields:
+        if field is None:
+            continue
+        if not field.isidentifier() or spec or conversion:
+            shown = "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise bad_file(
+                prompts,
+                file,
+                f"uses {shown[:80]}: only plain placeholders such as {{documents}} are allowed (no format spec, "
+                "conversion, attribute, index or positional field)",
+            )
+
+
+def _check_manifest(prompts: PromptSet) -> None:
+    """Refuse a manifest whose entries differ from the packaged ones in anything but their versions."""
+    if MANIFEST not in prompts.provided:
+        return
+    packaged = packaged_prompts().manifest
+    manifest = prompts.manifest
+    added = sorted(set(manifest) - set(packaged))
+    if added:
+        raise bad_file(prompts, MANIFEST, f"declares prompts orc does not have: {', '.join(added)}")
+    for name, entry in manifest.items():
+        expected = packaged[name]
+        if _fixed(entry) != _fixed(expected):
+            raise bad_file(
+                prompts,
+                MANIFEST,
+                f"changes what the code fills in {name!r} ({json.dumps(_fixed(entry))} instead of "
+                f"{json.dumps(_fixed(expected))}); an override may change a prompt's wording and version only",
+            )
+
+
+def _fixed(entry: Mapping[str, object]) -> dict[str, object]:
+    """What the code decides about a manifest entry: its kind and, for a prompt, its variables."""
+    variables = entry.get("variables", [])
+    return {
+        "kind": entry.get("kind", "prompt"),
+        "variables": sorted(str(v) for v in variables) if isinstance(variables, list) else variables,
+    }
 
 
 def _from_folder(folder: Path) -> dict[str, str]:
     if not folder.is_dir():
         raise ConfigurationError(f"ORC_PROMPTS_DIR {folder} is not a folder")
+    inside = folder.resolve()  # the folder itself may be a link (a mounted share)
     files = {}
     for path in sorted(folder.iterdir()):
-        if path.is_file() and not path.name.startswith(".") and path.name not in _IGNORED:
-            files[path.name] = _decoded(path.read_bytes(), f"{folder}/{path.name}")
+        if path.name.startswith(".") or path.name in _IGNORED:
+            continue
+        target = path.resolve()
+        if not target.is_relative_to(inside):
+            raise ConfigurationError(
+                f"prompt file {folder}/{path.name} is a link to {target}, outside ORC_PROMPTS_DIR; copy the file "
+                "into the folder instead"
+            )
+        if target.is_file():
+            files[path.name] = _decoded(target.read_bytes(), f"{folder}/{path.name}")
     return files
 
 
