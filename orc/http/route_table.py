@@ -118,6 +118,7 @@ ROUTES: tuple[Route, ...] = (
     Route("PATCH", "/api/sessions/{session_id}/context", "write"),
     Route("GET", "/api/sessions/{session_id}/context/stream", "stream"),
     Route("GET", "/api/sessions/{session_id}/context/digest", "read"),
+    Route("POST", "/api/sessions/{session_id}/context/digest/retry-parse", "write"),
     Route("POST", "/api/sessions/{session_id}/context/parse", "write"),
     Route("POST", _FILES, "upload"),
     Route("GET", f"{_FILES}/{{file_id}}", "read"),
