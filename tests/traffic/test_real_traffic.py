@@ -144,18 +144,7 @@ def over_the_limit(tmp_path_factory: pytest.TempPathFactory) -> Document:
 
 @pytest.mark.parametrize(
     "client",
-    [
-        "httpx",
-        pytest.param(
-            "urllib",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the server refuses from Content-Length and closes with the body unread: a client that sends "
-                "its whole body before reading (urllib) gets a connection reset, not the 413 (issue 36, guards)",
-            ),
-        ),
-        "curl",
-    ],
+    ["httpx", "urllib", "curl"],
     indirect=True,
 )
 def test_an_upload_over_the_limit_is_refused_with_413_and_its_code_and_nothing_is_stored(
