@@ -14,6 +14,8 @@ once, when it is made.
   text often quotes the request that failed, key included).
 - A record keeps its arguments (each redacted): formatters such as uvicorn's access formatter unpack them, and a
   record without them made every access line a "Logging error".
+- Fields passed with ``extra=`` are redacted too (strings, and strings inside lists, tuples and dicts): JSON
+  formatters and the OpenTelemetry log exporter send them as attributes beside the message.
 """
 
 from __future__ import annotations
@@ -86,6 +88,18 @@ class RedactSecrets(logging.Filter):
             return tuple(self._redacted_arg(value) for value in args)
         return self._redacted_arg(args)
 
+    def redacted_extra(self, value: Any) -> Any:
+        """An ``extra=`` field's value without secrets."""
+        # Strings only, keeping each container's type: an exporter reads an attribute's type, and a field that is
+        # not text (a number, an object a filter attached) carries no configured secret as such.
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, list | tuple):
+            return type(value)(self.redacted_extra(item) for item in value)
+        if isinstance(value, dict):
+            return {key: self.redacted_extra(item) for key, item in value.items()}
+        return value
+
     def _redacted_arg(self, value: Any) -> Any:
         if value is None or isinstance(value, bool | int | float):
             return value  # %d and %f need numbers; numbers carry no secret
@@ -148,4 +162,22 @@ def install(secrets: Iterable[str] = ()) -> RedactSecrets:
         return record
 
     logging.setLogRecordFactory(factory)
+    _redact_extra_fields(redactor)
     return redactor
+
+
+def _redact_extra_fields(redactor: RedactSecrets) -> None:
+    # makeRecord applies ``extra=`` after the record factory has run, so the factory never sees those fields.
+    # Overriding makeRecord is the extension point logging documents for this; on the class, so loggers made
+    # before this call are covered too.
+    make_record = logging.Logger.makeRecord
+
+    def redacting(self: logging.Logger, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make_record(self, *args, **kwargs)
+        # Logger._log passes every argument by position: (name, level, fn, lno, msg, args, exc_info, func, extra).
+        extra = kwargs.get("extra", args[8] if len(args) > 8 else None)
+        for name in extra or ():
+            record.__dict__[name] = redactor.redacted_extra(record.__dict__[name])
+        return record
+
+    logging.Logger.makeRecord = redacting  # type: ignore[method-assign]

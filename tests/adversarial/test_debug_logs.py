@@ -36,6 +36,25 @@ def test_an_access_record_formats_with_secrets_redaction_installed() -> None:
     assert line == "127.0.0.1:5 GET / HTTP/1.1 200 OK"
 
 
+def test_fields_passed_with_extra_are_redacted_as_the_message_is(caplog: pytest.LogCaptureFixture) -> None:
+    install([MODEL_KEY])
+    extra = {
+        "provider_error": f"Incorrect API key provided: {MODEL_KEY}",
+        "attempts": [f"key={MODEL_KEY}", 2],
+        "request": {"headers": {"api-key": MODEL_KEY}, "status": 401},
+    }
+    logger = logging.getLogger("orc.test.extra")
+    with caplog.at_level(logging.INFO, logger=logger.name):
+        logger.info("provider call failed", extra=extra)
+    made = logger.makeRecord(logger.name, logging.INFO, __file__, 1, "made directly", (), None, extra=extra)
+
+    for record in (caplog.records[-1], made):
+        fields = {name: getattr(record, name) for name in extra}
+        assert MODEL_KEY not in repr(fields)
+        assert fields["attempts"][1] == 2 and fields["request"]["status"] == 401  # what is not text keeps its type
+    assert caplog.records[-1].getMessage() == "provider call failed"
+
+
 async def test_debug_logs_of_a_failing_provider_call_carry_no_configured_secret(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
