@@ -1,6 +1,9 @@
 """Spans: the citable pieces of a document, ``S1..Sn`` in document order, with page and offset locators.
 
-A span is a paragraph-aware chunk of roughly 400-1200 characters. Chunks never cross a page, so a span's
+A span is a paragraph-aware chunk of roughly 400-1200 characters: whole paragraphs packed together, a long
+paragraph cut at its sentences. A PDF's text has no blank lines between its paragraphs, so there a paragraph ends
+where a line that ends a sentence stops well short of the page's measure, or where a list item, an indented block
+or a short title line begins (:func:`pdf_paragraphs`) — never at a mere line end. Chunks never cross a page, so a span's
 ``start``/``end`` are offsets into one page's text and ``text == pages[page - 1][start:end]``. Chunks never cross
 a heading either (:mod:`orc.search.sections`): a span belongs to one section and carries its title path in
 ``section`` (a heading with no text of its own before the next one joins that next section). A table row (a
@@ -12,13 +15,14 @@ columns in every row). Changing how text is chunked changes what every ``S<n>`` 
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 from orc.extracted import PDF, TABLE_CHARS, ExtractedDocument
 from orc.search.sections import find_headings, section_path
 
-CHUNKING_VERSION = "2"
+CHUNKING_VERSION = "3"
 
 MIN_CHARS = 400
 TARGET_CHARS = 800
@@ -33,6 +37,13 @@ _SPLITTERS = (
     re.compile(r"(?<=[.!?;:])[\"')\]]*\s+"),
     re.compile(r"\s+"),
 )
+# A PDF's lines are where its layout wrapped them, not where its writer broke them: sentences before lines.
+_PDF_SPLITTERS = (_SPLITTERS[1], _SPLITTERS[0], _SPLITTERS[2])
+_LINE = re.compile(r"[^\n]*")
+_SENTENCE_END = re.compile(r"[.!?:][\"'’”)\]]*$")
+_ITEM = re.compile(r"\s*(?:[•●◦▪∗*–-]|\(?[0-9]{1,2}[.)]|\(?[a-z][.)])\s")
+SHORT_LINE = 0.85
+"""A PDF line that ends a sentence and is shorter than this share of the page's measure ends its paragraph."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +72,7 @@ def make_spans(document: ExtractedDocument) -> list[Span]:
     titles: list[tuple[int, str]] = []
     for page_number, page_text in enumerate(document.pages, start=1):
         for part_start, part_end, section in _sections(page_text, document.media_type, titles):
-            for start, end in _chunks(page_text, part_start, part_end):
+            for start, end in _chunks(page_text, part_start, part_end, paged):
                 spans.append(
                     Span(
                         span_id=f"S{len(spans) + 1}",
@@ -96,16 +107,21 @@ def _sections(text: str, media_type: str, titles: list[tuple[int, str]]) -> list
     return parts
 
 
-def _chunks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+def _chunks(text: str, start: int, end: int, pdf: bool = False) -> list[tuple[int, int]]:
     """Offsets of the chunks of ``text[start:end]``: small pieces packed together, big ones split."""
+    paragraphs = _split(text, start, end, _PARAGRAPH)
+    if pdf:
+        measure = _measure(text)
+        paragraphs = [piece for start, end in paragraphs for piece in pdf_paragraphs(text, start, end, measure)]
+    splitters = _PDF_SPLITTERS if pdf else _SPLITTERS
     pieces: list[tuple[int, int]] = []
-    for piece_start, piece_end in _split(text, start, end, _PARAGRAPH):
+    for piece_start, piece_end in paragraphs:
         if piece_end - piece_start <= MAX_CHARS or (
             piece_end - piece_start <= TABLE_CHARS and _is_table(text[piece_start:piece_end])
         ):
             pieces.append((piece_start, piece_end))
         else:
-            pieces.extend(_split_long(text, piece_start, piece_end, 0))
+            pieces.extend(_split_long(text, piece_start, piece_end, 0, splitters))
 
     chunks: list[tuple[int, int]] = []
     for start, end in pieces:
@@ -125,9 +141,11 @@ def _chunks(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return chunks
 
 
-def _split_long(text: str, start: int, end: int, level: int) -> list[tuple[int, int]]:
+def _split_long(
+    text: str, start: int, end: int, level: int, splitters: tuple[re.Pattern[str], ...] = _SPLITTERS
+) -> list[tuple[int, int]]:
     """Split ``text[start:end]`` into pieces of at most :data:`MAX_CHARS` at the most natural boundary."""
-    if level == len(_SPLITTERS):
+    if level == len(splitters):
         # No boundary left (a very long word or token run): cut hard.
         return [
             piece
@@ -135,13 +153,43 @@ def _split_long(text: str, start: int, end: int, level: int) -> list[tuple[int, 
             for piece in _trimmed(text, offset, min(offset + MAX_CHARS, end))
         ]
     pieces: list[tuple[int, int]] = []
-    for piece_start, piece_end in _split(text, start, end, _SPLITTERS[level]):
+    for piece_start, piece_end in _split(text, start, end, splitters[level]):
         size = piece_end - piece_start
         if size <= MAX_CHARS or (size <= ROW_CHARS and _is_row(text[piece_start:piece_end])):
             pieces.append((piece_start, piece_end))
         else:
-            pieces.extend(_split_long(text, piece_start, piece_end, level + 1))
+            pieces.extend(_split_long(text, piece_start, piece_end, level + 1, splitters))
     return pieces
+
+
+def _measure(text: str) -> int:
+    """The length of a full line of a PDF page's prose: the length most of its long lines reach."""
+    lengths = sorted(len(line.rstrip()) for line in text.split("\n") if len(line.strip()) > 20)
+    return lengths[int(len(lengths) * 0.8)] if lengths else 0
+
+
+def pdf_paragraphs(text: str, start: int, end: int, measure: int | None = None) -> list[tuple[int, int]]:
+    """The paragraphs of a PDF's ``text[start:end]``, whose lines are wrapped by its layout: a paragraph ends at a
+    line that ends a sentence well short of the page's measure (:data:`SHORT_LINE`), before a list item, and
+    where an indented block (code, a listing) begins or ends."""
+    if measure is None:
+        measure = _measure(text)
+    lines = [(m.start(), m.end()) for m in _LINE.finditer(text, start, end) if m.end() > m.start()]
+    breaks: list[int] = []
+    for (line_start, line_end), (next_start, next_end) in itertools.pairwise(lines):
+        line, following = text[line_start:line_end], text[next_start:next_end]
+        ends = _SENTENCE_END.search(line.rstrip()) is not None
+        short = len(line.rstrip()) < measure * SHORT_LINE
+        indented, next_indented = line[:1].isspace(), following[:1].isspace()
+        if (ends and short) or (ends and _ITEM.match(following)) or indented != next_indented:
+            breaks.append(next_start)
+    paragraphs: list[tuple[int, int]] = []
+    cursor = start
+    for cut in breaks:
+        paragraphs.extend(_trimmed(text, cursor, cut))
+        cursor = cut
+    paragraphs.extend(_trimmed(text, cursor, end))
+    return paragraphs
 
 
 _ROW = re.compile(r"^(?:Row [0-9]+: |Columns: |.*\S \| \S)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orc.extracted import PDF, TEXT, ExtractedDocument
-from orc.search.spans import CHUNKING_VERSION, MAX_CHARS, MIN_CHARS, make_spans, source_ref
+from orc.search.spans import CHUNKING_VERSION, MAX_CHARS, MIN_CHARS, make_spans, pdf_paragraphs, source_ref
 
 
 def _paragraph(topic: str, sentences: int) -> str:
@@ -75,4 +75,49 @@ def test_the_source_ref_joins_file_name_and_span_id() -> None:
 
 def test_the_chunking_version_is_pinned() -> None:
     # Changing the chunking changes what every S<n> means: bump the version with it, and this test.
-    assert CHUNKING_VERSION == "2"
+    assert CHUNKING_VERSION == "3"
+
+
+def _wrapped(paragraph: str, width: int = 72) -> list[str]:
+    """``paragraph`` as a PDF's layout wraps it: lines filled up to ``width``, no blank line after it."""
+    lines: list[str] = []
+    for word in paragraph.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def test_a_pdf_page_is_cut_where_its_paragraphs_end_not_where_its_lines_wrap() -> None:
+    paragraphs = [_paragraph(topic, 9) for topic in ("Alpha", "Beta", "Gamma", "Delta")]
+    page = "\n".join(line for paragraph in paragraphs for line in _wrapped(paragraph))
+    assert "\n\n" not in page  # as pypdf reads a page: one line after the other
+
+    spans = make_spans(ExtractedDocument(pages=[page], media_type=PDF))
+
+    assert [" ".join(span.text.split()) for span in spans] == paragraphs
+
+
+def test_a_pdf_list_item_and_an_indented_listing_start_paragraphs_of_their_own() -> None:
+    lines = [
+        *_wrapped(_paragraph("Intro", 8)),
+        "• First item of the list, which is long enough to be wrapped over two lines of",
+        "the page as printed.",
+        "  int main(void) {",
+        "      return 0;",
+        "  }",
+        *_wrapped(_paragraph("Outro", 8)),
+    ]
+    page = "\n".join(lines)
+
+    starts = [page[start:end].split("\n")[0][:12] for start, end in pdf_paragraphs(page, 0, len(page))]
+
+    assert starts == ["Intro senten", "• First item", "int main(voi", "Outro senten"]
+
+
+def test_a_full_pdf_line_that_happens_to_end_a_sentence_does_not_end_its_paragraph() -> None:
+    line = "This line is as long as every other line of the page and ends a sentence."
+    page = "\n".join([line, line, "short last line."])
+
+    assert pdf_paragraphs(page, 0, len(page)) == [(0, len(page))]
