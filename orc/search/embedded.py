@@ -131,6 +131,7 @@ class _Directory:
     rows: dict[str, _Row]
     spans: int
     tokens: int
+    owners: frozenset[str]
 
 
 class _Lexical:
@@ -383,6 +384,7 @@ class EmbeddedSearchEngine:
                     rows=rows,
                     spans=sum(row.entry.spans for row in rows.values()),
                     tokens=sum(row.tokens for row in rows.values()),
+                    owners=frozenset(row.owner for row in rows.values()),
                 )
                 self._directories[organization] = found
             return found
@@ -418,10 +420,10 @@ class EmbeddedSearchEngine:
         while a required filter makes it score every span that matches a term. The retriever drops hits outside
         its targets anyway, so a documents table a moment behind the index never widens what it returns."""
         clauses = []
-        rows = self._directory(where.organization).rows
+        directory = self._directory(where.organization)
         for field, wanted, present in (
-            ("owner", where.owners, {row.owner for row in rows.values()}),
-            ("document", where.documents, set(rows)),
+            ("owner", where.owners, directory.owners),
+            ("document", where.documents, directory.rows.keys()),
         ):
             if wanted is None:
                 continue

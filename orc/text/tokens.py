@@ -54,16 +54,34 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
+_CONTENT_WORDS: dict[str, str] = {}
+"""A word as the text spells it → its stem, or ``""`` for a function word: indexing a million spans looks up the
+same few thousand words again and again, and one dictionary probe per word costs half of lower-casing, filtering
+and stemming it each time."""
+_CONTENT_WORDS_LIMIT = 1 << 18
+
+
+def _content_word(word: str) -> str:
+    lowered = word.lower().replace("’", "'")
+    found = "" if lowered in STOPWORDS or ("'" in lowered and _contracted(lowered)) else stem(lowered)
+    if len(_CONTENT_WORDS) >= _CONTENT_WORDS_LIMIT:  # a corpus of ids and numbers must not grow it forever
+        _CONTENT_WORDS.clear()
+    _CONTENT_WORDS[word] = found
+    return found
+
+
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Lower-cased, stemmed content words of ``text``, compatibility-normalized first: a PDF's ligatures
     ("conﬁguration") read as the letters they join, full-width letters as plain ones."""
     if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
-    words = (match.group(0).lower().replace("’", "'") for match in _WORD.finditer(text))
+    if keep_stopwords:
+        return [stem(word.lower().replace("’", "'")) for word in _WORD.findall(text)]
+    known = _CONTENT_WORDS.get
     return [
-        stem(word)
-        for word in words
-        if keep_stopwords or (word not in STOPWORDS and ("'" not in word or not _contracted(word)))
+        term
+        for word in _WORD.findall(text)
+        if (term := known(word)) or (term is None and (term := _content_word(word)))
     ]
 
 
