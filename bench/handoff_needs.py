@@ -32,8 +32,8 @@ from orc.conversations.models import FocusContext
 from orc.documents.catalog.availability import DocumentScope
 from orc.documents.intake.uploads import Upload
 from orc.evaluation.cases import load_cases
-from orc.evaluation.scoring import is_decline
 from orc.graph.context_needs import MIN_COVERAGE, coverage
+from orc.models.declines import is_decline
 from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import TurnRequest, TurnResult
 

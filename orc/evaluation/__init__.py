@@ -9,7 +9,8 @@ JSON and Markdown.
 
 from orc.evaluation.cases import EvalCase, EvalTurn, load_cases
 from orc.evaluation.report import Report, summarize, to_markdown
-from orc.evaluation.scoring import CaseOutcome, is_decline
+from orc.evaluation.scoring import CaseOutcome
+from orc.models.declines import is_decline
 
 __all__ = [
     "CaseOutcome",

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -24,19 +23,7 @@ from pydantic import BaseModel, Field
 from orc.contracts import Citation
 from orc.evaluation.cases import EvalCase
 from orc.evaluation.sources import SentSources
-from orc.models.answering import NOT_FOUND
-
-# What models say when the documents do not hold the answer. The offline model always says NOT_FOUND; real
-# models phrase it in many ways, and a judge that missed one would count a refusal as an answer.
-_DECLINES = re.compile(
-    r"\b(?:(?:could ?n[o']t|can ?n[o']t|cannot|was unable to|am unable to|unable to|did ?n[o']t|do ?n[o']t)"
-    r" (?:find|locate|see|identify|determine)"
-    r"|(?:does ?n[o']t|do ?n[o']t|did ?n[o']t) (?:mention|say|state|specify|contain|cover|include|describe|address)"
-    r"|(?:is|are) not (?:mentioned|stated|specified|covered|described|addressed|included)"
-    r"|no (?:information|mention|answer|details?) (?:about|on|of|regarding|in|to)"
-    r"|not (?:found|available) in the (?:documents?|sources?|files?|provided))",
-    re.IGNORECASE,
-)
+from orc.models.declines import is_decline
 
 
 def normal(text: str) -> str:
@@ -45,12 +32,6 @@ def normal(text: str) -> str:
     plain = unicodedata.normalize("NFKC", text)
     plain = plain.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
     return " ".join(plain.split()).casefold()
-
-
-def is_decline(answer: str) -> bool:
-    """Whether ``answer`` says the documents do not hold the answer."""
-    text = answer.strip()
-    return text.startswith(NOT_FOUND) or bool(_DECLINES.search(text[:400]))
 
 
 class CaseOutcome(BaseModel):

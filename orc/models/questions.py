@@ -26,6 +26,10 @@ class Expect(Enum):
     YES_NO = "yes_no"
     DEFINITION = "definition"
     HOLDER = "holder"
+    REASON = "reason"
+    PLACE = "place"
+    METHOD = "method"
+    PERMISSION = "permission"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,8 @@ _LASTING = re.compile(r"\b(?:last|run|stay|remain|apply|continue)s?\W*$", re.I)
 _WHEN = re.compile(r"^\s*when\b", re.I)
 # "What does X mean?", "What is meant by X?", "Define X", "What is a X?", "What does X refer to?"
 _DEFINITION = re.compile(
-    r"^\s*(?:what\s+(?:does|do)\s+(?P<a>.+?)\s+(?:mean|refer\s+to|stand\s+for)\b"
+    r"^\s*(?:what\s+(?:does|do)\s+it\s+mean\s+(?:to|for\s+\w+\s+to)\s+(?P<i>.+?)$"
+    r"|what\s+(?:does|do)\s+(?P<a>.+?)\s+(?:mean|refer\s+to|stand\s+for)\b"
     r"|what\s+is\s+meant\s+by\s+(?P<b>.+?)$"
     r"|define\s+(?P<c>.+?)$"
     r"|what\s+(?:is|are)\s+(?:a|an)\s+(?P<d>.+?)$"
@@ -101,6 +106,43 @@ _EVENT = re.compile(
 )
 _QUOTED_DEFINITION = re.compile(
     r"[\"“]([^\"”]{1,60})[\"”](?:\s+for\s+[\w\s]{1,40}?)?\s+(?:means|shall\s+mean|refers?\s+to|is|are|stands?\s+for)\b",
+    re.I,
+)
+# "Why…": a reason. "How do I…", "Is there a way to…", "Which option…": a way to do it. "Can I…", "Am I allowed
+# to…": what may or must be done.
+_WHY = re.compile(r"^\s*why\b", re.I)
+_WHERE = re.compile(r"^\s*where\b", re.I)
+# A place: a path, a file or folder, a stream, a site, or a preposition of place before a name.
+_PLACE = re.compile(
+    r"/[\w.-]|\\|\b(?:files?|folders?|director(?:y|ies)|paths?|stdout|stderr|standard (?:output|error)|urls?|sites?|"
+    r"pages?|repositor(?:y|ies)|locations?|https?:|e-?mail|address|located|stored|kept|written|placed|installed|"
+    r"under|into|inside|beneath)\b|\b(?:in|on|at|to)\s+(?:the\s+)?[A-Z`$~.]",
+    re.I,
+)
+_METHOD_QUESTION = re.compile(
+    r"^\s*(?:how\s+(?:do|can|should|would|could)\s+(?:i|we|you|one)\b|how\s+to\b|is\s+there\s+(?:a|any)\s+way\b"
+    r"|(?:what|which)\s+(?:option|flag|command|setting|switch|tool|program|variable)s?\b)",
+    re.I,
+)
+_PERMISSION_QUESTION = re.compile(
+    r"^\s*(?:(?:can|may|must|should)\s+(?:i|we|you|one)\b|(?:am|are)\s+(?:i|we|you)\s+allowed\b"
+    r"|is\s+(?:it|one)\s+(?:allowed|okay|ok|safe|possible|permitted|fine)\b|do\s+(?:i|we|you)\s+(?:have|need)\s+to\b)",
+    re.I,
+)
+_REASON = re.compile(
+    r"\b(?:because|since|as a result|so that|in order to|to (?:avoid|prevent|allow|ensure|keep|make|reduce|help)|"
+    r"thus|therefore|hence|due to|reasons?|otherwise|would|could|this (?:is|makes|means|allows|avoids|lets))\b",
+    re.I,
+)
+_METHOD = re.compile(
+    r"\b(?:use|using|run|running|set|setting|add|adding|pass|passing|specify|call|invoke|install|enable|disable|"
+    r"option|command|flag|type|put|create|edit|choose|select|give|remove|delete|append|prefix|export|configure|"
+    r"via|with|by)\b|`|--?[A-Za-z]|=|\$[A-Za-z]",
+    re.I,
+)
+_MODALITY = re.compile(
+    r"\b(?:may|can|cannot|must|shall|should|not|no|never|only|allowed|permitted|prohibited|forbidden|required|free "
+    r"to|unless|except|needs? to|has to|have to|safe|unsafe)\b|n't\b",
     re.I,
 )
 _COPYRIGHT_LINE = re.compile(r"\bcopyright\s*(?:\(c\)|©|\d{4})", re.I)
@@ -157,6 +199,22 @@ _FAMILIES = (
 )
 SYNONYMS: dict[str, frozenset[str]] = {word: family for family in _FAMILIES for word in family}
 
+ASKING_WEIGHT = 0.2
+"""What a word people ask with weighs beside a word that says what they ask about."""
+# Stems of the words people ask with rather than about: "Why is it a bad *idea* to *get* its own section *like*
+# manfoo?" is about sections and manfoo. A document rarely uses them, so by rarity alone they would weigh most.
+_ASKING = frozenset(
+    """actual realli bad good idea like kind sort way thing stuff lot bit point get got make put let need want tri
+    abl possibl happen know go come see help okay ok sure usual someon somebodi anyon anybodi anyth someth everyon
+    everyth also even ever still instead rather anyway whatev exact""".split()
+)
+
+
+def asking_weight(term: str) -> float:
+    """How much ``term`` (a stem) says about what is asked: 1, or :data:`ASKING_WEIGHT` for a word people ask
+    with ("idea", "get", "kind")."""
+    return ASKING_WEIGHT if term in _ASKING else 1.0
+
 
 def terms(text: str) -> frozenset[str]:
     """Stemmed content words of ``text``, with irregular verb forms normalised."""
@@ -183,6 +241,14 @@ def analyse(question: str) -> QuestionShape:
         expect = Expect.TIME
     elif _HOLDER.search(question):
         expect = Expect.HOLDER
+    elif _WHY.search(question):
+        expect = Expect.REASON
+    elif _WHERE.search(question):
+        expect = Expect.PLACE
+    elif _METHOD_QUESTION.search(question):
+        expect = Expect.METHOD
+    elif _PERMISSION_QUESTION.search(question):
+        expect = Expect.PERMISSION
     elif definition:
         expect = Expect.DEFINITION
         phrase = next(group for group in definition.groups() if group)
@@ -224,15 +290,24 @@ def satisfies(sentence: str, expect: Expect) -> bool:
         return bool(_TIME.search(sentence) or _EVENT.search(sentence))
     if expect is Expect.HOLDER:
         return bool(_COPYRIGHT_LINE.search(sentence) or _OWNER.search(sentence))
+    if expect is Expect.REASON:
+        return bool(_REASON.search(sentence))
+    if expect is Expect.PLACE:
+        return bool(_PLACE.search(sentence))
+    if expect is Expect.METHOD:
+        return bool(_METHOD.search(sentence))
+    if expect is Expect.PERMISSION:
+        return bool(_MODALITY.search(sentence))
     return True
 
 
 def defines(sentence: str, defined: frozenset[str], sentence_terms: frozenset[str] | None = None) -> int:
-    """How plainly ``sentence`` defines the ``defined`` words: 2 for ``"X" means…`` (exactly those words,
-    quoted), 1 for another definition that names them (``…X refers to…``), 0 otherwise."""
+    """How plainly ``sentence`` defines the ``defined`` words: 2 for ``"X" means…`` (those words, or the word of
+    them the definition quotes: "to *propagate* a work" is defined by ``To "propagate" a work means…``), 1 for
+    another definition that names them (``…X refers to…``), 0 otherwise."""
     if not defined or not defined <= (terms(sentence) if sentence_terms is None else sentence_terms):
         return 0
     quoted = _QUOTED_DEFINITION.search(sentence)
-    if quoted and terms(quoted.group(1)) == defined:
+    if quoted and (quoted_terms := terms(quoted.group(1))) and quoted_terms <= defined:
         return 2
     return 1 if _DEFINES.search(sentence) else 0

@@ -12,6 +12,8 @@ _MAX_TITLE_CHARS = 60
 # data is stored…" — the title ends where a capitalised word follows a lower-case one.
 _GLUED_TITLE = re.compile(r"^([A-Z][^.!?:;\"“]{0,60}?[a-z])\s+(?=[A-Z][a-z])")
 _SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)+\.?$")
+# A sentence ending inside a line, after a word ("…as www-data. Web…"), not after a section number ("2.1. Removal").
+_PROSE_STOP = re.compile(r"[a-z]{2}[.!?]\s+[A-Z]")
 
 
 def _is_heading(lines: list[str], index: int) -> bool:
@@ -23,13 +25,17 @@ def _is_heading(lines: list[str], index: int) -> bool:
     if _HEADING_MARK.match(lines[index]):
         return True
     after_blank = index == 0 or not lines[index - 1].strip()
-    before_text = index + 1 < len(lines) and bool(lines[index + 1].strip())
+    following = lines[index + 1].strip() if index + 1 < len(lines) else ""
     return (
         after_blank
-        and before_text
+        and bool(following)
         and 0 < len(line) <= _MAX_TITLE_CHARS
         and not line.endswith(_TERMINAL)
         and line[:1].isupper()
+        # The first line of a wrapped paragraph: its sentence goes on below ("Web content should / not be owned…")
+        # or has already ended within it ("Some servers run as www-data. Web content should").
+        and not following[:1].islower()
+        and not _PROSE_STOP.search(line)
     )
 
 

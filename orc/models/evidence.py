@@ -1,0 +1,180 @@
+"""Evidence: how well one passage answers a question, as far as its words can tell.
+
+A passage's *evidence* is the share of the question's specific words it covers — each word weighted by how rare it
+is among the passages at hand (so "tenant" in a lease counts for less than "sublet") and by how much it says at
+all (the words people ask with, "idea", "get", "kind of", count for little); its heading counts as its own, its
+neighbours and related words for part — lowered when it cannot hold the kind of answer the question expects (a
+number for "how much", a date for "when"). No rule per question word decides.
+
+A question also has *anchors*: the names it keeps verbatim — a command's option, an environment variable, a
+function, a version — which a passage must hold (itself or in its heading) to answer it, unless the anchor is the
+documents' topic rather than a detail (it appears in many passages, or in the file name).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from orc.models.passages import Passage
+from orc.models.questions import SYNONYMS, Expect, QuestionShape, analyse, asking_weight, satisfies, terms
+from orc.models.rewriting import split_context
+from orc.text import tokenize
+from orc.text.related import related_terms
+
+__all__ = ["Question", "evidence", "holds_anchors", "read_question", "weights"]
+
+UNFIT_FACTOR = 0.5
+"""Evidence kept by a passage that cannot hold the kind of answer expected (no number for "how many")."""
+YES_NO_FACTOR = 0.77
+"""Evidence kept for a yes/no question: it has few content words and each matters ("Can the tenant *sublet*?"),
+so it needs about 0.7 of them covered where other questions need more than half."""
+RELATED_CREDIT = 0.5
+"""Share of a question word's weight that a related word (WordNet's synonym, derived form) earns."""
+NEARBY_CREDIT = 0.5
+"""Share of a question word's weight that the sentence before or after the passage earns."""
+TOPIC_SHARE = 0.25
+"""An anchor found in more than this share of a document's passages is the document's topic, not a detail."""
+
+_NONE: frozenset[str] = frozenset()
+# A name kept verbatim: an option (--indent, -j4), a variable or function (SYSTEMD_BUS_TIMEOUT, halt_error,
+# $PASSWORD), a dotted or versioned name (Node.js, python3.11, zlib.h, x86).
+_ANCHOR = re.compile(
+    r"(?<![\w-])(?:--?[A-Za-z][\w-]*"
+    r"|\$?[A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+"
+    r"|\$[A-Za-z]\w*"
+    r"|[A-Za-z]+[0-9][A-Za-z0-9]*)(?![\w-])"
+)
+_NOT_ANCHORS = frozenset({"OK", "I", "ID", "FAQ", "PS", "TL;DR"})
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question as the answerer reads it."""
+
+    text: str
+    """The question itself (a follow-up's words without the context carried over)."""
+    shape: QuestionShape
+    context_terms: frozenset[str]
+    """Words of the question a follow-up continues: they steer the choice, never make an answer."""
+    pairs: frozenset[tuple[str, str]]
+    anchors: tuple[str, ...]
+    """The names the question keeps verbatim, lower-cased."""
+    query: str
+    """What BM25 ranks the passages by: the question and the words it continues."""
+    elliptical: bool
+    """A follow-up that names at most one thing itself ("and nobody?"): its topic is the question before."""
+
+
+def read_question(question: str) -> Question:
+    """The question's words, the kind of answer it expects and its anchors."""
+    main, context = split_context(question)
+    shape = analyse(main)
+    context_terms = terms(" ".join(context)) - shape.terms
+    return Question(
+        text=main,
+        shape=shape,
+        context_terms=context_terms,
+        pairs=_pairs(tokenize(main)),
+        anchors=tuple(
+            dict.fromkeys(
+                match.group(0).lower() for match in _ANCHOR.finditer(main) if match.group(0) not in _NOT_ANCHORS
+            )
+        ),
+        query=" ".join([main, *context]),
+        elliptical=bool(context_terms) and sum(asking_weight(term) == 1 for term in shape.terms) <= 1,
+    )
+
+
+def weights(question: Question, found: Sequence[Passage]) -> dict[str, float]:
+    """The weight of each question word: its inverse frequency among ``found``, times how much it says at all.
+
+    A word found nowhere is weighed like a word found once: an unknown word is as likely a paraphrase ("maximum"
+    for "up to") as a sign that the documents do not cover the question.
+    """
+    words = question.shape.terms
+    counts: Counter[str] = Counter()
+    for passage in found:
+        counts.update(words & passage.terms)
+    total = len(found)
+    return {term: math.log((total + 1) / (max(counts[term], 1) + 0.5)) * asking_weight(term) for term in words}
+
+
+def evidence(question: Question, weights: dict[str, float], passage: Passage) -> float:
+    """How well ``passage`` answers: the weighted share of the question's words it covers (:func:`_coverage`),
+    lowered when it cannot hold the kind of answer expected (no number for "how many") or lacks the verb a "who"
+    question asks about."""
+    shape = question.shape
+    found = _coverage(shape.terms, shape.scope, weights, passage)
+    if not satisfies(passage.text, shape.expect):
+        found *= UNFIT_FACTOR
+    if not shape.required <= passage.terms | passage.context:
+        found *= UNFIT_FACTOR
+    if shape.expect in (Expect.YES_NO, Expect.PERMISSION):
+        found *= YES_NO_FACTOR
+    if question.elliptical:
+        # "And nobody?", "Give me an example of it": the topic is the question before; a passage on another topic
+        # merely using the one word is not the answer.
+        around = passage.terms | passage.context | passage.nearby | passage.name
+        if len(question.context_terms & around) * 2 < len(question.context_terms):
+            found *= UNFIT_FACTOR
+    return found
+
+
+def holds_anchors(question: Question, passage: Passage, found: Sequence[Passage]) -> bool:
+    """Whether ``passage`` (itself, its heading or the sentence before it) holds every anchor of the question that
+    is a detail of its document rather than its topic."""
+    if not question.anchors:
+        return True
+    here = f"{passage.heading} {passage.before} {passage.text} {passage.source.section or ''}".lower()
+    document = passage.source.ref.rsplit("::", 1)[0].lower()
+    siblings = [
+        other for other in found if other.source.ref.rsplit("::", 1)[0] == passage.source.ref.rsplit("::", 1)[0]
+    ]
+    for anchor in question.anchors:
+        if anchor in here or anchor.strip("-$") in document:
+            continue
+        spread = sum(1 for other in siblings if anchor in other.text.lower())
+        if spread <= TOPIC_SHARE * len(siblings):
+            return False
+    return True
+
+
+def _coverage(
+    question_terms: frozenset[str], scope: frozenset[str], weights: dict[str, float], passage: Passage
+) -> float:
+    """The weighted share of the question's words a passage covers.
+
+    A word the passage or its section heading holds counts; a word a neighbouring sentence holds, or a word
+    related to one the passage holds (a synonym, a derived form: :func:`orc.text.related.related_terms`),
+    counts for part. Words that name the passage's document ("the Apache License" for ``apache-2.0.txt``) say
+    which document to look in, not what the answer says: for that document's passages they are left out, so
+    the rest of the question must be covered; for other documents' passages they count as missing. So do the
+    other words of the question's closing scope ("in the Apache *License*") when the scope names the document
+    (most of its words are the file name's).
+    """
+    named = question_terms & passage.name
+    if named and len(scope & passage.name) * 2 >= len(scope):
+        named |= scope
+    # A naming word the passage holds anyway counts as covered, like any other.
+    named -= passage.terms
+    asked = question_terms - named or question_terms
+    total = sum(weights[term] for term in asked)
+    covered = 0.0
+    for term in asked:
+        if term in passage.terms or term in passage.context or SYNONYMS.get(term, _NONE) & passage.terms:
+            covered += weights[term]
+        elif term in passage.nearby:
+            covered += weights[term] * NEARBY_CREDIT
+        elif passage.terms.intersection(related_terms(term)).difference(question_terms):
+            covered += weights[term] * RELATED_CREDIT
+    return covered / total if total > 0 else 0.0
+
+
+def _pairs(tokens: Sequence[str]) -> frozenset[tuple[str, str]]:
+    """Adjacent and next-but-one word pairs of a question ("default glob weight" → default·weight too)."""
+    return frozenset(itertools.pairwise(tokens)) | frozenset(zip(tokens, tokens[2:], strict=False))

@@ -1,0 +1,235 @@
+"""Passages: the sources of an answer prompt, parsed back, and the sentences of each that could answer.
+
+The sources come from the ``<sources>`` block that :func:`orc.models.prompting.format_sources` renders into the
+answer and document_chat prompts. A *passage* is one whole sentence of a source (or a list item), with what scopes
+it: the heading above it, the sentences beside it and the document's file name. Headings, titles, tables of
+contents, FAQ labels and questions are never passages, and neither is a piece of a sentence a span boundary cut.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from orc.contracts import SECTION_SEPARATOR
+from orc.models.questions import terms, terms_of
+from orc.text import split_sentences, tokenize
+
+__all__ = ["Passage", "Source", "find_sources", "parse_sources", "passages"]
+
+HEADING_WORDS = 3
+"""A sentence this short (``"Rent."``, ``"Security deposit."``) is a heading: it is joined to the next one."""
+TITLE_WORDS = 8
+"""Longest section title told apart from a sentence by its capitalised words."""
+
+_TERMINAL = (".", "!", "?", ":", ";")
+_CLOSING = (".", "!", "?", ":", ";", ")", '"', "'", "”", "’")
+_MARKER = re.compile(r"^\s*(?:\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]?|\(?[a-zA-Z][.)]|\([ivx]{1,4}\))\s*")
+_LEADING_MARKERS = re.compile(r"^(?:\(?[a-zA-Z0-9]{1,3}(?:\.[0-9]{1,3})*[.)]\s+)*[\"'“‘«„(\[]?")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s|\(?[a-z0-9]{1,3}[.)]\s)")
+# The next list item's marker left at a sentence's end ("…by this document. b."), not a number ("…is 100.").
+_TRAILING_MARKER = re.compile(r"(?<=[.;:])\s+\(?[a-z][.)]$")
+_SENTENCE_STOP = re.compile(r"[.!?][\"')\]”’]*(?=\s|$)")
+_MINOR_WORDS = frozenset("a an and as at by for from in into of on or the to with without under per via vs".split())
+# An FAQ's labels ("Q:", "A.", "Answer:") say who speaks, not what: the text after them is the sentence.
+_FAQ_LABEL = re.compile(r"^(?:Q|A|Question|Answer)\s*[:.)]\s+", re.IGNORECASE)
+
+_SOURCES_BLOCK = re.compile(r"<sources>(.*?)</sources>", re.DOTALL)
+_SUPPLIED_BLOCK = re.compile(r"<supplied_context>(.*?)</supplied_context>", re.DOTALL)
+_SOURCE = re.compile(r"<source\b([^>]*)>(.*?)</source\s*>", re.DOTALL)
+_ATTRIBUTE = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One ``<source>`` element: its SourceRef, page, text and the title path of its section."""
+
+    ref: str
+    page: int | None
+    text: str
+    section: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One sentence of a source that could answer, with what scopes it."""
+
+    source: Source
+    text: str
+    terms: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    """Adjacent word pairs, to prefer "default weight" side by side over the two words apart."""
+    heading: str
+    """The section heading above it (``""`` when none): it scopes the sentence."""
+    context: frozenset[str]
+    """Terms of :attr:`heading`."""
+    name: frozenset[str]
+    """Terms of the document's file name."""
+    nearby: frozenset[str]
+    """Terms of the sentences just before and after it in the same source."""
+    before: str
+    """The sentence just before it in the same source (``""`` for the first): it often names what this one is
+    about ("`$TIMEOUT` — the time to wait. If no unit is given, seconds.")."""
+    position: int
+    """Its place among the source's passages (0 for the first)."""
+
+
+def find_sources(system_text: str) -> list[Source] | None:
+    """The sources of the last ``<sources>`` block in ``system_text``, after what the user supplied for the
+    question (a ``<supplied_context>`` block, which comes first); None when there is no sources block."""
+    blocks = _SOURCES_BLOCK.findall(system_text)
+    if not blocks:
+        return None
+    supplied = _SUPPLIED_BLOCK.findall(system_text)
+    return (parse_sources(supplied[-1]) if supplied else []) + parse_sources(blocks[-1])
+
+
+def parse_sources(block: str) -> list[Source]:
+    """Parse ``<source ref="..." page="...">text</source>`` elements (attributes quoted, text escaped)."""
+    sources = []
+    for attributes, body in _SOURCE.findall(block):
+        values = {
+            name: html.unescape(single if single and not double else double)
+            for name, double, single in _ATTRIBUTE.findall(attributes)
+        }
+        ref = values.get("ref", "").strip()
+        if not ref:
+            continue
+        page = values.get("page", "").strip()
+        text = html.unescape(body).strip()
+        section = values.get("section", "").strip() or None
+        sources.append(Source(ref=ref, page=int(page) if page.isdigit() else None, text=text, section=section))
+    return sources
+
+
+@lru_cache(maxsize=4096)
+def passages(source: Source) -> tuple[Passage, ...]:
+    """The answerable sentences of one source, each with its heading, neighbours and file name as context (cached:
+    a follow-up and the places to look read the same sources again)."""
+    name = _name_terms(source.ref.rsplit("::", 1)[0])
+    pieces = _sentences(source.text, source.section)
+    piece_tokens = [tokenize(text) for text, _ in pieces]
+    piece_terms = [terms_of(tokens) for tokens in piece_tokens]
+    result: list[Passage] = []
+    for index, (text, heading) in enumerate(pieces):
+        whole = _whole(_FAQ_LABEL.sub("", text), first=index == 0, last=index == len(pieces) - 1)
+        if whole is None or _is_title(whole) or whole.endswith("?"):
+            # A question (an FAQ's, a rhetorical one) asks; it never answers.
+            continue
+        tokens = piece_tokens[index] if whole == text else tokenize(whole)
+        nearby = frozenset().union(*piece_terms[max(index - 1, 0) : index], *piece_terms[index + 1 : index + 2])
+        result.append(
+            Passage(
+                source=source,
+                text=whole,
+                terms=piece_terms[index] if whole == text else terms_of(tokens),
+                pairs=frozenset(itertools.pairwise(tokens)),
+                heading=heading,
+                context=terms(heading) if heading else frozenset(),
+                name=name,
+                nearby=nearby,
+                before=pieces[index - 1][0] if index > 0 else "",
+                position=len(result),
+            )
+        )
+    return tuple(result)
+
+
+@lru_cache(maxsize=1024)
+def _name_terms(filename: str) -> frozenset[str]:
+    """The words of a file name, without its extension: ``apache-2.0.txt`` → apach, 2, 0."""
+    stem = filename.rsplit(".", 1)[0] if "." in filename else filename
+    return terms(re.sub(r"[-_.]+", " ", stem))
+
+
+def _sentences(text: str, section: str | None = None) -> list[tuple[str, str]]:
+    """Sentences of a span, each with the heading above it (``""`` when none).
+
+    Headings and titles ("3. Security deposit", "Grant of Patent License.") are not answers: they become the
+    context of the sentences under them; so is every title of the span's ``section`` path (the headings extraction
+    found, however long), and the innermost one is the heading of the sentences before any in the span itself.
+    A bare number or list marker ("9.", "b)") is joined to what follows.
+    """
+    merged: list[tuple[str, str]] = []
+    pending = ""
+    titles = {_heading_key(title) for title in section.split(SECTION_SEPARATOR)} if section else set()
+    heading = section.rsplit(SECTION_SEPARATOR, 1)[-1] if section else ""
+    for sentence in split_sentences(text):
+        words = len(sentence.split())
+        if (
+            _is_title(sentence)
+            or (words <= HEADING_WORDS and not sentence.endswith(_TERMINAL))
+            or _heading_key(sentence) in titles
+        ):
+            heading = _MARKER.sub("", sentence).strip(" *")
+            pending = ""
+            continue
+        if _MARKER.fullmatch(sentence):
+            pending = f"{pending} {sentence}".strip()
+            continue
+        if words <= HEADING_WORDS and sentence.endswith((".", ":")):
+            pending = f"{pending} {sentence}".strip()
+            continue
+        merged.append((f"{pending} {sentence}".strip(), heading))
+        pending = ""
+    if pending and not _MARKER.fullmatch(pending):
+        merged.append((pending, heading))
+    return merged
+
+
+def _heading_key(text: str) -> str:
+    """A title as compared with a heading line: without ``#`` marks, emphasis and spacing differences."""
+    return " ".join(text.replace("*", " ").split()).strip(" #").casefold()
+
+
+_LEADERS = re.compile(r"(?:\.\s?){5,}")
+_LABELLED_TITLE = re.compile(r"^(?:APPENDIX|CHAPTER|SECTION|PART|ANNEX|EXHIBIT|SCHEDULE)\b[^.!?]{0,80}[.:]?$")
+"""A table of contents' dot leaders ("Supported types . . . . . . 12"): an index line, not an answer."""
+
+
+def _is_title(sentence: str) -> bool:
+    """A section title rather than a sentence: a few words, most of them capitalised, no clause of its own
+    ("2. Grant of Copyright License.", "* 6. Disclaimer of Warranty *", "TERMS AND CONDITIONS"), a labelled title
+    ("APPENDIX: How to apply the Apache License to your work."), or a line of a table of contents."""
+    if _LEADERS.search(sentence) or _LABELLED_TITLE.match(sentence):
+        return True
+    text = _MARKER.sub("", sentence.strip(" *")).strip(" *.:")
+    words = re.findall(r"[^\W\d_][\w'’-]*", text)
+    if not words or len(words) > TITLE_WORDS or text.endswith((",", ";")):
+        return False
+    significant = [word for word in words if word.lower() not in _MINOR_WORDS]
+    return bool(significant) and all(word[0].isupper() for word in significant)
+
+
+def _starts_a_sentence(text: str) -> bool:
+    """Whether ``text``, after a list marker and an opening quote, starts as a sentence does: not in lower case
+    (any script: "État", "Дата" and "数据" start sentences), not as markup ("<program>", "{")."""
+    rest = text[_LEADING_MARKERS.match(text).end() :]  # type: ignore[union-attr]  # the pattern always matches
+    return bool(rest) and not rest[0].islower() and rest[0] not in "<{"
+
+
+def _whole(text: str, *, first: bool, last: bool) -> str | None:
+    """``text`` as a whole sentence, or None when it is a piece a span boundary cut off.
+
+    A source's first piece may start in the middle of a sentence (the span before it holds the beginning), its
+    last may stop short (the next span or page holds the rest): such a piece is left out, or cut back to the
+    last sentence it does complete.
+    """
+    text = _TRAILING_MARKER.sub("", text).strip()
+    if first and text[:1].islower() and not _MARKER.match(text):
+        return None
+    if not _starts_a_sentence(text):
+        # A clause of a list ("(a) such Covered Software must…; and") or a template line ("<program> Copyright…")
+        # does not stand as a sentence.
+        return None
+    if not text.endswith(_CLOSING):
+        # A list item may go without a full stop ("- Rent: 1,450 euros"); other unclosed text is a title line
+        # ("Version 2.0, January 2004") or the part of a sentence the span boundary left.
+        if not last and _LIST_ITEM.match(text) and len(text.split()) > HEADING_WORDS:
+            return text
+        ends = [match.end() for match in _SENTENCE_STOP.finditer(text)]
+        return text[: ends[-1]].strip() if ends else None
+    return text

@@ -1,0 +1,102 @@
+"""What may be quoted as an answer: whole sentences, never a heading, an FAQ's Q:/A: label or a question, and never a
+sentence from elsewhere appended to the one that answers."""
+
+from __future__ import annotations
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from orc.contracts import SourceSpan
+from orc.models.answering import NOT_FOUND
+from orc.models.offline import OfflineExtractiveModel
+from orc.models.passages import Source, passages
+from orc.text import split_sentences
+from tests.models.corpus import answer_prompt, cited_refs
+
+
+def span(ref: str, text: str) -> SourceSpan:
+    document, _, span_id = ref.partition("::")
+    return SourceSpan(ref=ref, document=document, span_id=span_id, text=text)
+
+
+def answer(question: str, *sources: SourceSpan) -> str:
+    reply = OfflineExtractiveModel().respond([SystemMessage(answer_prompt(list(sources))), HumanMessage(question)])
+    return reply.text
+
+
+FAQ = span(
+    "router-faq.md::S4",
+    "## Resetting\n\nQ: How do I reset the router to its factory settings?\n"
+    "A: Hold the reset button on the back for ten seconds until the lights blink.\n\n"
+    "Q: Will a reset delete my Wi-Fi password?\nA: Yes, the reset restores the default password on the label.",
+)
+
+
+def test_an_faq_answer_is_quoted_without_its_label_and_the_question_is_never_the_answer() -> None:
+    text = answer("What do I do to put the router back to factory settings?", FAQ)
+
+    assert text.startswith("Hold the reset button on the back for ten seconds")
+    assert "Q:" not in text and "A:" not in text and "?" not in text
+
+
+def test_no_passage_of_an_faq_is_a_question_or_starts_with_a_label() -> None:
+    found = passages(Source(ref=FAQ.ref, page=None, text=FAQ.text))
+
+    assert [passage.text for passage in found] == [
+        "Hold the reset button on the back for ten seconds until the lights blink.",
+        "Yes, the reset restores the default password on the label.",
+    ]
+    assert all(passage.heading == "Resetting" for passage in found)
+
+
+def test_the_first_line_of_a_wrapped_paragraph_is_not_taken_for_a_title() -> None:
+    text = "www-data\n\nSome web servers run as www-data. Web content should\nnot be owned by this user.\n"
+
+    assert split_sentences(text) == [
+        "www-data",
+        "Some web servers run as www-data.",
+        "Web content should not be owned by this user.",
+    ]
+
+
+def test_a_wrapped_first_line_that_reads_like_a_title_still_joins_its_sentence() -> None:
+    text = "\tThis option passes a value to the jq program as a predefined\n\tvariable. If you run jq it works."
+
+    assert split_sentences(text)[0] == "This option passes a value to the jq program as a predefined variable."
+
+
+def test_an_unrelated_sentence_of_another_passage_is_never_appended() -> None:
+    notice = span(
+        "lease.md::S5",
+        "Either party may end the lease with 60 days' written notice. The landlord may inspect the flat yearly.",
+    )
+    damage = span("lease.md::S9", "The Tenant must report any damage to the flat within 60 days of noticing it.")
+
+    text = answer("How much notice do I have to give to end the lease?", notice, damage)
+
+    assert cited_refs(text) == ["lease.md::S5"]
+    assert text == "Either party may end the lease with 60 days' written notice. [lease.md::S5]"
+
+
+def test_the_next_sentence_joins_the_answer_when_it_answers_as_well_on_its_own() -> None:
+    sync = span(
+        "users.html::S7",
+        "The shell of user sync is /bin/sync. Thus, if its password is set to something easy to guess, anyone can "
+        "sync the system at the console even if they have no account on the system.",
+    )
+
+    text = answer("What is the sync account's shell for?", sync)
+
+    assert text.count("[users.html::S7]") == 2
+    assert "anyone can sync the system at the console" in text
+
+
+def test_a_name_the_question_keeps_verbatim_must_be_in_the_answering_sentence_or_its_heading() -> None:
+    settings = span(
+        "backup-tool.md::S3",
+        "* `BACKUP_RETRY_DELAY=SECS` — how long to wait before a failed upload is tried again. Without a unit, the "
+        "value is read in minutes.\n\n* `BACKUP_QUIET=1` — prints nothing but errors. The delay of the scheduler "
+        "is not affected.",
+    )
+
+    assert "read in minutes" in answer("Which unit is BACKUP_RETRY_DELAY read in when I give none?", settings)
+    assert answer("Which unit is BACKUP_SCHEDULE_DELAY read in when I give none?", settings) == NOT_FOUND
