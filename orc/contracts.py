@@ -54,6 +54,18 @@ class Citation(BaseModel):
     """Title path of the cited span's section, when it has one."""
 
 
+class PlaceToLook(BaseModel):
+    """A passage to read when the answer declined: among what was retrieved, the closest the documents came to the
+    question. It claims nothing (a claim of support is a :class:`Citation`): it says where a person could read on."""
+
+    ref: str = Field(description="The span's SourceRef, `<document>::<span_id>`.")
+    document: str = Field(description="The document's file name.")
+    span_id: str
+    page: int | None = Field(default=None, description="The span's page (paged formats such as PDF).")
+    section: str | None = Field(default=None, description="Title path of the span's section, when it has one.")
+    excerpt: str = Field(description="The span's sentence closest to the question, whole (cut with … when long).")
+
+
 class Usage(BaseModel):
     """Model token usage, when the model reports it."""
 
@@ -99,6 +111,11 @@ class DocumentChatMetadata(BaseModel):
     model_calls: int = 0
     usage: Usage = Field(default_factory=Usage)
     sources: list[SourceSpan] = Field(default_factory=list)
+    places_to_look: list[PlaceToLook] = Field(
+        default_factory=list,
+        description="Only when the answer declines: up to three of the sources that came closest to the question, "
+        "best first, as places to read. They claim nothing (unlike citations).",
+    )
     retrieval_rounds: int = Field(
         default=1, description="2 when the question's words were not in the documents and it was retrieved again."
     )

@@ -96,3 +96,10 @@ def readable(text: str) -> str:
 
 def _document(citation: Mapping[str, Any]) -> str:
     return "your supplied text" if citation["document"] == "supplied" else str(citation["document"])
+
+
+def place_line(place: Mapping[str, Any]) -> str:
+    """``  - lease.pdf, page 3, section Termination: “excerpt”``: one place to look under a declined answer."""
+    page = f", page {place['page']}" if place.get("page") else ""
+    section = f", section {_squash(str(place['section']))}" if place.get("section") else ""
+    return f"  - {_document(place)}{page}{section}: “{_squash(str(place['excerpt']))}”"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from orc.cli.answer_text import AnswerText
+from orc.cli.answer_text import AnswerText, place_line
 
 if TYPE_CHECKING:
     from orc.turns import Event
@@ -52,6 +52,11 @@ class Console:
             print(self._answer.flush(), file=self.out)
             for line in self._answer.sources(event["citations"]):
                 print(line, file=self.out)
+            if event["places_to_look"]:
+                # A decline still says where to read: the passages that came closest (not sources it relied on).
+                print("Places to look:", file=self.out)
+                for place in event["places_to_look"]:
+                    print(place_line(place), file=self.out)
             self._answer = AnswerText()
             metadata = event["metadata"]
             print(

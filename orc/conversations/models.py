@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from orc.contracts import Citation, FileRef, ToolCallRecord, Usage
+from orc.contracts import Citation, FileRef, PlaceToLook, ToolCallRecord, Usage
 
 _MESSAGE_ID = re.compile(r"msg-([1-9][0-9]{0,11})-(user|assistant)")
 
@@ -55,6 +55,8 @@ class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str
     citations: list[Citation] = Field(default_factory=list)
+    places_to_look: list[PlaceToLook] = Field(default_factory=list)
+    """Under a decline, the passages that came closest (see :attr:`orc.turns.TurnResult.places_to_look`)."""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     uploaded_file_refs: list[FileRef] = Field(default_factory=list)
     last_mcp_tool_used: str | None = None

@@ -29,6 +29,8 @@ from orc.graph.state import PriorTurn, SourceContext, TurnState
 from orc.graph.suggestions import FollowUpFilter, follow_up_suggestions
 from orc.graph.tool_router import AfterAnswer, after_answer, answer_tools, requested_calls
 from orc.models.budget import HistoryTurn, history_within
+from orc.models.declines import is_decline
+from orc.models.places import places_to_look
 from orc.models.sheets import Mode
 from orc.models.tokens import TokenCounter
 from orc.output_policy import OutputStream
@@ -235,6 +237,15 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         citation.model_copy(update={"quote": policy.text(citation.quote, removed)})
         for citation in extract_citations(text, sources)
     ]
+    # A decline still says where to read: the closest of the passages the answer was given (not citations).
+    places = (
+        [
+            place.model_copy(update={"excerpt": policy.text(place.excerpt, removed)})
+            for place in places_to_look(state.get("standalone_question") or state["question"], sources)
+        ]
+        if not citations and is_decline(text)
+        else []
+    )
     note = policy.text(
         non_focus_note(text, citations, origins)
         + unavailable_note(state.get("unavailable_documents") or [])
@@ -248,6 +259,7 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     update: TurnState = {
         "answer": text,
         "citations": citations,
+        "places_to_look": places,
         "grounding": grounding,
         # The model's own follow-ups when it wrote them (no request of their own), else made from the sources.
         "suggestions": policy.texts(

@@ -118,6 +118,7 @@ class FinalEvent(TypedDict):
     created_at: str
     answer: str
     citations: list[dict[str, Any]]
+    places_to_look: list[dict[str, Any]]
     files: list[dict[str, Any]]
     metadata: dict[str, Any]
     usage: dict[str, Any]

@@ -19,6 +19,7 @@ from orc.contracts import (
     Citation,
     FileRef,
     Grounding,
+    PlaceToLook,
     RetrievalLegs,
     SourceSpan,
     ToolCallRecord,
@@ -104,6 +105,7 @@ CHECKPOINTED_TYPES: tuple[type, ...] = (
     FileRef,
     SourceSpan,
     Citation,
+    PlaceToLook,
     ToolCallRecord,
     Usage,
     PlannedCall,
@@ -179,6 +181,8 @@ class TurnState(TypedDict, total=False):
     # answer
     answer: str
     citations: list[Citation]
+    places_to_look: list[PlaceToLook]
+    """Under a decline, the passages that came closest (never citations: they claim nothing)."""
     grounding: Grounding | None
     suggestions: list[str]
     sanitized: dict[str, int]
@@ -223,6 +227,7 @@ def fresh_turn_input(
         handoff_note="",
         answer="",
         citations=[],
+        places_to_look=[],
         grounding=None,
         suggestions=[],
         sanitized={},

@@ -11,6 +11,7 @@ from orc.contracts import (
     Citation,
     FileRef,
     Grounding,
+    PlaceToLook,
     RetrievalLegs,
     ToolCallRecord,
     UnavailableDocument,
@@ -101,6 +102,11 @@ class TurnResult(BaseModel):
     created_at: str = Field(description="When the answer was stored (UTC, ISO 8601).")
     answer: str
     citations: list[Citation]
+    places_to_look: list[PlaceToLook] = Field(
+        default_factory=list,
+        description="Only when the answer declines: up to three retrieved passages that came closest to the "
+        "question, best first, so the reader knows where to read on. They claim nothing (unlike citations).",
+    )
     files: list[FileRef]
     metadata: TurnMetadata
     suggestions: list[str] = Field(
@@ -142,6 +148,7 @@ def final_event(result: TurnResult) -> FinalEvent:
         created_at=body["created_at"],
         answer=body["answer"],
         citations=body["citations"],
+        places_to_look=body["places_to_look"],
         files=body["files"],
         metadata=body["metadata"],
         usage=body["metadata"]["usage"],

@@ -287,6 +287,7 @@ class TurnRunner:
             AssistantMessage(
                 content=state["answer"],
                 citations=citations,
+                places_to_look=state["places_to_look"],
                 tool_calls=metadata.tool_calls,
                 uploaded_file_refs=files,
                 last_mcp_tool_used=metadata.tool,
@@ -306,6 +307,7 @@ class TurnRunner:
             created_at=stored.assistant.created_at,
             answer=state["answer"],
             citations=citations,
+            places_to_look=state["places_to_look"],
             files=files,
             metadata=metadata,
             suggestions=state["suggestions"],

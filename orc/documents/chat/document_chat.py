@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from orc.contracts import DocumentChatMetadata, DocumentChatResult, FileRef, RetrievalLegs, SourceSpan, Usage
+from orc.contracts import (
+    DocumentChatMetadata,
+    DocumentChatResult,
+    FileRef,
+    PlaceToLook,
+    RetrievalLegs,
+    SourceSpan,
+    Usage,
+)
 from orc.documents.chat.file_cache import ProcessedFileCache
 from orc.documents.chat.session_texts import NOTHING_PROCESSED, ProcessedTexts
 from orc.documents.parsing.extraction_pool import ExtractionPool
@@ -36,8 +44,10 @@ from orc.errors import (
     PayloadTooLarge,
     ServiceUnavailable,
 )
+from orc.models.declines import is_plain_decline
 from orc.models.faults import model_fault
 from orc.models.metering import cache_read_tokens, message_usage
+from orc.models.places import places_to_look
 from orc.models.prompting import format_sources, load_prompt
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
@@ -163,12 +173,15 @@ class DocumentChatService:
                 query_vector.cancel()
             raise
         answer, model_calls, usage = "", 0, Usage()
+        places: list[PlaceToLook] = []
         if mode == "answer":
             system = load_prompt("document_chat.system").render(sources=format_sources(sources))
             reply = await self._ask(system, question)
             answer, model_calls, usage = reply.text.strip(), 1, message_usage(reply)
             if not answer:
                 raise ModelBehaviourError("the model returned an empty answer")
+            # A decline still says where to read, as a turn's does.
+            places = places_to_look(question, sources) if is_plain_decline(answer) else []
         elif mode != "evidence":
             raise InvalidInput("mode must be 'answer' or 'evidence'")
 
@@ -191,6 +204,7 @@ class DocumentChatService:
                 model_calls=model_calls,
                 usage=usage,
                 sources=sources,
+                places_to_look=places,
                 retrieval_rounds=rounds,
                 elapsed_ms=round(elapsed_ms, 1),
                 retrieval=retrieval,

@@ -1,0 +1,47 @@
+"""Places to look: when an answer declines, the passages that came closest, so the reader still knows where to read.
+
+They are chosen among the spans the answer was given (what retrieval found for the question), by the same
+evidence the offline answerer weighs (:mod:`orc.models.evidence`): each span's closest sentence is its excerpt,
+and the spans come best first, retrieval's order breaking ties. Pure and deterministic: the same question and
+spans give the same places, whatever model declined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from orc.contracts import PlaceToLook, SourceSpan
+from orc.models.evidence import evidence, read_question, weights
+from orc.models.passages import Passage, Source, passages
+
+__all__ = ["MAX_PLACES", "places_to_look"]
+
+MAX_PLACES = 3
+"""Places listed under a decline: enough to choose from, few enough to read."""
+EXCERPT_CHARS = 300
+"""An excerpt longer than this is cut at a word and ends with …"""
+
+
+def places_to_look(question: str, sources: Sequence[SourceSpan], limit: int = MAX_PLACES) -> list[PlaceToLook]:
+    """The spans of ``sources`` closest to ``question``, best first, one place per span, at most ``limit``."""
+    spans = [Source(ref=span.ref, page=span.page, text=span.text, section=span.section) for span in sources]
+    by_span = [passages(span) for span in spans]
+    read = read_question(question)
+    found = [passage for group in by_span for passage in group]
+    weighed = weights(read, found) if read.shape.terms else {}
+    ranked: list[tuple[float, int, SourceSpan, Passage | None]] = []
+    for order, (span, group) in enumerate(zip(sources, by_span, strict=True)):
+        scored = [(evidence(read, weighed, passage), passage) for passage in group] if weighed else []
+        best = max(scored, key=lambda item: item[0], default=(0.0, group[0] if group else None))
+        ranked.append((-best[0], order, span, best[1]))
+    ranked.sort(key=lambda item: item[:2])
+    return [_place(span, passage) for _, _, span, passage in ranked[:limit]]
+
+
+def _place(span: SourceSpan, passage: Passage | None) -> PlaceToLook:
+    text = passage.text if passage is not None else " ".join(span.text.split())
+    if len(text) > EXCERPT_CHARS:
+        text = text[: EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return PlaceToLook(
+        ref=span.ref, document=span.document, span_id=span.span_id, page=span.page, section=span.section, excerpt=text
+    )
