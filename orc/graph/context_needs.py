@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from orc.contracts import SourceSpan, UnavailableDocument
 from orc.conversations.context_requests import RequiredSlot, SlotPhase, SuggestedSupply, Suggestion
 from orc.graph.state import ListedDocument, PriorTurn, TurnState
+from orc.models.small_talk import is_small_talk
 from orc.text import tokenize
 
 MIN_COVERAGE = 0.2
@@ -44,11 +45,6 @@ _FILE_NAME = re.compile(
 )
 
 
-_SMALL_TALK = frozenset(
-    {"hello", "hi", "hey", "thank", "thanks", "ok", "okay", "bye", "good", "morn", "morning", "great", "lot", "cheer"}
-)
-
-
 def needed_before_tools(
     question: str,
     available: Sequence[ListedDocument] | None,
@@ -60,8 +56,7 @@ def needed_before_tools(
     The evidence rule does not apply here (no tool ran, so no span could cover anything): only a question with no
     document at all to answer from, or one that names a file the conversation lacks, asks.
     """
-    terms = set(tokenize(question))
-    if not terms or terms <= _SMALL_TALK:
+    if not tokenize(question) or is_small_talk(question):
         return []
     slots = _named_file_slots(question, [], available, attached, history, phase="before_tools")
     if slots or attached or available:
@@ -89,6 +84,9 @@ def needed_context(
 ) -> list[RequiredSlot]:
     """The slots a turn should ask for before answering; empty when it can answer."""
     slots: list[RequiredSlot] = []
+    if is_small_talk(question):
+        # "Hello, thanks!" needs no evidence, whatever the documents hold.
+        return slots
     for document in unavailable:
         slots.append(
             RequiredSlot(

@@ -11,6 +11,7 @@ It is a real LangChain chat model, so the graph treats it like any other (``ainv
   into the previous answer ("and the second one?") is answered with that item (:mod:`orc.models.ordinals`);
 - a ``TASK: PER_FILE_DIGEST`` or ``TASK: AGGREGATE_DIGEST`` envelope → a valid, extractive context digest
   (:mod:`orc.models.digesting`);
+- a message that only greets, thanks or says goodbye → a person's reply, and no tool (:mod:`orc.models.small_talk`);
 - anything else → a short, honest statement of what it cannot do.
 """
 
@@ -32,6 +33,7 @@ from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools, reply
 from orc.models.ordinals import ordinal_index, pick_item
 from orc.models.planning import plan_tool_calls, wants_document_list
 from orc.models.rewriting import rewrite_follow_up
+from orc.models.small_talk import small_talk_reply
 
 __all__ = ["OFFLINE_MODEL_NAME", "UNSUPPORTED_REPLY", "OfflineExtractiveModel"]
 
@@ -107,6 +109,11 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
         asked = [message.text for message in messages if isinstance(message, HumanMessage)]
         question = asked[-1] if asked else ""
         sources = find_sources(system_text)
+        talk = small_talk_reply(question)
+        if talk is not None:
+            # "Hello, thanks!" is answered as a person would; there is nothing to look up for it.
+            planning = bool(offered_tools(kwargs)) and sources is None
+            return Reply(text="" if planning else talk)
         answered = [message.text for message in messages if isinstance(message, AIMessage) and message.text]
         position = ordinal_index(question) if answered and sources is not None else None
         if position is not None and sources is not None:
