@@ -39,6 +39,7 @@ from orc.digests.store import DigestStore
 from orc.digests.summaries import DigestSummaries
 from orc.documents.catalog.library import DocumentLibrary
 from orc.documents.catalog.reprocessing import Reprocessor
+from orc.documents.catalog.summaries import FileSummaries, SummaryWithSources
 from orc.documents.chat.document_chat import DocumentChatService
 from orc.documents.chat.file_cache import ProcessedFileCache
 from orc.documents.chat.session_texts import SessionTexts
@@ -53,6 +54,7 @@ from orc.mcp_client import McpConnection
 from orc.models.choice import ChosenModel, ModelChoice
 from orc.models.factory import build_chat_model, model_label
 from orc.models.prompting import restore_prompts, use_prompts
+from orc.models.summaries import MAX_FACTS as SUMMARY_FACTS
 from orc.models.tokens import token_counter_for
 from orc.periodic import every
 from orc.principal import Principal
@@ -179,6 +181,7 @@ async def build_document_services(
         extraction_pool=base.pool,
         # What the document processor stored is read, not extracted again, and file ids hold across instances.
         texts=SessionTexts(base.session_files),
+        summaries=summaries_of(library),
     )
     policy = policy if policy is not None else turn_policy(quotas)
     services = McpServices(
@@ -260,6 +263,17 @@ async def _checkpointer(settings: Settings, stores: Stores, stack: AsyncExitStac
         await asyncio.to_thread(settings.home.mkdir, parents=True, exist_ok=True)
         return await stack.enter_async_context(open_embedded_checkpointer(settings.home / "checkpoints.sqlite3"))
     return CollectionCheckpointSaver(await stores.collections.collection("checkpoints"))
+
+
+def summaries_of(library: DocumentLibrary) -> FileSummaries:
+    """What a summary request reads ("Summarize lease.md"): the files' stored digests, through the library."""
+
+    async def read(
+        principal: Principal, session_id: str, focus: tuple[str, str] | None, names: Sequence[str]
+    ) -> list[SummaryWithSources]:
+        return await library.summaries_for_turn(principal, session_id, focus, names, facts=SUMMARY_FACTS)
+
+    return read
 
 
 def _allowed_models(settings: Settings, stack: AsyncExitStack) -> dict[str, ChosenModel]:
@@ -363,6 +377,7 @@ async def build_runtime(
                 titles=titles,
                 handoff=handoff,
                 session_digest=PromptDigests(documents.context_files).text,
+                file_summaries=summaries_of(documents.library),
                 output_policy=base.output_policy,
             )
         )

@@ -1,6 +1,7 @@
 """Offline answers people can trust (issue 39), on every path a person asks by: Python, HTTP through ``orc serve``,
-the CLI and MCP ``document_chat``. Greetings and thanks get a person's reply; a question the documents cannot
-answer is declined with places to look, which are never citations."""
+the CLI and MCP ``document_chat``. Greetings and thanks get a person's reply; "Summarize X" is answered from X's
+stored digest with its facts cited; a question the documents cannot answer is declined with places to look, which
+are never citations."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ GPL = Path(__file__).resolve().parent.parent / "bench" / "real_documents" / "doc
 TURN = {"conversation_id": "c1", "blob_names": ["gpl-3.0.txt"]}
 UNANSWERABLE = "What does the licence say about parking fees for tenants?"
 THANKS = "Hello, thanks!"
+SUMMARIZE = "Can you summarize gpl-3.0.txt for me?"
 
 
 @pytest.fixture
@@ -37,7 +39,18 @@ async def services(tmp_path: Path) -> AsyncIterator[Services]:
     settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
     async with build_runtime(settings) as built:
         await built.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [Upload("gpl-3.0.txt", GPL.read_bytes())])
+        assert await built.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 120)
         yield built
+
+
+async def stored_summary(services: Services) -> str:
+    """The opening of the per-file digest's summary of the attached licence, as stored (up to its first "<": the
+    output policy escapes raw markup in answers)."""
+    (found,) = await services.documents.library.summaries_for_turn(
+        LOCAL_PRINCIPAL, "c1", None, ["gpl-3.0.txt"], facts=8
+    )
+    assert found.summary is not None
+    return found.summary.summary.split("<")[0]
 
 
 async def test_in_python_a_decline_lists_places_to_look_that_are_stored_with_it_and_are_not_citations(
@@ -105,11 +118,14 @@ def test_over_http_through_orc_serve_the_answer_and_the_streams_final_event_carr
     with orc_serve(tmp_path / "home") as (base_url, _), httpx.Client(base_url=base_url, timeout=60) as client:
         files = [("files", ("gpl-3.0.txt", GPL.read_bytes(), "text/plain"))]
         assert client.post("/api/sessions/c1/context/files", files=files).status_code == 201
+        # The context stream ends once nothing is parsing: the file's digest is made by then.
+        settled = client.get("/api/sessions/c1/context/stream").text.strip().splitlines()[-1]
         answer = client.post("/api/orc", json={"question": UNANSWERABLE, **TURN}).json()
         streamed = client.post(
             "/api/orc", json={"question": UNANSWERABLE, **TURN}, headers={"Accept": "application/x-ndjson"}
         )
         thanked = client.post("/api/orc", json={"question": THANKS, **TURN}).json()
+        summarized = client.post("/api/orc", json={"question": SUMMARIZE, **TURN}).json()
         history = client.get("/api/sessions/c1").json()
 
     final = json.loads(streamed.text.splitlines()[-1])
@@ -126,3 +142,28 @@ def test_over_http_through_orc_serve_the_answer_and_the_streams_final_event_carr
     assert thanked["answer"] == small_talk_reply(THANKS) and thanked["places_to_look"] == []
     stored = [message for message in history["messages"] if message["role"] == "assistant"]
     assert stored[0]["places_to_look"] == answer["places_to_look"]
+    assert summarized["answer"].startswith("gpl-3.0.txt: ") and summarized["citations"], (summarized, settled)
+
+
+async def test_summarize_is_answered_from_the_files_digest_in_python_the_cli_and_mcp(services: Services) -> None:
+    summary = await stored_summary(services)
+
+    result = await services.orchestrator.ask(TurnRequest(question=SUMMARIZE, **TURN))
+    printed = io.StringIO()
+    await cli_ask(services.orchestrator, Console(printed, io.StringIO()), TurnRequest(question=SUMMARIZE, **TURN))
+    connection = in_memory_mcp(services.published_mcp_server)
+    try:
+        toolbox = McpToolbox(connection, principal=LOCAL_PRINCIPAL, scope={"session_id": "c1"})
+        outcome = await toolbox.call(
+            DOCUMENT_CHAT, {"question": "What is gpl-3.0.txt about?", "document_names": ["gpl-3.0.txt"]}
+        )
+    finally:
+        await connection.aclose()
+    mcp = DocumentChatResult.model_validate_json(outcome.text)
+
+    assert isinstance(result, TurnResult)
+    assert result.answer.startswith(f"gpl-3.0.txt: {summary}") and "Key points:" in result.answer
+    assert len(result.citations) >= 2 and all(c.document == "gpl-3.0.txt" for c in result.citations)
+    assert result.places_to_look == []
+    assert printed.getvalue().startswith(f"gpl-3.0.txt: {summary}")
+    assert mcp.answer.startswith(f"gpl-3.0.txt: {summary}") and "[gpl-3.0.txt::S" in mcp.answer

@@ -20,6 +20,7 @@ from orc.graph.citations import extract_citations, unique_sources
 from orc.graph.context import TurnContext
 from orc.graph.context_block import render_context_block
 from orc.graph.events import TokenEvent
+from orc.graph.file_summaries import file_summaries
 from orc.graph.grounding import MarkerFilter, grounding_report
 from orc.graph.packing import pack_sources
 from orc.graph.pause import context_request_before_tools, emit_pause
@@ -174,6 +175,9 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     origins = state.get("source_contexts") or {}
     supplied = state.get("supplied") or []
     digest = await ctx.session_digest(ctx.principal, ctx.conversation_id) if ctx.session_digest else ""
+    # "Summarize lease.md": the file's stored digest, and the spans its facts cite among the sources.
+    summaries, summarized = await file_summaries(state, ctx)
+    sources = unique_sources([*sources, *summarized], len(sources) + len(summarized))
     system = answer_system_prompt(
         interaction_mode(state),
         sources=[source for source in sources if source not in supplied],
@@ -181,6 +185,7 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
         contexts=render_context_block(state),
         tool_answers=tool_answers(state),
         digest=digest,
+        file_digests=summaries,
         labels=context_labels(origins),
     )
     messages: list[BaseMessage] = [

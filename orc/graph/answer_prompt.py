@@ -23,11 +23,13 @@ def answer_system_prompt(
     contexts: str = "",
     tool_answers: str = "",
     digest: str = "",
+    file_digests: str = "",
     labels: Mapping[str, str] | None = None,
 ) -> str:
     """The system prompt of an answer request in ``mode`` (``document``, ``planned`` or ``resumed``)."""
     contents: dict[SectionName, str] = {
         "digest": f"<digest>\n{escape(digest)}\n</digest>" if digest else "",
+        "file_digests": f"<file_digests>\n{file_digests}\n</file_digests>" if file_digests else "",
         "contexts": contexts,
         "tool_answers": tool_answers,
         "sources": f"<sources>\n{format_sources(sources, labels)}\n</sources>",

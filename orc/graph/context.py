@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from langchain_core.language_models import BaseChatModel
 
 from orc.conversations import ConversationRepository
+from orc.documents.catalog.summaries import FileSummaries
 from orc.mcp_client import McpToolbox
 from orc.models.metering import ModelMeter
 from orc.models.tokens import EstimatedTokens, TokenCounter
@@ -63,6 +64,8 @@ class TurnContext:
     """Measures the answer prompt's budgets; chosen once for the model by the composition root (never does I/O)."""
     session_digest: Callable[[Principal, str], Awaitable[str]] | None = None
     """The session's ready aggregate digest as prompt text (empty when none), for the answer prompt's sheet."""
+    file_summaries: FileSummaries | None = None
+    """The stored digests of named files with the spans they cite, for a turn that asks what files are about."""
     context_requests: bool = False
     offers_request_context: bool = False
     """Whether the answer request offers a real model the ``request_context`` tool (caller allows requests)."""

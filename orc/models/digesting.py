@@ -1,7 +1,8 @@
 """The offline model's context digests: deterministic, extractive, and valid by construction.
 
 Task A (``TASK: PER_FILE_DIGEST``): the informative sentences of the spans become facts, each quoting its span
-and citing it as ``<filename>::<span_id>``; the summary is the document's opening sentences. Task B
+and citing it as ``<filename>::<span_id>``; the summary is the document's opening sentences (its titles, table
+rows and questions left out, as answers leave them out). Task B
 (``TASK: AGGREGATE_DIGEST``): the per-file digests are merged — identical claims become one fact citing the union
 of their sources, every source copied from the input — under a summary that names each file. Nothing is
 paraphrased or inferred, so every fact can be checked against the span it cites.
@@ -17,8 +18,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from orc.models.passages import Source, passages
 from orc.models.prompting import unquoted_name
-from orc.text import split_sentences
 
 __all__ = ["aggregate_digest", "digest_reply", "per_file_digest"]
 
@@ -28,6 +29,8 @@ MAX_FACTS_PER_SPAN = 3
 MAX_AGGREGATE_FACTS = 80
 MAX_CLAIM_CHARS = 400
 SUMMARY_SENTENCES = 3
+SUMMARY_MIN_WORDS = 6
+"""The summary opens with the document's first sentences of at least this many words (not its titles)."""
 SUMMARY_CHARS = 600
 
 _SPAN = re.compile(r"^\[(S\d+)\] ?(.*)$")
@@ -76,9 +79,9 @@ def per_file_digest(envelope: str) -> dict[str, Any]:
     order = 0
     for span in spans:
         kept = 0
-        for sentence in _sentences(span.text):
+        for sentence in _sentences(filename, span):
             order += 1
-            if len(opening) < SUMMARY_SENTENCES:
+            if len(opening) < SUMMARY_SENTENCES and len(sentence.split()) >= SUMMARY_MIN_WORDS:
                 opening.append(sentence)
             score = _score(sentence)
             if score > 0 and kept < MAX_FACTS_PER_SPAN:
@@ -209,8 +212,11 @@ def _parse_aggregate(envelope: str) -> tuple[list[tuple[str, str]], list[dict[st
     return files, digests
 
 
-def _sentences(text: str) -> list[str]:
-    return [" ".join(sentence.split()) for sentence in split_sentences(text) if sentence.strip()]
+def _sentences(filename: str, span: _Span) -> list[str]:
+    """The whole sentences of a span, as an answer would quote them: no heading, title, table row, FAQ label or
+    question (:func:`orc.models.passages.passages`)."""
+    found = passages(Source(ref=f"{filename}::{span.span_id}", page=None, text=span.text))
+    return [" ".join(passage.text.split()) for passage in found]
 
 
 def _score(sentence: str) -> int:

@@ -11,6 +11,8 @@ It is a real LangChain chat model, so the graph treats it like any other (``ainv
   into the previous answer ("and the second one?") is answered with that item (:mod:`orc.models.ordinals`);
 - a ``TASK: PER_FILE_DIGEST`` or ``TASK: AGGREGATE_DIGEST`` envelope → a valid, extractive context digest
   (:mod:`orc.models.digesting`);
+- a request for what files are about ("Summarize lease.md") with their digests in the prompt → each file's
+  summary and first facts, citing their spans (:mod:`orc.models.summaries`);
 - a message that only greets, thanks or says goodbye → a person's reply, and no tool (:mod:`orc.models.small_talk`);
 - anything else → a short, honest statement of what it cannot do.
 """
@@ -34,6 +36,7 @@ from orc.models.ordinals import ordinal_index, pick_item
 from orc.models.planning import plan_tool_calls, wants_document_list
 from orc.models.rewriting import rewrite_follow_up
 from orc.models.small_talk import small_talk_reply
+from orc.models.summaries import summary_answer
 
 __all__ = ["OFFLINE_MODEL_NAME", "UNSUPPORTED_REPLY", "OfflineExtractiveModel"]
 
@@ -136,7 +139,8 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
             # The answer request may offer the tools again: the listing a tool returned still answers
             # "which documents do I have?".
             listing = documents_answer(system_text) if wants_document_list(question) else None
-            return Reply(text=listing or answer_question(question, sources))
+            summary = summary_answer(question, system_text) if listing is None else None
+            return Reply(text=listing or summary or answer_question(question, sources))
         return Reply(text=UNSUPPORTED_REPLY)
 
     def _metadata(self, reply: Reply) -> dict[str, Any]:

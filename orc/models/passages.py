@@ -22,6 +22,8 @@ __all__ = ["Passage", "Source", "find_sources", "parse_sources", "passages"]
 
 HEADING_WORDS = 3
 """A sentence this short (``"Rent."``, ``"Security deposit."``) is a heading: it is joined to the next one."""
+TABLE_BARS = 3
+"""A piece with this many ``|`` is a row of a table (Markdown, or drawn in text), not a sentence."""
 TITLE_WORDS = 8
 """Longest section title told apart from a sentence by its capitalised words."""
 
@@ -34,9 +36,17 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s|\(?[a-z0-9]{1,3}[.)]\s)")
 _TRAILING_MARKER = re.compile(r"(?<=[.;:])\s+\(?[a-z][.)]$")
 _SENTENCE_STOP = re.compile(r"[.!?][\"')\]”’]*(?=\s|$)")
 _MINOR_WORDS = frozenset("a an and as at by for from in into of on or the to with without under per via vs".split())
-# An FAQ's labels ("Q:", "A.", "Answer:") say who speaks, not what: the text after them is the sentence.
-_FAQ_LABEL = re.compile(r"^(?:Q|A|Question|Answer)\s*[:.)]\s+", re.IGNORECASE)
+# An FAQ's labels ("Q:", "A.", "Answer:") say who speaks, not what, and a bullet ("*", "-", "•") only that a list
+# goes on: the text after them is the sentence.
+_LABEL = re.compile(r"^(?:(?:Q|A|Question|Answer)\s*[:.)]|[-*•+])\s+", re.IGNORECASE)
 
+# A short piece with a verb, a negation, a number or a value after a colon says something ("Pets are allowed.",
+# "Not covered.", "Key deposit: $20."): it is no label.
+_CLAUSE = re.compile(
+    r"\b(?:is|are|was|were|be|been|has|have|had|do|does|did|can|may|must|will|shall|should|not|no|never|yes|"
+    r"it|they|we|you|i|this|that)\b|\w(?:ed|es)\b|\d|:\s\S",
+    re.IGNORECASE,
+)
 _SOURCES_BLOCK = re.compile(r"<sources>(.*?)</sources>", re.DOTALL)
 _SUPPLIED_BLOCK = re.compile(r"<supplied_context>(.*?)</supplied_context>", re.DOTALL)
 _SOURCE = re.compile(r"<source\b([^>]*)>(.*?)</source\s*>", re.DOTALL)
@@ -115,9 +125,9 @@ def passages(source: Source) -> tuple[Passage, ...]:
     piece_terms = [terms_of(tokens) for tokens in piece_tokens]
     result: list[Passage] = []
     for index, (text, heading) in enumerate(pieces):
-        whole = _whole(_FAQ_LABEL.sub("", text), first=index == 0, last=index == len(pieces) - 1)
-        if whole is None or _is_title(whole) or whole.endswith("?"):
-            # A question (an FAQ's, a rhetorical one) asks; it never answers.
+        whole = _whole(_LABEL.sub("", text), first=index == 0, last=index == len(pieces) - 1)
+        if whole is None or _is_title(whole) or whole.endswith("?") or whole.count("|") >= TABLE_BARS:
+            # A question (an FAQ's, a rhetorical one) asks; it never answers. A table's row is no sentence.
             continue
         tokens = piece_tokens[index] if whole == text else tokenize(whole)
         nearby = frozenset().union(*piece_terms[max(index - 1, 0) : index], *piece_terms[index + 1 : index + 2])
@@ -151,7 +161,9 @@ def _sentences(text: str, section: str | None = None) -> list[tuple[str, str]]:
     Headings and titles ("3. Security deposit", "Grant of Patent License.") are not answers: they become the
     context of the sentences under them; so is every title of the span's ``section`` path (the headings extraction
     found, however long), and the innermost one is the heading of the sentences before any in the span itself.
-    A bare number or list marker ("9.", "b)") is joined to what follows.
+    A short label ending with a full stop ("Rent.", "Security deposit.") is a heading too; a short sentence that
+    says something ("Pets are allowed.") stays one. A bare number or list marker ("9.", "b)") is joined to what
+    follows.
     """
     merged: list[tuple[str, str]] = []
     pending = ""
@@ -169,6 +181,10 @@ def _sentences(text: str, section: str | None = None) -> list[tuple[str, str]]:
             continue
         if _MARKER.fullmatch(sentence):
             pending = f"{pending} {sentence}".strip()
+            continue
+        if words <= HEADING_WORDS and sentence.endswith((".", ":")) and not _CLAUSE.search(sentence):
+            # "Rent.", "Security deposit:", "A: ": a label over what follows, not a sentence of its own.
+            heading = _MARKER.sub("", sentence).strip(" *.:")
             continue
         if words <= HEADING_WORDS and sentence.endswith((".", ":")):
             pending = f"{pending} {sentence}".strip()

@@ -206,7 +206,7 @@ ASKING_WEIGHT = 0.2
 _ASKING = frozenset(
     """actual realli bad good idea like kind sort way thing stuff lot bit point get got make put let need want tri
     abl possibl happen know go come see help okay ok sure usual someon somebodi anyon anybodi anyth someth everyon
-    everyth also even ever still instead rather anyway whatev exact""".split()
+    everyth also even ever still instead rather anyway whatev exact must shall might ought""".split()
 )
 
 

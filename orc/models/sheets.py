@@ -41,9 +41,12 @@ from orc.models.prompting import (
     prompt_from,
 )
 
-SectionName = Literal["digest", "contexts", "tool_answers", "sources", "supplied", "history", "question"]
-"""What a sheet can place: the session's aggregate digest, the focus and historical contexts with their documents,
-what tools concluded, the retrieved sources, the context a user supplied, the recent history, the latest input."""
+SectionName = Literal[
+    "digest", "file_digests", "contexts", "tool_answers", "sources", "supplied", "history", "question"
+]
+"""What a sheet can place: the session's aggregate digest, the digests of the files a question asks to summarize,
+the focus and historical contexts with their documents, what tools concluded, the retrieved sources, the context a
+user supplied, the recent history, the latest input."""
 SECTION_NAMES: tuple[str, ...] = get_args(SectionName)
 MESSAGE_SECTIONS = ("history", "question")
 """Sections that are chat messages after the system prompt, in this order."""

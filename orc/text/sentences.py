@@ -13,6 +13,8 @@ _MAX_TITLE_CHARS = 60
 _GLUED_TITLE = re.compile(r"^([A-Z][^.!?:;\"“]{0,60}?[a-z])\s+(?=[A-Z][a-z])")
 _SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)+\.?$")
 # A sentence ending inside a line, after a word ("…as www-data. Web…"), not after a section number ("2.1. Removal").
+# A line ending with one of these goes on below: "…search for it in the / [issue tracker]".
+_CONTINUING = frozenset("a an the of in on at to for with from by and or but as into than that which is are be".split())
 _PROSE_STOP = re.compile(r"[a-z]{2}[.!?]\s+[A-Z]")
 
 
@@ -34,8 +36,9 @@ def _is_heading(lines: list[str], index: int) -> bool:
         and line[:1].isupper()
         # The first line of a wrapped paragraph: its sentence goes on below ("Web content should / not be owned…")
         # or has already ended within it ("Some servers run as www-data. Web content should").
-        and not following[:1].islower()
+        and not following.lstrip("[(\"'*_`")[:1].islower()
         and not _PROSE_STOP.search(line)
+        and line.rsplit(None, 1)[-1].lower() not in _CONTINUING
     )
 
 

@@ -22,6 +22,7 @@ from langgraph.types import Command, StreamMode
 from orc.clock import utc_now
 from orc.conversations import AssistantMessage, ConversationRepository, Snapshot, UserMessage
 from orc.conversations.title_writer import TitleWriter
+from orc.documents.catalog.summaries import FileSummaries
 from orc.errors import ModelTimeout, OrcError
 from orc.graph.builder import TurnGraph
 from orc.graph.context import TurnContext, TurnGate
@@ -63,6 +64,7 @@ class RunnerParts:
     titles: TitleWriter | None
     handoff: Handoff
     session_digest: Callable[[Principal, str], Awaitable[str]] | None
+    file_summaries: FileSummaries | None = None
     output_policy: OutputPolicy = field(default_factory=OutputPolicy)
     """What answers, quotes and suggestions may hold when they are streamed and stored (ORC_OUTPUT_IMAGE_HOSTS)."""
 
@@ -196,6 +198,7 @@ class TurnRunner:
             context_requests=may_pause,
             offers_request_context=may_pause and capabilities.asks_for_context,
             session_digest=parts.session_digest,
+            file_summaries=parts.file_summaries,
             gate=gate,
             output_policy=parts.output_policy,
         )

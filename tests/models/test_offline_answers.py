@@ -69,7 +69,7 @@ async def test_at_most_three_sentences_are_used() -> None:
 
 def test_escaped_refs_pages_and_text_are_read_back_exactly() -> None:
     tricky = span('Q&A "draft" <v2>.pdf::S7', 'Fees < $5 & taxes > 0 are "waived".', page=3)
-    rendered = load_prompt("document_chat.system").render(sources=format_sources([tricky]))
+    rendered = load_prompt("document_chat.system").render(sources=format_sources([tricky]), file_digests="")
 
     (source,) = find_sources(rendered) or []
 
@@ -77,7 +77,7 @@ def test_escaped_refs_pages_and_text_are_read_back_exactly() -> None:
 
 
 async def test_the_document_chat_prompt_and_extra_context_are_answered_the_same_way() -> None:
-    system = load_prompt("document_chat.system").render(sources=format_sources(LEASE))
+    system = load_prompt("document_chat.system").render(sources=format_sources(LEASE), file_digests="")
     with_context = answer_system_prompt(
         "planned", sources=LEASE, tool_answers='<tool_answer tool="documents.search">The rent is high.</tool_answer>'
     )

@@ -14,6 +14,7 @@ from orc.models.sheets import MESSAGE_SECTIONS, check_prompts, load_sheet, sheet
 
 CONTENTS: dict[sheets.SectionName, str] = {
     "digest": "<digest>the lease and the handbook</digest>",
+    "file_digests": '<file_digests>\n<file_digest document="lease.txt">Summary: a lease</file_digest>\n</file_digests>',
     "contexts": "<context>Focus context: folder legal</context>",
     "tool_answers": '<tool_answer tool="documents.list">lease.txt</tool_answer>',
     "sources": '<sources>\n<source ref="lease.txt::S1">Rent is 900 euros.</source>\n</sources>',
@@ -71,7 +72,7 @@ def sheet_folder(tmp_path: Path) -> Path:
     [
         (lambda text: text.replace('name = "digest"', 'name = "secrets"'), "unknown section"),
         (lambda text: text.replace('name = "digest"', 'name = "sources"'), "twice"),
-        (lambda text: text.replace('version = "1"', 'version = "2"'), "manifest pins"),
+        (lambda text: text.replace('version = "2"', 'version = "3"'), "manifest pins"),
         (lambda text: text.replace('[[sections]]\nname = "question"\n', ""), "'question'"),
         (
             lambda text: (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from orc.contracts import SourceSpan
 from orc.documents.catalog.availability import AvailableDocument, DocumentScope
 from orc.documents.catalog.reprocessing import Reprocessor, usable
 from orc.documents.catalog.results import (
@@ -27,10 +28,11 @@ from orc.documents.catalog.results import (
     SpanText,
 )
 from orc.documents.catalog.scopes import DocumentScopes
-from orc.documents.catalog.summaries import DocumentSummary, NoSummaries, SummaryProvider
+from orc.documents.catalog.summaries import DocumentSummary, NoSummaries, SummaryProvider, SummaryWithSources
 from orc.documents.records import DocumentInfo, context_scope, session_scope
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.extracted import PDF
+from orc.models.summaries import facts_of
 from orc.names import validate_identifier
 from orc.principal import Principal
 from orc.search.port import ScopeFields, index_version
@@ -171,6 +173,54 @@ class DocumentLibrary:
                 "to read it instead"
             )
         return summary
+
+    async def summaries_for_turn(
+        self,
+        principal: Principal,
+        session_id: str,
+        focus: tuple[str, str] | None,
+        names: Sequence[str],
+        *,
+        facts: int,
+    ) -> list[SummaryWithSources]:
+        """The digests of the documents ``names`` names (by file name or SourceRef name) among those a turn of
+        ``session_id`` focused on ``focus`` (type, id) can see, each with the spans its first ``facts`` facts cite:
+        what an answer that summarizes them quotes. A document that is not ready, or has no digest yet, comes with
+        ``summary`` None; a name no available document has is left out."""
+        scope = await self._scopes.resolve(
+            principal,
+            session_id=session_id,
+            context_type=focus[0] if focus else None,
+            context_id=focus[1] if focus else None,
+            include_historical=True,
+        )
+        available = await self._scopes.available(principal, scope)
+        wanted = set(names)
+        result = []
+        for document in available.documents:
+            if document.ref_name not in wanted and document.info.filename not in wanted:
+                continue
+            summary = await self._summaries.summary(principal, document) if usable(document) else None
+            text = await self._text(document) if summary is not None else None
+            if summary is None or text is None:
+                result.append(SummaryWithSources(document=document.ref_name, summary=None))
+                continue
+            cited = dict.fromkeys(ref.rpartition("::")[2] for _, refs in facts_of(summary.facts, facts) for ref in refs)
+            spans = {span.span_id: span for span in text.spans}
+            sources = [
+                SourceSpan(
+                    ref=source_ref(document.ref_name, span_id),
+                    document=document.ref_name,
+                    span_id=span_id,
+                    page=spans[span_id].page,
+                    text=spans[span_id].text,
+                    section=spans[span_id].section,
+                )
+                for span_id in cited
+                if span_id in spans
+            ]
+            result.append(SummaryWithSources(document=document.ref_name, summary=summary, sources=sources))
+        return result
 
     async def content(
         self,

@@ -7,11 +7,14 @@ inventing one. A provider plugs in through the composition root; the tools do no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from orc.contracts import SourceSpan
 from orc.documents.records import DigestStatus
+from orc.models.summaries import DigestOfFile, facts_of, render_file_digests
 from orc.principal import Principal
 
 if TYPE_CHECKING:
@@ -26,6 +29,26 @@ class DocumentSummary(BaseModel):
     summary: str
     facts: list[dict[str, Any]] = Field(default_factory=list)
     prompt_version: str | None = None
+
+
+class SummaryWithSources(BaseModel):
+    """A document's digest with the spans its facts cite, for an answer that summarizes the document and cites
+    them; ``summary`` is None when the document has no digest yet."""
+
+    document: str = Field(description="The name the document's SourceRefs use.")
+    summary: DocumentSummary | None
+    sources: list[SourceSpan] = Field(default_factory=list)
+
+
+class FileSummaries(Protocol):
+    """Reads the stored digests a summary request asks for ("Summarize lease.md"): what is stored, no model call."""
+
+    async def __call__(
+        self, principal: Principal, session_id: str, focus: tuple[str, str] | None, names: Sequence[str]
+    ) -> list[SummaryWithSources]:
+        """The digests of the documents ``names`` names among those a turn of ``session_id`` focused on ``focus``
+        (type, id) can see, with the spans their facts cite."""
+        ...
 
 
 class SummaryProvider(Protocol):
@@ -50,3 +73,23 @@ class NoSummaries:
     async def request(self, principal: Principal, document: AvailableDocument) -> DigestStatus:
         """Nothing to start: the digest status stays ``none``."""
         return "none"
+
+
+def file_digests_of(found: Sequence[SummaryWithSources]) -> tuple[str, list[SourceSpan]]:
+    """The answer prompt's file digests for ``found`` (:func:`orc.models.summaries.render_file_digests`), each
+    fact citing the spans given with it, and those spans."""
+    digests: list[DigestOfFile] = []
+    sources: list[SourceSpan] = []
+    for item in found:
+        if item.summary is None:
+            digests.append(DigestOfFile(item.document, None))
+            continue
+        # The digest cites <filename>::<span>; the prompt's refs are those of the spans given to the answer.
+        refs = {source.span_id: source.ref for source in item.sources}
+        facts = tuple(
+            (claim, tuple(refs[ref.rpartition("::")[2]] for ref in cited if ref.rpartition("::")[2] in refs))
+            for claim, cited in facts_of(item.summary.facts)
+        )
+        digests.append(DigestOfFile(item.document, item.summary.summary, facts))
+        sources += item.sources
+    return render_file_digests(digests), sources

@@ -30,6 +30,7 @@ from orc.contracts import (
     SourceSpan,
     Usage,
 )
+from orc.documents.catalog.summaries import FileSummaries, file_digests_of
 from orc.documents.chat.file_cache import ProcessedFileCache
 from orc.documents.chat.session_texts import NOTHING_PROCESSED, ProcessedTexts
 from orc.documents.parsing.extraction_pool import ExtractionPool
@@ -49,6 +50,7 @@ from orc.models.faults import model_fault
 from orc.models.metering import cache_read_tokens, message_usage
 from orc.models.places import places_to_look
 from orc.models.prompting import format_sources, load_prompt
+from orc.models.summaries import digests_section, summary_request
 from orc.names import BlobPaths, normalize_blob_names
 from orc.principal import Principal
 from orc.search.memory import MemorySearchEngine
@@ -102,6 +104,7 @@ class DocumentChatService:
         max_documents: int,
         model_timeout_seconds: float = 120.0,
         extraction_pool: ExtractionPool,
+        summaries: FileSummaries | None = None,
     ) -> None:
         if min(max_sources, evidence_sources, max_documents, max_question_chars, max_document_bytes) < 1:
             raise ValueError("limits must be positive")
@@ -121,6 +124,7 @@ class DocumentChatService:
         self._model_timeout = model_timeout_seconds
         # Without one, documents are ranked in memory for each call (a document_chat without the document store).
         self._retriever = retriever if retriever is not None else Retriever(MemorySearchEngine())
+        self._summaries = summaries
 
     @property
     def max_documents(self) -> int:
@@ -175,7 +179,12 @@ class DocumentChatService:
         answer, model_calls, usage = "", 0, Usage()
         places: list[PlaceToLook] = []
         if mode == "answer":
-            system = load_prompt("document_chat.system").render(sources=format_sources(sources))
+            # "Summarize lease.md": the file's stored digest, and the spans its facts cite among the sources.
+            digests, summarized = await self._file_summaries(principal, conversation_id, question, names)
+            sources += [source for source in summarized if source not in sources]
+            system = load_prompt("document_chat.system").render(
+                sources=format_sources(sources), file_digests=digests_section(digests)
+            )
             reply = await self._ask(system, question)
             answer, model_calls, usage = reply.text.strip(), 1, message_usage(reply)
             if not answer:
@@ -210,6 +219,18 @@ class DocumentChatService:
                 retrieval=retrieval,
             ),
         )
+
+    async def _file_summaries(
+        self, principal: Principal, conversation_id: str, question: str, names: Sequence[str]
+    ) -> tuple[str, list[SourceSpan]]:
+        """The digests of the files a summary request names ("What is lease.md about?"), as the prompt shows
+        them, and the spans they cite; nothing for any other question."""
+        request = summary_request(question)
+        wanted = request.documents(names) if request is not None and self._summaries is not None else []
+        if not wanted or self._summaries is None:
+            return "", []
+        found = await self._summaries(principal, conversation_id, None, wanted)
+        return file_digests_of(found)
 
     def _check_question(self, question: str) -> str:
         if not isinstance(question, str) or not question.strip():
