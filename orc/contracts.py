@@ -60,6 +60,9 @@ class PlaceToLook(BaseModel):
 
     ref: str = Field(description="The span's SourceRef, `<document>::<span_id>`.")
     document: str = Field(description="The document's file name.")
+    document_id: str | None = Field(
+        default=None, description="The catalog id of the document, as a citation's (none for supplied text)."
+    )
     span_id: str
     page: int | None = Field(default=None, description="The span's page (paged formats such as PDF).")
     section: str | None = Field(default=None, description="Title path of the span's section, when it has one.")

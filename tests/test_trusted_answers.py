@@ -64,6 +64,7 @@ async def test_in_python_a_decline_lists_places_to_look_that_are_stored_with_it_
     assert all(
         place.document == "gpl-3.0.txt" and place.ref.startswith("gpl-3.0.txt::") for place in result.places_to_look
     )
+    assert all(place.document_id and place.document_id.startswith("doc-") for place in result.places_to_look)
     text = " ".join(GPL.read_text().split())
     assert all(place.excerpt.removesuffix("…") in text for place in result.places_to_look)
     (turn,) = await services.foundation.conversations.turns(LOCAL_PRINCIPAL, "c1")
@@ -133,6 +134,7 @@ def test_over_http_through_orc_serve_the_answer_and_the_streams_final_event_carr
     assert answer["places_to_look"] and set(answer["places_to_look"][0]) >= {
         "ref",
         "document",
+        "document_id",
         "span_id",
         "page",
         "section",

@@ -43,5 +43,11 @@ def _place(span: SourceSpan, passage: Passage | None) -> PlaceToLook:
     if len(text) > EXCERPT_CHARS:
         text = text[: EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + "…"
     return PlaceToLook(
-        ref=span.ref, document=span.document, span_id=span.span_id, page=span.page, section=span.section, excerpt=text
+        ref=span.ref,
+        document=span.document,
+        document_id=span.document_id,
+        span_id=span.span_id,
+        page=span.page,
+        section=span.section,
+        excerpt=text,
     )
