@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from orc.models.passages import Passage
 from orc.models.questions import SYNONYMS, Expect, QuestionShape, analyse, asking_weight, satisfies, terms
-from orc.models.rewriting import split_context
+from orc.models.rewriting import refers_back, split_context
 from orc.text import tokenize
 from orc.text.related import related_terms
 
@@ -67,7 +67,8 @@ class Question:
     query: str
     """What BM25 ranks the passages by: the question and the words it continues."""
     elliptical: bool
-    """A follow-up that names at most one thing itself ("and nobody?"): its topic is the question before."""
+    """A follow-up that points back and names at most one thing itself ("and nobody?", "an example of it?"): its
+    topic is the question before. "Where is the flat?" names its topic, however short."""
 
 
 def read_question(question: str) -> Question:
@@ -86,7 +87,9 @@ def read_question(question: str) -> Question:
             )
         ),
         query=" ".join([main, *context]),
-        elliptical=bool(context_terms) and sum(asking_weight(term) == 1 for term in shape.terms) <= 1,
+        elliptical=bool(context_terms)
+        and refers_back(main)
+        and sum(asking_weight(term) == 1 for term in shape.terms) <= 1,
     )
 
 

@@ -126,7 +126,9 @@ _METHOD_QUESTION = re.compile(
 )
 _PERMISSION_QUESTION = re.compile(
     r"^\s*(?:(?:can|may|must|should)\s+(?:i|we|you|one)\b|(?:am|are)\s+(?:i|we|you)\s+allowed\b"
-    r"|is\s+(?:it|one)\s+(?:allowed|okay|ok|safe|possible|permitted|fine)\b|do\s+(?:i|we|you)\s+(?:have|need)\s+to\b)",
+    r"|is\s+(?:it|one)\s+(?:allowed|okay|ok|safe|possible|permitted|fine)\b|do\s+(?:i|we|you)\s+(?:have|need)\s+to\b"
+    # "What does being in the adm group let someone do?": what it lets one do.
+    r"|what\s+(?:does|do|can|will)\s+.+?\s+(?:let|allow|permit|enable)s?\s+(?:\w+\s+)?(?:do|to)\b)",
     re.I,
 )
 _REASON = re.compile(

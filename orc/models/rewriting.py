@@ -20,7 +20,7 @@ from orc.text.markers import MARKER_PATTERN
 from orc.text.tokens import STOPWORDS
 from orc.text.tokens import words as words_of
 
-__all__ = ["needs_context", "rewrite_follow_up", "split_context"]
+__all__ = ["needs_context", "refers_back", "rewrite_follow_up", "split_context"]
 
 MAX_CONTEXT_WORDS = 6
 """Key words taken from the previous question."""
@@ -38,6 +38,14 @@ _REFERENCE = re.compile(
 _CITED = re.compile(r"([^\[\]]+?)\s*" + MARKER_PATTERN)
 # Words that make a question a question but say nothing about its topic.
 _QUESTION_WORDS = frozenset({"how", "long", "much", "many", "often", "kind", "also", "else", "get", "does"})
+
+
+_CONTINUING = re.compile(r"^\W*(?:and|or|but|also|so|then|what about|how about)\b", re.IGNORECASE)
+
+
+def refers_back(message: str) -> bool:
+    """Whether ``message`` points at what was said before ("it", "those", "what about…", "and the second?")."""
+    return bool(_REFERENCE.search(message) or _CONTINUING.match(message))
 
 
 def needs_context(message: str) -> bool:

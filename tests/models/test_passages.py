@@ -3,7 +3,7 @@ sentence from elsewhere appended to the one that answers."""
 
 from __future__ import annotations
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from orc.contracts import SourceSpan
 from orc.models.answering import NOT_FOUND
@@ -100,3 +100,41 @@ def test_a_name_the_question_keeps_verbatim_must_be_in_the_answering_sentence_or
 
     assert "read in minutes" in answer("Which unit is BACKUP_RETRY_DELAY read in when I give none?", settings)
     assert answer("Which unit is BACKUP_SCHEDULE_DELAY read in when I give none?", settings) == NOT_FOUND
+
+
+def test_a_short_follow_up_that_names_its_topic_is_answered_on_its_own() -> None:
+    lease = span(
+        "lease.txt::S1",
+        "Residential lease.\n\nThe tenant rents the flat at Rue Haute 12. The monthly rent is 1,450 euros. "
+        "Pets are allowed with the landlord's written consent.",
+    )
+    history = [HumanMessage("Are pets allowed?"), AIMessage("Pets are allowed. [lease.txt::S1]")]
+    messages = [SystemMessage(answer_prompt([lease])), *history, HumanMessage("Where is the flat?")]
+
+    assert (
+        OfflineExtractiveModel().respond(messages).text == "The tenant rents the flat at Rue Haute 12. [lease.txt::S1]"
+    )
+
+
+def test_a_follow_up_that_points_back_needs_a_passage_on_the_earlier_topic() -> None:
+    groups = span(
+        "groups.html::S4",
+        "The daemon user runs daemons that need to write files. Thus, no files should be owned by nobody.\n\n"
+        "The nobody account of the NFS server is for remote root access.",
+    )
+    history = [HumanMessage("What is the daemon user for?"), AIMessage("It runs daemons. [groups.html::S4]")]
+    messages = [SystemMessage(answer_prompt([groups])), *history, HumanMessage("and nobody?")]
+
+    assert "no files should be owned by nobody" in OfflineExtractiveModel().respond(messages).text
+
+
+def test_what_a_group_lets_one_do_is_answered_by_what_its_members_can_do() -> None:
+    adm = span(
+        "groups.html::S14",
+        "adm\n\nHistorically, /var/log was /usr/adm, thus the name of the group. Members of this group can read "
+        "many log files in /var/log.",
+    )
+
+    text = answer("What does being in the adm group let someone do?", adm)
+
+    assert text == "Members of this group can read many log files in /var/log. [groups.html::S14]"
