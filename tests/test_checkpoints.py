@@ -21,6 +21,7 @@ from orc.contracts import (
     Citation,
     FileRef,
     Grounding,
+    PlaceToLook,
     RetrievalLegs,
     SourceSpan,
     ToolCallRecord,
@@ -206,6 +207,9 @@ def every_field_set() -> TurnState:
         tool_usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15),
         answer="The rent is 900 euros [lease.txt::S1].",
         citations=[Citation(ref=span.ref, document=span.document, span_id="S1", page=2, quote=span.text)],
+        places_to_look=[
+            PlaceToLook(ref=span.ref, document=span.document, span_id="S1", page=2, section="Rent", excerpt=span.text)
+        ],
         unavailable_documents=[
             UnavailableDocument(document_id="f-2", name="scan.pdf", status="failed", reason="no text layer")
         ],

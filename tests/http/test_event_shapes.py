@@ -40,6 +40,7 @@ WIRE_KEYS: dict[str, list[str]] = {
         "created_at",
         "answer",
         "citations",
+        "places_to_look",
         "files",
         "metadata",
         "usage",
