@@ -31,6 +31,7 @@ _TERMINAL = (".", "!", "?", ":", ";")
 _CLOSING = (".", "!", "?", ":", ";", ")", '"', "'", "”", "’")
 _MARKER = re.compile(r"^\s*(?:\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]?|\(?[a-zA-Z][.)]|\([ivx]{1,4}\))\s*")
 _LEADING_MARKERS = re.compile(r"^(?:\(?[a-zA-Z0-9]{1,3}(?:\.[0-9]{1,3})*[.)]\s+)*[\"'“‘«„(\[]?")
+_BULLET = re.compile(r"^\s*[-*•+]\s+\S")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s|\(?[a-z0-9]{1,3}[.)]\s)")
 # The next list item's marker left at a sentence's end ("…by this document. b."), not a number ("…is 100.").
 _TRAILING_MARKER = re.compile(r"(?<=[.;:])\s+\(?[a-z][.)]$")
@@ -125,7 +126,13 @@ def passages(source: Source) -> tuple[Passage, ...]:
     piece_terms = [terms_of(tokens) for tokens in piece_tokens]
     result: list[Passage] = []
     for index, (text, heading) in enumerate(pieces):
-        whole = _whole(_LABEL.sub("", text), first=index == 0, last=index == len(pieces) - 1)
+        unlabelled = _LABEL.sub("", text)
+        # A bulleted item that does not start as a sentence ("• alias elements indicate…") keeps its bullet: it is
+        # read, and quoted, as the list item it is.
+        listed = bool(_BULLET.match(text)) and not _starts_a_sentence(unlabelled)
+        whole = _whole(
+            text.strip() if listed else unlabelled, first=index == 0, last=index == len(pieces) - 1, listed=listed
+        )
         if whole is None or _is_title(whole) or whole.endswith("?") or whole.count("|") >= TABLE_BARS:
             # A question (an FAQ's, a rhetorical one) asks; it never answers. A table's row is no sentence.
             continue
@@ -227,14 +234,19 @@ def _starts_a_sentence(text: str) -> bool:
     return bool(rest) and not rest[0].islower() and rest[0] not in "<{"
 
 
-def _whole(text: str, *, first: bool, last: bool) -> str | None:
+def _whole(text: str, *, first: bool, last: bool, listed: bool = False) -> str | None:
     """``text`` as a whole sentence, or None when it is a piece a span boundary cut off.
 
     A source's first piece may start in the middle of a sentence (the span before it holds the beginning), its
     last may stop short (the next span or page holds the rest): such a piece is left out, or cut back to the
-    last sentence it does complete.
+    last sentence it does complete. A bulleted item (``listed``, its bullet kept) may go on in lower case or with
+    a name in angle brackets ("• alias elements indicate…", "• <MIME>/aliases (contains…)").
     """
     text = _TRAILING_MARKER.sub("", text).strip()
+    if listed:
+        if not text or (not text.endswith(_CLOSING) and (last or len(text.split()) <= HEADING_WORDS)):
+            return None
+        return text
     if first and text[:1].islower() and not _MARKER.match(text):
         return None
     if not _starts_a_sentence(text):

@@ -68,7 +68,8 @@ _DEFINITION = re.compile(
     r"|how\s+(?:is|are)\s+(?P<g>.+?)\s+defined\b)",
     re.I,
 )
-_SCOPE = re.compile(r"\b(?:under|in|of|for|from|within|according\s+to)\s+(?:the\s+)?([^?,]+?)\W*$", re.I)
+# The question's last prepositional phrase ("…of a Package under *the Artistic License*"): where to look.
+_SCOPE = re.compile(r"^.*\b(?:under|in|of|for|from|within|according\s+to)\s+(?:the\s+)?([^?,]+?)\W*$", re.I | re.S)
 _WHAT_IS_THE = re.compile(r"^\s*what\s+(?:is|are)\s+the\s+(.+?)$", re.I)
 # "Who holds the copyright…", "Who owns it?": the answer names a holder (a copyright line, an owner).
 _HOLDER = re.compile(r"^\s*who\s+(?:holds?|owns?|has)\b", re.I)
@@ -144,9 +145,10 @@ _METHOD = re.compile(
 )
 _MODALITY = re.compile(
     r"\b(?:may|can|cannot|must|shall|should|not|no|never|only|allowed|permitted|prohibited|forbidden|required|free "
-    r"to|unless|except|needs? to|has to|have to|safe|unsafe)\b|n't\b",
+    r"to|unless|except|needs? to|has to|have to|safe|unsafe|permission|permits?|allows?)\b|n't\b",
     re.I,
 )
+_NUMBERED = re.compile(r"^\s*\(?\d{1,3}(?:\.\d{1,3})*[.)]\s+")
 _COPYRIGHT_LINE = re.compile(r"\bcopyright\s*(?:\(c\)|©|\d{4})", re.I)
 _OWNER = re.compile(r"\b(owned by|owner|holder|belongs? to|held by|is the (?:license )?steward)\b", re.I)
 _DEFINES = re.compile(
@@ -284,6 +286,8 @@ def analyse(question: str) -> QuestionShape:
 
 def satisfies(sentence: str, expect: Expect) -> bool:
     """Whether ``sentence`` can hold the kind of answer expected (a number for "how much", a date for "when")."""
+    # A list item's number ("1. This LICENSE AGREEMENT…") is no amount and no date.
+    sentence = _NUMBERED.sub("", sentence)
     if expect is Expect.QUANTITY:
         return bool(_QUANTITY.search(sentence))
     if expect is Expect.DURATION:
