@@ -24,7 +24,8 @@ __all__ = ["FORBIDDEN_TOOLS", "plan_tool_calls", "query_parameter", "wants_docum
 FORBIDDEN_TOOLS = frozenset({DOCUMENT_CHAT})
 
 _LIST_INTENT = re.compile(
-    r"\b(list|show|enumerate)\b.*\b(documents?|files?|docs)\b"
+    # "show me the files", not "can less show two files side by side": only determiners between verb and noun.
+    r"\b(list|show|enumerate)\s+(me\s+)?((the|my|our|your|all|available|uploaded|attached)\s+)*(documents?|files?|docs)\b"
     r"|\b(which|what)\s+(documents?|files?|docs)\b.*\b(available|have|there|see|access|uploaded|attached)\b"
     r"|\b(documents?|files?|docs)\b.*\b(available|do (i|we) have|can you see)\b",
     re.IGNORECASE | re.DOTALL,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
 from orc.models.offline import OfflineExtractiveModel
-from orc.models.planning import query_parameter
+from orc.models.planning import query_parameter, wants_document_list
 from orc.models.prompting import load_prompt
 
 
@@ -66,6 +67,20 @@ async def test_asking_which_documents_are_available_calls_the_list_tool() -> Non
     reply = await model.ainvoke(planning("Which documents are available to me?"))
 
     assert [(call["name"], call["args"]) for call in reply.tool_calls] == [("documents__list", {})]
+
+
+@pytest.mark.parametrize(
+    ("question", "lists"),
+    [
+        ("Show me all the files", True),
+        ("List the uploaded documents.", True),
+        ("What files do I have?", True),
+        ("Can less show two files side by side?", False),
+        ("Does the tool list open files it holds?", False),
+    ],
+)
+def test_only_a_question_about_which_documents_exist_asks_for_the_list(question: str, lists: bool) -> None:
+    assert wants_document_list(question) is lists
 
 
 async def test_document_chat_is_never_called_even_when_it_is_the_only_tool() -> None:
