@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orc import log_safety
+from orc import resources as azure_resources
 from orc.conversations import ConversationRepository
 from orc.conversations.context_requests import ContextRequests
 from orc.conversations.exporting import Exports
@@ -45,6 +46,7 @@ from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
 from orc.telemetry import configure_telemetry, tracing_enabled
 
 if TYPE_CHECKING:  # the Azure SDKs load only where Azure is configured, numpy only where vectors are made
+    from orc.search.azure import AzureSearchEngine
     from orc.search.vectors import SpanVectors
     from orc.storage.azure_blob import AzureBlobStore
     from orc.storage.cosmos import CosmosCollectionProvider
@@ -175,13 +177,43 @@ async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores
     )
 
 
-async def open_search_engine(settings: Settings, stack: AsyncExitStack) -> SearchEngine:
-    """The search engine, closed with ``stack``: the embedded one, its index in ``ORC_HOME/search`` (shared by every
-    process that uses that home)."""
+async def open_search_engine(
+    settings: Settings, stack: AsyncExitStack, vectors: SpanVectors | None = None
+) -> SearchEngine:
+    """The search engine (``ORC_SEARCH``), closed with ``stack``: the embedded one, its index in ``ORC_HOME/search``
+    (shared by every process that uses that home), or Azure AI Search, whose index is created where
+    ``ORC_RESOURCES`` allows and otherwise checked: a missing or unusable index stops start-up, named."""
+    if settings.search == "azure":
+        return await open_azure_search(settings, stack, vectors, create=settings.creates_resources)
     from orc.search.embedded import EmbeddedSearchEngine  # tantivy only where the embedded engine is used
 
     engine = EmbeddedSearchEngine(settings.home / "search")
     stack.push_async_callback(engine.aclose)
+    return engine
+
+
+async def open_azure_search(
+    settings: Settings, stack: AsyncExitStack, vectors: SpanVectors | None, *, create: bool
+) -> AzureSearchEngine:
+    """The Azure AI Search engine on ``ORC_SEARCH_ENDPOINT`` (a key, or Entra ID), its index prepared: created when
+    ``create`` (its vector size measured on the embedding model), else checked."""
+    from orc.search.azure import AzureSearchEngine  # the search SDK only where Azure AI Search is used
+    from orc.storage.azure_checks import refuse_to_start
+
+    assert settings.search_endpoint is not None  # settings.check() made sure
+    engine = AzureSearchEngine.from_endpoint(
+        settings.search_endpoint,
+        azure_resources.SEARCH_INDEX,
+        key=settings.search_key.get_secret_value() if settings.search_key else None,
+        semantic=settings.search_semantic,
+    )
+    stack.push_async_callback(engine.aclose)
+
+    async def measure() -> int:
+        assert vectors is not None
+        return len((await vectors.model.embed(["orc"], "query"))[0])
+
+    refuse_to_start(await engine.prepare(create=create, measure=measure if vectors is not None else None))
     return engine
 
 
@@ -311,7 +343,7 @@ async def build_foundation(
     quotas = await build_quotas(settings, stores)
     uploads = await build_operation_quotas(settings, stores, quotas)
     texts = TextStore(await collections.collection("document_text"))
-    engine = stores.search if stores.search is not None else await open_search_engine(settings, stack)
+    engine = stores.search if stores.search is not None else await open_search_engine(settings, stack, vectors)
     retriever = Retriever(engine, texts, vectors)
     # Registered after the engine, so background indexing stops before the engine closes.
     stack.push_async_callback(retriever.aclose)

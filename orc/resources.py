@@ -51,7 +51,11 @@ QUEUE_DIGESTS = "orc-digests"
 """Session digest jobs (``ORC_QUEUE_DIGESTS``'s default; a queue trigger of ``function_app.py``)."""
 QUEUES: tuple[str, ...] = (QUEUE_DOCUMENTS, QUEUE_DIGESTS)
 
-ResourceKind = Literal["cosmos database", "cosmos container", "blob container", "queue"]
+SEARCH_INDEX = "orc-spans"
+"""The Azure AI Search index of every organization's spans (``ORC_SEARCH=azure``; schema in
+:mod:`orc.search.azure_schema`)."""
+
+ResourceKind = Literal["cosmos database", "cosmos container", "blob container", "queue", "search index"]
 
 _BICEP_RESOURCES: dict[ResourceKind, str] = {
     "cosmos database": "resource database (Microsoft.DocumentDB/databaseAccounts/sqlDatabases) and its variable "
@@ -62,6 +66,8 @@ _BICEP_RESOURCES: dict[ResourceKind, str] = {
     "Microsoft.Storage/storageAccounts/blobServices/containers)",
     "queue": "an entry in the variable queueNames (resource queues, "
     "Microsoft.Storage/storageAccounts/queueServices/queues)",
+    "search index": "the variable searchIndex (created from orc/search/azure_schema.py by the deployment script "
+    "searchIndexSchema, Microsoft.Resources/deploymentScripts)",
 }
 
 

@@ -122,6 +122,22 @@ class Settings(BaseSettings):
         "exists and refuse to start naming the missing one (Azure, where the identity's data roles cannot create "
         "them). auto: check on App Service / Functions or when Cosmos DB is reached with Entra ID, else create.",
     )
+    search: Literal["embedded", "azure"] = Field(
+        default="embedded",
+        description="embedded: the span index in ORC_HOME/search, shared by every process of the machine. azure: "
+        "Azure AI Search at ORC_SEARCH_ENDPOINT (its index orc-spans checked at start-up like the containers).",
+    )
+    search_endpoint: str | None = Field(
+        default=None, description="https://<service>.search.windows.net (ORC_SEARCH=azure)."
+    )
+    search_key: SecretStr | None = Field(
+        default=None, description="Admin key of the search service; without one, Entra ID (the app's identity)."
+    )
+    search_semantic: bool = Field(
+        default=False,
+        description="Re-rank lexical and hybrid queries with Azure AI Search's semantic ranker (a billed feature of "
+        "the service; ORC_SEARCH=azure only).",
+    )
     # Set by App Service / Azure Functions themselves, never by an operator (hence no ORC_ prefix).
     website_site_name: str | None = Field(default=None, validation_alias="WEBSITE_SITE_NAME")
     website_auth_enabled: bool = Field(
@@ -399,6 +415,8 @@ class Settings(BaseSettings):
             raise ConfigurationError(
                 "missing required setting(s): ORC_QUEUE_CONNECTION_STRING or ORC_QUEUE_ACCOUNT_URL (ORC_JOBS=queue)"
             )
+        if self.search == "azure":
+            self.require("search_endpoint")
         if self.storage == "azure":
             self.require("cosmos_endpoint")
             if self.blob_connection_string is None and not self.blob_account_url:

@@ -109,6 +109,9 @@ class SearchRequest:
     mode: SearchMode = "lexical"
     title_weight: float = 1.0
     """A title match counts for this share of a text match of the same term."""
+    text: str | None = None
+    """The query as its asker wrote it, for an engine with a language-aware re-ranker (Azure AI Search's semantic
+    ranker); engines that rank tokens only ignore it."""
 
 
 @dataclass(frozen=True, slots=True)
