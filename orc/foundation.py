@@ -9,7 +9,7 @@ model, graph or MCP server.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -193,10 +193,16 @@ async def open_search_engine(
 
 
 async def open_azure_search(
-    settings: Settings, stack: AsyncExitStack, vectors: SpanVectors | None, *, create: bool
+    settings: Settings,
+    stack: AsyncExitStack,
+    vectors: SpanVectors | None,
+    *,
+    create: bool,
+    client_options: Mapping[str, Any] | None = None,
 ) -> AzureSearchEngine:
     """The Azure AI Search engine on ``ORC_SEARCH_ENDPOINT`` (a key, or Entra ID), its index prepared: created when
-    ``create`` (its vector size measured on the embedding model), else checked."""
+    ``create`` (its vector size measured on the embedding model), else checked. ``client_options`` go to the SDK's
+    clients (a transport, in tests)."""
     from orc.search.azure import AzureSearchEngine  # the search SDK only where Azure AI Search is used
     from orc.storage.azure_checks import refuse_to_start
 
@@ -206,6 +212,7 @@ async def open_azure_search(
         azure_resources.SEARCH_INDEX,
         key=settings.search_key.get_secret_value() if settings.search_key else None,
         semantic=settings.search_semantic,
+        **(client_options or {}),
     )
     stack.push_async_callback(engine.aclose)
 

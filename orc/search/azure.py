@@ -143,6 +143,7 @@ class AzureSearchEngine:
         key: str | None = None,
         semantic: bool = False,
         dimensions: int | None = None,
+        retry_delay: float = 0.5,
         retry_total: int = 3,
         connection_timeout_seconds: float = 10.0,
         read_timeout_seconds: float = 30.0,
@@ -175,7 +176,15 @@ class AzureSearchEngine:
             indexes = SearchIndexClient(endpoint, credential, **settings)
         except (ValueError, TypeError):
             raise ConfigurationError("ORC_SEARCH_ENDPOINT is not a valid Azure AI Search endpoint URL") from None
-        return cls(client, indexes, index_name, semantic=semantic, dimensions=dimensions, owned_credential=owned)
+        return cls(
+            client,
+            indexes,
+            index_name,
+            semantic=semantic,
+            dimensions=dimensions,
+            owned_credential=owned,
+            retry_delay=retry_delay,
+        )
 
     @property
     def index_name(self) -> str:
