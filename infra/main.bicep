@@ -1,7 +1,7 @@
 // orc on Azure: a Function App on Flex Consumption, Cosmos DB serverless, a Storage account (documents blob
-// container and queues), an Azure OpenAI deployment and Application Insights. orc reaches every data plane
+// container and queues), Azure AI Search (the span index), an Azure OpenAI deployment and Application Insights. orc reaches every data plane
 // with one user-assigned managed identity holding exactly the roles docs/deploying-to-azure.md "Identity and roles" lists; keys
-// are switched off on Cosmos DB, Storage and Azure OpenAI. The Functions host's own storage (its leases and
+// are switched off on Cosmos DB, Storage, Azure AI Search and Azure OpenAI. The Functions host's own storage (its leases and
 // the deployment package) uses the app's system-assigned identity, so orc's identity stays minimal.
 targetScope = 'resourceGroup'
 
@@ -23,6 +23,12 @@ param orcApiKeys string = ''
 param authClientId string = ''
 @description('Entra ID tenant of the app registration (default: the deployment\'s tenant).')
 param authTenantId string = tenant().tenantId
+@allowed(['basic', 'standard', 'standard2', 'standard3'])
+@description('Azure AI Search tier of the span index (ORC_SEARCH=azure); basic holds 15 GB, enough for a few million spans.')
+param searchSku string = 'basic'
+@allowed(['disabled', 'free', 'standard'])
+@description('The search service\'s semantic ranker plan: free (1,000 queries a month) or standard; disabled turns ORC_SEARCH_SEMANTIC off.')
+param searchSemantic string = 'free'
 @allowed(['RedirectToLoginPage', 'Return401'])
 @description('What App Service answers an unauthenticated request: a browser sign-in redirect, or 401 (API-only use).')
 param authUnauthenticatedAction string = 'RedirectToLoginPage'
@@ -52,6 +58,12 @@ var cosmosContainers = [
 ]
 var blobContainers = ['orc']
 var queueNames = ['orc-documents', 'orc-digests']
+// The span index (orc/resources.py SEARCH_INDEX). An index is data on the search service, not an ARM resource: its
+// definition is code (orc/search/azure_schema.py), written to search-index.json by
+// `python -m orc.search.azure_schema > infra/search-index.json`, and created by the deployment script
+// searchIndexSchema below.
+var searchIndex = 'orc-spans'
+var searchApiVersion = '2026-04-01'
 // The Functions host's deployment packages (not orc's).
 var deploymentContainer = 'deployments'
 
@@ -60,6 +72,9 @@ var storageBlobDataContributor = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
 var storageQueueDataContributor = '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
 var cognitiveServicesOpenAiUser = '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd'
 var cosmosBuiltInDataContributor = '00000000-0000-0000-0000-000000000002'
+var searchIndexDataContributor = '8ebe5a00-799e-43f5-93ac-243d3dce84a7'
+// For the deployment script that creates the index (not for orc).
+var searchServiceContributor = '7ca78c08-252a-4471-8644-bb5ff32d4ba0'
 // For the Functions host (system-assigned identity), not for orc.
 var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
 
@@ -172,6 +187,61 @@ resource model 'Microsoft.CognitiveServices/accounts/deployments@2024-10-01' = {
   properties: { model: { format: 'OpenAI', name: openAiModel, version: openAiModelVersion } }
 }
 
+// Keys are off: orc and the deployment script reach the service with Entra ID (role-based access only).
+resource search 'Microsoft.Search/searchServices@2023-11-01' = {
+  name: 'srch-orc-${token}'
+  location: location
+  tags: tags
+  sku: { name: searchSku }
+  properties: {
+    replicaCount: 1
+    partitionCount: 1
+    hostingMode: 'default'
+    disableLocalAuth: true
+    semanticSearch: searchSemantic
+    publicNetworkAccess: 'enabled'
+  }
+}
+
+// An identity for the deployment script only: it may manage the service's indexes, orc's identity may not.
+resource deployIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: 'id-orc-deploy-${token}'
+  location: location
+  tags: tags
+}
+
+resource searchIndexAdmin 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: search
+  name: guid(search.id, deployIdentity.id, searchServiceContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', searchServiceContributor)
+    principalId: deployIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Creates (or updates in place) the index from search-index.json with the data-plane API.
+resource searchIndexSchema 'Microsoft.Resources/deploymentScripts@2023-08-01' = {
+  name: 'orc-search-index-${token}'
+  location: location
+  tags: tags
+  kind: 'AzureCLI'
+  identity: { type: 'UserAssigned', userAssignedIdentities: { '${deployIdentity.id}': {} } }
+  properties: {
+    azCliVersion: '2.61.0'
+    retentionInterval: 'PT1H'
+    cleanupPreference: 'OnSuccess'
+    // Changes with the index definition, so an edited schema is applied on the next `azd provision`.
+    forceUpdateTag: uniqueString(string(loadJsonContent('search-index.json')))
+    environmentVariables: [
+      { name: 'SEARCH_URL', value: 'https://${search.name}.search.windows.net/indexes/${searchIndex}?api-version=${searchApiVersion}' }
+      { name: 'INDEX_JSON', value: string(loadJsonContent('search-index.json')) }
+    ]
+    scriptContent: 'printf "%s" "$INDEX_JSON" > index.json && az rest --method put --url "$SEARCH_URL" --resource https://search.azure.com --headers Content-Type=application/json --body @index.json'
+  }
+  dependsOn: [searchIndexAdmin]
+}
+
 // -- orc's identity: exactly the data-plane roles it needs --------------------------------------------------
 
 resource cosmosData 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2024-11-15' = {
@@ -209,6 +279,16 @@ resource openAiUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(openAi.id, identity.id, cognitiveServicesOpenAiUser)
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', cognitiveServicesOpenAiUser)
+    principalId: identity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource searchData 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: search
+  name: guid(search.id, identity.id, searchIndexDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', searchIndexDataContributor)
     principalId: identity.properties.principalId
     principalType: 'ServicePrincipal'
   }
@@ -269,6 +349,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'ORC_AUTH', value: orcAuth }
         { name: 'ORC_API_KEYS', value: apiKeys }
         { name: 'ORC_MCP_ALLOWED_HOSTS', value: '${appName}.azurewebsites.net' }
+        // Every instance searches one index on Azure AI Search (its disk is its own).
+        { name: 'ORC_SEARCH', value: 'azure' }
+        { name: 'ORC_SEARCH_ENDPOINT', value: 'https://${search.name}.search.windows.net' }
+        { name: 'ORC_SEARCH_SEMANTIC', value: searchSemantic == 'disabled' ? 'false' : 'true' }
         // Uploads enqueue document and digest jobs; the queue-triggered functions process them.
         { name: 'ORC_JOBS', value: 'queue' }
         { name: 'ORC_QUEUE_ACCOUNT_URL', value: storage.properties.primaryEndpoints.queue }
@@ -279,7 +363,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
       ]
     }
   }
-  dependsOn: [orcBlobContainers, deployments, queues, containers]
+  dependsOn: [orcBlobContainers, deployments, queues, containers, searchIndexSchema]
 }
 
 // -- App Service authentication (Easy Auth): required whenever orc trusts its principal header -------------
@@ -344,6 +428,8 @@ output ORC_COSMOS_DATABASE string = cosmosDatabase
 output ORC_BLOB_ACCOUNT_URL string = storage.properties.primaryEndpoints.blob
 output ORC_JOBS string = 'queue'
 output ORC_QUEUE_ACCOUNT_URL string = storage.properties.primaryEndpoints.queue
+output ORC_SEARCH string = 'azure'
+output ORC_SEARCH_ENDPOINT string = 'https://${search.name}.search.windows.net'
 output ORC_MODEL string = 'azure:${model.name}'
 output AZURE_OPENAI_ENDPOINT string = openAi.properties.endpoint
 output OPENAI_API_VERSION string = openAiApiVersion

@@ -12,6 +12,9 @@ What is checked:
   :mod:`orc.resources` lists with its partition key, the blob container exists, and the identity may write to
   both (one probe item and one probe blob, written and deleted);
 - the job queues (``ORC_JOBS=queue``) exist and the identity may read them;
+- search: embedded, nothing to reach (but not on Azure, where each instance has its own disk); Azure AI Search,
+  the index ``orc-spans`` exists with every field orc writes (its vector size the embedding model's), and the
+  identity may write and delete (one probe document, in an organization no caller can have);
 - the prompt files: an ``ORC_PROMPTS_DIR`` override is read and checked against the manifest as start-up does;
 - the chat model (and the digest model when it differs) and the embedding model (``ORC_EMBEDDINGS``) each
   answer one short request.
@@ -27,13 +30,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import HumanMessage
 
 from orc.composition import model_from_settings
 from orc.errors import ConfigurationError, ModelMisconfigured, OrcError, ServiceUnavailable
-from orc.foundation import azure_stores
+from orc.foundation import azure_search_engine, azure_stores
 from orc.models.embeddings import build_embedding_model
 from orc.models.faults import mapped_model_faults
 from orc.prompt_source import prompts_for
@@ -54,7 +57,11 @@ _ROLE_FIX = {
     "resource blobData), or set ORC_BLOB_CONNECTION_STRING",
     "queue": "give the app's identity the Storage Queue Data Contributor role on the storage account (infra/main.bicep "
     "resource queueData), or set ORC_QUEUE_CONNECTION_STRING",
+    "search": "give the app's identity the Search Index Data Contributor role on the search service (infra/main.bicep "
+    "resource searchData), or set ORC_SEARCH_KEY",
 }
+SEARCH_PROBE_ORGANIZATION = "orc-doctor-probe"
+"""The organization of the search probe (its document id is random, and it is deleted right after)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +120,7 @@ async def diagnose(settings: Settings) -> Report:
     )
     report.checks.extend(identity_checks(settings))
     async with AsyncExitStack() as stack:
-        for checks in (storage_checks, queue_checks, prompt_checks, model_checks, embedding_checks):
+        for checks in (storage_checks, queue_checks, search_checks, prompt_checks, model_checks, embedding_checks):
             report.checks.extend(await checks(settings, stack))
     return report
 
@@ -213,6 +220,90 @@ async def queue_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
     elif missing is not None:
         checks.append(Check("job queues", "ok", f"{', '.join(queue.name for queue in queues)} exist"))
     return checks
+
+
+async def search_checks(settings: Settings, stack: AsyncExitStack, **client_options: Any) -> list[Check]:
+    """The search index: embedded (nothing to reach), or Azure AI Search's index, its schema and a write probe.
+    ``client_options`` go to the search SDK's clients (a transport, in tests)."""
+    if settings.search == "embedded":
+        if settings.on_azure:
+            # Every Functions instance has its own disk: each would index and search only what it processed itself.
+            return [Check("search", "fail", "embedded index on Azure", "set ORC_SEARCH=azure (the template does)")]
+        return [Check("search", "ok", "embedded index in ORC_HOME/search")]
+    from orc.search.azure_schema import SCOPE_FIELDS
+    from orc.search.port import IndexedDocument, IndexedSpan, ScopeFields
+
+    try:
+        engine = azure_search_engine(settings, **client_options)
+    except ConfigurationError as exc:
+        return [Check("Azure AI Search", "fail", exc.message, "fix ORC_SEARCH_ENDPOINT")]
+    stack.push_async_callback(engine.aclose)
+    dimensions = await _embedding_dimensions(settings, stack)
+    checks: list[Check] = []
+    missing = await _reach(
+        "Azure AI Search", "search", lambda: engine.prepare(create=False, dimensions=dimensions), checks
+    )
+    if missing:
+        return [
+            *checks,
+            *(
+                Check(
+                    f"{resource.kind} {resource.name!r}",
+                    "fail",
+                    resource.problem,
+                    "run azd provision (its deployment script searchIndexSchema creates the index from "
+                    "infra/search-index.json); a vector size that differs needs a new index",
+                )
+                for resource in missing
+            ),
+        ]
+    if missing is None:
+        return checks
+    probe = IndexedDocument(
+        organization=SEARCH_PROBE_ORGANIZATION,
+        document_id=uuid.uuid4().hex,
+        version="probe",
+        scope=ScopeFields(organization=SEARCH_PROBE_ORGANIZATION, owner="organization:probe"),
+        spans=[IndexedSpan(0, "S1", None, 0, 5, "probe", None, ("probe",))],
+    )
+
+    async def write() -> bool:
+        await engine.upsert(probe)
+        await engine.delete(probe.organization, probe.document_id)
+        return True
+
+    if await _reach("Azure AI Search", "search", write, checks) is not None:
+        semantic = ", semantic ranker on" if settings.search_semantic else ""
+        checks.append(
+            Check(
+                "Azure AI Search",
+                "ok",
+                f"index {engine.index_name!r} has the fields orc writes ({len(SCOPE_FIELDS)} filterable scope fields, "
+                f"vectors of {engine.dimensions}{semantic}); the identity can write and delete",
+            )
+        )
+    return checks
+
+
+async def _embedding_dimensions(settings: Settings, stack: AsyncExitStack) -> int | None:
+    """The embedding model's vector size (None when embeddings are off or the model cannot say: its own check
+    reports why)."""
+    try:
+        model = build_embedding_model(
+            settings.embeddings,
+            base_url=settings.embeddings_base_url,
+            api_key=settings.embeddings_api_key,
+            timeout=settings.embeddings_timeout_seconds,
+            max_retries=settings.embeddings_max_retries,
+            batch_size=settings.embeddings_batch_size,
+            resources=stack,
+        )
+        if model is None:
+            return None
+        async with mapped_model_faults():
+            return len((await model.embed(["orc doctor"], "query"))[0])
+    except OrcError:
+        return None
 
 
 async def prompt_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]:

@@ -28,6 +28,7 @@ from orc.documents.intake.supplied import FileTexts
 from orc.documents.parsing.extraction_pool import ExtractionPool
 from orc.documents.parsing.limits import ExtractionLimits
 from orc.documents.sessions import SessionFiles
+from orc.errors import ConfigurationError
 from orc.idempotency import IdempotencyKeys
 from orc.jobs.messages import processing_message
 from orc.models.embeddings import build_embedding_model
@@ -192,6 +193,22 @@ async def open_search_engine(
     return engine
 
 
+def azure_search_engine(settings: Settings, **client_options: Any) -> AzureSearchEngine:
+    """The Azure AI Search engine ``settings`` configure (its index not yet checked): an admin key when
+    ``ORC_SEARCH_KEY`` is set, otherwise Entra ID."""
+    from orc.search.azure import AzureSearchEngine  # the search SDK only where Azure AI Search is used
+
+    if not settings.search_endpoint:
+        raise ConfigurationError("missing required setting(s): ORC_SEARCH_ENDPOINT")
+    return AzureSearchEngine.from_endpoint(
+        settings.search_endpoint,
+        azure_resources.SEARCH_INDEX,
+        key=settings.search_key.get_secret_value() if settings.search_key else None,
+        semantic=settings.search_semantic,
+        **client_options,
+    )
+
+
 async def open_azure_search(
     settings: Settings,
     stack: AsyncExitStack,
@@ -203,17 +220,9 @@ async def open_azure_search(
     """The Azure AI Search engine on ``ORC_SEARCH_ENDPOINT`` (a key, or Entra ID), its index prepared: created when
     ``create`` (its vector size measured on the embedding model), else checked. ``client_options`` go to the SDK's
     clients (a transport, in tests)."""
-    from orc.search.azure import AzureSearchEngine  # the search SDK only where Azure AI Search is used
     from orc.storage.azure_checks import refuse_to_start
 
-    assert settings.search_endpoint is not None  # settings.check() made sure
-    engine = AzureSearchEngine.from_endpoint(
-        settings.search_endpoint,
-        azure_resources.SEARCH_INDEX,
-        key=settings.search_key.get_secret_value() if settings.search_key else None,
-        semantic=settings.search_semantic,
-        **(client_options or {}),
-    )
+    engine = azure_search_engine(settings, **(client_options or {}))
     stack.push_async_callback(engine.aclose)
 
     async def measure() -> int:

@@ -32,6 +32,12 @@ VECTOR_PROFILE = "orc-vectors"
 VECTOR_ALGORITHM = "orc-hnsw"
 HEAD_ORDINAL = -1
 """The ``ordinal`` of a document's head item."""
+API_VERSION = "2026-04-01"
+"""The REST API version of the index definition (azure-search-documents 12's own); infra/main.bicep's deployment
+script creates the index with it."""
+TEMPLATE_FILE = "infra/search-index.json"
+"""The index definition as the template creates it: written by ``python -m orc.search.azure_schema`` from
+:func:`index_definition` (``tests/azure/test_resources.py`` keeps the two equal)."""
 DEFAULT_DIMENSIONS = 1536
 """The vector field's size when the index is created without an embedding model to measure (text-embedding-3-small
 and ada-002, the Azure reference deployments' model)."""
@@ -252,3 +258,18 @@ def phrase(term: str) -> str:
 def words_of(spans_terms: Sequence[str]) -> str:
     """A span's distinct tokens, for the vocabulary suggester."""
     return " ".join(dict.fromkeys(spans_terms))
+
+
+def template_json(name: str, dimensions: int = DEFAULT_DIMENSIONS) -> str:
+    """The index definition as REST JSON, as :data:`TEMPLATE_FILE` holds it."""
+    import json
+
+    return json.dumps(index_definition(name, dimensions).as_dict(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # python -m orc.search.azure_schema > infra/search-index.json
+    import sys
+
+    from orc.resources import SEARCH_INDEX
+
+    sys.stdout.write(template_json(SEARCH_INDEX))

@@ -17,7 +17,8 @@ from orc.composition import build_runtime
 from orc.errors import ConfigurationError
 from orc.foundation import Stores
 from orc.principal import Principal
-from orc.resources import BLOB_CONTAINER, COSMOS_CONTAINER_NAMES, COSMOS_CONTAINERS, QUEUES
+from orc.resources import BLOB_CONTAINER, COSMOS_CONTAINER_NAMES, COSMOS_CONTAINERS, QUEUES, SEARCH_INDEX
+from orc.search.azure_schema import API_VERSION, TEMPLATE_FILE, template_json
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.turns import TurnRequest
@@ -64,6 +65,22 @@ def test_the_template_declares_the_blob_container_and_the_queues_of_the_code_and
     assert any("name: deploymentContainer" in body for body in blob_resources)
     (queues,) = resources_of_type("Microsoft.Storage/storageAccounts/queueServices/queues")
     assert "for queue in queueNames" in queues
+
+
+def test_the_template_declares_the_search_service_and_creates_the_index_the_code_defines() -> None:
+    assert bicep_strings("searchIndex") == [SEARCH_INDEX]
+    assert bicep_strings("searchApiVersion") == [API_VERSION]
+    assert (ROOT / TEMPLATE_FILE).read_text(encoding="utf-8") == template_json(SEARCH_INDEX)
+    (service,) = resources_of_type("Microsoft.Search/searchServices")
+    assert "disableLocalAuth: true" in service and "semanticSearch: searchSemantic" in service
+    (script,) = resources_of_type("Microsoft.Resources/deploymentScripts")
+    assert "loadJsonContent('search-index.json')" in script and "searchIndex}?api-version=${searchApiVersion}" in script
+    assert "{ name: 'ORC_SEARCH', value: 'azure' }" in BICEP
+    roles = resources_of_type("Microsoft.Authorization/roleAssignments")
+    orc_search = [body for body in roles if "searchIndexDataContributor)" in body]
+    assert len(orc_search) == 1 and "identity.properties.principalId" in orc_search[0]
+    index_admin = [body for body in roles if "searchServiceContributor)" in body]
+    assert len(index_admin) == 1 and "deployIdentity.properties.principalId" in index_admin[0]
 
 
 def test_the_queue_triggers_listen_on_the_listed_queues() -> None:
