@@ -22,6 +22,8 @@ ROLE_NAMES = {
     "974c5e8b-45b9-4653-ba55-5f855dd0fb88": "Storage Queue Data Contributor",
     "5e0bd9bd-7b93-4f28-af87-19fc36ad61bd": "Cognitive Services OpenAI User",
     "b7e6dc6d-f1e8-4753-8033-0f276bb0955b": "Storage Blob Data Owner",
+    "8ebe5a00-799e-43f5-93ac-243d3dce84a7": "Search Index Data Contributor",
+    "7ca78c08-252a-4471-8644-bb5ff32d4ba0": "Search Service Contributor",
 }
 
 
@@ -90,7 +92,8 @@ def test_orcs_identity_gets_exactly_the_roles_the_guide_lists() -> None:
     role_ids = dict(re.findall(r"var (\w+) = '([0-9a-f-]{36})'", BICEP))
     assigned_to_orc = {ROLE_NAMES[role_ids[role]] for role, principal in assignments if principal == "identity"}
 
-    assert len(assignments) == 6  # orc's four, and the host's blob and queue roles
+    # orc's five, the host's blob and queue roles, and the index-creating deployment script's Search Service Contributor.
+    assert len(assignments) == 8
     assert (
         assigned_to_orc
         == listed
@@ -99,6 +102,7 @@ def test_orcs_identity_gets_exactly_the_roles_the_guide_lists() -> None:
             "Storage Blob Data Contributor",
             "Storage Queue Data Contributor",
             "Cognitive Services OpenAI User",
+            "Search Index Data Contributor",
         }
     )
 
@@ -108,6 +112,7 @@ def test_the_template_provisions_the_services_orc_runs_on() -> None:
     assert "Microsoft.Storage/storageAccounts/queueServices/queues" in BICEP
     assert "Microsoft.Insights/components" in BICEP
     assert "Microsoft.ManagedIdentity/userAssignedIdentities" in BICEP
+    assert "Microsoft.Search/searchServices" in BICEP
 
 
 def test_a_publish_leaves_out_environments_tests_and_caches() -> None:
