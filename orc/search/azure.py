@@ -97,6 +97,8 @@ AUTOCOMPLETE_TOP = 100
 """The most terms one ``autocomplete`` call returns."""
 COUNT_CONCURRENCY = 8
 """Term-count queries in flight at once for one statistics call."""
+MAX_CACHED_TERMS = 50_000
+"""Term counts a process keeps (all dropped when the table is full: they are cheap to ask again)."""
 
 
 class AzureSearchEngine:
@@ -129,7 +131,7 @@ class AzureSearchEngine:
         self._attempts = max(1, attempts)
         self._retry_delay = retry_delay
         self._statistics_seconds = statistics_seconds
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
         self._corpus: dict[str, tuple[float, int, int]] = {}
         self._frequencies: dict[tuple[str, str], tuple[float, int]] = {}
         self._warned_dimensions = False
@@ -237,8 +239,7 @@ class AzureSearchEngine:
 
     async def upsert(self, document: IndexedDocument) -> None:
         """Write the new version's spans, then its head, then delete every item of another version."""
-        lock = self._locks.setdefault((document.organization, document.document_id), asyncio.Lock())
-        async with lock:
+        async with self._writing(document.organization, document.document_id):
             await self._index("merge_or_upload", self._items(document))
             await self._index("merge_or_upload", [self._head(document)])
             await self._delete_items(
@@ -249,12 +250,27 @@ class AzureSearchEngine:
 
     async def delete(self, organization: str, document_id: str) -> None:
         """Delete the head first (the document is no longer indexed), then every span."""
-        lock = self._locks.setdefault((organization, document_id), asyncio.Lock())
-        async with lock:
+        async with self._writing(organization, document_id):
             await self._index("delete", [{FIELD_KEY: head_key(organization, document_id)}])
             await self._delete_items(document_filter(organization, document_id))
-        self._locks.pop((organization, document_id), None)
         self._forget(organization)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, organization: str, document_id: str) -> AsyncIterator[None]:
+        """One write of a document at a time in this process (its lock kept only while someone holds or awaits
+        it, so the table does not grow with every document ever written)."""
+        key = (organization, document_id)
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
 
     def _items(self, document: IndexedDocument) -> list[dict[str, Any]]:
         vectors = document.vectors
@@ -535,6 +551,8 @@ class AzureSearchEngine:
                     top=0,
                 )
                 counts[term] = int(await found.get_count() or 0)
+            if len(self._frequencies) >= MAX_CACHED_TERMS:
+                self._frequencies.clear()
             self._frequencies[(organization, term)] = (now, counts[term])
 
         await asyncio.gather(*(count(term) for term in missing))

@@ -5,6 +5,7 @@ shapes (lexical, vector, hybrid, semantic), idempotent versioned upserts, retrie
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator
@@ -431,3 +432,15 @@ async def test_vocabulary_comes_from_the_suggester_in_term_order(engine: AzureSe
 
     assert await engine.vocabulary(ORG, "lic", 10) == ["license", "licensee", "licensor", "lichen"]
     assert await engine.vocabulary(ORG, "licens", 2) == ["license", "licensee"]
+
+
+async def test_concurrent_upserts_of_a_document_leave_one_whole_version(
+    engine: AzureSearchEngine, service: SearchService
+) -> None:
+    versions = [document("lease", [f"rent version {n}"] * (n + 1), version=f"v{n}") for n in range(5)]
+
+    await asyncio.gather(*(engine.upsert(version) for version in versions))
+
+    (entry,) = (await engine.entries(ORG, ["lease"])).values()
+    spans = [item for item in service.items.values() if item["ordinal"] >= 0]
+    assert {item["version"] for item in spans} == {entry.version} and len(spans) == entry.spans
