@@ -176,6 +176,8 @@ class _Query:
     spans: int
     average_length: float
     frequencies: dict[str, int]
+    text: str | None = None
+    """The question as asked, for an engine's language-aware re-ranker (Azure AI Search's semantic ranker)."""
 
 
 class Retriever:
@@ -604,6 +606,7 @@ async def _prepare(engine: SearchEngine, organization: str, query: str, *, expan
         spans=statistics.spans,
         average_length=statistics.average_length,
         frequencies=dict(known),
+        text=asked or None,
     )
 
 
@@ -627,7 +630,9 @@ async def _ranked(
     pool: int,
 ) -> list[RankedSpan]:
     """BM25 from the engine, then feedback and the sentence-level re-rank over the first candidates."""
-    hits = await engine.search(SearchRequest(filter=where, limit=pool, terms=query.weights, title_weight=TITLE_WEIGHT))
+    hits = await engine.search(
+        SearchRequest(filter=where, limit=pool, terms=query.weights, title_weight=TITLE_WEIGHT, text=query.text)
+    )
     candidates = [
         _Candidate(hit, target, hit.score * target.weight)
         for hit in hits

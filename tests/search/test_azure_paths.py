@@ -1,7 +1,7 @@
 """Orc's search paths on the Azure AI Search engine: documents processed into the service's index, found by
 ``documents.search`` with their sections and pages, read back by ``get_span``, cited by a turn and removed
 — every request through the real SDK to a transport that answers like the service (tests/search/azure_service.py),
-and every one of them trimmed to the caller's organization."""
+every one of them trimmed to the caller's organization, the semantic ranker reading the questions as asked."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ Cats are allowed in the flat; dogs need the landlord's written consent.
 
 async def test_documents_are_indexed_found_cited_and_removed_through_azure_ai_search(tmp_path: Path) -> None:
     service = SearchService()
-    engine = AzureSearchEngine.from_endpoint(ENDPOINT, SEARCH_INDEX, key="test-key", transport=service)
+    engine = AzureSearchEngine.from_endpoint(ENDPOINT, SEARCH_INDEX, key="test-key", transport=service, semantic=True)
     assert await engine.prepare(create=True) == []
     legal = ContextRef("folder", "legal")
     stores = Stores(MemoryCollectionProvider(), MemoryBlobStore(), search=engine)
@@ -77,4 +77,8 @@ async def test_documents_are_indexed_found_cited_and_removed_through_azure_ai_se
         request.body.get("filter", "") for request in service.requests if request.path.endswith("search.post.search")
     ]
     reads = [where for where in filters if where]
+    # The semantic ranker reads the question as asked, not orc's stems of it.
+    assert "How much is the deposit?" in {
+        request.body.get("semanticQuery") for request in service.requests if request.body
+    }
     assert reads and all(where.startswith(("organization eq 'acme' ", "organization eq 'initech' ")) for where in reads)
