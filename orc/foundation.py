@@ -55,8 +55,8 @@ if TYPE_CHECKING:  # the Azure SDKs load only where Azure is configured, numpy o
 
 @dataclass(frozen=True, slots=True)
 class Stores:
-    """The storage a process uses: named collections, one blob store, and the search index (``None``: the embedded
-    engine in ``ORC_HOME/search``)."""
+    """The storage a process uses: named collections, one blob store, and the search index (``None``: the engine
+    ``ORC_SEARCH`` configures)."""
 
     collections: CollectionProvider
     blobs: BlobStore
