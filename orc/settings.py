@@ -118,9 +118,10 @@ class Settings(BaseSettings):
     resources: Literal["auto", "create", "check"] = Field(
         default="auto",
         description="create: make a missing Cosmos DB database or container, blob container, queue or search index "
-        "on first use (emulators, a key-based development account). check: never create one; verify at start-up that each "
-        "exists and refuse to start naming the missing one (Azure, where the identity's data roles cannot create "
-        "them). auto: check on App Service / Functions or when Cosmos DB is reached with Entra ID, else create.",
+        "on first use (emulators, a key-based development account). check: never create one; verify at start-up "
+        "that each exists and refuse to start naming the missing one (Azure, where the identity's data roles cannot "
+        "create them). auto: check on App Service / Functions or when Cosmos DB is reached with Entra ID, else "
+        "create.",
     )
     search: Literal["embedded", "azure"] = Field(
         default="embedded",

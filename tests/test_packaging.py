@@ -92,7 +92,7 @@ def test_orcs_identity_gets_exactly_the_roles_the_guide_lists() -> None:
     role_ids = dict(re.findall(r"var (\w+) = '([0-9a-f-]{36})'", BICEP))
     assigned_to_orc = {ROLE_NAMES[role_ids[role]] for role, principal in assignments if principal == "identity"}
 
-    # orc's five, the host's blob and queue roles, and the index-creating deployment script's Search Service Contributor.
+    # orc's five, the host's blob and queue roles, and the deployment script's Search Service Contributor.
     assert len(assignments) == 8
     assert (
         assigned_to_orc
