@@ -366,17 +366,19 @@ class AzureSearchEngine:
                 await asyncio.sleep(self._retry_delay * 2**attempt)
 
     async def _delete_items(self, where: str) -> None:
-        """Delete every item ``where`` selects (paged; an item seen twice — the index is near real time — once)."""
-        seen: set[str] = set()
+        """Delete every item ``where`` selects, a page at a time in key order (each page starts after the last key
+        seen: the index is near real time, so a page just deleted may still be listed)."""
+        last: str | None = None
         while True:
-            keys = [item[FIELD_KEY] for item in await self._rows(where, [FIELD_KEY], PAGE)]
-            fresh = [key for key in keys if key not in seen]
-            if not fresh:
-                return
-            seen.update(fresh)
-            await self._index("delete", [{FIELD_KEY: key} for key in fresh])
+            page = where if last is None else f"{where} and {FIELD_KEY} gt {odata_literal(last)}"
+            keys = [
+                item[FIELD_KEY] for item in await self._rows(page, [FIELD_KEY], PAGE, order_by=[f"{FIELD_KEY} asc"])
+            ]
+            if keys:
+                await self._index("delete", [{FIELD_KEY: key} for key in keys])
             if len(keys) < PAGE:
                 return
+            last = keys[-1]
 
     # -- reads -------------------------------------------------------------------------------------------------
 

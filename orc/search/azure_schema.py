@@ -89,7 +89,7 @@ def index_definition(name: str, dimensions: int) -> Any:
         return field(name, kind, filterable=True, retrievable=True, **options)
 
     fields = [
-        field(FIELD_KEY, key=True, filterable=True, retrievable=True),
+        field(FIELD_KEY, key=True, filterable=True, sortable=True, retrievable=True),
         scope("organization"),
         scope("owner"),
         scope("folder"),

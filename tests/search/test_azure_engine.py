@@ -444,3 +444,19 @@ async def test_concurrent_upserts_of_a_document_leave_one_whole_version(
     (entry,) = (await engine.entries(ORG, ["lease"])).values()
     spans = [item for item in service.items.values() if item["ordinal"] >= 0]
     assert {item["version"] for item in spans} == {entry.version} and len(spans) == entry.spans
+
+
+async def test_a_replacement_and_a_delete_reach_every_span_of_a_long_document(
+    engine: AzureSearchEngine, service: SearchService
+) -> None:
+    await engine.upsert(document("manual", [f"paragraph {n}" for n in range(1200)]))
+    await engine.upsert(document("manual", ["one paragraph"], version="v2"))
+    left_after_replace = len(service.items)
+    await engine.delete(ORG, "manual")
+
+    assert left_after_replace == 2  # the new span and the head
+    assert service.items == {}
+    pages = [body["filter"] for body in searches(service) if body.get("orderby") == "id asc"]
+    # The first upsert's (nothing to drop), the replacement's two (1,000 spans, then the 200 after the last key of
+    # the first), the delete's one.
+    assert len(pages) == 4 and " and id gt '" in pages[2] and " and id gt " not in pages[3]
