@@ -241,13 +241,19 @@ def lucene_query(terms: Mapping[str, float], title_weight: float) -> str:
     ``title_terms`` at ``title_weight`` of it. Any term may match (the service's default ``searchMode``)."""
     clauses = []
     for term, weight in terms.items():
-        if weight <= 0 or not term:
+        if not term or not _boost(weight):
             continue
         escaped = lucene_term(term)
-        clauses.append(f"terms:{escaped}^{weight:g}")
-        if title_weight > 0:
-            clauses.append(f"title_terms:{escaped}^{weight * title_weight:g}")
+        clauses.append(f"terms:{escaped}^{_boost(weight)}")
+        if _boost(weight * title_weight):
+            clauses.append(f"title_terms:{escaped}^{_boost(weight * title_weight)}")
     return " ".join(clauses)
+
+
+def _boost(weight: float) -> str:
+    """A boost as Lucene's parser reads it: a plain decimal (never an exponent), empty when it rounds to nothing."""
+    text = f"{max(weight, 0.0):.4f}".rstrip("0").rstrip(".")
+    return "" if text in ("", "0") else text
 
 
 def phrase(term: str) -> str:

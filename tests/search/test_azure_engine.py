@@ -196,6 +196,7 @@ def test_query_terms_are_escaped_lucene_terms_boosted_by_their_weight() -> None:
         "terms:rent^1 title_terms:rent^0.5 terms:deposit^0.25 title_terms:deposit^0.125"
     )
     assert lucene_query({"a:b": 1.0, "(x)": 1.0, "skip": 0.0}, 0.0) == "terms:a\\:b^1 terms:\\(x\\)^1"
+    assert lucene_query({"rare": 0.00001, "tiny": 0.00012}, 0.35) == "terms:tiny^0.0001"
 
 
 # -- queries ---------------------------------------------------------------------------------------------------
