@@ -13,9 +13,10 @@ update is conditioned on, together with the recent turns.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+from cachetools import LRUCache
 
 from orc.clock import utc_now
 from orc.conversations.models import AssistantMessage, ConversationSummary, Feedback, Turn, UserMessage, turn_of
@@ -78,23 +79,14 @@ class ConversationRepository:
 
     def __init__(self, collection: DocumentCollection, *, parsed_turns: int = PARSED_TURNS) -> None:
         self._items = collection
-        self._parsed: OrderedDict[tuple[str, str, str], Turn] = OrderedDict()
-        self._parsed_limit = parsed_turns
+        self._parsed: LRUCache[tuple[str, str, str], Turn] = LRUCache(maxsize=parsed_turns)
 
     def _parse(self, item: StoredItem) -> Turn:
         key = (item.partition_key, item.id, item.etag)
         turn = self._parsed.get(key)
         if turn is None:
-            turn = Turn.model_validate(item.body)
-            self._remember(key, turn)
-        else:
-            self._parsed.move_to_end(key)
+            turn = self._parsed[key] = Turn.model_validate(item.body)
         return turn
-
-    def _remember(self, key: tuple[str, str, str], turn: Turn) -> None:
-        self._parsed[key] = turn
-        if len(self._parsed) > self._parsed_limit:
-            self._parsed.popitem(last=False)
 
     async def load(self, principal: Principal, conversation_id: str, limit: int) -> Snapshot:
         """The header and the latest ``limit`` turns (oldest first), in one query."""
@@ -140,7 +132,7 @@ class ConversationRepository:
             except ItemAlreadyExists:
                 seq += 1
                 continue
-            self._remember((stored.partition_key, stored.id, stored.etag), turn)
+            self._parsed[(stored.partition_key, stored.id, stored.etag)] = turn
             try:
                 await self._record_in_header(principal, conversation_id, seq, user.content, header)
             except StorageUnavailable:

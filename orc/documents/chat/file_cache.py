@@ -17,9 +17,10 @@ import hashlib
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from cachetools import TLRUCache
 
 from orc.search.retriever import Target
 
@@ -50,9 +51,8 @@ class ProcessedFileCache:
     ``clock`` (wall-clock seconds, as ids are checked on other instances) is injectable so tests expire entries
     without sleeping. Safe to share between threads.
 
-    Entries are ordered by last use (LRU), not by expiry, so expiries are kept apart in put order, which is
-    expiry order (one TTL, a monotonic clock): a put drops what has expired from the front of that queue instead
-    of scanning every entry, which made a burst of first turns quadratic in the cache's size.
+    Entries leave by last use beyond ``max_entries`` and at their own expiry (an adopted id keeps its issuer's):
+    cachetools' time-aware LRU keeps the expiries in a heap, so a put drops what has expired without a scan.
     """
 
     def __init__(
@@ -68,14 +68,14 @@ class ProcessedFileCache:
             raise ValueError("max_entries must be positive")
         self._ttl = ttl_seconds
         self._clock = clock
-        self._max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, str], ProcessedFile] = OrderedDict()
-        self._expiries: deque[tuple[float, tuple[str, str]]] = deque()
-        """(expires_at, key) per put, oldest first; a key may have left the cache already (LRU, stale, discard)."""
+        self._entries: TLRUCache[tuple[str, str], ProcessedFile] = TLRUCache(
+            maxsize=max_entries, ttu=lambda _key, entry, _now: entry.expires_at, timer=clock
+        )
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         with self._lock:
+            self._entries.expire()
             return len(self._entries)
 
     def put(
@@ -95,9 +95,7 @@ class ProcessedFileCache:
         if file_id is None or not self.honours(file_id, blob_name, etag, scope=scope):
             file_id = _issue(scope, blob_name, etag, expires_at)
         else:
-            # An adopted id keeps its issuer's expiry. It may then expire before entries put earlier: the expiry
-            # queue drops it a little late, and get() checks every entry's own expiry anyway.
-            expires_at = min(expires_at, _expiry(file_id))
+            expires_at = min(expires_at, _expiry(file_id))  # an adopted id keeps its issuer's expiry
         entry = ProcessedFile(
             file_id=file_id,
             scope=scope,
@@ -108,18 +106,8 @@ class ProcessedFileCache:
             expires_at=expires_at,
             document_id=document_id,
         )
-        key = (scope, entry.file_id)
         with self._lock:
-            self._drop_expired(now)
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            self._expiries.append((entry.expires_at, key))
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
-            if len(self._expiries) > 2 * self._max_entries:
-                # Keys that left by LRU, staleness or discard linger in the queue until they would have expired;
-                # rebuilding from the live entries keeps it bounded (amortized over max_entries puts).
-                self._expiries = deque(sorted((e.expires_at, k) for k, e in self._entries.items()))
+            self._entries[(scope, entry.file_id)] = entry
         return entry
 
     def honours(self, file_id: str, blob_name: str, etag: str, *, scope: str) -> bool:
@@ -144,25 +132,18 @@ class ProcessedFileCache:
         """
         key = (scope, file_id)
         with self._lock:
-            entry = self._entries.get(key)
+            entry = self._entries.get(key)  # None once expired
             if entry is None or entry.blob_name != blob_name:
                 return None
-            if entry.expires_at <= self._clock() or entry.etag != etag:
+            if entry.etag != etag:
                 del self._entries[key]
                 return None
-            self._entries.move_to_end(key)
             return entry
 
     def discard(self, file_id: str, *, scope: str) -> None:
         """Forget ``file_id`` (no error when unknown)."""
         with self._lock:
             self._entries.pop((scope, file_id), None)
-
-    def _drop_expired(self, now: float) -> None:
-        while self._expiries and self._expiries[0][0] <= now:
-            _, key = self._expiries.popleft()
-            # File ids are random and never reused, so a key still present is the entry this expiry is for.
-            self._entries.pop(key, None)
 
 
 def _issue(scope: str, blob_name: str, etag: str, expires_at: float) -> str:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
+
+from cachetools import TTLCache
 
 from orc.clock import utc_now
 from orc.documents.intake.processing import DocumentProcessor, ProcessingJob, ProcessingResult
@@ -108,7 +108,9 @@ class SessionFiles:
         self._wait_seconds = wait_seconds
         self._max_files = max_files
         self._listener: ContextListener | None = None
-        self._recent: OrderedDict[tuple[str, str], tuple[float, tuple[ContextFile, ...]]] = OrderedDict()
+        self._recent: TTLCache[tuple[str, str], tuple[ContextFile, ...]] = TTLCache(
+            maxsize=MAX_RECENT_SESSIONS, ttl=RECENT_FILES_SECONDS
+        )
         # Mutations of one session run one at a time in this process, so the record and blob writes that follow
         # a header commit land in commit order; other sessions never wait.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -371,11 +373,7 @@ class SessionFiles:
             principal.partition_key, id_prefix=record_prefix(conversation_id), order_by="created_at"
         )
         records = [ContextFile.model_validate(item.body) for item in items]
-        key = (principal.partition_key, conversation_id)
-        self._recent[key] = (time.monotonic(), tuple(records))  # a caller may reorder the list it gets
-        self._recent.move_to_end(key)
-        if len(self._recent) > MAX_RECENT_SESSIONS:
-            self._recent.popitem(last=False)
+        self._recent[(principal.partition_key, conversation_id)] = tuple(records)  # a caller may reorder its list
         return records
 
     async def recent_files(self, principal: Principal, conversation_id: str) -> list[ContextFile]:
@@ -386,8 +384,8 @@ class SessionFiles:
         extracting the document itself, so the turn pays for one read of its records instead of two.
         """
         found = self._recent.get((principal.partition_key, conversation_id))
-        if found is not None and time.monotonic() - found[0] < RECENT_FILES_SECONDS:
-            return list(found[1])
+        if found is not None:
+            return list(found)
         return await self.files(principal, conversation_id)
 
     async def sessions(self, principal: Principal, *, limit: int | None = None) -> list[SessionHeader]:
