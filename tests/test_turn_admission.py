@@ -198,7 +198,7 @@ async def expiry(env: Env, _: str | None, caplog: pytest.LogCaptureFixture) -> O
     answered = await env.services.orchestrator.expire_due(datetime.now(UTC) + timedelta(minutes=3))
     if answered:
         return "answered"
-    (stored,) = await env.services.orchestrator.context_requests("c1", WHO)
+    (stored,) = await env.services.handoff.history(WHO, "c1")
     assert stored["status"] == "pending"  # refused now: the next sweep tries again
     return REFUSED if REFUSED in caplog.text else "not answered"
 

@@ -10,7 +10,8 @@ turn resumes there, on any instance, with ``Command(resume=...)`` carrying what 
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from collections.abc import Mapping
+from typing import Any
 
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
@@ -25,18 +26,6 @@ from orc.graph.tool_router import available_documents
 
 PAUSE_EVENT = "_context_needed"
 """The internal stream event that tells the orchestrator the turn pauses (never sent to a client)."""
-
-
-class Resumed(TypedDict):
-    """What the orchestrator resumes a paused turn with (checkpointed: plain JSON values)."""
-
-    action: Literal["supplied", "run_without"]
-    request_id: str
-    outcome: Literal["supplied", "run_without", "expired"]
-    supplied: list[dict[str, Any]]
-    """SourceSpan fields of each supplied passage."""
-    note: str
-    """A sentence for the answer (answered without the context, and why); empty when context was supplied."""
 
 
 async def context_request(state: TurnState, ctx: TurnContext) -> list[RequiredSlot]:
@@ -85,9 +74,11 @@ def emit_pause(slots: list[RequiredSlot]) -> None:
 
 
 def context_pause(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
-    """Wait for the context (``interrupt``); on resume, what was supplied becomes the first of the sources."""
+    """Wait for the context (``interrupt``); on resume, what was supplied becomes the first of the sources (the
+    resume value is the turn service's ``orc.turns.contract.Resumed``)."""
     del runtime
-    resumed: Resumed = interrupt([slot.model_dump(mode="json") for slot in state.get("context_request") or []])
+    asked = [slot.model_dump(mode="json") for slot in state.get("context_request") or []]
+    resumed: Mapping[str, Any] = interrupt(asked)
     supplied = [SourceSpan.model_validate(item) for item in resumed.get("supplied", [])]
     return {
         "supplied": supplied,
@@ -98,7 +89,6 @@ def context_pause(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
 
 __all__ = [
     "PAUSE_EVENT",
-    "Resumed",
     "context_pause",
     "context_request",
     "context_request_before_tools",

@@ -9,6 +9,7 @@ request, so one request resumes its turn once, whichever instance the supply rea
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,6 @@ from orc.documents.catalog.availability import DocumentScope
 from orc.documents.catalog.library import DocumentLibrary
 from orc.documents.records import ContextRef
 from orc.errors import Conflict, InvalidInput, NotFound, OrcError, PayloadTooLarge
-from orc.graph.pause import Resumed
 from orc.handoff.redaction import Redactor
 from orc.names import validate_identifier
 from orc.principal import Principal
@@ -128,13 +128,28 @@ class ContextUpdate(BaseModel):
     expires_at: str
 
 
+Outcome = Literal["supplied", "run_without", "expired"]
+"""How a request that resumes its turn ended."""
+Ending = Outcome | Literal["cancelled", "superseded"]
+"""How any request ended."""
+_STATUS: dict[Ending, Literal["resolved", "expired", "cancelled", "superseded"]] = {
+    "supplied": "resolved",
+    "run_without": "resolved",
+    "expired": "expired",
+    "cancelled": "cancelled",
+    "superseded": "superseded",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Resumption:
-    """A request that may resume its turn now, and what to resume it with."""
+    """A request that ended and resumes its turn now: how, with which supplied sources, and the sentence the answer
+    carries when it goes on without them."""
 
     record: ContextRequestRecord
-    resume: Resumed
-    outcome: Literal["supplied", "run_without", "expired"]
+    outcome: Outcome
+    supplied: list[SourceSpan]
+    note: str = ""
 
 
 class Handoff:
@@ -152,7 +167,7 @@ class Handoff:
         redactor: Redactor | None = None,
         reminder: float,
     ) -> None:
-        self.requests = requests
+        self._requests = requests
         self._redactor = redactor or Redactor()
         self.reminder = reminder
         """The share of the timeout after which the user is reminded (0: never)."""
@@ -201,7 +216,7 @@ class Handoff:
             remind_at=deadline(now, self.timeout_seconds * self.reminder) if self.reminder > 0 else None,
             events=[RequestEvent(type="requested", at=now.isoformat())],
         )
-        await self.requests.create(record)
+        await self._requests.create(record)
         metrics().context_requests.add(1, {"orc.handoff.event": "requested"})
         log.info("context request %s: %d slot(s)", record.request_id, len(record.required))
         return record
@@ -252,9 +267,9 @@ class Handoff:
                 )
             if payload.text is not None and not payload.text.strip():
                 raise InvalidInput("a supplied text is empty", code="empty_supply")
-        # Resolve references now: one the caller cannot see is refused before anything is stored.
-        for payload in payloads:
-            await self._sources(record, payload, 0)
+        # Resolved once, now: a reference the caller cannot see is refused before anything is stored.
+        first = len(record.supplies)
+        resolved = [await self._sources(record, payload, first + n) for n, payload in enumerate(payloads)]
         now = utc_now()
         supplies = [
             Supply(
@@ -273,7 +288,7 @@ class Handoff:
         record = record.model_copy(update={"supplies": [*record.supplies, *supplies]})
         metrics().context_requests.add(len(supplies), {"orc.handoff.event": "supplied"})
         if record.missing_slots:
-            await self.requests.replace(record, etag)
+            await self._requests.replace(record, etag)
             return ContextUpdate(
                 conversation_id=conversation_id,
                 request_id=request_id,
@@ -282,14 +297,10 @@ class Handoff:
                 required=record.required,
                 expires_at=record.expires_at,
             )
-        sources = [
-            source
-            for index, supply in enumerate(record.supplies)
-            for source in await self._sources(record, supply, index)
-        ]
-        supplied = [source.model_dump(mode="json") for source in sources]
-        resume = Resumed(action="supplied", request_id=request_id, outcome="supplied", supplied=supplied, note="")
-        return await self._end(record, etag, "resolved", "supplied", resume)
+        # Supplies of earlier calls (a request filled in several) are resolved now, this call's as they were.
+        earlier = [await self._sources(record, supply, n) for n, supply in enumerate(record.supplies[:first])]
+        sources = [source for found in [*earlier, *resolved] for source in found]
+        return await self._resume(record, etag, "supplied", sources)
 
     async def supplyable(self, principal: Principal, conversation_id: str, request_id: str) -> ContextRequestRecord:
         """The request, if a supply could still move it on: :class:`NotFound` (404) or :class:`Conflict` (409, it
@@ -302,35 +313,22 @@ class Handoff:
         """Resume the turn without the context; its answer says so."""
         record, etag = await self._pending(principal, conversation_id, request_id)
         note = "\n\n(Answered without the requested context: you chose to go on without it.)"
-        resume = Resumed(action="run_without", request_id=request_id, outcome="run_without", supplied=[], note=note)
-        return await self._end(record, etag, "resolved", "run_without", resume)
+        return await self._resume(record, etag, "run_without", [], note)
 
     async def cancel(self, principal: Principal, conversation_id: str, request_id: str) -> ContextRequestRecord:
         """End the request without an answer."""
         record, etag = await self._pending(principal, conversation_id, request_id)
-        now = utc_now()
-        ended = record.model_copy(
-            update={
-                "status": "cancelled",
-                "user_message_status": "cancelled",
-                "ended_at": now,
-                "outcome": "cancelled",
-                "events": [*record.events, RequestEvent(type="cancelled", at=now)],
-            }
-        )
-        await self.requests.replace(ended, etag)
-        metrics().context_requests.add(1, {"orc.handoff.event": "cancelled"})
-        return ended
+        return await self._finish(record, etag, "cancelled")
 
     async def expire(self, partition_key: str, request_id: str, now: datetime) -> Resumption | None:
         """The fallback of a request whose deadline passed: resume without the context (``None`` when it ended
         meanwhile or was superseded)."""
-        found = await self.requests.by_partition(partition_key, request_id)
+        found = await self._requests.by_partition(partition_key, request_id)
         if found is None:
             return None
         record, etag = found
         if record.status != "pending":
-            await self.requests.forget_deadline(request_id)  # ended meanwhile: nothing left to expire
+            await self._requests.forget_deadline(request_id)  # ended meanwhile: nothing left to expire
             return None
         if record.expires_at > now.astimezone(UTC).isoformat():
             return None
@@ -339,15 +337,14 @@ class Handoff:
         minutes = max(1, round(self.timeout_seconds / 60))
         note = f"\n\n(Answered without the requested context: none was supplied within {minutes} minute(s).)"
         try:
-            resume = Resumed(action="run_without", request_id=request_id, outcome="expired", supplied=[], note=note)
-            return await self._end(record, etag, "expired", "expired", resume)
+            return await self._resume(record, etag, "expired", [], note)
         except Conflict:
             return None  # another instance moved it on
 
     async def remind(self, partition_key: str, request_id: str, now: datetime) -> RequestEvent | None:
         """Record the reminder of a pending request whose reminder is due; the reminder (a new one, or the one an
         earlier call or another instance recorded), or ``None`` when the request ended or is not due yet."""
-        found = await self.requests.by_partition(partition_key, request_id)
+        found = await self._requests.by_partition(partition_key, request_id)
         if found is None:
             return None
         record, etag = found
@@ -364,7 +361,7 @@ class Handoff:
             note=f"The answer is still waiting for context; without it, it goes on in {_duration(left)}.",
         )
         try:
-            await self.requests.replace(record.model_copy(update={"events": [*record.events, reminder]}), etag)
+            await self._requests.replace(record.model_copy(update={"events": [*record.events, reminder]}), etag)
         except Conflict:
             return None  # moved on meanwhile (supplied, or another instance reminded): the next look tells
         metrics().context_requests.add(1, {"orc.handoff.event": "reminded"})
@@ -373,17 +370,26 @@ class Handoff:
     async def remind_due(self, now: datetime) -> int:
         """Record the reminders that are due (the embedded sweeper and the Azure timer call this); how many."""
         reminded = 0
-        for entry in await self.requests.reminders_due(now):
+        for entry in await self._requests.reminders_due(now):
             event = await self.remind(str(entry["partition_key"]), str(entry["request_id"]), now)
             if event is not None:
-                await self.requests.reminded(entry)
+                await self._requests.reminded(entry)
                 reminded += 1
         return reminded
+
+    async def request(self, principal: Principal, conversation_id: str, request_id: str) -> ContextRequestRecord:
+        """The request as stored; :class:`~orc.errors.NotFound` ``context_request_not_found`` when there is none."""
+        record, _ = await self._requests.get(principal, conversation_id, request_id)
+        return record
+
+    async def due(self, now: datetime) -> list[tuple[str, str]]:
+        """(partition key, request id) of the pending requests whose deadline passed by ``now``."""
+        return await self._requests.due(now)
 
     async def history(self, principal: Principal, conversation_id: str) -> list[dict[str, object]]:
         """The conversation's requests with their supplies, for its history."""
         validate_identifier(conversation_id, what="conversation")
-        return [record.public() for record in await self.requests.for_conversation(principal, conversation_id)]
+        return [record.public() for record in await self._requests.for_conversation(principal, conversation_id)]
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
@@ -392,7 +398,7 @@ class Handoff:
     ) -> tuple[ContextRequestRecord, str]:
         validate_identifier(conversation_id, what="conversation")
         validate_identifier(request_id, what="context request")
-        record, etag = await self.requests.get(principal, conversation_id, request_id)
+        record, etag = await self._requests.get(principal, conversation_id, request_id)
         if record.status != "pending":
             raise Conflict(f"the context request is {record.status}", code=f"context_request_{record.status}")
         if await self._superseded(record, etag):
@@ -411,57 +417,54 @@ class Handoff:
 
     async def supersede(self, record: ContextRequestRecord, etag: str) -> None:
         """Mark a pending request superseded by a newer message."""
-        now = utc_now()
-        ended = record.model_copy(
-            update={
-                "status": "superseded",
-                "user_message_status": "cancelled",
-                "ended_at": now,
-                "outcome": "superseded",
-                "events": [*record.events, RequestEvent(type="superseded", at=now, note="a newer message came first")],
-            }
-        )
-        try:
-            await self.requests.replace(ended, etag)
-        except Conflict:
-            return
-        metrics().context_requests.add(1, {"orc.handoff.event": "superseded"})
+        with contextlib.suppress(Conflict):  # it moved on meanwhile: its own end stands
+            await self._finish(record, etag, "superseded", note="a newer message came first")
 
     async def supersede_pending(self, principal: Principal, conversation_id: str) -> None:
         """Mark the conversation's pending requests superseded (a new message was answered)."""
-        for record in await self.requests.for_conversation(principal, conversation_id):
+        for record in await self._requests.for_conversation(principal, conversation_id):
             if record.status == "pending":
                 try:
-                    _, etag = await self.requests.get(principal, conversation_id, record.request_id)
+                    _, etag = await self._requests.get(principal, conversation_id, record.request_id)
                 except NotFound:
                     continue
                 await self.supersede(record, etag)
 
-    async def _end(
+    async def _finish(
         self,
         record: ContextRequestRecord,
         etag: str,
-        status: Literal["resolved", "expired"],
-        outcome: Literal["supplied", "run_without", "expired"],
-        resume: Resumed,
-    ) -> Resumption:
+        outcome: Ending,
+        *,
+        note: str | None = None,
+    ) -> ContextRequestRecord:
+        """The one terminal transition: the request ends with ``outcome`` (its user message answered, or cancelled
+        when no answer comes), written on the condition that it is still as read, so one instance ends it."""
         now = utc_now()
-        event = RequestEvent(type="expired" if status == "expired" else "resolved", at=now, note=outcome)
+        status = _STATUS[outcome]
+        answered = outcome in ("supplied", "run_without", "expired")
+        event = RequestEvent(type=status, at=now, note=outcome if answered else note)
         ended = record.model_copy(
             update={
                 "status": status,
-                "user_message_status": "answered",
+                "user_message_status": "answered" if answered else "cancelled",
                 "ended_at": now,
                 "outcome": outcome,
                 "events": [*record.events, event],
             }
         )
-        await self.requests.replace(ended, etag)  # only one instance gets past this with the same ETag
-        waited = (datetime.now(UTC) - datetime.fromisoformat(record.created_at)).total_seconds()
+        await self._requests.replace(ended, etag)
         metrics().context_requests.add(1, {"orc.handoff.event": outcome})
+        return ended
+
+    async def _resume(
+        self, record: ContextRequestRecord, etag: str, outcome: Outcome, supplied: list[SourceSpan], note: str = ""
+    ) -> Resumption:
+        ended = await self._finish(record, etag, outcome)
+        waited = (datetime.now(UTC) - datetime.fromisoformat(record.created_at)).total_seconds()
         metrics().context_fulfilment.record(waited * 1000, {"orc.handoff.outcome": outcome})
         log.info("context request %s: %s after %.1f s", record.request_id, outcome, waited)
-        return Resumption(ended, resume, outcome)
+        return Resumption(ended, outcome, supplied, note)
 
     async def _sources(
         self, record: ContextRequestRecord, payload: SupplyPayload | Supply, index: int

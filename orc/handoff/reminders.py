@@ -59,7 +59,7 @@ async def follow(
     """The request's ``context_update`` events: its state now (``pending``, at once, stamped with when it was
     asked), its reminder (once, when due or already sent), then its end. :class:`~orc.errors.NotFound`
     ``context_request_not_found`` before the first event, as for a read."""
-    record, _ = await handoff.requests.get(principal, conversation_id, request_id)
+    record = await handoff.request(principal, conversation_id, request_id)
     reminded = False
     if record.status == "pending":
         yield _update(record, "pending", record.created_at, None)
@@ -78,14 +78,14 @@ async def follow(
                 yield _update(record, "reminder", event.at, event.note)
                 reminded = True
             # None: the request moved on meanwhile; read it again and see.
-            record, _ = await handoff.requests.get(principal, conversation_id, request_id)
+            record = await handoff.request(principal, conversation_id, request_id)
             continue
         due = [datetime.fromisoformat(record.expires_at)]
         if not reminded and record.remind_at is not None:
             due.append(datetime.fromisoformat(record.remind_at))
         wait = min((min(due) - moment).total_seconds(), poll_seconds)
         await asyncio.sleep(max(wait, 0.0))
-        record, _ = await handoff.requests.get(principal, conversation_id, request_id)
+        record = await handoff.request(principal, conversation_id, request_id)
 
 
 __all__ = ["POLL_SECONDS", "follow"]

@@ -135,12 +135,12 @@ class RequestState(BaseModel):
     openapi_extra={"parameters": _IDEMPOTENCY},
 )
 async def cancel(
-    session_id: str, request_id: str, request: Request, orchestrator: Orc, principal: Caller, keys: Keys
+    session_id: str, request_id: str, request: Request, handoff: Requests, principal: Caller, keys: Keys
 ) -> Response:
     """End the request without an answer."""
 
     async def run() -> BaseModel:
-        record = await orchestrator.cancel(session_id, request_id, principal)
+        record = await handoff.cancel(principal, session_id, request_id)
         return RequestState.model_validate(record.public())
 
     parts = {"route": "cancel", "session": session_id, "request": request_id}
@@ -150,8 +150,7 @@ async def cancel(
 @router.get(_PATH, response_model=RequestState, summary="Get a context request")
 async def get_request(session_id: str, request_id: str, handoff: Requests, principal: Caller) -> JSONResponse:
     """The request with its slots, suggestions, supplies and status."""
-    record, _ = await handoff.requests.get(principal, session_id, request_id)
-    return JSONResponse(record.public())
+    return JSONResponse((await handoff.request(principal, session_id, request_id)).public())
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------

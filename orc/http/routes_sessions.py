@@ -14,7 +14,7 @@ from orc.conversations.listing import listed_messages
 from orc.conversations.titles import title_from_question
 from orc.errors import NotFound
 from orc.handoff import MAX_LIMIT, ArtifactKind, ArtifactPage
-from orc.http.dependencies import Artifacts, Caller, Conversations, Keys, Orc
+from orc.http.dependencies import Artifacts, Caller, Conversations, Keys, Orc, Requests
 from orc.http.idempotent import idempotent
 
 IDEMPOTENCY_HEADER = {
@@ -53,19 +53,19 @@ async def list_sessions(sessions: Conversations, principal: Caller) -> SessionLi
 
 
 @router.get("/sessions/{session_id}", response_model=SessionHistory, summary="Get a conversation")
-async def get_session(session_id: str, sessions: Conversations, orchestrator: Orc, principal: Caller) -> SessionHistory:
+async def get_session(session_id: str, sessions: Conversations, handoff: Requests, principal: Caller) -> SessionHistory:
     """Every message with its citations, tool calls and file references."""
     try:
         conversation = await sessions.get(principal, session_id)
     except NotFound:
         # A conversation whose first turn paused has no stored turn yet, but its request is part of its history.
-        requests = await orchestrator.context_requests(session_id, principal)
+        requests = await handoff.history(principal, session_id)
         if not requests:
             raise
         title = title_from_question(str(requests[0]["question"]))
         messages = listed_messages([], requests)
         return SessionHistory(conversation_id=session_id, title=title, messages=messages, context_requests=requests)
-    requests = await orchestrator.context_requests(session_id, principal)
+    requests = await handoff.history(principal, session_id)
     return SessionHistory(
         conversation_id=session_id,
         title=conversation.summary.title,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,19 @@ from orc.contracts import (
 from orc.conversations import FocusContext
 from orc.conversations.context_requests import ContextRequestRecord, RequiredSlot
 from orc.graph.events import FinalEvent
+
+
+class Resumed(TypedDict):
+    """What a paused turn is resumed with (the ``Command(resume=...)`` value, checkpointed: plain JSON values); the
+    graph's pause reads ``supplied`` and ``note``."""
+
+    action: Literal["supplied", "run_without"]
+    request_id: str
+    outcome: Literal["supplied", "run_without", "expired"]
+    supplied: list[dict[str, Any]]
+    """SourceSpan fields of each supplied passage."""
+    note: str
+    """A sentence for the answer (answered without the context, and why); empty when context was supplied."""
 
 
 class TurnRequest(BaseModel):

@@ -27,7 +27,7 @@ from orc.errors import ModelTimeout, OrcError
 from orc.graph.builder import TurnGraph
 from orc.graph.context import TurnContext, TurnGate
 from orc.graph.events import Event
-from orc.graph.pause import PAUSE_EVENT, Resumed
+from orc.graph.pause import PAUSE_EVENT
 from orc.graph.state import TurnState, fresh_turn_input
 from orc.handoff import Handoff
 from orc.mcp_client import McpConnection, McpToolbox
@@ -38,7 +38,7 @@ from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 from orc.storage.checkpoints import NEW_TURN
 from orc.telemetry import turn_span
-from orc.turns.contract import ContextRequired, TurnMetadata, TurnResult
+from orc.turns.contract import ContextRequired, Resumed, TurnMetadata, TurnResult
 from orc.turns.policy import Admission
 from orc.turns.prepare import PreparedTurn, TurnLimits
 

@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 
 from orc.conversations import ConversationRepository
-from orc.conversations.context_requests import ContextRequestRecord
 from orc.conversations.title_writer import TitleWriter
 from orc.documents.sessions import SessionFiles
 from orc.errors import Conflict, InternalError, NotFound, OrcError, ServiceUnavailable
 from orc.graph.events import ContextRequiredEvent, ContextResolvedEvent, ErrorEvent, Event, citation_event
-from orc.graph.pause import Resumed
-from orc.handoff import ContextUpdate, Handoff, Move, Resumption, SupplyPayload, running_without
+from orc.handoff import ContextUpdate, Handoff, Move, Resumption
 from orc.names import validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
-from orc.turns.contract import ContextRequired, TurnRequest, TurnResult, final_event
+from orc.turns.contract import ContextRequired, Resumed, TurnRequest, TurnResult, final_event
 from orc.turns.policy import Admission, TurnPolicy
 from orc.turns.prepare import PreparedTurn, TurnPreparer
 from orc.turns.runner import TurnRunner
@@ -94,8 +92,9 @@ class Orchestrator:
 
     Three ways in: :meth:`ask` (the result), :meth:`stream` (the events) and :meth:`resume` (a paused turn: admitted,
     then its request moved on by handoff, then run); :meth:`start` is the first half of ask and stream, for an
-    adapter that must refuse before it answers. Each admits the turn under the turn policy first; :meth:`supply`,
-    :meth:`run_without` and :meth:`expire_due` are resumptions."""
+    adapter that must refuse before it answers. Each admits the turn under the turn policy first; :meth:`expire_due`
+    resumes the paused turns whose deadline passed. Reading and cancelling requests is :class:`~orc.handoff.Handoff`'s.
+    """
 
     def __init__(
         self,
@@ -165,43 +164,9 @@ class Orchestrator:
         if isinstance(moved, ContextUpdate):
             admission.release()
             return moved
-        return Turn(self._runner, self._preparer.resumed(moved.record), admission, moved.resume)
+        return Turn(self._runner, self._preparer.resumed(moved.record), admission, resumed(moved))
 
     # -- context handoff --------------------------------------------------------------------------------------
-
-    async def supply(
-        self,
-        conversation_id: str,
-        request_id: str,
-        payloads: Sequence[SupplyPayload],
-        principal: Principal = LOCAL_PRINCIPAL,
-    ) -> TurnResult | ContextRequired | ContextUpdate:
-        """Supply context to a paused turn; once every required slot has something, the turn resumes and this
-        returns its answer."""
-        turn = await self.resume(
-            principal, lambda handoff: handoff.supply(principal, conversation_id, request_id, payloads)
-        )
-        return turn if isinstance(turn, ContextUpdate) else await turn.result()
-
-    async def run_without(
-        self, conversation_id: str, request_id: str, principal: Principal = LOCAL_PRINCIPAL
-    ) -> TurnResult | ContextRequired:
-        """Answer a paused turn without the context it asked for."""
-        turn = await self.resume(principal, running_without(principal, conversation_id, request_id))
-        assert isinstance(turn, Turn)  # running without always resolves the request
-        return await turn.result()
-
-    async def cancel(
-        self, conversation_id: str, request_id: str, principal: Principal = LOCAL_PRINCIPAL
-    ) -> ContextRequestRecord:
-        """Cancel a paused turn: no answer is made."""
-        return await self._handoff.cancel(principal, conversation_id, request_id)
-
-    async def context_requests(
-        self, conversation_id: str, principal: Principal = LOCAL_PRINCIPAL
-    ) -> list[dict[str, object]]:
-        """A conversation's context requests with their supplies and how each ended."""
-        return await self._handoff.history(principal, conversation_id)
 
     async def expire_due(self, now: datetime | None = None) -> int:
         """Answer, without their context, the paused turns whose deadline passed; returns how many. Run by the
@@ -210,7 +175,7 @@ class Orchestrator:
         moment = now or datetime.now(UTC)
         await self._handoff.remind_due(moment)
         answered = 0
-        for partition_key, request_id in await self._handoff.requests.due(moment):
+        for partition_key, request_id in await self._handoff.due(moment):
             organization, _, user = partition_key.partition("/")
             principal = Principal(organization=organization, user=user)
             try:
@@ -235,6 +200,17 @@ class Orchestrator:
             raise NotFound("no such session", code="session_not_found")
         await self._files.remove_all(principal, conversation_id)
         await self._delete_checkpoints(f"{principal.partition_key}/{conversation_id}")
+
+
+def resumed(moved: Resumption) -> Resumed:
+    """What the graph resumes a paused turn with, from how its request ended."""
+    return Resumed(
+        action="supplied" if moved.outcome == "supplied" else "run_without",
+        request_id=moved.record.request_id,
+        outcome=moved.outcome,
+        supplied=[source.model_dump(mode="json") for source in moved.supplied],
+        note=moved.note,
+    )
 
 
 async def _expired(partition_key: str, request_id: str, moment: datetime, handoff: Handoff) -> Resumption:

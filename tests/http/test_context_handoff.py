@@ -12,10 +12,10 @@ import httpx
 import pytest
 from pypdf import PdfReader
 
-from orc.composition import build_runtime
+from orc.composition import Services, build_runtime
 from orc.documents.intake.uploads import Upload
 from orc.errors import Conflict
-from orc.handoff import SupplyPayload
+from orc.handoff import ContextUpdate, SupplyPayload, supplying
 from orc.handoff.reminders import follow
 from orc.models.sheets import load_sheet
 from orc.principal import LOCAL_PRINCIPAL
@@ -33,6 +33,15 @@ NDJSON = {"Accept": "application/x-ndjson"}
 PARKING = TurnRequest(
     question="What is the parking fee?", conversation_id="c1", blob_names=["lease.txt"], context_requests="allow"
 )
+
+
+async def supply(
+    services: Services, request_id: str, payloads: list[SupplyPayload]
+) -> TurnResult | ContextRequired | ContextUpdate:
+    """Supply context to the paused turn of conversation ``c1`` as the HTTP route does: the answer once it resumes."""
+    move = supplying(LOCAL_PRINCIPAL, "c1", request_id, payloads)
+    turn = await services.orchestrator.resume(LOCAL_PRINCIPAL, move)
+    return turn if isinstance(turn, ContextUpdate) else await turn.result()
 
 
 def turn(question: str, **extra: Any) -> dict[str, Any]:
@@ -274,9 +283,9 @@ async def test_past_its_deadline_a_request_is_answered_without_the_context() -> 
         not_yet = await orc.orchestrator.expire_due(datetime.now(UTC))
         expired = await orc.orchestrator.expire_due(datetime.now(UTC) + timedelta(minutes=3))
         with pytest.raises(Conflict) as late:
-            await orc.orchestrator.supply("c1", request.request_id, [SupplyPayload(slot="evidence", text="x")])
+            await supply(orc, request.request_id, [SupplyPayload(slot="evidence", text="x")])
         conversation = await orc.foundation.sessions.get(LOCAL_PRINCIPAL, "c1")
-        (stored,) = await orc.orchestrator.context_requests("c1")
+        (stored,) = await orc.handoff.history(LOCAL_PRINCIPAL, "c1")
 
     assert (not_yet, expired) == (0, 1)
     assert late.value.code == "context_request_expired"
@@ -399,8 +408,8 @@ async def test_a_paused_turn_survives_a_restart_and_resumes_on_another_process_o
     assert isinstance(request, ContextRequired)
 
     async with build_runtime(Settings()) as second:
-        answer = await second.orchestrator.supply(
-            "c1", request.request_id, [SupplyPayload(slot="evidence", text="Parking costs 80 euros per month.")]
+        answer = await supply(
+            second, request.request_id, [SupplyPayload(slot="evidence", text="Parking costs 80 euros per month.")]
         )
 
     assert isinstance(answer, TurnResult) and "80 euros" in answer.answer
@@ -417,10 +426,10 @@ async def test_a_paused_turn_resumes_on_another_instance_on_cosmos_db_and_blob_s
     assert isinstance(request, ContextRequired)
 
     async with build_runtime(azure_settings) as second:
-        answer = await second.orchestrator.supply(
-            "c1", request.request_id, [SupplyPayload(slot="evidence", text="Parking costs 80 euros per month.")]
+        answer = await supply(
+            second, request.request_id, [SupplyPayload(slot="evidence", text="Parking costs 80 euros per month.")]
         )
-        (stored,) = await second.orchestrator.context_requests("c1")
+        (stored,) = await second.handoff.history(LOCAL_PRINCIPAL, "c1")
 
     assert isinstance(answer, TurnResult) and "80 euros" in answer.answer
     assert stored["status"] == "resolved"
@@ -569,7 +578,7 @@ async def test_the_sweeper_records_due_reminders_for_requests_nobody_follows() -
         due = await orc.handoff.remind_due(asked + timedelta(seconds=100))
         again = await orc.handoff.remind_due(asked + timedelta(seconds=101))
         answered = await orc.orchestrator.expire_due(asked + timedelta(seconds=100))
-        (stored,) = await orc.orchestrator.context_requests("c1")
+        (stored,) = await orc.handoff.history(LOCAL_PRINCIPAL, "c1")
 
     assert (early, due, again, answered) == (0, 1, 0, 0)  # reminded once, at 80 % of the timeout; not expired
     assert [event["type"] for event in stored["events"]] == ["requested", "reminder"]  # type: ignore[index]
@@ -623,7 +632,7 @@ async def test_a_follower_driven_by_an_injected_clock_gets_the_reminder_then_the
         clock[0] = asked + timedelta(seconds=121)
         expired = await anext(updates)
         await updates.aclose()
-        (stored,) = await orc.orchestrator.context_requests("c1")
+        (stored,) = await orc.handoff.history(LOCAL_PRINCIPAL, "c1")
 
     assert [pending["status"], reminder["status"], expired["status"]] == ["pending", "reminder", "expired"]
     assert reminder["note"] == "The answer is still waiting for context; without it, it goes on in 23 seconds."
