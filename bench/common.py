@@ -34,9 +34,8 @@ from asgi_lifespan import LifespanManager
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from starlette.types import ASGIApp
 
-from orc.composition import Services, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.documents.intake.uploads import Upload
-from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

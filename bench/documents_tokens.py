@@ -22,6 +22,7 @@ import statistics
 
 from bench.common import BenchResult, Check
 from bench.documents_common import embedded_runtime, exit_with, library_of, standalone
+from orc.composition.foundation import parts_of
 from orc.contracts import SourceSpan
 from orc.conversations import FocusContext
 from orc.documents.intake.uploads import Upload
@@ -110,7 +111,9 @@ async def run(args: argparse.Namespace) -> BenchResult:
             page = await library.content(LOCAL_PRINCIPAL, scope, doc.info.document_id, limit=1)
             # The pipeline stored every document's text: the baseline takes every span from there.
             location = doc.location
-            text = await runtime.foundation.texts.load(location.partition_key, location.document_id, doc.content_hash)
+            text = await parts_of(runtime.foundation).texts.load(
+                location.partition_key, location.document_id, doc.content_hash
+            )
             assert text is not None
             document_tokens.append(approx_tokens(text.text))
             every_span.extend(

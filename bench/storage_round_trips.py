@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import SAMPLE_DOCS, SAMPLE_NAMES, BenchResult, Check, bench_settings, scripted_model, temporary_home
-from orc.composition import build_runtime
+from orc.composition import Stores, azure_stores, build_runtime
 from orc.documents.intake.uploads import Upload
-from orc.foundation import Stores, azure_stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

@@ -57,9 +57,8 @@ from bench.common import (
     turn_body,
     upload_http,
 )
-from orc.composition import build_document_services, build_runtime, in_memory_mcp
+from orc.composition import build_document_services, build_foundation, build_runtime, in_memory_mcp
 from orc.documents.intake.uploads import Upload
-from orc.foundation import build_foundation
 from orc.http import create_app
 from orc.mcp_client import McpToolbox, ToolOutcome
 from orc.principal import LOCAL_PRINCIPAL

@@ -34,9 +34,8 @@ from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import HumanMessage
 
-from orc.composition import model_from_settings
+from orc.composition import azure_search_engine, azure_stores, model_from_settings
 from orc.errors import ConfigurationError, ModelMisconfigured, OrcError, ServiceUnavailable
-from orc.foundation import azure_search_engine, azure_stores
 from orc.models.embeddings import build_embedding_model
 from orc.models.faults import mapped_model_faults
 from orc.prompt_source import prompts_for

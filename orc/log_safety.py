@@ -1,6 +1,6 @@
 """Logs never carry secrets or (above DEBUG) tracebacks, whichever library writes them.
 
-Installed by the composition root (:func:`orc.foundation.build_foundation`, which every entry point builds: ``orc
+Installed by the composition root (:func:`orc.composition.build_foundation`, which every entry point builds: ``orc
 serve`` and the Functions app, every ``orc`` command, ``orc worker``, the queue and timer functions, the stdio MCP
 server) and, earliest, by :func:`orc.http.create_app`, as a log-record factory: a filter on one handler would miss
 handlers configured later (uvicorn's, the Functions host's), while the factory sees every record of every logger

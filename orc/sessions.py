@@ -1,8 +1,8 @@
 """The caller's conversations as the API, the CLI and the page see them: list, get, rename, rate and export.
 
-Built without a model or a graph (see :mod:`orc.foundation`), so a command that only lists conversations does not
-load the turn machinery; deleting a conversation also deletes its graph checkpoints, so it stays with the turn
-service.
+Built without a model or a graph (the foundation of :mod:`orc.composition`), so a command that only lists
+conversations does not load the turn machinery; deleting a conversation also deletes its graph checkpoints, so it
+stays with the turn service.
 """
 
 from __future__ import annotations

@@ -27,8 +27,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from orc.composition import build_document_services, in_memory_mcp
-from orc.foundation import build_foundation
+from orc.composition import build_document_services, build_foundation, in_memory_mcp
 from orc.graph import TurnContext, build_graph
 from orc.graph.state import TurnState
 from orc.mcp_client import McpToolbox

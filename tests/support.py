@@ -8,7 +8,7 @@ from typing import Any
 
 from asgi_lifespan import LifespanManager
 
-from orc.foundation import Stores
+from orc.composition import Stores
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.testing.storage import ObservedBlobStore, ObservedProvider
 

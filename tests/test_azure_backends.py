@@ -10,6 +10,7 @@ import pytest
 
 from orc.clock import utc_now
 from orc.composition import build_runtime
+from orc.composition.foundation import parts_of
 from orc.conversations import AssistantMessage, ConversationRepository, UserMessage
 from orc.documents.intake.uploads import Upload
 from orc.principal import Principal
@@ -97,8 +98,8 @@ async def test_twenty_concurrent_writers_on_one_conversation_lose_and_duplicate_
 async def test_one_cosmos_client_and_one_blob_client_serve_every_turn(azure_settings: Settings) -> None:
     async with build_runtime(azure_settings) as runtime:
         orchestrator = runtime.orchestrator
-        collections = runtime.foundation.stores.collections
-        blobs = runtime.foundation.stores.blobs
+        collections = parts_of(runtime.foundation).stores.collections
+        blobs = parts_of(runtime.foundation).stores.blobs
         assert isinstance(collections, CosmosCollectionProvider)
         principal = Principal(organization="default", user="default")
         await runtime.foundation.session_files.add(

@@ -13,10 +13,9 @@ import pytest
 from azure.storage.blob.aio import ContainerClient
 from langchain_core.messages import BaseMessage
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.documents.intake.uploads import Upload
 from orc.errors import ConfigurationError
-from orc.foundation import Stores
 from orc.models.sheets import load_sheet
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings

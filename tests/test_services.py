@@ -9,8 +9,8 @@ import typing
 
 import pytest
 
-from orc.composition import Services, build_runtime
-from orc.foundation import Stores
+from orc.composition import Services, Stores, build_runtime
+from orc.composition.foundation import parts_of
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.turns import Orchestrator
@@ -20,10 +20,6 @@ TURNS = {
     "ask",
     "stream",
     "resume",
-    "supply",
-    "run_without",
-    "cancel",
-    "context_requests",
     "expire_due",
     "settle",
     "delete_session",
@@ -47,6 +43,6 @@ async def test_a_built_process_fills_every_service_and_freezes_them() -> None:
     stores = Stores(collections=MemoryCollectionProvider(), blobs=MemoryBlobStore())
     async with build_runtime(Settings(), stores=stores) as services:
         assert all(getattr(services, field.name) is not None for field in dataclasses.fields(services))
-        assert services.foundation.stores is stores
+        assert parts_of(services.foundation).stores is stores
         with pytest.raises(dataclasses.FrozenInstanceError):
             services.orchestrator = services.orchestrator  # type: ignore[misc]

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from orc.composition import Services, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.conversations import ConversationRepository
 from orc.documents.intake.uploads import Upload
 from orc.errors import ServiceUnavailable, StorageUnavailable
-from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TextIO
 
 from orc.cli.table import table
+from orc.composition import Foundation
 from orc.documents.catalog.availability import DocumentScope, context_document
 from orc.documents.intake.processing import ProcessingResult
 from orc.documents.intake.uploads import Upload, check_uploads
 from orc.documents.records import ContextRef, DocumentInfo
 from orc.errors import InvalidInput, NotFound, OrcError
-from orc.foundation import Foundation
 from orc.principal import LOCAL_PRINCIPAL
 
 BATCH_FILES = 8

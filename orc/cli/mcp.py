@@ -60,8 +60,7 @@ async def serve(principal: Principal, tool_names: ToolNameForm | None = None, al
     from mcp_server.server import build_mcp_server
     from mcp_server.stdio import run_stdio
     from mcp_server.tools import local_files
-    from orc.composition import build_document_services
-    from orc.foundation import build_foundation
+    from orc.composition import build_document_services, build_foundation
     from orc.settings import Settings
 
     settings = Settings()

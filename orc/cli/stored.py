@@ -1,7 +1,7 @@
 """The ``orc`` commands that only read or edit what is stored: ``sessions list|show|export``, ``docs list`` and
 ``contexts list|put``.
 
-They open the :class:`~orc.foundation.Foundation` alone and go through the same services as the HTTP routes and
+They open the :class:`~orc.composition.Foundation` alone and go through the same services as the HTTP routes and
 MCP tools that do the same (the sessions service, the document scopes), without building a model, the graph or
 the MCP server: a listing answers in a fraction of the time a turn's machinery takes to load.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 from orc.cli.console import NOTHING_YET, Console
 from orc.cli.documents import Target, list_contexts, list_documents, list_everything, put_context
 from orc.cli.table import table
+from orc.composition import open_foundation
 from orc.conversations.export import human_time
 from orc.documents.records import ContextRef
-from orc.foundation import open_foundation
 from orc.principal import LOCAL_PRINCIPAL
 from orc.sessions import Sessions
 from orc.settings import Settings

@@ -13,9 +13,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_server.http import build_mcp_http_app
 from orc import __version__, log_safety
-from orc.composition import Services, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.errors import OrcError
-from orc.foundation import Stores
 from orc.http import (
     page,
     problems,

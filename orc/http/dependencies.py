@@ -16,13 +16,13 @@ from orc.digests.context import ContextFiles
 from orc.documents.catalog.context_documents import ContextDocuments
 from orc.documents.catalog.contexts import ContextDirectory
 from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.catalog.sources import DocumentSources
 from orc.documents.intake.supplied import FileTexts
 from orc.documents.sessions import SessionFiles
 from orc.errors import ServiceUnavailable
 from orc.handoff import Handoff, SessionArtifacts
 from orc.idempotency import IdempotencyKeys
 from orc.principal import Principal
-from orc.search.text_store import TextStore
 from orc.sessions import Sessions
 from orc.turns.service import Orchestrator
 
@@ -63,7 +63,7 @@ Directory = Annotated[ContextDirectory, Depends(_part(lambda built: built.founda
 ContextDocs = Annotated[ContextDocuments, Depends(_part(lambda built: built.foundation.context_documents))]
 Scopes = Annotated[DocumentScopes, Depends(_part(lambda built: built.foundation.scopes))]
 Texts = Annotated[FileTexts, Depends(_part(lambda built: built.foundation.file_texts))]
-StoredTexts = Annotated[TextStore, Depends(_part(lambda built: built.foundation.texts))]
+Sources = Annotated[DocumentSources, Depends(_part(lambda built: built.foundation.sources))]
 Keys = Annotated[IdempotencyKeys, Depends(_part(lambda built: built.foundation.idempotency))]
 Context = Annotated[ContextFiles, Depends(_part(lambda built: built.documents.context_files))]
 Requests = Annotated[Handoff, Depends(_part(lambda built: built.handoff))]

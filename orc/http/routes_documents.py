@@ -14,8 +14,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
-from orc.documents.catalog.sources import SourceView, document_bytes, source_view
-from orc.http.dependencies import AppServices, Caller, Scopes, StoredTexts
+from orc.documents.catalog.sources import SourceView
+from orc.http.dependencies import Caller, Sources
 
 router = APIRouter()
 
@@ -32,15 +32,14 @@ _CONTENT_HEADERS = {
 @router.get("/sessions/{session_id}/sources", response_model=SourceView, summary="Locate a cited span")
 async def get_source(
     session_id: str,
-    scopes: Scopes,
-    texts: StoredTexts,
+    sources: Sources,
     principal: Caller,
     ref: Annotated[str, Query(description="The citation's SourceRef: <document>::<span_id>.", max_length=1200)],
 ) -> SourceView:
     """The cited span with its page (PDF) or surrounding text and the quote's offsets in it; 404
     ``document_not_found`` for a document this conversation cannot read, 409 ``not_ready`` while it is processed."""
     url = f"/api/sessions/{quote(session_id)}/documents/{{document_id}}/content"
-    return await source_view(scopes, texts, principal, session_id, ref, url)
+    return await sources.view(principal, session_id, ref, url)
 
 
 @router.get(
@@ -52,14 +51,13 @@ async def get_source(
 async def get_content(
     session_id: str,
     document_id: str,
-    scopes: Scopes,
-    built: AppServices,
+    sources: Sources,
     principal: Caller,
     download: Annotated[bool, Query(description="Ask the browser to save it instead of showing it.")] = False,
 ) -> Response:
     """The original bytes as uploaded. PDFs and plain text are served inline unless ``download``; other formats
     always as attachments."""
-    found = await document_bytes(scopes, built.foundation.stores.blobs, principal, session_id, document_id)
+    found = await sources.content(principal, session_id, document_id)
     inline = found.content_type in _INLINE_TYPES and not download
     disposition = f"{'inline' if inline else 'attachment'}; filename*=UTF-8''{quote(found.filename)}"
     return Response(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from uvicorn.logging import AccessFormatter
 
-from orc.foundation import build_foundation
+from orc.composition import build_foundation
 from orc.log_safety import install
 from orc.settings import Settings
 from tests.http.conftest import open_client

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from orc.composition import Stores
 from orc.conversations import ConversationRepository, Turn
 from orc.errors import ETagMismatch, ItemAlreadyExists, StorageUnavailable
-from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from tests.http.conftest import open_client, upload

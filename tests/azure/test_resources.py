@@ -13,9 +13,9 @@ import pytest
 from azure.cosmos import PartitionKey
 from azure.cosmos.aio import CosmosClient
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
+from orc.composition.foundation import parts_of
 from orc.errors import ConfigurationError
-from orc.foundation import Stores
 from orc.principal import Principal
 from orc.resources import BLOB_CONTAINER, COSMOS_CONTAINER_NAMES, COSMOS_CONTAINERS, QUEUES, SEARCH_INDEX
 from orc.search.azure_schema import API_VERSION, TEMPLATE_FILE, template_json
@@ -177,7 +177,7 @@ async def test_an_app_on_azure_without_its_database_names_the_database(azure_set
 async def test_local_emulators_still_get_what_they_need_created(azure_settings: Settings, azurite: AzuriteBlob) -> None:
     assert azure_settings.creates_resources
     async with build_runtime(azure_settings) as services:
-        assert services.foundation.settings.storage == "azure"
+        assert parts_of(services.foundation).settings.storage == "azure"
 
 
 @pytest.mark.emulator

@@ -8,9 +8,9 @@ from contextlib import AsyncExitStack
 import pytest
 
 from orc.clock import utc_now
+from orc.composition import Foundation, Stores, build_foundation
 from orc.conversations.models import AssistantMessage, UserMessage
 from orc.documents.intake.uploads import Upload
-from orc.foundation import Foundation, Stores, build_foundation
 from orc.principal import Principal
 from orc.sessions import LISTED_SESSIONS
 from orc.settings import Settings

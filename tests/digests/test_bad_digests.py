@@ -8,9 +8,8 @@ from collections.abc import Callable
 import pytest
 from langchain_core.messages import BaseMessage
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.documents.intake.uploads import Upload
-from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

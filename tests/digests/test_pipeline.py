@@ -7,12 +7,11 @@ import asyncio
 
 import pytest
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.digests.context import ContextFiles
 from orc.documents.catalog.availability import DocumentScope
 from orc.documents.intake.uploads import Upload
 from orc.errors import NotFound, NotReady, StorageUnavailable
-from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

@@ -3,11 +3,10 @@ session's header alone, and left out (at the cost of one read) for a session wit
 
 from __future__ import annotations
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.digests.context import ContextFiles
 from orc.digests.prompt_digest import PromptDigests
 from orc.documents.intake.uploads import Upload
-from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

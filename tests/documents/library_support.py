@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from orc.composition import Services, build_runtime
+from orc.composition import Foundation, Services, Stores, build_runtime, extraction_limits
 from orc.documents.catalog.library import DocumentLibrary
 from orc.documents.intake.uploads import Upload
 from orc.documents.parsing.extraction_pool import ExtractionPool
 from orc.documents.records import ContextRef
-from orc.foundation import Foundation, Stores, extraction_limits
 from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider

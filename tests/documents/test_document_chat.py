@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from orc.composition import build_document_services
+from orc.composition import Stores, build_document_services, build_foundation
 from orc.contracts import FileRef
 from orc.documents.chat.document_chat import DocumentChatService
 from orc.documents.chat.file_cache import ProcessedFileCache
 from orc.documents.intake.uploads import Upload
 from orc.errors import ExtractionError, InvalidInput, InvalidName, NotFound, PayloadTooLarge, ServiceUnavailable
-from orc.foundation import Stores, build_foundation
 from orc.names import BlobPaths
 from orc.principal import Principal
 from orc.settings import Settings

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from orc.composition import build_runtime
+from orc.composition import build_runtime, extraction_limits
 from orc.documents.intake.uploads import Upload
 from orc.documents.parsing.extraction_pool import IN_PROCESS_MAX_BYTES, ExtractionPool, parses_in_process
 from orc.documents.records import ContextRef
 from orc.errors import ExtractionError
-from orc.foundation import extraction_limits
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 

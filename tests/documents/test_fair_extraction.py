@@ -9,12 +9,11 @@ import functools
 
 import pytest
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.documents.intake.uploads import Upload
 from orc.documents.parsing.fair_turns import FairTurns
 from orc.documents.records import ContextRef
 from orc.errors import ExtractionError
-from orc.foundation import Stores
 from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider

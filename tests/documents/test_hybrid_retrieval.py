@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from orc.composition import Services, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.documents.intake.uploads import Upload
-from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
 from orc.turns import TurnRequest, TurnResult

@@ -7,11 +7,10 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from orc.composition import Services, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
 from orc.errors import StorageUnavailable
-from orc.foundation import Stores
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from orc.testing.storage import ObservedProvider

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from orc.composition import build_runtime
+from orc.composition.foundation import parts_of
 from orc.documents.intake.leases import ProcessingLeases
 from orc.documents.intake.processing import DocumentLocation, DocumentProcessor, ProcessingJob
 from orc.documents.intake.recovery import INTERRUPTED_UPLOAD, MAX_TAKE_OVERS, DocumentRecovery
@@ -192,7 +193,7 @@ async def test_finished_uploads_leave_no_lease_behind(tmp_path: Path) -> None:
         (added,) = await services.foundation.context_documents.add(
             LOCAL_PRINCIPAL, folder, [upload("warranty.txt", TEXT)], wait_seconds=30
         )
-        leases = await services.foundation.stores.collections.collection("processing_leases")
+        leases = await parts_of(services.foundation).stores.collections.collection("processing_leases")
 
         assert added.record.status == "ready"
         assert await leases.query("leases") == []
@@ -276,7 +277,7 @@ async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_pat
         (record,) = (await services.foundation.session_files.manifest(LOCAL_PRINCIPAL, "c1")).files
         location = session_location(LOCAL_PRINCIPAL, "c1", record)
         # What a process killed while processing the file leaves: the record mid-way and a lease nobody renews.
-        catalog = await services.foundation.stores.collections.collection("catalog")
+        catalog = await parts_of(services.foundation).stores.collections.collection("catalog")
         item = await catalog.get(location.partition_key, location.item_id)
         assert item is not None
         await catalog.replace(
@@ -285,7 +286,7 @@ async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_pat
             {**item.body, "status": "processing", "digest_status": "parsing"},
         )
         lapsed = ProcessingLeases(
-            await services.foundation.stores.collections.collection("processing_leases"), lease_seconds=-1
+            await parts_of(services.foundation).stores.collections.collection("processing_leases"), lease_seconds=-1
         )
         await lapsed.hold(ProcessingJob(location, record.content_hash, "text/plain"))
 

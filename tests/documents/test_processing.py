@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.documents.catalog.contexts import organization_partition
 from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.foundation import Stores
 from orc.search.spans import CHUNKING_VERSION
 from orc.search.text_store import TextStore, spans_hash, text_hash
 from orc.settings import Settings

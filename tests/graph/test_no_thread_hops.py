@@ -12,9 +12,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.documents.intake.uploads import Upload
-from orc.foundation import Stores
 from orc.principal import LOCAL_PRINCIPAL
 from orc.search.memory import MemorySearchEngine
 from orc.settings import Settings

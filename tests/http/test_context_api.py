@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from orc.foundation import Stores
+from orc.composition import Stores
 from orc.settings import ApiKeyPrincipal, Settings
 from orc.storage.memory import MemoryCollectionProvider
 from orc.testing import FunctionChatModel

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from orc.foundation import Stores
+from orc.composition import Stores
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from orc.storage.ports import BlobInfo

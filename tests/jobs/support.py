@@ -8,9 +8,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
-from orc.composition import Services, build_runtime
+from orc.composition import JobQueues, Services, Stores, build_runtime
 from orc.documents.records import ContextRef
-from orc.foundation import JobQueues, Stores
 from orc.settings import Settings
 
 ORG = ContextRef("organization", "acme")

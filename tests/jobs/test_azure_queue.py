@@ -12,8 +12,8 @@ import pytest_asyncio
 from azure.storage.queue.aio import QueueClient
 
 from orc.cli.worker import run_worker
+from orc.composition import JobQueues
 from orc.documents.intake.uploads import Upload
-from orc.foundation import JobQueues
 from orc.settings import Settings
 from orc.storage.azure_queue import AzureJobQueue
 from tests.documents.library_support import ACME, memory_stores

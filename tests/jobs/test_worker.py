@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from orc.composition import JobQueues
 from orc.documents.intake.uploads import Upload
 from orc.errors import JobBusy, StorageUnavailable
-from orc.foundation import JobQueues
 from orc.settings import Settings
 from orc.storage.queues import InProcessJobQueue, ReceivedJob
 from tests.documents.library_support import ACME, SESSION, memory_stores

@@ -10,11 +10,10 @@ import pytest
 from mcp import ClientSession, types
 
 from mcp_server.tools import split_tool_error
-from orc.composition import Services, build_runtime
+from orc.composition import Services, Stores, build_runtime
 from orc.documents.catalog import library as library_module
 from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.foundation import Stores
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore

@@ -12,8 +12,8 @@ from mcp.client.stdio import stdio_client
 
 import orc
 from orc.cli.mcp import main
+from orc.composition import open_stores
 from orc.contracts import DocumentChatResult
-from orc.foundation import open_stores
 from orc.names import BlobPaths
 from orc.settings import Settings
 from orc.tool_contract import PORTABLE_TOOL_NAME

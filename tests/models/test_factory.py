@@ -10,9 +10,8 @@ from langchain_openai import AzureChatOpenAI, ChatOpenAI
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import SecretStr
 
-from orc.composition import build_document_services, digest_model_for
+from orc.composition import build_document_services, build_foundation, digest_model_for
 from orc.errors import ConfigurationError
-from orc.foundation import build_foundation
 from orc.models.factory import DEFAULT_AZURE_API_VERSION, LOCAL_API_KEY, build_chat_model, model_label
 from orc.models.offline import OfflineExtractiveModel
 from orc.settings import Settings

@@ -79,17 +79,46 @@ async def _text(texts: TextStore, document: AvailableDocument) -> DocumentText:
     return text
 
 
-async def source_view(
-    scopes: DocumentScopes, texts: TextStore, principal: Principal, session_id: str, ref: str, content_url: str
-) -> SourceView:
-    """The cited span ``ref`` of the conversation ``session_id``, with the text around it."""
-    validate_identifier(session_id, what="session")
-    name, span_id = split_ref(ref)
-    availability = await _availability(scopes, principal, session_id)
-    document = next((doc for doc in availability.documents if doc.ref_name == name), None)
-    if document is None:
-        raise _not_found(f"document {name!r}")
-    text = await _text(texts, document)
+class DocumentSources:
+    """The documents behind a conversation's citations: a cited span in its text, and a document's bytes."""
+
+    def __init__(self, scopes: DocumentScopes, texts: TextStore, blobs: BlobStore) -> None:
+        self._scopes = scopes
+        self._texts = texts
+        self._blobs = blobs
+
+    async def view(self, principal: Principal, session_id: str, ref: str, content_url: str) -> SourceView:
+        """The cited span ``ref`` of the conversation ``session_id``, with the text around it."""
+        validate_identifier(session_id, what="session")
+        name, span_id = split_ref(ref)
+        availability = await _availability(self._scopes, principal, session_id)
+        document = next((doc for doc in availability.documents if doc.ref_name == name), None)
+        if document is None:
+            raise _not_found(f"document {name!r}")
+        return _view(ref, document, await _text(self._texts, document), span_id, content_url)
+
+    async def content(self, principal: Principal, session_id: str, document_id: str) -> DocumentBytes:
+        """The original bytes of a document available in the conversation ``session_id``."""
+        validate_identifier(session_id, what="session")
+        validate_identifier(document_id, what="document")
+        document = (await _availability(self._scopes, principal, session_id)).find(document_id)
+        if document is None:
+            raise _not_found(f"document {document_id!r}")
+        try:
+            data, _ = await self._blobs.get(document.location.blob_path)
+        except ItemNotFound as exc:
+            raise _not_found(f"document {document_id!r}") from exc
+        # The format extraction recognised is surer than what the uploader declared (often
+        # application/octet-stream). Until extraction has run (a document still processing), the bytes themselves
+        # say whether it is a PDF.
+        content_type = document.info.media_type or (
+            "application/pdf" if data.startswith(b"%PDF-") else document.content_type
+        )
+        return DocumentBytes(data=data, filename=document.info.filename, content_type=content_type)
+
+
+def _view(ref: str, document: AvailableDocument, text: DocumentText, span_id: str, content_url: str) -> SourceView:
+    name = document.ref_name
     position = next((index for index, span in enumerate(text.spans) if span.span_id == span_id), None)
     if position is None:
         raise NotFound(f"{name!r} has no span {span_id!r}", code="span_not_found")
@@ -118,24 +147,3 @@ async def source_view(
         quote=span.text,
         content_url=content_url.format(document_id=document.info.document_id),
     )
-
-
-async def document_bytes(
-    scopes: DocumentScopes, blobs: BlobStore, principal: Principal, session_id: str, document_id: str
-) -> DocumentBytes:
-    """The original bytes of a document available in the conversation ``session_id``."""
-    validate_identifier(session_id, what="session")
-    validate_identifier(document_id, what="document")
-    document = (await _availability(scopes, principal, session_id)).find(document_id)
-    if document is None:
-        raise _not_found(f"document {document_id!r}")
-    try:
-        data, _ = await blobs.get(document.location.blob_path)
-    except ItemNotFound as exc:
-        raise _not_found(f"document {document_id!r}") from exc
-    # The format extraction recognised is surer than what the uploader declared (often application/octet-stream).
-    # Until extraction has run (a document still processing), the bytes themselves say whether it is a PDF.
-    content_type = document.info.media_type or (
-        "application/pdf" if data.startswith(b"%PDF-") else document.content_type
-    )
-    return DocumentBytes(data=data, filename=document.info.filename, content_type=content_type)

@@ -1,0 +1,283 @@
+"""The lower layers of composition: the stores, and what is served from them without a model.
+
+:func:`orc.composition.build_runtime` builds the process on a :class:`Foundation`; a command that only reads what
+is stored (``orc sessions list``, ``orc docs list``, ``orc contexts list``) opens the same :class:`Foundation` alone
+with :func:`open_foundation`, so it goes through the same services as the HTTP routes and MCP tools and loads no
+model, graph or MCP server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from orc import log_safety
+from orc.composition.stores import JobQueues, Stores, open_job_queues, open_search_engine, open_stores
+from orc.conversations import ConversationRepository
+from orc.conversations.context_requests import ContextRequests
+from orc.conversations.exporting import Exports
+from orc.documents.catalog.context_documents import ContextDocuments
+from orc.documents.catalog.contexts import ContextDirectory
+from orc.documents.catalog.scopes import DocumentScopes
+from orc.documents.catalog.sources import DocumentSources
+from orc.documents.intake.leases import ProcessingLeases
+from orc.documents.intake.processing import DocumentProcessor, ProcessingJob
+from orc.documents.intake.supplied import FileTexts
+from orc.documents.parsing.extraction_pool import ExtractionPool
+from orc.documents.parsing.limits import ExtractionLimits
+from orc.documents.sessions import SessionFiles
+from orc.idempotency import IdempotencyKeys
+from orc.jobs.messages import processing_message
+from orc.models.embeddings import build_embedding_model
+from orc.output_policy import OutputPolicy
+from orc.quotas import MAX_CONCURRENT_UPLOADS, OperationQuotas, Quotas, RateLimit
+from orc.search.retriever import Retriever
+from orc.search.text_store import TextStore
+from orc.sessions import Sessions
+from orc.settings import Settings
+from orc.storage.ports import DocumentCollection
+from orc.storage.queues import InProcessJobQueue
+from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
+from orc.telemetry import configure_telemetry, tracing_enabled
+
+if TYPE_CHECKING:  # numpy only where vectors are made
+    from orc.search.vectors import SpanVectors
+
+
+async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores) -> SpanVectors | None:
+    """Span vectors with the ``ORC_EMBEDDINGS`` model (none when it is ``off``)."""
+    model = build_embedding_model(
+        settings.embeddings,
+        base_url=settings.embeddings_base_url,
+        api_key=settings.embeddings_api_key.get_secret_value() if settings.embeddings_api_key else None,
+        timeout=settings.embeddings_timeout_seconds,
+        max_retries=settings.embeddings_max_retries,
+        batch_size=settings.embeddings_batch_size,
+        resources=stack,
+    )
+    if model is None:
+        return None
+    from orc.search.vectors import SpanVectors, SpanVectorStore  # numpy only where vectors are made
+
+    return SpanVectors(
+        model,
+        SpanVectorStore(await stores.collections.collection("document_text")),
+        query_timeout=settings.embeddings_timeout_seconds,
+    )
+
+
+async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
+    """The consumption limits ``settings`` configure, counted in the configured store; none under ``ORC_AUTH=none``
+    (one local user has nobody to share the process with)."""
+    if settings.auth == "none":
+        return Quotas(None, rate=None, daily_tokens=None, max_concurrent=None)
+    return Quotas(
+        await stores.collections.collection("quotas"),
+        rate=RateLimit.parse(settings.rate_limit),
+        daily_tokens=settings.token_quota_daily,
+        max_concurrent=settings.max_concurrent_turns,
+    )
+
+
+async def build_operation_quotas(settings: Settings, stores: Stores, quotas: Quotas) -> OperationQuotas:
+    """Uploads (files, bytes) and exports per principal per window, a flood of uploads giving way to others'
+    turns through ``quotas``; none under ``ORC_AUTH=none`` (as :func:`build_quotas`)."""
+    if settings.auth == "none":
+        return OperationQuotas(None, files=None, max_bytes=None)
+    mb = settings.upload_mb_per_window
+    return OperationQuotas(
+        await stores.collections.collection("quotas"),
+        files=RateLimit.parse(settings.upload_rate),
+        max_bytes=None if mb is None else mb << 20,
+        exports=RateLimit.parse(settings.export_rate),
+        max_concurrent_uploads=MAX_CONCURRENT_UPLOADS,
+        fairness=quotas,
+    )
+
+
+def extraction_limits(settings: Settings) -> ExtractionLimits:
+    """The bounds of one document's extraction (decompression bombs, huge texts)."""
+    return ExtractionLimits(
+        max_decompressed_bytes=settings.max_decompressed_bytes, max_extracted_chars=settings.max_extracted_chars
+    )
+
+
+def extraction_pool(settings: Settings, stack: AsyncExitStack) -> ExtractionPool:
+    """The one place documents are parsed (the processor, document_chat and supply share it), under the configured
+    limits and deadline: worker processes started on first use and stopped with the runtime, or threads
+    (``ORC_EXTRACTION_PROCESSES=0``)."""
+    pool = ExtractionPool(
+        settings.extraction_processes,
+        settings.extraction_memory_mb << 20,
+        limits=extraction_limits(settings),
+        deadline_seconds=settings.extraction_seconds,
+    )
+    stack.push_async_callback(pool.aclose)
+    return pool
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What the foundation's services are built from, and the layers above build on: private to
+    :mod:`orc.composition` (an entry point takes services, never these)."""
+
+    settings: Settings
+    stores: Stores
+    catalog: DocumentCollection
+    """The records of contexts, context documents and session files."""
+    texts: TextStore
+    """The extracted texts (what the tools read and a citation's source view shows)."""
+    retriever: Retriever
+    """The one retriever, over the search engine (``ORC_SEARCH``): every ranking of spans goes through it."""
+    processor: DocumentProcessor
+    """Turns a stored upload into text, spans and an index."""
+    leases: ProcessingLeases
+    """Who is processing which document (so a crash's work can be resumed)."""
+    pool: ExtractionPool
+    """Where documents are parsed, under the configured limits."""
+    queues: JobQueues
+    """The job queues (in-process ones, which nobody writes to, unless ``ORC_JOBS=queue``)."""
+    quotas: Quotas
+    """The per-principal turn limits and the fairness gate (a flood of uploads gives way through it too)."""
+    uploads: OperationQuotas
+    """Uploads, supplied files and exports per principal per window."""
+
+
+@dataclass(frozen=True, slots=True)
+class Foundation:
+    """What is stored, as the services that read and write it without a model: conversations, sessions and their
+    files, contexts and their documents, the sources behind citations.
+
+    Built once per process by :func:`build_foundation`; the upper layers (digests, the document tools, the MCP
+    server, the turn service) are built on it by :mod:`orc.composition`.
+    """
+
+    conversations: ConversationRepository
+    """Conversation history (written by turns, read by the sessions service and the scopes)."""
+    sessions: Sessions
+    """The caller's conversations: list, get, rename, rate, export."""
+    output_policy: OutputPolicy
+    """What a client may receive of any text (answers, exports, every response and tool result): built once."""
+    session_files: SessionFiles
+    """The files attached to each conversation."""
+    directory: ContextDirectory
+    """The context tree of each organization."""
+    context_documents: ContextDocuments
+    """The documents attached to contexts."""
+    scopes: DocumentScopes
+    """What a scope (a session, a focus context, the historical contexts) makes available."""
+    sources: DocumentSources
+    """A cited span in its document's text, and a document's bytes (the page's preview and download)."""
+    context_requests: ContextRequests
+    """The stored context requests of paused turns."""
+    idempotency: IdempotencyKeys
+    """``Idempotency-Key`` records of mutating requests."""
+    file_texts: FileTexts
+    """The text of files supplied to a context request: checked, admitted and parsed like uploads."""
+    _parts: Parts
+    """What it was built from, for :mod:`orc.composition` alone."""
+
+
+async def build_foundation(
+    settings: Settings, stack: AsyncExitStack, *, stores: Stores | None = None, job_queues: JobQueues | None = None
+) -> Foundation:
+    """The stores (``stores`` replaces the configured ones) and the services over them; closed with ``stack``.
+
+    Given ``job_queues`` mean queue mode: uploads enqueue, a worker processes."""
+    # First: every entry point builds this, and no log record made from now on carries a configured secret.
+    log_safety.install(log_safety.configured_secrets(settings))
+    parts = await _parts(settings, stack, stores, job_queues)
+    collections, blobs, catalog, texts = parts.stores.collections, parts.stores.blobs, parts.catalog, parts.texts
+    conversations = ConversationRepository(await collections.collection("conversations"))
+    directory = ContextDirectory(catalog)
+    limit = settings.max_upload_bytes
+    files = SessionFiles(
+        catalog, blobs, max_upload_bytes=limit, processor=parts.processor, texts=texts, admission=parts.uploads
+    )
+    context_requests = ContextRequests(
+        await collections.collection("context_requests"), await collections.collection("context_request_deadlines")
+    )
+    # Exports are admitted, bounded and rendered away from the event loop (orc.conversations.exporting).
+    exports = Exports(parts.pool, parts.uploads)
+    context_documents = ContextDocuments(
+        catalog, blobs, directory, parts.processor, texts, max_upload_bytes=limit, admission=parts.uploads
+    )
+    scopes = DocumentScopes(
+        directory=directory, context_documents=context_documents, session_files=files, conversations=conversations
+    )
+    output_policy = OutputPolicy.allowing(settings.output_image_hosts)
+    return Foundation(
+        conversations=conversations,
+        sessions=Sessions(conversations, files, context_requests, exports, output_policy),
+        output_policy=output_policy,
+        session_files=files,
+        directory=directory,
+        context_documents=context_documents,
+        scopes=scopes,
+        sources=DocumentSources(scopes, texts, blobs),
+        context_requests=context_requests,
+        idempotency=IdempotencyKeys(await collections.collection("idempotency")),
+        file_texts=FileTexts(parts.pool, max_upload_bytes=limit, admission=parts.uploads),
+        _parts=parts,
+    )
+
+
+async def _parts(
+    settings: Settings, stack: AsyncExitStack, stores: Stores | None, job_queues: JobQueues | None
+) -> Parts:
+    """The stores, the limits and the processing pipeline that turns uploads into searchable text."""
+    stores = stores if stores is not None else await open_stores(settings, stack)
+    configure_telemetry(json_logs=settings.log_format == "json")
+    if tracing_enabled():
+        # One span per storage call; not wrapped when nothing records spans, so untraced processes pay nothing.
+        stores = Stores(TracedCollectionProvider(stores.collections), TracedBlobStore(stores.blobs), stores.search)
+    collections = stores.collections
+    catalog = await collections.collection("catalog")
+    configured = job_queues if job_queues is not None else await open_job_queues(settings, stack)
+    # In-process mode keeps asyncio tasks; its worker has queues nobody writes to (and nothing to do).
+    queues = configured or JobQueues(documents=InProcessJobQueue(), digests=InProcessJobQueue())
+    # Registered before the processor, so it stops after the jobs that use it.
+    pool = extraction_pool(settings, stack)
+    vectors = await span_vectors(settings, stack, stores)
+    quotas = await build_quotas(settings, stores)
+    texts = TextStore(await collections.collection("document_text"))
+    engine = stores.search if stores.search is not None else await open_search_engine(settings, stack, vectors)
+    retriever = Retriever(engine, texts, vectors)
+    # Registered after the engine, so background indexing stops before the engine closes.
+    stack.push_async_callback(retriever.aclose)
+
+    async def dispatch(job: ProcessingJob) -> None:
+        await queues.documents.enqueue(processing_message(job))
+
+    leases = ProcessingLeases(
+        await collections.collection("processing_leases"), lease_seconds=settings.processing_lease_seconds
+    )
+    processor = DocumentProcessor(
+        catalog,
+        stores.blobs,
+        texts,
+        retriever,
+        max_document_bytes=settings.max_upload_bytes,
+        dispatch=dispatch if configured is not None else None,
+        leases=leases,
+        extraction_pool=pool,
+        vectors=vectors,
+    )
+    # Registered after the stores, so background jobs stop before the stores close.
+    stack.push_async_callback(processor.aclose)
+    uploads = await build_operation_quotas(settings, stores, quotas)
+    return Parts(settings, stores, catalog, texts, retriever, processor, leases, pool, queues, quotas, uploads)
+
+
+def parts_of(foundation: Foundation) -> Parts:
+    """What ``foundation`` was built from (for the layers :mod:`orc.composition` builds on it)."""
+    return foundation._parts
+
+
+@asynccontextmanager
+async def open_foundation(settings: Settings) -> AsyncIterator[Foundation]:
+    """The :class:`Foundation` alone, closed on exit: for a command that only reads or edits what is stored."""
+    async with AsyncExitStack() as stack:
+        yield await build_foundation(settings, stack)
