@@ -134,12 +134,6 @@ class SessionFiles:
         """Tell ``listener`` about every change from now on (the composition root wires the digest pipeline)."""
         self._listener = listener
 
-    def check_uploads(self, uploads: Sequence[Upload]) -> None:
-        """Reject the whole request before anything is stored: no files, bad names, empty or oversized files,
-        the same name twice, and types orc cannot extract (415)."""
-        check_uploads(uploads, self._max_upload_bytes)
-        self._check_names(uploads)
-
     @staticmethod
     def _check_names(uploads: Sequence[Upload]) -> None:
         names = [upload.filename for upload in uploads]
