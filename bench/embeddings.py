@@ -53,6 +53,7 @@ import uvicorn
 from bench.common import REPO, SAMPLE_DOCS, SAMPLE_NAMES, BenchResult, Check, summarize
 from bench.documents_common import exit_with, standalone
 from orc.composition import Services, build_runtime
+from orc.composition.tuning import TUNED, Tuning
 from orc.documents.intake.uploads import Upload
 from orc.documents.parsing.extraction import extract
 from orc.models.embeddings import OpenAIEmbeddingModel, build_embedding_model
@@ -172,9 +173,9 @@ async def _turns(args: argparse.Namespace, running: Endpoint, result: BenchResul
         model = build_embedding_model(
             "openai:bench-embed",
             base_url=running.base_url,
-            timeout=defaults.embeddings_timeout_seconds,
-            max_retries=defaults.embeddings_max_retries,
-            batch_size=defaults.embeddings_batch_size,
+            timeout=defaults.model_timeout_seconds,
+            max_retries=defaults.model_max_retries,
+            batch_size=TUNED.embeddings_batch_size,
             resources=stack,
         )
         on = await stack.enter_async_context(build_runtime(settings))
@@ -246,15 +247,15 @@ async def _pages(args: argparse.Namespace, running: Endpoint, result: BenchResul
         for number in range(args.pages)
     ]
     pdf = make_pdf(pages)
-    default = Settings().embeddings_batch_size
+    default = TUNED.embeddings_batch_size
     for batch_size in (default, 64):
         seconds: dict[str, float] = {}
         batches: list[int] = []
         for name, use in (("off", None), ("on", running)):
             with tempfile.TemporaryDirectory(prefix="orc-bench-embed-") as home:
                 # Parsing in threads: a worker process's start-up would be timed too.
-                settings = _settings(home, use, extraction_processes=0, embeddings_batch_size=batch_size)
-                async with build_runtime(settings) as services:
+                settings = _settings(home, use, extraction_processes=0)
+                async with build_runtime(settings, tuning=Tuning(embeddings_batch_size=batch_size)) as services:
                     before = len(await running.inputs())
                     started = time.perf_counter()
                     added = await services.foundation.session_files.add(

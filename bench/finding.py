@@ -120,8 +120,7 @@ def _settings(home: Path, embeddings_url: str | None) -> Any:
         overrides |= {
             "embeddings": "openai:all-minilm-l6-v2",
             "embeddings_base_url": embeddings_url,
-            "embeddings_timeout_seconds": 900.0,
-            "embeddings_batch_size": 64,
+            "model_timeout_seconds": 900.0,
         }
     else:
         overrides["embeddings"] = "off"

@@ -66,7 +66,6 @@ def environment(home: Path, connection_string: str, queue_prefix: str) -> dict[s
         "ORC_QUEUE_CONNECTION_STRING": connection_string,
         "ORC_QUEUE_DOCUMENTS": f"{queue_prefix}-documents",
         "ORC_QUEUE_DIGESTS": f"{queue_prefix}-digests",
-        "ORC_WORKER_CONCURRENCY": "2",
     }
 
 

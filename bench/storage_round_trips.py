@@ -264,7 +264,6 @@ async def measure_emulators(repeats: int) -> list[dict[str, Any]]:
                 cosmos_endpoint=cosmos.endpoint,
                 cosmos_key=cosmos.key,
                 cosmos_database=f"orc-bench-{suffix}",
-                cosmos_emulator=True,
                 blob_connection_string=azurite.connection_string,
                 blob_container=f"orc-bench-{suffix}",
             )

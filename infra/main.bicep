@@ -358,8 +358,6 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'ORC_QUEUE_ACCOUNT_URL', value: storage.properties.primaryEndpoints.queue }
         { name: 'ORC_QUEUE_DOCUMENTS', value: queueNames[0] }
         { name: 'ORC_QUEUE_DIGESTS', value: queueNames[1] }
-        // Below host.json's maxDequeueCount (5): orc marks the document failed before the host moves the message.
-        { name: 'ORC_QUEUE_MAX_DELIVERIES', value: '4' }
       ]
     }
   }

@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeVar
 from langchain_core.messages import HumanMessage
 
 from orc.composition import azure_search_engine, azure_stores, model_from_settings
+from orc.composition.tuning import TUNED
 from orc.errors import ConfigurationError, ModelMisconfigured, OrcError, ServiceUnavailable
 from orc.models.embeddings import build_embedding_model
 from orc.models.faults import mapped_model_faults
@@ -300,9 +301,9 @@ async def _embedding_dimensions(settings: Settings, stack: AsyncExitStack) -> in
             settings.embeddings,
             base_url=settings.embeddings_base_url,
             api_key=settings.embeddings_api_key,
-            timeout=settings.embeddings_timeout_seconds,
-            max_retries=settings.embeddings_max_retries,
-            batch_size=settings.embeddings_batch_size,
+            timeout=settings.model_timeout_seconds,
+            max_retries=settings.model_max_retries,
+            batch_size=TUNED.embeddings_batch_size,
             resources=stack,
         )
         if model is None:
@@ -368,9 +369,9 @@ async def embedding_checks(settings: Settings, stack: AsyncExitStack) -> list[Ch
             settings.embeddings,
             base_url=settings.embeddings_base_url,
             api_key=settings.embeddings_api_key,
-            timeout=settings.embeddings_timeout_seconds,
-            max_retries=settings.embeddings_max_retries,
-            batch_size=settings.embeddings_batch_size,
+            timeout=settings.model_timeout_seconds,
+            max_retries=settings.model_max_retries,
+            batch_size=TUNED.embeddings_batch_size,
             resources=stack,
         )
         if model is None:

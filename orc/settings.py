@@ -27,6 +27,22 @@ REMOVED = {
     "ORC_HISTORY_TURNS": "a turn reads the last 10 turns; ORC_HISTORY_TOKENS bounds what the answer model sees",
     "ORC_TOOL_TIMEOUT_SECONDS": "one tool call may take 120 s; ORC_TURN_TIMEOUT bounds the whole turn",
     "ORC_IDEMPOTENCY_TTL_SECONDS": "Idempotency-Key responses are kept for 24 hours",
+    "ORC_CONTEXT_SWEEP_SECONDS": "paused turns are swept every 15 s, or every eighth of ORC_CONTEXT_REQUEST_TIMEOUT "
+    "when that is shorter (on Azure, by the timer function's schedule)",
+    "ORC_PROCESSING_SWEEP_SECONDS": "interrupted uploads are swept every 15 s (on Azure, by the timer function)",
+    "ORC_PROCESSING_LEASE_SECONDS": "a processing lease lasts 30 s without renewal",
+    "ORC_QUEUE_VISIBILITY_SECONDS": "a received job stays invisible for 300 s",
+    "ORC_QUEUE_MAX_DELIVERIES": "a job delivered 4 times is given up (on Azure, host.json's maxDequeueCount)",
+    "ORC_MAX_TOOL_ROUNDS": "a turn plans at most 4 rounds of tool calls",
+    "ORC_DIGEST_CONCURRENCY": "a process makes at most 4 digest model calls at once",
+    "ORC_FILE_CACHE_TTL_SECONDS": "document_chat keeps a processed file (and honours its file_id) for an hour",
+    "ORC_MAX_DECOMPRESSED_BYTES": "a document may decompress to 200 MB; ORC_EXTRACTION_MEMORY_MB bounds its worker",
+    "ORC_MAX_EXTRACTED_CHARS": "a document may extract to 10,000,000 characters",
+    "ORC_EMBEDDINGS_BATCH_SIZE": "256 spans are embedded per request",
+    "ORC_EMBEDDINGS_TIMEOUT_SECONDS": "ORC_MODEL_TIMEOUT_SECONDS bounds embeddings requests too",
+    "ORC_EMBEDDINGS_MAX_RETRIES": "ORC_MODEL_MAX_RETRIES applies to embeddings requests too",
+    "ORC_WORKER_CONCURRENCY": "`orc worker` runs 2 jobs at once unless --concurrency says otherwise",
+    "ORC_COSMOS_EMULATOR": "an ORC_COSMOS_ENDPOINT on localhost or 127.0.0.1 is taken to be an emulator",
 }
 """Settings that became constants (docs/configuration.md, "Changes"), and what holds instead: an operator who still
 sets one is told it has no effect rather than left to wonder."""
@@ -68,13 +84,16 @@ class Settings(BaseSettings):
     )
     model_base_url: str | None = None
     model_api_key: SecretStr | None = None
-    model_timeout_seconds: float = 60.0
-    model_max_retries: int = 2
+    model_timeout_seconds: float = Field(
+        default=60.0, description="Seconds one request to the chat or embeddings model may take."
+    )
+    model_max_retries: int = Field(
+        default=2, description="Retries of a failed request to the chat or embeddings model."
+    )
     digest_model: str | None = Field(
         default=None,
         description="The model that makes context digests (Task A/B), same forms as ORC_MODEL; default: ORC_MODEL.",
     )
-    digest_concurrency: int = Field(default=4, ge=1, description="Digest model calls running at once.")
     models: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict,
         description='JSON object of the models a request may choose by alias, e.g. {"fast": "azure:gpt-4o-mini", '
@@ -89,11 +108,6 @@ class Settings(BaseSettings):
     )
     embeddings_base_url: str | None = None
     embeddings_api_key: SecretStr | None = None
-    embeddings_timeout_seconds: float = Field(default=30.0, gt=0)
-    embeddings_max_retries: int = Field(default=2, ge=0)
-    # 256: well under OpenAI's 2,048 inputs and 300,000 tokens per request for spans of a few hundred words, and few
-    # enough that one slow request does not hold a whole document back.
-    embeddings_batch_size: int = Field(default=256, ge=1, le=2048, description="Spans per embedding request.")
 
     prompts_dir: str | None = Field(
         default=None,
@@ -107,11 +121,6 @@ class Settings(BaseSettings):
     cosmos_endpoint: str | None = None
     cosmos_key: SecretStr | None = None
     cosmos_database: str = "orc"
-    cosmos_emulator: bool = Field(
-        default=False,
-        description="Target a local Cosmos DB emulator (cosmosdb-server): single region, and a missing item's "
-        "point read answers 500 there instead of 404. Never set this against a real account.",
-    )
     blob_connection_string: SecretStr | None = None
     blob_account_url: str | None = None
     blob_container: str = azure_resources.BLOB_CONTAINER
@@ -159,18 +168,8 @@ class Settings(BaseSettings):
     # -- limits -----------------------------------------------------------------------------------------
     max_question_chars: int = 4000
     max_upload_bytes: int = 20 * 1024 * 1024
-    max_decompressed_bytes: int = Field(
-        default=200 * 1024 * 1024,
-        gt=0,
-        description="How far one DOCX/PPTX/XLSX may expand when unzipped; a larger one fails as a decompression bomb.",
-    )
-    max_extracted_chars: int = Field(
-        default=10_000_000, gt=0, description="Characters of text one document may yield; more fails that document."
-    )
     max_request_bytes: int = 1024 * 1024
     max_blob_names: int = 20
-    max_tool_rounds: int = 4
-    file_cache_ttl_seconds: float = Field(default=3600.0, gt=0)
     history_tokens: int = Field(
         default=16_000,
         ge=0,
@@ -203,9 +202,6 @@ class Settings(BaseSettings):
         description="Regular expressions, one per line, for secrets to redact from artifacts and suggestions on "
         "offer to a context request, beside the built-in ones (keys, tokens, connection strings, private keys).",
     )
-    context_sweep_seconds: float = Field(
-        default=15.0, gt=0, description="How often the embedded sweeper answers paused turns past their deadline."
-    )
     extraction_processes: int = Field(
         default=1,
         ge=0,
@@ -221,15 +217,6 @@ class Settings(BaseSettings):
         gt=0,
         description="How long one document may take to parse; past it the worker is replaced and the document "
         "fails (extraction_timeout).",
-    )
-    processing_lease_seconds: float = Field(
-        default=30.0,
-        gt=0,
-        description="How long an upload's or processing job's lease holds unrenewed: work a crash interrupts is "
-        "resumed (or failed) by the next sweep after it lapses, on any instance.",
-    )
-    processing_sweep_seconds: float = Field(
-        default=15.0, gt=0, description="How often the embedded process sweeps for interrupted document work."
     )
     generated_titles: bool = Field(
         default=True,
@@ -278,13 +265,6 @@ class Settings(BaseSettings):
         default=azure_resources.QUEUE_DOCUMENTS, description="Queue of document processing jobs."
     )
     queue_digests: str = Field(default=azure_resources.QUEUE_DIGESTS, description="Queue of session digest jobs.")
-    queue_visibility_seconds: float = Field(
-        default=300.0, ge=1, description="How long a received job stays hidden (and claimed) before redelivery."
-    )
-    queue_max_deliveries: int = Field(
-        default=4, ge=1, description="Deliveries after which a job is poison and its document ends failed."
-    )
-    worker_concurrency: int = Field(default=2, ge=1, description="Jobs one `orc worker` runs at once.")
 
     # -- telemetry ------------------------------------------------------------------------------------------
     log_format: Literal["text", "json"] = Field(

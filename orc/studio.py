@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from orc.composition import build_document_services, build_foundation, in_memory_mcp
+from orc.composition.tuning import TUNED
 from orc.graph import TurnContext, build_graph
 from orc.graph.state import TurnState
 from orc.mcp_client import McpToolbox
@@ -75,7 +76,7 @@ async def make_graph(config: RunnableConfig | None = None) -> AsyncIterator[Stud
                 # The orchestrator's scope for a turn without focus: the thread's session documents.
                 scope={"session_id": conversation_id, "include_historical": True},
             ),
-            max_tool_rounds=settings.max_tool_rounds,
+            max_tool_rounds=TUNED.max_tool_rounds,
             history_tokens=settings.history_tokens,
             sources_tokens=settings.sources_tokens,
             offers_planning_tools=any(tool.name != DOCUMENT_CHAT for tool in tools),

@@ -239,7 +239,6 @@ def azure_settings(azurite: AzuriteBlob, cosmos_emulator: CosmosEmulator) -> Set
         cosmos_endpoint=cosmos_emulator.endpoint,
         cosmos_key=cosmos_emulator.key,
         cosmos_database=f"orc-{uuid.uuid4().hex[:12]}",
-        cosmos_emulator=True,
         blob_connection_string=azurite.connection_string,
         blob_container=f"orc-{uuid.uuid4().hex[:12]}",
     )

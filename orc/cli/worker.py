@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 
 from orc.errors import ConfigurationError
 
+WORKER_CONCURRENCY = 2
+"""Jobs one ``orc worker`` runs at once unless ``--concurrency`` says otherwise."""
+
 if TYPE_CHECKING:  # `orc --help` builds this command's parser and must not load the settings machinery
     from orc.settings import Settings
 
@@ -23,7 +26,7 @@ if TYPE_CHECKING:  # `orc --help` builds this command's parser and must not load
 def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``worker`` subcommand."""
     worker = commands.add_parser("worker", help="process queued document and digest jobs (ORC_JOBS=queue)")
-    worker.add_argument("--concurrency", type=int, default=None, help="jobs at once (default ORC_WORKER_CONCURRENCY)")
+    worker.add_argument("--concurrency", type=int, default=None, help=f"jobs at once (default {WORKER_CONCURRENCY})")
 
 
 async def run_worker(settings: Settings, concurrency: int | None = None, stop: asyncio.Event | None = None) -> int:
@@ -37,9 +40,10 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
             loop.add_signal_handler(signum, stop.set)
     # Imported here: `orc --help` must not load the backends.
     from orc.composition import build_runtime
+    from orc.composition.tuning import TUNED
     from orc.documents.intake.recovery import sweep_interrupted_documents
 
-    concurrency = concurrency or settings.worker_concurrency
+    concurrency = concurrency or WORKER_CONCURRENCY
     async with build_runtime(settings) as services:
         print(
             f"orc worker: consuming {settings.queue_documents} and {settings.queue_digests}, "
@@ -49,7 +53,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
         )
         # Uploads an instance left mid-way never reached the queue: the worker finds them by their lapsed leases.
         recovering = asyncio.create_task(
-            sweep_interrupted_documents(services.documents.recovery, settings.processing_sweep_seconds)
+            sweep_interrupted_documents(services.documents.recovery, TUNED.processing_sweep_seconds)
         )
         try:
             await services.documents.jobs.run(stop, concurrency=concurrency)

@@ -142,7 +142,7 @@ async def build_document_services(
     )
     document_chat = DocumentChatService(
         parts.stores.blobs,
-        ProcessedFileCache(settings.file_cache_ttl_seconds),
+        ProcessedFileCache(parts.tuning.file_cache_ttl_seconds),
         chat_model,
         retriever=parts.retriever,
         model_label=label,
@@ -186,8 +186,8 @@ async def build_document_services(
             digests,
             parts.queues.documents,
             parts.queues.digests,
-            visibility_seconds=settings.queue_visibility_seconds,
-            max_deliveries=settings.queue_max_deliveries,
+            visibility_seconds=parts.tuning.queue_visibility_seconds,
+            max_deliveries=parts.tuning.queue_max_deliveries,
         ),
         recovery=DocumentRecovery(
             parts.leases, parts.catalog, parts.stores.blobs, parts.processor, on_resumed=digest_again
@@ -204,7 +204,7 @@ async def _digests(
     files, catalog = base.session_files, parts.catalog
     store = DigestStore(await parts.stores.collections.collection("digests"))
     runner = DigestRunner(digest_model)
-    file_digests = FileDigests(catalog, parts.texts, store, runner, max_concurrency=settings.digest_concurrency)
+    file_digests = FileDigests(catalog, parts.texts, store, runner, max_concurrency=parts.tuning.digest_concurrency)
     digests = SessionDigests(files, file_digests, store, runner, SessionSignals(), admission=quotas)
     files.listen(digests)
     summaries = DigestSummaries(catalog, digests, file_digests)

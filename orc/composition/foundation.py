@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from orc import log_safety
 from orc.composition.stores import JobQueues, Stores, open_job_queues, open_search_engine, open_stores
+from orc.composition.tuning import TUNED, Tuning
 from orc.conversations import ConversationRepository
 from orc.conversations.context_requests import ContextRequests
 from orc.conversations.exporting import Exports
@@ -46,15 +47,17 @@ if TYPE_CHECKING:  # numpy only where vectors are made
     from orc.search.vectors import SpanVectors
 
 
-async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores) -> SpanVectors | None:
+async def span_vectors(
+    settings: Settings, stack: AsyncExitStack, stores: Stores, tuning: Tuning = TUNED
+) -> SpanVectors | None:
     """Span vectors with the ``ORC_EMBEDDINGS`` model (none when it is ``off``)."""
     model = build_embedding_model(
         settings.embeddings,
         base_url=settings.embeddings_base_url,
         api_key=settings.embeddings_api_key.get_secret_value() if settings.embeddings_api_key else None,
-        timeout=settings.embeddings_timeout_seconds,
-        max_retries=settings.embeddings_max_retries,
-        batch_size=settings.embeddings_batch_size,
+        timeout=settings.model_timeout_seconds,
+        max_retries=settings.model_max_retries,
+        batch_size=tuning.embeddings_batch_size,
         resources=stack,
     )
     if model is None:
@@ -64,7 +67,7 @@ async def span_vectors(settings: Settings, stack: AsyncExitStack, stores: Stores
     return SpanVectors(
         model,
         SpanVectorStore(await stores.collections.collection("document_text")),
-        query_timeout=settings.embeddings_timeout_seconds,
+        query_timeout=settings.model_timeout_seconds,
     )
 
 
@@ -97,21 +100,21 @@ async def build_operation_quotas(settings: Settings, stores: Stores, quotas: Quo
     )
 
 
-def extraction_limits(settings: Settings) -> ExtractionLimits:
+def extraction_limits(tuning: Tuning = TUNED) -> ExtractionLimits:
     """The bounds of one document's extraction (decompression bombs, huge texts)."""
     return ExtractionLimits(
-        max_decompressed_bytes=settings.max_decompressed_bytes, max_extracted_chars=settings.max_extracted_chars
+        max_decompressed_bytes=tuning.max_decompressed_bytes, max_extracted_chars=tuning.max_extracted_chars
     )
 
 
-def extraction_pool(settings: Settings, stack: AsyncExitStack) -> ExtractionPool:
+def extraction_pool(settings: Settings, stack: AsyncExitStack, tuning: Tuning = TUNED) -> ExtractionPool:
     """The one place documents are parsed (the processor, document_chat and supply share it), under the configured
     limits and deadline: worker processes started on first use and stopped with the runtime, or threads
     (``ORC_EXTRACTION_PROCESSES=0``)."""
     pool = ExtractionPool(
         settings.extraction_processes,
         settings.extraction_memory_mb << 20,
-        limits=extraction_limits(settings),
+        limits=extraction_limits(tuning),
         deadline_seconds=settings.extraction_seconds,
     )
     stack.push_async_callback(pool.aclose)
@@ -124,6 +127,7 @@ class Parts:
     :mod:`orc.composition` (an entry point takes services, never these)."""
 
     settings: Settings
+    tuning: Tuning
     stores: Stores
     catalog: DocumentCollection
     """The records of contexts, context documents and session files."""
@@ -181,14 +185,19 @@ class Foundation:
 
 
 async def build_foundation(
-    settings: Settings, stack: AsyncExitStack, *, stores: Stores | None = None, job_queues: JobQueues | None = None
+    settings: Settings,
+    stack: AsyncExitStack,
+    *,
+    stores: Stores | None = None,
+    job_queues: JobQueues | None = None,
+    tuning: Tuning = TUNED,
 ) -> Foundation:
     """The stores (``stores`` replaces the configured ones) and the services over them; closed with ``stack``.
 
     Given ``job_queues`` mean queue mode: uploads enqueue, a worker processes."""
     # First: every entry point builds this, and no log record made from now on carries a configured secret.
     log_safety.install(log_safety.configured_secrets(settings))
-    parts = await _parts(settings, stack, stores, job_queues)
+    parts = await _parts(settings, stack, stores, job_queues, tuning)
     collections, blobs, catalog, texts = parts.stores.collections, parts.stores.blobs, parts.catalog, parts.texts
     conversations = ConversationRepository(await collections.collection("conversations"))
     directory = ContextDirectory(catalog)
@@ -225,7 +234,7 @@ async def build_foundation(
 
 
 async def _parts(
-    settings: Settings, stack: AsyncExitStack, stores: Stores | None, job_queues: JobQueues | None
+    settings: Settings, stack: AsyncExitStack, stores: Stores | None, job_queues: JobQueues | None, tuning: Tuning
 ) -> Parts:
     """The stores, the limits and the processing pipeline that turns uploads into searchable text."""
     stores = stores if stores is not None else await open_stores(settings, stack)
@@ -239,8 +248,8 @@ async def _parts(
     # In-process mode keeps asyncio tasks; its worker has queues nobody writes to (and nothing to do).
     queues = configured or JobQueues(documents=InProcessJobQueue(), digests=InProcessJobQueue())
     # Registered before the processor, so it stops after the jobs that use it.
-    pool = extraction_pool(settings, stack)
-    vectors = await span_vectors(settings, stack, stores)
+    pool = extraction_pool(settings, stack, tuning)
+    vectors = await span_vectors(settings, stack, stores, tuning)
     quotas = await build_quotas(settings, stores)
     texts = TextStore(await collections.collection("document_text"))
     engine = stores.search if stores.search is not None else await open_search_engine(settings, stack, vectors)
@@ -252,7 +261,7 @@ async def _parts(
         await queues.documents.enqueue(processing_message(job))
 
     leases = ProcessingLeases(
-        await collections.collection("processing_leases"), lease_seconds=settings.processing_lease_seconds
+        await collections.collection("processing_leases"), lease_seconds=tuning.processing_lease_seconds
     )
     processor = DocumentProcessor(
         catalog,
@@ -268,7 +277,7 @@ async def _parts(
     # Registered after the stores, so background jobs stop before the stores close.
     stack.push_async_callback(processor.aclose)
     uploads = await build_operation_quotas(settings, stores, quotas)
-    return Parts(settings, stores, catalog, texts, retriever, processor, leases, pool, queues, quotas, uploads)
+    return Parts(settings, tuning, stores, catalog, texts, retriever, processor, leases, pool, queues, quotas, uploads)
 
 
 def parts_of(foundation: Foundation) -> Parts:

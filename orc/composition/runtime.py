@@ -32,6 +32,7 @@ from orc.composition.documents import (
 )
 from orc.composition.foundation import Foundation, build_foundation, parts_of
 from orc.composition.stores import JobQueues, Stores
+from orc.composition.tuning import TUNED, Tuning
 from orc.conversations.title_writer import TitleWriter
 from orc.digests.prompt_digest import PromptDigests
 from orc.documents.intake.recovery import sweep_interrupted_documents
@@ -105,18 +106,19 @@ async def build_runtime(
     digest_model: BaseChatModel | None = None,
     job_queues: JobQueues | None = None,
     policy: TurnPolicy | None = None,
+    tuning: Tuning = TUNED,
 ) -> AsyncIterator[Services]:
     """Build every service ``settings`` (default: the environment) describes; close it all on exit.
 
     ``model`` replaces the configured model for turns (tests pass a scripted one); ``digest_model`` the model
     that makes context digests; ``stores`` the configured storage; ``job_queues`` the configured job queues
     (given queues mean queue mode: uploads enqueue, a worker processes); ``policy`` the turn policy (default:
-    quotas from settings); each of ``mcp_extensions`` registers extra tools on the MCP server (the model may plan
-    calls to them).
+    quotas from settings); ``tuning`` the process's constants (:mod:`orc.composition.tuning`); each of
+    ``mcp_extensions`` registers extra tools on the MCP server (the model may plan calls to them).
     """
     settings = settings or Settings()
     async with AsyncExitStack() as stack:
-        base = await build_foundation(settings, stack, stores=stores, job_queues=job_queues)
+        base = await build_foundation(settings, stack, stores=stores, job_queues=job_queues, tuning=tuning)
         documents = await build_document_services(
             settings, stack, base, model=model, digest_model=digest_model, policy=policy
         )
@@ -135,12 +137,14 @@ async def build_runtime(
         orchestrator = await _turns(settings, stack, base, documents, handoff)
         if settings.jobs == "inprocess":
             # Embedded: this process answers paused turns whose deadline passed (on Azure a timer function does).
-            sweeper = asyncio.create_task(sweep_context_requests(orchestrator, settings.context_sweep_seconds))
+            sweeper = asyncio.create_task(
+                sweep_context_requests(orchestrator, tuning.context_sweep(settings.context_request_timeout))
+            )
             stack.push_async_callback(_stop, sweeper)
             # Uploads and processing a crash interrupted (here or on another instance) are resumed or failed; with
             # queues on Azure a timer function sweeps instead, and `orc worker` does.
             recovering = asyncio.create_task(
-                sweep_interrupted_documents(documents.recovery, settings.processing_sweep_seconds)
+                sweep_interrupted_documents(documents.recovery, tuning.processing_sweep_seconds)
             )
             stack.push_async_callback(_stop, recovering)
         yield Services(
@@ -185,7 +189,7 @@ async def _turns(
     models = ModelChoice(
         default=ChosenModel(documents.model, documents.model_label), allowed=_allowed_models(settings, stack)
     )
-    limits = turn_limits(settings)
+    limits = turn_limits(settings, parts_of(base).tuning)
     runner = TurnRunner(
         RunnerParts(
             graph=build_graph(checkpointer),
@@ -227,12 +231,12 @@ async def _turns(
     )
 
 
-def turn_limits(settings: Settings) -> TurnLimits:
+def turn_limits(settings: Settings, tuning: Tuning = TUNED) -> TurnLimits:
     """The bounds of every turn, from settings (built once per process)."""
     return TurnLimits(
         max_question_chars=settings.max_question_chars,
         max_blob_names=settings.max_blob_names,
-        max_tool_rounds=settings.max_tool_rounds,
+        max_tool_rounds=tuning.max_tool_rounds,
         history_tokens=settings.history_tokens,
         sources_tokens=settings.sources_tokens,
         turn_timeout_seconds=settings.turn_timeout,

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from orc import resources as azure_resources
 from orc.errors import ConfigurationError
@@ -23,6 +24,10 @@ if TYPE_CHECKING:  # the Azure SDKs load only where Azure is configured, numpy o
     from orc.search.vectors import SpanVectors
     from orc.storage.azure_blob import AzureBlobStore
     from orc.storage.cosmos import CosmosCollectionProvider
+
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+"""Hosts of a Cosmos DB emulator (a real account is never on loopback): single region, and a 500 for a missing
+item on some reads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,7 @@ def azure_stores(settings: Settings) -> tuple[CosmosCollectionProvider, AzureBlo
     assert settings.cosmos_endpoint is not None  # settings.check() made sure
     emulator: dict[str, Any] = (
         {"missing_read_status_codes": (404, 500), "client_options": {"enable_endpoint_discovery": False}}
-        if settings.cosmos_emulator
+        if urlsplit(settings.cosmos_endpoint).hostname in _LOOPBACK
         else {}
     )
     collections = CosmosCollectionProvider.from_endpoint(

@@ -48,7 +48,7 @@ class TurnContext:
     conversations: ConversationRepository
     toolbox: McpToolbox
     max_tool_rounds: int
-    """Bound on the tool loop (``ORC_MAX_TOOL_ROUNDS``)."""
+    """Bound on the tool loop (``Tuning.max_tool_rounds``)."""
     history_tokens: int
     """Budget of the recent history in the answer request (``ORC_HISTORY_TOKENS``)."""
     sources_tokens: int

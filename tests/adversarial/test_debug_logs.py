@@ -106,7 +106,6 @@ def test_an_orc_command_at_debug_logs_no_configured_secret_when_the_provider_ech
             "ORC_EMBEDDINGS": "openai:test-embeddings",
             "ORC_EMBEDDINGS_BASE_URL": running.base_url,
             "ORC_EMBEDDINGS_API_KEY": EMBEDDINGS_KEY,
-            "ORC_EMBEDDINGS_MAX_RETRIES": "0",
             "AzureWebJobsStorage": BLOB_CONNECTION,
         }
         command = [sys.executable, "-c", "import sys; from orc.cli import main; sys.exit(main())"]

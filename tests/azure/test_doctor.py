@@ -109,7 +109,7 @@ async def test_the_embedding_endpoint_is_reached_and_a_refusal_says_what_to_chec
     tmp_path: Path, running: RunningEndpoint
 ) -> None:
     settings = Settings(
-        home=tmp_path, embeddings="openai:local-embed", embeddings_base_url=running.base_url, embeddings_max_retries=0
+        home=tmp_path, embeddings="openai:local-embed", embeddings_base_url=running.base_url, model_max_retries=0
     )
     running.endpoint.reset()
 

@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from orc.composition import Stores, build_runtime
+from orc.composition.tuning import Tuning
 from orc.digests.context import ContextFiles
 from orc.documents.catalog.availability import DocumentScope
 from orc.documents.intake.uploads import Upload
@@ -218,10 +219,11 @@ async def test_deleting_a_session_deletes_its_aggregate_and_the_digests_only_it_
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
-async def test_digests_made_together_are_bounded_by_the_digest_concurrency_setting(concurrency: int) -> None:
+async def test_digests_made_together_are_bounded_by_the_digest_concurrency(concurrency: int) -> None:
     files = [Upload(f"f{n}.txt", f"File {n}: the fee is {n}00 euros.".encode()) for n in range(3)]
     gated = GatedDigestModel()
-    async with build_runtime(Settings(digest_concurrency=concurrency), stores=memory(), digest_model=gated) as runtime:
+    tuning = Tuning(digest_concurrency=concurrency)
+    async with build_runtime(Settings(), stores=memory(), digest_model=gated, tuning=tuning) as runtime:
         context = context_of(runtime.documents.context_files)
         await runtime.foundation.session_files.add(ME, "s", files)
         async with asyncio.timeout(10):

@@ -32,7 +32,7 @@ def extraction_pool(workers: int = 0, settings: Settings | None = None) -> Extra
     """An extraction pool under the limits of ``settings`` (default: the defaults); ``workers`` 0 parses in threads.
     Close it with ``aclose`` when it has workers."""
     settings = settings or Settings()
-    limits = extraction_limits(settings)
+    limits = extraction_limits()
     return ExtractionPool(
         workers, settings.extraction_memory_mb << 20, limits=limits, deadline_seconds=settings.extraction_seconds
     )

@@ -22,7 +22,7 @@ from orc.settings import Settings
 
 INFLATED_BYTES = 400 * 1024 * 1024
 
-LIMITS = extraction_limits(Settings())
+LIMITS = extraction_limits()
 
 
 def pdf_bomb() -> bytes:

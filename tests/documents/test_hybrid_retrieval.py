@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from orc.composition import Services, Stores, build_runtime
+from orc.composition.tuning import Tuning
 from orc.documents.intake.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
@@ -48,14 +49,14 @@ def endpoint(running: RunningEndpoint) -> OpenAIEndpoint:
 
 
 def embeddings_on(running: RunningEndpoint, **extra: Any) -> Settings:
-    return Settings(
-        embeddings="openai:local-embed", embeddings_base_url=running.base_url, embeddings_batch_size=3, **extra
-    )
+    return Settings(embeddings="openai:local-embed", embeddings_base_url=running.base_url, **extra)
 
 
 @asynccontextmanager
 async def runtime(settings: Settings, stores: Stores | None = None) -> AsyncIterator[Services]:
-    async with build_runtime(settings, stores=stores or memory_stores()) as services:
+    # Three spans per embeddings request: a document of a few spans still takes several.
+    tuning = Tuning(embeddings_batch_size=3)
+    async with build_runtime(settings, stores=stores or memory_stores(), tuning=tuning) as services:
         yield services
 
 
@@ -126,7 +127,7 @@ async def test_the_vector_leg_finds_a_paraphrase_that_shares_no_word_with_the_an
 async def test_a_turn_whose_query_cannot_be_embedded_is_answered_from_the_lexical_leg(
     running: RunningEndpoint, endpoint: OpenAIEndpoint
 ) -> None:
-    async with runtime(embeddings_on(running, embeddings_max_retries=0)) as services:
+    async with runtime(embeddings_on(running, model_max_retries=0)) as services:
         await attach(services)
         endpoint.embedding_faults = [Reply(status=500)]
 
@@ -185,7 +186,7 @@ async def test_with_a_real_chat_model_a_turn_makes_one_chat_request_and_one_embe
 async def test_a_query_vector_slower_than_the_embeddings_timeout_leaves_the_turn_to_the_lexical_leg(
     running: RunningEndpoint, endpoint: OpenAIEndpoint
 ) -> None:
-    settings = embeddings_on(running, embeddings_timeout_seconds=0.2, embeddings_max_retries=0)
+    settings = embeddings_on(running, model_timeout_seconds=0.2, model_max_retries=0)
     async with runtime(settings) as services:
         await attach(services)
         endpoint.embedding_faults = [Reply(fault="hang")]

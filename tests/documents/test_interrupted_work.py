@@ -19,6 +19,7 @@ import pytest
 
 from orc.composition import build_runtime
 from orc.composition.foundation import parts_of
+from orc.composition.tuning import Tuning
 from orc.documents.intake.leases import ProcessingLeases
 from orc.documents.intake.processing import DocumentLocation, DocumentProcessor, ProcessingJob
 from orc.documents.intake.recovery import INTERRUPTED_UPLOAD, MAX_TAKE_OVERS, DocumentRecovery
@@ -57,7 +58,7 @@ class Store:
         catalog = await self.provider.collection("catalog")
         leases = ProcessingLeases(
             await self.provider.collection("processing_leases"),
-            lease_seconds=Settings().processing_lease_seconds,
+            lease_seconds=Tuning().processing_lease_seconds,
             clock=self.clock,
         )
         texts = TextStore(await self.provider.collection("document_text"))
@@ -211,12 +212,12 @@ CRASHING_UPLOAD = textwrap.dedent(
     from orc.documents.records import ContextRef
     from orc.documents.intake.uploads import Upload
     from orc.principal import LOCAL_PRINCIPAL
+    from orc.composition.tuning import Tuning
     from orc.settings import Settings
 
     async def main() -> None:
-        settings = Settings(home=Path(sys.argv[1]), model="offline", storage="embedded", auth="none",
-                            processing_lease_seconds=2)
-        async with build_runtime(settings) as services:
+        settings = Settings(home=Path(sys.argv[1]), model="offline", storage="embedded", auth="none")
+        async with build_runtime(settings, tuning=Tuning(processing_lease_seconds=2)) as services:
             folder = ContextRef("folder", "legal")
             await services.foundation.directory.put(LOCAL_PRINCIPAL, folder, "Legal", None)
             big = b"".join(b"Clause %d: the tenant keeps the garden tidy and pays on time.\\n\\n" % n
@@ -252,8 +253,8 @@ async def test_a_process_killed_while_processing_an_upload_leaves_nothing_stuck_
         child.send_signal(signal.SIGKILL)  # no shutdown code runs: what a crash leaves
         await asyncio.wait_for(child.wait(), timeout=30)
 
-    settings = Settings(home=home, model="offline", storage="embedded", auth="none", processing_sweep_seconds=0.2)
-    async with build_runtime(settings) as services:
+    settings = Settings(home=home, model="offline", storage="embedded", auth="none")
+    async with build_runtime(settings, tuning=Tuning(processing_sweep_seconds=0.2)) as services:
         folder = ContextRef("folder", "legal")
         (left,) = await services.foundation.context_documents.documents(LOCAL_PRINCIPAL, folder)
         assert left.status in ("uploading", "processing")  # what the kill left
@@ -268,10 +269,8 @@ async def test_a_process_killed_while_processing_an_upload_leaves_nothing_stuck_
 
 
 async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_path: Path) -> None:
-    settings = Settings(
-        home=tmp_path / "home", model="offline", storage="embedded", auth="none", processing_sweep_seconds=3600
-    )
-    async with build_runtime(settings) as services:
+    settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
+    async with build_runtime(settings, tuning=Tuning(processing_sweep_seconds=3600)) as services:
         await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [upload("warranty.txt", TEXT)])
         assert await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
         (record,) = (await services.foundation.session_files.manifest(LOCAL_PRINCIPAL, "c1")).files

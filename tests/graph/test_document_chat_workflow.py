@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from mcp.server.fastmcp import FastMCP
 
 from orc.composition import Services, build_runtime
+from orc.composition.tuning import Tuning
 from orc.documents.intake.uploads import Upload
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
@@ -117,7 +118,7 @@ async def test_a_superset_of_the_cached_documents_is_not_partially_reused(orches
 
 async def test_expired_file_ids_fall_back_to_fresh_processing_with_new_ids(model: FunctionChatModel) -> None:
     # A nanosecond TTL expires every processed file before the next turn: the cache looks valid but is not.
-    async with build_runtime(Settings(file_cache_ttl_seconds=1e-9), model=model) as orc:
+    async with build_runtime(Settings(), model=model, tuning=Tuning(file_cache_ttl_seconds=1e-9)) as orc:
         await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
         first = await ask(orc, "doc1.pdf.txt")
         second = await ask(orc, "doc1.pdf.txt")
@@ -271,8 +272,8 @@ def always_echo(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIM
 
 async def test_an_answer_that_keeps_asking_for_tools_is_bounded_by_the_tool_rounds() -> None:
     model = FunctionChatModel(always_echo)
-    settings = Settings(max_tool_rounds=2)
-    async with build_runtime(settings, model=model, mcp_extensions=[add_echo_tool]) as orc:
+    tuning = Tuning(max_tool_rounds=2)
+    async with build_runtime(Settings(), model=model, mcp_extensions=[add_echo_tool], tuning=tuning) as orc:
         result = await orc.orchestrator.ask(TurnRequest(question="Say hi", conversation_id="conv"))
 
     # plan (round 1), the answer asks for round 2, then the last answer is offered no tools and answers.
@@ -283,7 +284,8 @@ async def test_an_answer_that_keeps_asking_for_tools_is_bounded_by_the_tool_roun
 
 async def test_a_streamed_turn_whose_answer_asks_for_more_tools_streams_the_final_answer() -> None:
     model = FunctionChatModel(always_echo)
-    async with build_runtime(Settings(max_tool_rounds=2), model=model, mcp_extensions=[add_echo_tool]) as orc:
+    tuning = Tuning(max_tool_rounds=2)
+    async with build_runtime(Settings(), model=model, mcp_extensions=[add_echo_tool], tuning=tuning) as orc:
         events = [
             event async for event in orc.orchestrator.stream(TurnRequest(question="Say hi", conversation_id="conv"))
         ]

@@ -552,7 +552,7 @@ async def test_a_reminder_event_arrives_before_the_deadline_and_is_kept_in_the_r
     client_factory: ClientFactory,
 ) -> None:
     # A short timeout instead of a waiting test: the server's follower waits for the moments that matter.
-    settings = Settings(context_request_timeout=0.6, context_request_reminder=0.5, context_sweep_seconds=3600)
+    settings = Settings(context_request_timeout=0.6, context_request_reminder=0.5)
     async with client_factory(settings) as client:
         await upload(client, "c1", ("lease.txt", LEASE))
         request = await paused(client)
@@ -564,7 +564,8 @@ async def test_a_reminder_event_arrives_before_the_deadline_and_is_kept_in_the_r
     assert all(event["type"] == "context_update" for event in followed)
     assert pending["at"] < reminder["at"] < request["expires_at"] <= expired["at"]
     assert "goes on in" in reminder["note"]
-    assert [event["type"] for event in stored["events"]] == ["requested", "reminder"]
+    # Kept in its history before it ended (the sweeper may have answered it without the context meanwhile).
+    assert [event["type"] for event in stored["events"]][:2] == ["requested", "reminder"]
     assert stored["remind_at"] < stored["expires_at"]
 
 

@@ -9,6 +9,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
 from orc.composition import JobQueues, Services, Stores, build_runtime
+from orc.composition.tuning import TUNED, Tuning
 from orc.documents.records import ContextRef
 from orc.settings import Settings
 
@@ -36,20 +37,20 @@ class Ledger:
 
 
 @asynccontextmanager
-async def process(stores: Stores, queues: JobQueues, settings: Settings | None = None) -> AsyncIterator[Services]:
-    """One orc process over the shared stores and queues."""
-    async with build_runtime(settings or Settings(), stores=stores, job_queues=queues) as services:
+async def process(stores: Stores, queues: JobQueues, tuning: Tuning = TUNED) -> AsyncIterator[Services]:
+    """One orc process over the shared stores and queues (``tuning``: shorter claims or fewer deliveries)."""
+    async with build_runtime(Settings(), stores=stores, job_queues=queues, tuning=tuning) as services:
         yield services
 
 
 @asynccontextmanager
 async def running_workers(
-    stores: Stores, queues: JobQueues, ledger: Ledger, count: int, settings: Settings | None = None
+    stores: Stores, queues: JobQueues, ledger: Ledger, count: int, tuning: Tuning = TUNED
 ) -> AsyncIterator[list[Services]]:
     """``count`` worker processes consuming the queues until the block ends."""
     stop = asyncio.Event()
     async with AsyncExitStack() as stack:
-        workers = [await stack.enter_async_context(process(stores, queues, settings)) for _ in range(count)]
+        workers = [await stack.enter_async_context(process(stores, queues, tuning)) for _ in range(count)]
         for index, worker in enumerate(workers):
             worker.documents.jobs.observer = ledger.observer(f"worker-{index}")
         loops = [

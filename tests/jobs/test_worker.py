@@ -8,6 +8,7 @@ import time
 import pytest
 
 from orc.composition import JobQueues
+from orc.composition.tuning import Tuning
 from orc.documents.intake.uploads import Upload
 from orc.errors import JobBusy, StorageUnavailable
 from orc.settings import Settings
@@ -45,8 +46,8 @@ async def _all_ready(services) -> bool:  # type: ignore[no-untyped-def]
 
 async def test_a_job_delivered_twice_is_completed_once_by_two_workers() -> None:
     stores, jobs, ledger = memory_stores(), queues(), Ledger()
-    settings = Settings(queue_visibility_seconds=1)
-    async with process(stores, jobs, settings) as web:
+    tuning = Tuning(queue_visibility_seconds=1)
+    async with process(stores, jobs, tuning) as web:
         uploads = [Upload(f"d{i}.txt", f"Document {i} text.".encode()) for i in range(10)]
         added = await web.foundation.context_documents.add(ACME, ORG, uploads, wait_seconds=0)
         # At-least-once delivery: every job is in the queue twice.
@@ -56,7 +57,7 @@ async def test_a_job_delivered_twice_is_completed_once_by_two_workers() -> None:
             await jobs.documents.abandon(job)
         assert len(delivered) == 10
 
-        async with running_workers(stores, jobs, ledger, 2, settings):
+        async with running_workers(stores, jobs, ledger, 2, tuning):
             await until(lambda: _all_ready(web))
             await until(lambda: _drained(jobs))
 
@@ -71,15 +72,15 @@ async def _drained(jobs: JobQueues) -> bool:
 
 async def test_a_job_taken_by_a_worker_that_died_is_processed_by_the_next_one() -> None:
     stores, jobs, ledger = memory_stores(), queues(), Ledger()
-    settings = Settings(queue_visibility_seconds=1)
-    async with process(stores, jobs, settings) as web:
+    tuning = Tuning(queue_visibility_seconds=1)
+    async with process(stores, jobs, tuning) as web:
         (uploaded,) = await web.foundation.context_documents.add(
             ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0
         )
         # A worker receives the job and dies before finishing it: nothing settles the delivery.
         (lost,) = await jobs.documents.receive(1, visibility_seconds=0.05)
 
-        async with running_workers(stores, jobs, ledger, 1, settings):
+        async with running_workers(stores, jobs, ledger, 1, tuning):
             await until(lambda: _all_ready(web))
 
     assert lost.dequeue_count == 1
@@ -104,8 +105,8 @@ async def test_a_claim_held_by_a_live_worker_sends_the_delivery_back_for_later()
 
 async def test_a_poison_job_ends_its_document_failed_with_a_reason() -> None:
     stores, jobs = memory_stores(), queues()
-    settings = Settings(queue_max_deliveries=2)
-    async with process(stores, jobs, settings) as web:
+    tuning = Tuning(queue_max_deliveries=2)
+    async with process(stores, jobs, tuning) as web:
         await web.foundation.context_documents.add(ACME, ORG, [Upload("a.txt", b"Alpha.")], wait_seconds=0)
         (job,) = await jobs.documents.receive(1, 0)
 

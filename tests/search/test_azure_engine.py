@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from orc.composition import open_azure_search
 from orc.errors import ConfigurationError, StorageError, StorageUnavailable
-from orc.foundation import open_azure_search
 from orc.resources import SEARCH_INDEX
 from orc.search.azure import AzureSearchEngine
 from orc.search.azure_schema import SCOPE_FIELDS, lucene_query, odata_in, scope_filter, span_key

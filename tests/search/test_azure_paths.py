@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.conversations.models import FocusContext
 from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
-from orc.foundation import Stores
 from orc.principal import Principal
 from orc.resources import SEARCH_INDEX
 from orc.search.azure import AzureSearchEngine

@@ -79,11 +79,11 @@ def test_a_reopened_conversation_shows_its_waiting_question_once_with_its_card(p
 
 @pytest.fixture(scope="module")
 def short_deadline_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server whose paused turns wait 8 s and remind after 4 s (instead of a test that waits minutes)."""
+    """A server whose paused turns wait 8 s, remind after 4 s and are swept every second (an eighth of the
+    timeout), instead of a test that waits minutes."""
     env = {
         "ORC_CONTEXT_REQUEST_TIMEOUT": "8",
         "ORC_CONTEXT_REQUEST_REMINDER": "0.5",
-        "ORC_CONTEXT_SWEEP_SECONDS": "1",
     }
     with orc_serve(tmp_path_factory.mktemp("web-deadline") / "home", env=env) as (base_url, _):
         yield base_url

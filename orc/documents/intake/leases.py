@@ -46,7 +46,7 @@ def _lease_id(location: DocumentLocation) -> str:
 
 class ProcessingLeases:
     """The leases of one store: hold, renew, release, and find and take over the lapsed ones. A lease holds
-    ``lease_seconds`` unrenewed (``ORC_PROCESSING_LEASE_SECONDS``) and is renewed every third of it while the work
+    ``lease_seconds`` unrenewed (30 s: ``orc.composition.tuning``) and is renewed every third of it while the work
     runs."""
 
     def __init__(

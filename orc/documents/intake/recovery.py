@@ -9,7 +9,7 @@ instances sweeping at once never both resume a document — and looks at the doc
 - it was taken over too many times (a document that brings its process down) → ``failed``;
 - otherwise it is processed again, in this process or, with queues, by a queue worker.
 
-Embedded, the runtime sweeps every ``ORC_PROCESSING_SWEEP_SECONDS``; on Azure a timer function does.
+Embedded, the runtime sweeps every 15 s (``orc.composition.tuning``); on Azure a timer function does.
 """
 
 from __future__ import annotations

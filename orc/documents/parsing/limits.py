@@ -23,7 +23,7 @@ _RATIO_FLOOR = 8 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ExtractionLimits:
-    """The bounds of one document's extraction (``ORC_MAX_DECOMPRESSED_BYTES``, ``ORC_MAX_EXTRACTED_CHARS``)."""
+    """The bounds of one document's extraction (``orc.composition.tuning.Tuning``)."""
 
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     max_extracted_chars: int = DEFAULT_MAX_EXTRACTED_CHARS
