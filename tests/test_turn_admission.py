@@ -19,23 +19,21 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from mcp_server.tools import split_tool_error
+from orc.admission import Admitted, Gate, Limits, Operation
 from orc.cli.commands import Console
 from orc.cli.commands import ask as cli_ask
 from orc.composition import Services, in_memory_mcp
 from orc.contracts import Usage
 from orc.documents.intake.uploads import Upload
 from orc.errors import TokenQuotaExceeded
-from orc.graph.context import TurnGate
 from orc.http import create_app
 from orc.http.functions_relay import RelayFunctionApp
 from orc.mcp_client import McpToolbox
 from orc.principal import LOCAL_PRINCIPAL, Principal
-from orc.quotas import Quotas
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from orc.tool_contract import DOCUMENT_CHAT
 from orc.turns import ContextRequired, TurnRequest, TurnResult
-from orc.turns.policy import Admission, QuotaPolicy
 from tests.functions_requests import read, worker_request
 
 # With ORC_AUTH=none every path (HTTP, MCP in process, the CLI) acts for the local principal.
@@ -51,7 +49,7 @@ JSON = {"content-type": "application/json"}
 class _CountedGate:
     """The admission's gate, counting how often a node asked it."""
 
-    def __init__(self, gate: TurnGate, log: RecordingPolicy) -> None:
+    def __init__(self, gate: Gate, log: RecordingPolicy) -> None:
         self._gate = gate
         self._log = log
 
@@ -64,12 +62,12 @@ class _CountedGate:
 
 
 class _Recorded:
-    def __init__(self, admission: Admission, log: RecordingPolicy) -> None:
+    def __init__(self, admission: Admitted, log: RecordingPolicy) -> None:
         self._admission = admission
         self._log = log
 
     @property
-    def gate(self) -> TurnGate | None:
+    def gate(self) -> Gate | None:
         inner = self._admission.gate
         return _CountedGate(inner, self._log) if inner is not None else None
 
@@ -80,24 +78,32 @@ class _Recorded:
     def release(self) -> None:
         self._admission.release()
 
+    async def __aenter__(self) -> _Recorded:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
 
 @dataclass
 class RecordingPolicy:
-    """The real quota policy, with a record of what passed through it."""
+    """The real limits, with a record of the turns that passed through them."""
 
-    quotas: Quotas
+    quotas: Limits
     admitted: int = 0
     charged: list[int] = field(default_factory=list)
     gate_asked: int = 0
     held: list[str] = field(default_factory=list)
 
-    async def admit(self, principal: Principal) -> Admission:
-        admission = await QuotaPolicy(self.quotas).admit(principal)
+    async def admit(self, principal: Principal, operation: Operation, *, files: int = 0, size: int = 0) -> Admitted:
+        admitted = await self.quotas.admit(principal, operation, files=files, size=size)
+        if operation != "turn":
+            return admitted
         self.admitted += 1
-        return _Recorded(admission, self)
+        return _Recorded(admitted, self)
 
     def refuse_early(self, principal: Principal) -> None:
-        QuotaPolicy(self.quotas).refuse_early(principal)
+        self.quotas.refuse_early(principal)
 
     async def hold_refusal(self, refusal: BaseException) -> None:
         """Refusals are noted and sent at once here."""
@@ -114,7 +120,8 @@ class Env:
     policy: RecordingPolicy
 
     async def use_up_the_day(self) -> None:
-        await self.policy.quotas.charge(WHO, DAILY_TOKENS)
+        async with await self.policy.quotas.admit(WHO, "turn") as admitted:
+            await admitted.charge(Usage(total_tokens=DAILY_TOKENS))
 
 
 Outcome = str
@@ -124,11 +131,11 @@ Outcome = str
 @asynccontextmanager
 async def environment(tmp_path: Path) -> AsyncIterator[Env]:
     settings = Settings(home=tmp_path / "home", storage="embedded", model="offline", context_request_timeout=120)
-    quotas = Quotas(
-        await MemoryCollectionProvider().collection("quotas"), rate=None, daily_tokens=DAILY_TOKENS, max_concurrent=8
+    quotas = Limits(
+        await MemoryCollectionProvider().collection("quotas"), daily_tokens=DAILY_TOKENS, concurrent_turns=8
     )
     policy = RecordingPolicy(quotas)
-    app = create_app(settings, policy=policy)
+    app = create_app(settings, admission=policy)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as http:

@@ -16,6 +16,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from mcp_server.scope import in_process_session
 from mcp_server.server import build_mcp_server
 from mcp_server.services import McpServices
+from orc.admission import Admission
 from orc.composition.foundation import Foundation, parts_of
 from orc.digests.context import ContextFiles
 from orc.digests.files import FileDigests
@@ -39,10 +40,8 @@ from orc.models.prompting import restore_prompts, use_prompts
 from orc.models.summaries import MAX_FACTS as SUMMARY_FACTS
 from orc.principal import Principal
 from orc.prompt_source import prompts_for
-from orc.quotas import Quotas
 from orc.settings import Settings
 from orc.turns.document_chat import AdmittedDocumentChat
-from orc.turns.policy import UNLIMITED, QuotaPolicy, TurnPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +67,7 @@ class DocumentServices:
     """The queue worker (``orc worker``, the queue-triggered functions); idle with in-process jobs."""
     recovery: DocumentRecovery
     """Resumes or fails uploads and processing a crash interrupted (swept in the background when embedded)."""
-    policy: TurnPolicy
+    admission: Admission
     """What admits and charges every turn and document_chat answer (unlimited under ``ORC_AUTH=none``)."""
 
 
@@ -113,13 +112,12 @@ async def build_document_services(
     *,
     model: BaseChatModel | None = None,
     digest_model: BaseChatModel | None = None,
-    policy: TurnPolicy | None = None,
 ) -> DocumentServices:
     """The model, digests, document tools and the MCP server over the foundation ``base`` (also used by
     ``python -m mcp_server``); closed with ``stack``.
 
     ``model`` replaces the configured model; ``digest_model`` the model that makes context digests (see
-    :func:`digest_model_for`); ``policy`` the configured turn policy (quotas, unlimited under ``ORC_AUTH=none``).
+    :func:`digest_model_for`);
     """
     # ORC_PROMPTS_DIR: checked before any model is built, in force until the runtime closes.
     prompts = await prompts_for(settings)
@@ -131,8 +129,8 @@ async def build_document_services(
         settings, chat_model, chat_model_given=model is not None, digest_model=digest_model, resources=stack
     )
     parts = parts_of(base)
-    quotas = parts.quotas
-    digests, context, summaries = await _digests(settings, stack, base, digests_by, quotas)
+    admission = parts.admission
+    digests, context, summaries = await _digests(settings, stack, base, digests_by, admission)
     library = DocumentLibrary(
         scopes=base.scopes,
         texts=parts.texts,
@@ -154,10 +152,9 @@ async def build_document_services(
         texts=SessionTexts(base.session_files),
         summaries=summaries_of(library),
     )
-    policy = policy if policy is not None else turn_policy(quotas)
     services = McpServices(
         # An MCP client's document_chat answer is a model call: admitted and charged like a turn.
-        document_chat=AdmittedDocumentChat(document_chat, policy),
+        document_chat=AdmittedDocumentChat(document_chat, admission),
         max_question_chars=settings.max_question_chars,
         max_document_names=settings.max_blob_names,
         library=library,
@@ -192,12 +189,12 @@ async def build_document_services(
         recovery=DocumentRecovery(
             parts.leases, parts.catalog, parts.stores.blobs, parts.processor, on_resumed=digest_again
         ),
-        policy=policy,
+        admission=admission,
     )
 
 
 async def _digests(
-    settings: Settings, stack: AsyncExitStack, base: Foundation, digest_model: BaseChatModel, quotas: Quotas
+    settings: Settings, stack: AsyncExitStack, base: Foundation, digest_model: BaseChatModel, admission: Admission
 ) -> tuple[SessionDigests, ContextFiles, DigestSummaries]:
     """The digests of the foundation's session files, the context-files service over them, and document summaries."""
     parts = parts_of(base)
@@ -205,7 +202,7 @@ async def _digests(
     store = DigestStore(await parts.stores.collections.collection("digests"))
     runner = DigestRunner(digest_model)
     file_digests = FileDigests(catalog, parts.texts, store, runner, max_concurrency=parts.tuning.digest_concurrency)
-    digests = SessionDigests(files, file_digests, store, runner, SessionSignals(), admission=quotas)
+    digests = SessionDigests(files, file_digests, store, runner, SessionSignals(), admission=admission)
     files.listen(digests)
     summaries = DigestSummaries(catalog, digests, file_digests)
     # Registered after the processor, so digests stop (and leave their work "stale") before it and the stores do.
@@ -236,9 +233,3 @@ def in_memory_mcp(server: FastMCP) -> McpConnection:
             yield session
 
     return McpConnection(connect)
-
-
-def turn_policy(quotas: Quotas) -> TurnPolicy:
-    """Quotas admit and charge turns; with no limit configured (always under ``ORC_AUTH=none``: one local user)
-    nothing is counted and no turn waits at a gate."""
-    return QuotaPolicy(quotas) if quotas.enabled else UNLIMITED

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orc import log_safety
+from orc.admission import MAX_CONCURRENT_UPLOADS, UNLIMITED, Admission, Limits, RateLimit
 from orc.composition.stores import JobQueues, Stores, open_job_queues, open_search_engine, open_stores
 from orc.composition.tuning import TUNED, Tuning
 from orc.conversations import ConversationRepository
@@ -33,7 +34,6 @@ from orc.idempotency import IdempotencyKeys
 from orc.jobs.messages import processing_message
 from orc.models.embeddings import build_embedding_model
 from orc.output_policy import OutputPolicy
-from orc.quotas import MAX_CONCURRENT_UPLOADS, OperationQuotas, Quotas, RateLimit
 from orc.search.retriever import Retriever
 from orc.search.text_store import TextStore
 from orc.sessions import Sessions
@@ -71,33 +71,24 @@ async def span_vectors(
     )
 
 
-async def build_quotas(settings: Settings, stores: Stores) -> Quotas:
-    """The consumption limits ``settings`` configure, counted in the configured store; none under ``ORC_AUTH=none``
-    (one local user has nobody to share the process with)."""
+async def build_limits(settings: Settings, stores: Stores) -> Admission:
+    """Every operation's per-principal limits, counted in the configured store: turns (rate, daily tokens,
+    concurrent turns), uploads and supplies (files, bytes, concurrent uploads) and exports; none under
+    ``ORC_AUTH=none`` (one local user has nobody to share the process with)."""
     if settings.auth == "none":
-        return Quotas(None, rate=None, daily_tokens=None, max_concurrent=None)
-    return Quotas(
-        await stores.collections.collection("quotas"),
-        rate=RateLimit.parse(settings.rate_limit),
-        daily_tokens=settings.token_quota_daily,
-        max_concurrent=settings.max_concurrent_turns,
-    )
-
-
-async def build_operation_quotas(settings: Settings, stores: Stores, quotas: Quotas) -> OperationQuotas:
-    """Uploads (files, bytes) and exports per principal per window, a flood of uploads giving way to others'
-    turns through ``quotas``; none under ``ORC_AUTH=none`` (as :func:`build_quotas`)."""
-    if settings.auth == "none":
-        return OperationQuotas(None, files=None, max_bytes=None)
+        return UNLIMITED
     mb = settings.upload_mb_per_window
-    return OperationQuotas(
+    limits = Limits(
         await stores.collections.collection("quotas"),
-        files=RateLimit.parse(settings.upload_rate),
-        max_bytes=None if mb is None else mb << 20,
-        exports=RateLimit.parse(settings.export_rate),
-        max_concurrent_uploads=MAX_CONCURRENT_UPLOADS,
-        fairness=quotas,
+        turn_rate=RateLimit.parse(settings.rate_limit),
+        daily_tokens=settings.token_quota_daily,
+        concurrent_turns=settings.max_concurrent_turns,
+        upload_rate=RateLimit.parse(settings.upload_rate),
+        upload_bytes=None if mb is None else mb << 20,
+        export_rate=RateLimit.parse(settings.export_rate),
+        concurrent_uploads=MAX_CONCURRENT_UPLOADS,
     )
+    return limits if limits.enabled else UNLIMITED
 
 
 def extraction_limits(tuning: Tuning = TUNED) -> ExtractionLimits:
@@ -143,10 +134,8 @@ class Parts:
     """Where documents are parsed, under the configured limits."""
     queues: JobQueues
     """The job queues (in-process ones, which nobody writes to, unless ``ORC_JOBS=queue``)."""
-    quotas: Quotas
-    """The per-principal turn limits and the fairness gate (a flood of uploads gives way through it too)."""
-    uploads: OperationQuotas
-    """Uploads, supplied files and exports per principal per window."""
+    admission: Admission
+    """What admits every operation: turns, uploads, supplies, exports, digests (one fairness gate for all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,27 +180,29 @@ async def build_foundation(
     stores: Stores | None = None,
     job_queues: JobQueues | None = None,
     tuning: Tuning = TUNED,
+    admission: Admission | None = None,
 ) -> Foundation:
     """The stores (``stores`` replaces the configured ones) and the services over them; closed with ``stack``.
 
-    Given ``job_queues`` mean queue mode: uploads enqueue, a worker processes."""
+    Given ``job_queues`` mean queue mode: uploads enqueue, a worker processes; a given ``admission`` replaces the
+    configured limits."""
     # First: every entry point builds this, and no log record made from now on carries a configured secret.
     log_safety.install(log_safety.configured_secrets(settings))
-    parts = await _parts(settings, stack, stores, job_queues, tuning)
+    parts = await _parts(settings, stack, stores, job_queues, tuning, admission)
     collections, blobs, catalog, texts = parts.stores.collections, parts.stores.blobs, parts.catalog, parts.texts
     conversations = ConversationRepository(await collections.collection("conversations"))
     directory = ContextDirectory(catalog)
     limit = settings.max_upload_bytes
     files = SessionFiles(
-        catalog, blobs, max_upload_bytes=limit, processor=parts.processor, texts=texts, admission=parts.uploads
+        catalog, blobs, max_upload_bytes=limit, processor=parts.processor, texts=texts, admission=parts.admission
     )
     context_requests = ContextRequests(
         await collections.collection("context_requests"), await collections.collection("context_request_deadlines")
     )
     # Exports are admitted, bounded and rendered away from the event loop (orc.conversations.exporting).
-    exports = Exports(parts.pool, parts.uploads)
+    exports = Exports(parts.pool, parts.admission)
     context_documents = ContextDocuments(
-        catalog, blobs, directory, parts.processor, texts, max_upload_bytes=limit, admission=parts.uploads
+        catalog, blobs, directory, parts.processor, texts, max_upload_bytes=limit, admission=parts.admission
     )
     scopes = DocumentScopes(
         directory=directory, context_documents=context_documents, session_files=files, conversations=conversations
@@ -228,13 +219,18 @@ async def build_foundation(
         sources=DocumentSources(scopes, texts, blobs),
         context_requests=context_requests,
         idempotency=IdempotencyKeys(await collections.collection("idempotency")),
-        file_texts=FileTexts(parts.pool, max_upload_bytes=limit, admission=parts.uploads),
+        file_texts=FileTexts(parts.pool, max_upload_bytes=limit, admission=parts.admission),
         _parts=parts,
     )
 
 
 async def _parts(
-    settings: Settings, stack: AsyncExitStack, stores: Stores | None, job_queues: JobQueues | None, tuning: Tuning
+    settings: Settings,
+    stack: AsyncExitStack,
+    stores: Stores | None,
+    job_queues: JobQueues | None,
+    tuning: Tuning,
+    admission: Admission | None,
 ) -> Parts:
     """The stores, the limits and the processing pipeline that turns uploads into searchable text."""
     stores = stores if stores is not None else await open_stores(settings, stack)
@@ -250,7 +246,6 @@ async def _parts(
     # Registered before the processor, so it stops after the jobs that use it.
     pool = extraction_pool(settings, stack, tuning)
     vectors = await span_vectors(settings, stack, stores, tuning)
-    quotas = await build_quotas(settings, stores)
     texts = TextStore(await collections.collection("document_text"))
     engine = stores.search if stores.search is not None else await open_search_engine(settings, stack, vectors)
     retriever = Retriever(engine, texts, vectors)
@@ -276,8 +271,8 @@ async def _parts(
     )
     # Registered after the stores, so background jobs stop before the stores close.
     stack.push_async_callback(processor.aclose)
-    uploads = await build_operation_quotas(settings, stores, quotas)
-    return Parts(settings, tuning, stores, catalog, texts, retriever, processor, leases, pool, queues, quotas, uploads)
+    admission = admission if admission is not None else await build_limits(settings, stores)
+    return Parts(settings, tuning, stores, catalog, texts, retriever, processor, leases, pool, queues, admission)
 
 
 def parts_of(foundation: Foundation) -> Parts:

@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from mcp.server.fastmcp import FastMCP
 
 from mcp_server.server import build_mcp_server
+from orc.admission import Admission
 from orc.composition.documents import (
     DocumentServices,
     build_document_services,
@@ -47,7 +48,6 @@ from orc.settings import Settings
 from orc.storage.checkpoints import CollectionCheckpointSaver
 from orc.storage.sqlite_checkpoints import open_embedded_checkpointer
 from orc.tool_contract import DOCUMENT_CHAT, HTTP_TOOL_NAMES
-from orc.turns.policy import TurnPolicy
 from orc.turns.prepare import TurnLimits, TurnPreparer
 from orc.turns.runner import RunnerParts, TurnRunner
 from orc.turns.service import Orchestrator
@@ -105,23 +105,23 @@ async def build_runtime(
     mcp_extensions: Sequence[Callable[[FastMCP], None]] = (),
     digest_model: BaseChatModel | None = None,
     job_queues: JobQueues | None = None,
-    policy: TurnPolicy | None = None,
+    admission: Admission | None = None,
     tuning: Tuning = TUNED,
 ) -> AsyncIterator[Services]:
     """Build every service ``settings`` (default: the environment) describes; close it all on exit.
 
     ``model`` replaces the configured model for turns (tests pass a scripted one); ``digest_model`` the model
     that makes context digests; ``stores`` the configured storage; ``job_queues`` the configured job queues
-    (given queues mean queue mode: uploads enqueue, a worker processes); ``policy`` the turn policy (default:
-    quotas from settings); ``tuning`` the process's constants (:mod:`orc.composition.tuning`); each of
+    (given queues mean queue mode: uploads enqueue, a worker processes); ``admission`` what admits every operation
+    (default: the limits of settings); ``tuning`` the process's constants (:mod:`orc.composition.tuning`); each of
     ``mcp_extensions`` registers extra tools on the MCP server (the model may plan calls to them).
     """
     settings = settings or Settings()
     async with AsyncExitStack() as stack:
-        base = await build_foundation(settings, stack, stores=stores, job_queues=job_queues, tuning=tuning)
-        documents = await build_document_services(
-            settings, stack, base, model=model, digest_model=digest_model, policy=policy
+        base = await build_foundation(
+            settings, stack, stores=stores, job_queues=job_queues, tuning=tuning, admission=admission
         )
+        documents = await build_document_services(settings, stack, base, model=model, digest_model=digest_model)
         published = _published_server(settings, documents, mcp_extensions)
         # One redactor for what a context request offers: suggestions and the artifacts listing alike.
         redactor = Redactor(settings.redact_patterns)
@@ -222,7 +222,7 @@ async def _turns(
             default_mode=handoff.default_mode,
         ),
         runner=runner,
-        policy=documents.policy,
+        admission=documents.admission,
         handoff=handoff,
         conversations=base.conversations,
         files=base.session_files,

@@ -10,11 +10,10 @@ priority, in the exporting organization's turn and under the pool's deadline.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from orc.admission import UNLIMITED, Admission
 from orc.conversations.context_requests import ContextRequestRecord
 from orc.conversations.export import ExportFormat, export
 from orc.conversations.models import Conversation, Feedback
@@ -22,20 +21,13 @@ from orc.errors import OrcError, PayloadTooLarge, ServiceUnavailable
 from orc.output_policy import OutputPolicy
 from orc.principal import Principal
 
-__all__ = ["MAX_PDF_CHARS", "ExportAdmission", "Exports", "Renderer"]
+__all__ = ["MAX_PDF_CHARS", "Exports", "Renderer"]
 
 MAX_PDF_CHARS = 250_000
 """The longest conversation (questions, answers and quotes, in characters) exported as a PDF, so one export holds a
 worker only briefly. A longer one is refused (413 ``export_too_large``) with a pointer to Markdown or JSON."""
 
 _T = TypeVar("_T")
-
-
-class ExportAdmission(Protocol):
-    """Counts one export of ``principal`` and holds its export slot while it renders, or raises a
-    :class:`~orc.errors.TooManyRequests` (implemented by :class:`orc.quotas.OperationQuotas`)."""
-
-    def exporting(self, principal: Principal) -> AbstractAsyncContextManager[None]: ...
 
 
 class Renderer(Protocol):
@@ -45,13 +37,6 @@ class Renderer(Protocol):
     async def run(
         self, function: Callable[..., _T], *args: Any, organization: str, overdue: OrcError, over_memory: OrcError
     ) -> _T: ...
-
-
-class _AdmitAll:
-    @contextlib.asynccontextmanager
-    async def exporting(self, principal: Principal) -> AsyncIterator[None]:
-        """Admit every export."""
-        yield
 
 
 class _InThreads:
@@ -77,12 +62,12 @@ class Exports:
     def __init__(
         self,
         renderer: Renderer | None = None,
-        admission: ExportAdmission | None = None,
+        admission: Admission = UNLIMITED,
         *,
         max_pdf_chars: int = MAX_PDF_CHARS,
     ) -> None:
         self._renderer: Renderer = renderer if renderer is not None else _InThreads()
-        self._admission: ExportAdmission = admission if admission is not None else _AdmitAll()
+        self._admission = admission  # an export is admitted (counted, one at a time) before it renders
         self._max_pdf_chars = max_pdf_chars
 
     async def render(
@@ -104,7 +89,7 @@ class Exports:
                 f"{self._max_pdf_chars:,}); export it as markdown or json",
                 code="export_too_large",
             )
-        async with self._admission.exporting(principal):
+        async with await self._admission.admit(principal, "export"):
             if fmt != "pdf":
                 return await asyncio.to_thread(export, conversation, dict(feedback), fmt, list(requests), policy)
             failed = ServiceUnavailable(

@@ -24,8 +24,9 @@ import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from orc.admission import UNLIMITED, Admission
 from orc.clock import utc_now
 from orc.digests.envelopes import format_name
 from orc.digests.files import DigestTarget, FileDigests
@@ -34,7 +35,7 @@ from orc.digests.schema import BATCH_FILENAME, BATCH_FORMAT, SCHEMA_VERSION, Dig
 from orc.digests.signals import SessionSignals
 from orc.digests.store import DigestStore
 from orc.documents.sessions import AggregateState, ContextFile, SessionFiles, SessionHeader, session_location
-from orc.errors import NotFound, OrcError
+from orc.errors import NotFound, OrcError, TooManyRequests
 from orc.principal import Principal
 
 logger = logging.getLogger(__name__)
@@ -84,20 +85,12 @@ class _Worker:
     task: asyncio.Task[None] | None = None
 
 
-class DigestAdmission(Protocol):
-    """Whether digest work may call the model for ``principal`` now (implemented by :class:`orc.quotas.Quotas`).
-
-    Digests are started by uploads, not asked for: a principal whose turns are being refused (its window full,
-    its day's tokens spent) must not keep the model busy through its uploads instead."""
-
-    async def may_digest(self, principal: Principal) -> bool: ...
-
-
 class SessionDigests:
     """Keeps each session's per-file and aggregate digests current, one background worker per session.
 
-    A pass for a principal that :class:`DigestAdmission` holds back makes no model call: its files' digests stay
-    ``stale`` until the next change (or an explicit retry) finds the principal admitted again."""
+    A pass for a principal whose ``digest`` admission is refused (its turns are: digests are started by uploads, not
+    asked for, and must not keep the model busy for it) makes no model call: its files' digests stay ``stale`` until
+    the next change (or an explicit retry) finds the principal admitted again."""
 
     def __init__(
         self,
@@ -107,7 +100,7 @@ class SessionDigests:
         runner: DigestRunner,
         signals: SessionSignals,
         *,
-        admission: DigestAdmission | None = None,
+        admission: Admission = UNLIMITED,
     ) -> None:
         self._files = files
         self._file_digests = file_digests
@@ -116,7 +109,6 @@ class SessionDigests:
         self.signals = signals
         self._workers: dict[str, _Worker] = {}
         self._closed = False
-        # Digest passes of a principal it refuses make no model call (none: every pass runs).
         self._admission = admission
 
     @property
@@ -275,11 +267,18 @@ class SessionDigests:
                 worker.retrying_aggregate = False
                 self.signals.notify(key)
 
+    async def _may_digest(self, principal: Principal) -> bool:
+        try:
+            (await self._admission.admit(principal, "digest")).release()
+        except TooManyRequests:
+            return False
+        return True
+
     async def _pass(
         self, worker: _Worker, retry: set[str], *, forced: bool = False, retry_aggregate: bool = False
     ) -> None:
         principal, session_id = worker.principal, worker.session_id
-        if self._admission is not None and not await self._admission.may_digest(principal):
+        if not await self._may_digest(principal):
             logger.info("digests deferred: the principal is over its limits")
             await self._leave_stale([worker])  # nobody works on them until the next change or retry
             return

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from langchain_core.language_models import BaseChatModel
 
+from orc.admission.port import Gate
 from orc.conversations import ConversationRepository
 from orc.documents.catalog.summaries import FileSummaries
 from orc.mcp_client import McpToolbox
@@ -19,23 +19,6 @@ from orc.principal import Principal
 
 if TYPE_CHECKING:
     from orc.graph.state import TurnState
-
-
-class TurnGate(Protocol):
-    """What a running turn asks before each graph node: whether its caller must give way to other callers' turns.
-
-    Why: a per-principal cap bounds how many turns one caller runs at once, not how much of the event loop they
-    take; so each node is a yield point where a flooding caller's turn waits while other callers' turns run, for
-    a bounded time (the turn policy's admission carries the gate, :mod:`orc.turns.policy`).
-    """
-
-    def yielding(self) -> bool:
-        """Whether this turn must give way before its next step (cheap: asked before every node)."""
-        ...
-
-    def step(self) -> AbstractAsyncContextManager[None]:
-        """Wait for this turn's turn, and hold it while the step runs."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +56,7 @@ class TurnContext:
     corrective_retry: bool = False
     """Whether an answer that is mostly uncited is asked for once more with citations (real models only: the
     offline model cites by construction)."""
-    gate: TurnGate | None = None
+    gate: Gate | None = None
     """The turn's fairness gate, from its admission: ``None`` never waits (an unlimited policy)."""
     stream_tokens: bool = True
     """Whether someone reads the turn's events: the answer is then requested as a stream, token by token; a caller

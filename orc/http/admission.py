@@ -1,8 +1,8 @@
 """Turns away a flooding caller's turns — the routes the route table classifies as turns: ``POST /api/orc`` and the
 supply or run-without that resumes a paused turn — before FastAPI reads, validates and routes the request.
 
-The turn service applies every limit (its :class:`orc.turns.policy.TurnPolicy`); this ASGI middleware only answers
-early what this process already knows from memory (:meth:`~orc.turns.policy.TurnPolicy.refuse_early`), so that 150
+The turn service applies every limit (its :class:`orc.admission.Admission`); this ASGI middleware only answers
+early what this process already knows from memory (:meth:`~orc.admission.Admission.refuse_early`), so that 150
 requests in flight
 from one caller cost the others a header parse and a dictionary lookup each, not a request's worth of work.
 """
@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from orc.admission import Admission
 from orc.errors import OrcError
 from orc.http import problems
 from orc.http.auth import Authenticator
 from orc.http.route_table import RouteTable
-from orc.turns.policy import TurnPolicy
 
 
 class EarlyRefusal:
@@ -30,7 +30,7 @@ class EarlyRefusal:
         self,
         app: ASGIApp,
         authenticator: Authenticator,
-        policy: Callable[[], TurnPolicy | None],
+        policy: Callable[[], Admission | None],
         table: RouteTable,
     ) -> None:
         self.app = app

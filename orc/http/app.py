@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_server.http import build_mcp_http_app
 from orc import __version__, log_safety
+from orc.admission import UNLIMITED, Admission
 from orc.composition import Services, Stores, build_runtime
 from orc.errors import OrcError
 from orc.http import (
@@ -38,7 +39,6 @@ from orc.http.route_table import BodyKind, RouteTable, require_classified
 from orc.http.stream_limits import StreamBounds, StreamLimits
 from orc.output_policy import OutputPolicy
 from orc.settings import Settings
-from orc.turns.policy import UNLIMITED, TurnPolicy
 
 MCP_PATH = "/api/mcp"
 OPENAPI_PATH = "/api/openapi.json"
@@ -109,11 +109,11 @@ def create_app(
     model: BaseChatModel | None = None,
     stores: Stores | None = None,
     digest_model: BaseChatModel | None = None,
-    policy: TurnPolicy | None = None,
+    admission: Admission | None = None,
 ) -> ASGIApp:
     """The ASGI app for ``settings`` (default: the environment). Nothing is built until its lifespan starts.
 
-    ``model``, ``digest_model``, ``stores`` and the turn ``policy`` replace the configured ones (tests and
+    ``model``, ``digest_model``, ``stores`` and ``admission`` replace the configured ones (tests and
     embedders).
     """
     settings = settings or Settings()
@@ -125,7 +125,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with build_runtime(
-            settings, model=model, stores=stores, digest_model=digest_model, policy=policy
+            settings, model=model, stores=stores, digest_model=digest_model, admission=admission
         ) as services:
             mcp_app, mcp_lifespan = build_mcp_http_app(
                 services.published_mcp_server, allowed_hosts=settings.mcp_allowed_hosts
@@ -196,11 +196,11 @@ def create_app(
     table = RouteTable()
     require_classified(api, MCP_PATH, table)  # a route without a class would skip the guards below
 
-    def running_policy() -> TurnPolicy | None:
+    def running_policy() -> Admission | None:
         services: Services | None = getattr(api.state, "services", None)
         # Nothing to refuse early when nothing is limited (and no reason to authenticate twice).
-        policy = services.documents.policy if services is not None else UNLIMITED
-        return policy if policy is not UNLIMITED else None
+        limits = services.documents.admission if services is not None else UNLIMITED
+        return limits if limits is not UNLIMITED else None
 
     # Every guard reads the route table; outermost first: body deadline, body size, the cross-site check, the
     # stream limits, the early refusal of turns.

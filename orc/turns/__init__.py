@@ -30,7 +30,6 @@ from orc.graph.events import (
 from orc.turns.contract import ContextRequired, TurnMetadata, TurnRequest, TurnResult, final_event
 
 if TYPE_CHECKING:
-    from orc.turns.policy import TurnPolicy
     from orc.turns.prepare import PreparedTurn, TurnLimits
     from orc.turns.service import Orchestrator, Turn, error_event, turn_failed
 
@@ -41,7 +40,6 @@ _LAZY = {
     "turn_failed": "orc.turns.service",
     "PreparedTurn": "orc.turns.prepare",
     "TurnLimits": "orc.turns.prepare",
-    "TurnPolicy": "orc.turns.policy",
 }
 
 __all__ = [
@@ -64,7 +62,6 @@ __all__ = [
     "Turn",
     "TurnLimits",
     "TurnMetadata",
-    "TurnPolicy",
     "TurnRequest",
     "TurnResult",
     "citation_event",

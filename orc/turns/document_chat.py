@@ -12,19 +12,18 @@ import contextlib
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
+from orc.admission.port import Admission, Gate
 from orc.contracts import DocumentChatResult, FileRef
 from orc.documents.chat.document_chat import DocumentChatMode, DocumentChatService
-from orc.graph.context import TurnGate
 from orc.principal import Principal
-from orc.turns.policy import TurnPolicy
 
 
 class AdmittedDocumentChat:
-    """:class:`DocumentChatService` behind the turn policy, for the MCP server's ``document_chat`` tool."""
+    """:class:`DocumentChatService` behind admission (a ``turn``), for the MCP server's ``document_chat`` tool."""
 
-    def __init__(self, service: DocumentChatService, policy: TurnPolicy) -> None:
+    def __init__(self, service: DocumentChatService, admission: Admission) -> None:
         self._service = service
-        self._policy = policy
+        self._admission = admission
 
     async def answer(
         self,
@@ -41,23 +40,23 @@ class AdmittedDocumentChat:
                 principal, conversation_id, question, document_names, cached_file_info, mode
             )
         try:
-            admission = await self._policy.admit(principal)
+            admitted = await self._admission.admit(principal, "turn")
         except Exception as refusal:
             # Held as /api/orc holds its early 429s: a client calling again as soon as it is refused would
             # otherwise keep the server parsing JSON-RPC requests it refuses, at the other callers' expense.
-            await self._policy.hold_refusal(refusal)
+            await self._admission.hold_refusal(refusal)
             raise
         try:
-            async with _at(admission.gate):
+            async with _at(admitted.gate):
                 result = await self._service.answer(
                     principal, conversation_id, question, document_names, cached_file_info, mode
                 )
-            await admission.charge(result.metadata.usage)
+            await admitted.charge(result.metadata.usage)
             return result
         finally:
-            admission.release()
+            admitted.release()
 
 
-def _at(gate: TurnGate | None) -> AbstractAsyncContextManager[None]:
+def _at(gate: Gate | None) -> AbstractAsyncContextManager[None]:
     """Wait at the gate when it asks this caller to give way; otherwise go straight on."""
     return gate.step() if gate is not None and gate.yielding() else contextlib.nullcontext()

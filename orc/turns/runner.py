@@ -19,13 +19,14 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, StreamMode
 
+from orc.admission import Admitted, Gate
 from orc.clock import utc_now
 from orc.conversations import AssistantMessage, ConversationRepository, Snapshot, UserMessage
 from orc.conversations.title_writer import TitleWriter
 from orc.documents.catalog.summaries import FileSummaries
 from orc.errors import ModelTimeout, OrcError
 from orc.graph.builder import TurnGraph
-from orc.graph.context import TurnContext, TurnGate
+from orc.graph.context import TurnContext
 from orc.graph.events import Event
 from orc.graph.pause import PAUSE_EVENT
 from orc.graph.state import TurnState, fresh_turn_input
@@ -39,7 +40,6 @@ from orc.principal import Principal
 from orc.storage.checkpoints import NEW_TURN
 from orc.telemetry import turn_span
 from orc.turns.contract import ContextRequired, Resumed, TurnMetadata, TurnResult
-from orc.turns.policy import Admission
 from orc.turns.prepare import PreparedTurn, TurnLimits
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class TurnRunner:
             await asyncio.wait(set(self._storing), timeout=STORE_ON_CLOSE_SECONDS)
 
     async def run(
-        self, turn: PreparedTurn, admission: Admission, *, stream: bool, resume: Resumed | None
+        self, turn: PreparedTurn, admission: Admitted, *, stream: bool, resume: Resumed | None
     ) -> AsyncIterator[Outcome]:
         """The turn's events as the graph streams them (none unless ``stream``), then its stored result (or the
         request it paused with), charged to ``admission``. Raises :class:`OrcError` on failure; nothing is stored
@@ -109,7 +109,7 @@ class TurnRunner:
                 yield key
 
     async def _run_locked(
-        self, turn: PreparedTurn, thread_id: str, admission: Admission, *, stream: bool, resume: Resumed | None
+        self, turn: PreparedTurn, thread_id: str, admission: Admitted, *, stream: bool, resume: Resumed | None
     ) -> AsyncIterator[Outcome]:
         started = time.perf_counter()
         meter = ModelMeter()
@@ -171,7 +171,7 @@ class TurnRunner:
         *,
         stream: bool,
         resume: Resumed | None,
-        gate: TurnGate | None,
+        gate: Gate | None,
     ) -> TurnContext:
         """The typed runtime context every node of this turn receives."""
         parts, limits, capabilities = self._parts, self._parts.limits, turn.model.capabilities

@@ -1,5 +1,5 @@
 """The turn service (``Orchestrator``): every turn comes in here — asked, streamed or resumed — is admitted by the
-turn policy, prepared, run by the runner and charged. It also deletes conversations, with the graph checkpoints it
+turn's admission, prepared, run by the runner and charged. It also deletes conversations, with the graph checkpoints it
 keeps for them (the other conversation operations are :class:`orc.sessions.Sessions`)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 
+from orc.admission import Admission, Admitted
 from orc.conversations import ConversationRepository
 from orc.conversations.title_writer import TitleWriter
 from orc.documents.sessions import SessionFiles
@@ -18,7 +19,6 @@ from orc.handoff import ContextUpdate, Handoff, Move, Resumption
 from orc.names import validate_identifier
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.turns.contract import ContextRequired, Resumed, TurnRequest, TurnResult, final_event
-from orc.turns.policy import Admission, TurnPolicy
 from orc.turns.prepare import PreparedTurn, TurnPreparer
 from orc.turns.runner import TurnRunner
 
@@ -34,7 +34,7 @@ class Turn:
     __slots__ = ("_admission", "_resume", "_runner", "_turn")
 
     def __init__(
-        self, runner: TurnRunner, turn: PreparedTurn, admission: Admission, resume: Resumed | None = None
+        self, runner: TurnRunner, turn: PreparedTurn, admission: Admitted, resume: Resumed | None = None
     ) -> None:
         self._runner = runner
         self._turn = turn
@@ -92,7 +92,7 @@ class Orchestrator:
 
     Three ways in: :meth:`ask` (the result), :meth:`stream` (the events) and :meth:`resume` (a paused turn: admitted,
     then its request moved on by handoff, then run); :meth:`start` is the first half of ask and stream, for an
-    adapter that must refuse before it answers. Each admits the turn under the turn policy first; :meth:`expire_due`
+    adapter that must refuse before it answers. Each admits the turn first; :meth:`expire_due`
     resumes the paused turns whose deadline passed. Reading and cancelling requests is :class:`~orc.handoff.Handoff`'s.
     """
 
@@ -101,7 +101,7 @@ class Orchestrator:
         *,
         preparer: TurnPreparer,
         runner: TurnRunner,
-        policy: TurnPolicy,
+        admission: Admission,
         handoff: Handoff,
         conversations: ConversationRepository,
         files: SessionFiles,
@@ -110,7 +110,7 @@ class Orchestrator:
     ) -> None:
         self._preparer = preparer
         self._runner = runner
-        self._policy = policy
+        self._limits = admission
         self._handoff = handoff
         self._conversations = conversations
         self._files = files
@@ -127,7 +127,7 @@ class Orchestrator:
     async def start(self, request: TurnRequest, principal: Principal = LOCAL_PRINCIPAL) -> Turn:
         """Admit and prepare a turn, not yet run: refusals (429) and bad requests are raised here, before anything
         is stored or streamed."""
-        admission = await self._policy.admit(principal)
+        admission = await self._limits.admit(principal, "turn")
         try:
             prepared = await self._preparer.prepare(request, principal)
         except BaseException:
@@ -155,7 +155,7 @@ class Orchestrator:
         """Admit a turn for ``principal``, then ``move`` its paused request on (:func:`orc.handoff.supplying`,
         :func:`~orc.handoff.running_without`): the resumed turn to run, or the request's state when slots are still
         missing. Admission comes first, so a refused caller's request stays as it was."""
-        admission = await self._policy.admit(principal)
+        admission = await self._limits.admit(principal, "turn")
         try:
             moved = await move(self._handoff)
         except BaseException:

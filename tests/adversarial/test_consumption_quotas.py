@@ -11,13 +11,14 @@ from collections.abc import Iterator
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from orc.admission import Limits, RateLimit
+from orc.contracts import Usage
 from orc.errors import RateLimited, TokenQuotaExceeded, TooManyConcurrentTurns
 from orc.http.app import stream_bounds
 from orc.http.auth import authenticator_for
 from orc.http.route_table import RouteTable
 from orc.http.stream_limits import StreamLimits
 from orc.principal import Principal
-from orc.quotas import Quotas, RateLimit
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.http.conftest import open_client
@@ -97,39 +98,41 @@ async def test_a_principal_whose_tokens_today_reach_the_quota_gets_429_token_quo
     assert other.status_code == 200
 
 
-async def quotas(**limits: object) -> Quotas:
+async def quotas(**limits: object) -> Limits:
     collection = await MemoryCollectionProvider().collection("quotas")
-    defaults: dict[str, object] = {"rate": None, "daily_tokens": None, "max_concurrent": None}
-    return Quotas(collection, **{**defaults, **limits})  # type: ignore[arg-type]
+    return Limits(collection, **limits)  # type: ignore[arg-type]
+
+
+async def one_turn(limits: Limits, principal: Principal, tokens: int = 0) -> None:
+    """One admitted turn that used ``tokens``."""
+    async with await limits.admit(principal, "turn") as admitted:
+        await admitted.charge(Usage(total_tokens=tokens))
 
 
 async def test_a_window_that_ends_admits_the_principal_again() -> None:
     now = [1_000_000.0]
-    limits = await quotas(rate=RateLimit.parse("1/minute"))
-    limits._clock = lambda: now[0]
+    limits = await quotas(turn_rate=RateLimit.parse("1/minute"), clock=lambda: now[0])
 
-    await limits.admit(ALICE)
+    await one_turn(limits, ALICE)
     with pytest.raises(RateLimited) as refused:
-        await limits.admit(ALICE)
+        await one_turn(limits, ALICE)
     now[0] += refused.value.retry_after
 
-    await limits.admit(ALICE)
+    await one_turn(limits, ALICE)
 
 
 async def test_tokens_are_charged_after_the_turn_and_checked_before_the_next() -> None:
     limits = await quotas(daily_tokens=100)
-    await limits.admit(ALICE)
-    await limits.charge(ALICE, 60)
-    await limits.admit(ALICE)
-    await limits.charge(ALICE, 60)
+    await one_turn(limits, ALICE, 60)
+    await one_turn(limits, ALICE, 60)
 
     with pytest.raises(TokenQuotaExceeded):
-        await limits.admit(ALICE)
-    await limits.admit(BOB)
+        await one_turn(limits, ALICE)
+    await one_turn(limits, BOB)
 
 
 async def test_a_principal_at_its_concurrent_turn_cap_is_refused_at_once_and_others_are_not() -> None:
-    limits = await quotas(max_concurrent=2)
+    limits = await quotas(concurrent_turns=2)
     first, second = limits.turn_slot(ALICE), limits.turn_slot(ALICE)
 
     with pytest.raises(TooManyConcurrentTurns):

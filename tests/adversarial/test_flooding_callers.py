@@ -7,29 +7,29 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from orc.admission import Fairness, Limits, RateLimit
 from orc.composition import build_runtime
 from orc.errors import TooManyConcurrentTurns, TooManyRequests, Unauthenticated
 from orc.principal import Principal
-from orc.quotas import OperationQuotas, Quotas, RateLimit
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from orc.turns import TurnRequest, TurnResult
-from orc.turns.policy import QuotaPolicy
 from tests.http.conftest import open_client
 
 FLOODER = Principal(organization="acme", user="flooder")
 CALM = Principal(organization="acme", user="calm")
 
 
-def limits(**bounds: float) -> Quotas:
-    return Quotas(None, rate=None, daily_tokens=None, max_concurrent=1, **bounds)  # type: ignore[arg-type]
+def limits(clock: Callable[[], float] = time.time, **bounds: float) -> Limits:
+    return Limits(None, concurrent_turns=1, fairness=Fairness(clock, **bounds))  # type: ignore[arg-type]
 
 
-def refused(quotas: Quotas, principal: Principal) -> None:
+def refused(quotas: Limits, principal: Principal) -> None:
     with pytest.raises(TooManyConcurrentTurns):
         quotas.turn_slot(principal)
 
@@ -90,13 +90,13 @@ async def test_nothing_is_remembered_of_callers_between_turns_while_nobody_flood
     for number in range(1_000):
         quotas.turn_slot(Principal(organization="acme", user=f"user-{number}")).release()
 
-    assert not quotas._anticipated and not quotas._refused_at and not quotas._running
+    fairness = quotas._fairness
+    assert not fairness._anticipated and not fairness._refused_at and not fairness.running
 
 
 async def test_a_released_slot_never_yields_and_flooding_ends_when_refusals_stop() -> None:
     now = [1_000.0]
-    quotas = limits(flooding_seconds=5)
-    quotas._clock = lambda: now[0]
+    quotas = limits(lambda: now[0], flooding_seconds=5)
     mine = quotas.turn_slot(FLOODER)
     refused(quotas, FLOODER)
     with quotas.turn_slot(CALM):
@@ -109,8 +109,7 @@ async def test_a_released_slot_never_yields_and_flooding_ends_when_refusals_stop
 
 async def test_refusals_that_no_longer_matter_are_forgotten_once_many_callers_were_refused() -> None:
     now = [1_000.0]
-    quotas = limits(flooding_seconds=5)
-    quotas._clock = lambda: now[0]
+    quotas = limits(lambda: now[0], flooding_seconds=5)
     for number in range(4_096):  # a process that met many callers, each refused once
         caller = Principal(organization="acme", user=f"user-{number}")
         quotas.turn_slot(caller)
@@ -119,7 +118,7 @@ async def test_refusals_that_no_longer_matter_are_forgotten_once_many_callers_we
     latest = quotas.turn_slot(FLOODER)
     refused(quotas, FLOODER)
 
-    assert len(quotas._refused_at) == 1  # the latest refusal only
+    assert len(quotas._fairness._refused_at) == 1  # the latest refusal only
     with quotas.turn_slot(CALM):
         assert latest.yielding()
 
@@ -148,13 +147,13 @@ async def test_early_refusals_are_held_up_to_the_bound_and_beyond_the_count_sent
     for task in held:
         task.cancel()
     await asyncio.gather(*held, return_exceptions=True)
-    assert quotas._held_refusals == 0
+    assert quotas._fairness._held == 0
 
 
 async def test_a_flooders_turn_through_the_graph_waits_for_the_calm_callers_turn(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
-    quotas = Quotas(None, rate=None, daily_tokens=None, max_concurrent=2, max_yield_seconds=60)
-    async with build_runtime(settings, policy=QuotaPolicy(quotas)) as orc:
+    quotas = Limits(None, concurrent_turns=2, fairness=Fairness(max_yield_seconds=60))
+    async with build_runtime(settings, admission=quotas) as orc:
         await orc.orchestrator.ask(TurnRequest(question="Warm up?"))  # imports and first-use caches
         flooding = [quotas.turn_slot(FLOODER), quotas.turn_slot(FLOODER)]
         refused(quotas, FLOODER)  # the flooder is refused once: it floods
@@ -216,25 +215,23 @@ async def test_a_resumption_from_a_caller_known_to_be_over_its_window_is_refused
 
 
 async def test_a_refused_uploaders_admitted_upload_waits_while_another_callers_turn_runs() -> None:
-    turns = limits(max_yield_seconds=30)
-    uploads = OperationQuotas(
+    quotas = Limits(
         await MemoryCollectionProvider().collection("quotas"),
-        files=RateLimit.parse("100/hour"),
-        max_bytes=None,
-        max_concurrent_uploads=1,
-        fairness=turns,
-        refusal_hold_seconds=0,
+        upload_rate=RateLimit.parse("100/hour"),
+        concurrent_uploads=1,
+        concurrent_turns=1,
+        fairness=Fairness(max_yield_seconds=30, refusal_hold_seconds=0),
     )
-    async with asyncio.timeout(5), uploads.uploading(FLOODER, 1, 10):  # never refused: no waiting
+    async with asyncio.timeout(5), await quotas.admit(FLOODER, "upload", files=1, size=10):  # never refused
         with pytest.raises(TooManyRequests):
-            async with uploads.uploading(FLOODER, 1, 10):  # over its concurrent uploads
+            async with await quotas.admit(FLOODER, "upload", files=1, size=10):  # over its concurrent uploads
                 pass
 
-    calm = turns.turn_slot(CALM)
+    calm = quotas.turn_slot(CALM)
     entered = asyncio.Event()
 
     async def upload() -> None:
-        async with uploads.uploading(FLOODER, 1, 10):
+        async with await quotas.admit(FLOODER, "upload", files=1, size=10):
             entered.set()
 
     task = asyncio.create_task(upload())

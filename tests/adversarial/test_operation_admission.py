@@ -149,50 +149,49 @@ async def test_a_pdf_export_over_the_size_bound_is_refused_with_413_and_markdown
 
 
 async def test_a_principal_uploading_at_its_concurrency_cap_is_refused_until_one_upload_ends() -> None:
+    from orc.admission import Fairness, Limits, RateLimit
     from orc.errors import TooManyRequests
     from orc.principal import Principal
-    from orc.quotas import OperationQuotas, RateLimit
     from orc.storage.memory import MemoryCollectionProvider
 
-    quotas = OperationQuotas(
+    quotas = Limits(
         await MemoryCollectionProvider().collection("quotas"),
-        files=RateLimit.parse("100/hour"),
-        max_bytes=None,
-        max_concurrent_uploads=2,
-        refusal_hold_seconds=0,
+        upload_rate=RateLimit.parse("100/hour"),
+        concurrent_uploads=2,
+        fairness=Fairness(refusal_hold_seconds=0),
     )
     alice, bob = Principal(organization="acme", user="alice"), Principal(organization="globex", user="bob")
-    async with quotas.uploading(alice, 1, 10), quotas.uploading(alice, 1, 10):
+    first = await quotas.admit(alice, "upload", files=1, size=10)
+    second = await quotas.admit(alice, "upload", files=1, size=10)
+    async with first, second:
         with pytest.raises(TooManyRequests) as refused:
-            async with quotas.uploading(alice, 1, 10):
+            async with await quotas.admit(alice, "upload", files=1, size=10):
                 pass
-        async with quotas.uploading(bob, 1, 10):
+        async with await quotas.admit(bob, "upload", files=1, size=10):
             pass  # another principal is not held back
-    async with quotas.uploading(alice, 1, 10):
+    async with await quotas.admit(alice, "upload", files=1, size=10):
         pass  # a slot is free again
 
     assert refused.value.code == "too_many_concurrent_uploads" and refused.value.status == 429
 
 
 async def test_concurrent_exports_of_one_principal_render_one_at_a_time_and_the_others_get_429() -> None:
+    from orc.admission import Fairness, Limits, RateLimit
     from orc.errors import TooManyRequests
     from orc.principal import Principal
-    from orc.quotas import OperationQuotas, RateLimit
     from orc.storage.memory import MemoryCollectionProvider
 
-    quotas = OperationQuotas(
+    quotas = Limits(
         await MemoryCollectionProvider().collection("quotas"),
-        files=None,
-        max_bytes=None,
-        exports=RateLimit.parse("100/hour"),
-        refusal_hold_seconds=0,
+        export_rate=RateLimit.parse("100/hour"),
+        fairness=Fairness(refusal_hold_seconds=0),
     )
     alice = Principal(organization="acme", user="alice")
     rendering = asyncio.Event()
 
     async def export() -> str:
         try:
-            async with quotas.exporting(alice):
+            async with await quotas.admit(alice, "export"):
                 await rendering.wait()
         except TooManyRequests as exc:
             return exc.code

@@ -14,14 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from orc.admission import UNLIMITED, Admission
 from orc.clock import utc_now
 from orc.documents.catalog.contexts import ContextDirectory, organization_partition
 from orc.documents.intake.processing import DocumentLocation, DocumentProcessor, ProcessingJob, ProcessingResult
 from orc.documents.intake.uploads import (
-    ADMIT_ALL,
     UPLOAD_WAIT_SECONDS,
     Upload,
-    UploadAdmission,
     check_uploads,
     uploading,
 )
@@ -77,7 +76,7 @@ class ContextDocuments:
         texts: TextStore,
         *,
         max_upload_bytes: int,
-        admission: UploadAdmission = ADMIT_ALL,
+        admission: Admission = UNLIMITED,
     ) -> None:
         self._catalog = catalog
         self._admission = admission

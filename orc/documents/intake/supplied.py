@@ -1,8 +1,9 @@
 """Text from files that do not become catalog documents — what a user supplies to a paused turn's context
 request (the supply multipart, the terminal's file path) — through the same intake as every upload: the same
 name, size and media checks (:func:`~orc.documents.intake.uploads.check_uploads`), the same upload window
-(:class:`~orc.documents.intake.uploads.UploadAdmission`) and the same extraction pool (configured limits, memory cap,
-deadline, organizations' turns). Nothing is parsed in the serving process beyond what the pool itself keeps there.
+(admitted as a ``supply``: :func:`~orc.documents.intake.uploads.uploading`) and the same extraction pool
+(configured limits, memory cap, deadline, organizations' turns). Nothing is parsed in the serving process
+beyond what the pool itself keeps there.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from orc.documents.intake.uploads import ADMIT_ALL, Upload, UploadAdmission, check_uploads, uploading
+from orc.admission import UNLIMITED, Admission
+from orc.documents.intake.uploads import Upload, check_uploads, uploading
 from orc.documents.parsing.extraction_pool import ExtractionPool
 from orc.principal import Principal
 
@@ -28,7 +30,7 @@ class FileText:
 class FileTexts:
     """Reads the text of files that are checked, admitted and parsed like uploads, but not stored."""
 
-    def __init__(self, pool: ExtractionPool, *, max_upload_bytes: int, admission: UploadAdmission = ADMIT_ALL) -> None:
+    def __init__(self, pool: ExtractionPool, *, max_upload_bytes: int, admission: Admission = UNLIMITED) -> None:
         self._pool = pool
         self._max_upload_bytes = max_upload_bytes
         self._admission = admission
@@ -45,7 +47,7 @@ class FileTexts:
         ``text_limit``, ``extraction_memory``, ``extraction_timeout``, ``extraction_failed``)."""
         check_uploads(uploads, self._max_upload_bytes)
         texts = []
-        async with uploading(self._admission, principal, uploads):
+        async with uploading(self._admission, principal, uploads, "supply"):
             for upload in uploads:
                 extracted = await self._pool.extract(
                     upload.data, upload.filename, upload.content_type, organization=principal.organization

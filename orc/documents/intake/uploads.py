@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
 
+from orc.admission import Admission, Admitted, Operation
 from orc.documents.parsing.extraction import detect_media_type
 from orc.errors import InvalidInput, OrcError, PayloadTooLarge
 from orc.names import validate_blob_name
@@ -21,35 +21,20 @@ Small documents are ready within milliseconds, so the response (and every tool r
 ``ready``; a big PDF answers ``processing`` and keeps going in the background."""
 
 
-class UploadAdmission(Protocol):
-    """Whether a principal may upload now (implemented by :class:`orc.quotas.OperationQuotas`).
-
-    ``uploading`` counts ``files`` files of ``size`` bytes against the principal's window and holds one of its
-    concurrent-upload slots while the block runs (storing and processing the files), or raises a
-    :class:`~orc.errors.TooManyRequests` (with ``retry_after``) and counts nothing. The upload services enter it
-    after the files are screened and before anything is stored, so a refused upload stores, parses and digests
-    nothing."""
-
-    def uploading(self, principal: Principal, files: int, size: int) -> AbstractAsyncContextManager[None]: ...
-
-
-class AdmitAll:
-    """No upload limit (the CLI, embedders, ``ORC_AUTH=none``)."""
-
-    @contextlib.asynccontextmanager
-    async def uploading(self, principal: Principal, files: int, size: int) -> AsyncIterator[None]:
-        """Admit everything."""
-        yield
-
-
-ADMIT_ALL = AdmitAll()
-
-
 def uploading(
-    admission: UploadAdmission, principal: Principal, uploads: Sequence[Upload]
-) -> AbstractAsyncContextManager[None]:
-    """``admission.uploading`` for ``uploads`` (see :class:`UploadAdmission`)."""
-    return admission.uploading(principal, len(uploads), sum(len(upload.data) for upload in uploads))
+    admission: Admission, principal: Principal, uploads: Sequence[Upload], operation: Operation = "upload"
+) -> AbstractAsyncContextManager[Admitted]:
+    """Admit ``uploads`` (an ``upload``, or a ``supply`` to a context request): counted against the principal's
+    window, one of its concurrent-upload slots held while the block stores and processes them, or a
+    :class:`~orc.errors.TooManyRequests` and nothing counted. The services enter it after the files are screened and
+    before anything is stored, so a refused upload stores, parses and digests nothing."""
+    return _admitted(admission.admit(principal, operation, files=len(uploads), size=sum(len(u.data) for u in uploads)))
+
+
+@contextlib.asynccontextmanager
+async def _admitted(admitting: Awaitable[Admitted]) -> AsyncIterator[Admitted]:
+    async with await admitting as admitted:
+        yield admitted
 
 
 @dataclass(frozen=True, slots=True)

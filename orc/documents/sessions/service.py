@@ -22,13 +22,12 @@ from typing import Any, Protocol
 
 from cachetools import TTLCache
 
+from orc.admission import UNLIMITED, Admission
 from orc.clock import utc_now
 from orc.documents.intake.processing import DocumentProcessor, ProcessingJob, ProcessingResult
 from orc.documents.intake.uploads import (
-    ADMIT_ALL,
     UPLOAD_WAIT_SECONDS,
     Upload,
-    UploadAdmission,
     check_uploads,
     screen_uploads,
     uploading,
@@ -97,7 +96,7 @@ class SessionFiles:
         texts: TextStore,
         wait_seconds: float = UPLOAD_WAIT_SECONDS,
         max_files: int = MAX_FILES_PER_SESSION,
-        admission: UploadAdmission = ADMIT_ALL,
+        admission: Admission = UNLIMITED,
     ) -> None:
         self._catalog = catalog
         self._admission = admission
