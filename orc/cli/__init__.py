@@ -65,29 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``orc mcp`` (serve over stdio) and ``orc mcp install claude|vscode|cursor``."""
-    from orc.tool_contract import TOOL_NAME_FORMS
+    from orc.cli.mcp import add_client_options
 
     def principal_and_client_options(parser: argparse.ArgumentParser, *, inherit: bool = False) -> None:
         # inherit: `orc mcp --user bob install claude` keeps bob (a subparser's defaults would overwrite it).
         unset: dict[str, Any] = {"default": argparse.SUPPRESS} if inherit else {}
         parser.add_argument("--organization", **(unset or {"default": "default"}))
         parser.add_argument("--user", **(unset or {"default": "default"}))
-        parser.add_argument(
-            "--tool-names",
-            choices=TOOL_NAME_FORMS,
-            **(unset or {"default": None}),
-            help="underscore (documents_list: accepted by Claude Desktop, OpenAI, Codex, Copilot) or dotted "
-            "(documents.list); default: ORC_MCP_TOOL_NAMES, else underscore",
-        )
-        parser.add_argument(
-            "--allow-dir",
-            dest="allow_dirs",
-            action="append",
-            type=Path,
-            metavar="DIR",
-            **(unset or {"default": []}),
-            help="a folder whose files session.attach_path may attach (repeatable)",
-        )
+        add_client_options(parser, inherit=inherit)
 
     mcp = commands.add_parser("mcp", help="run the MCP server over stdio, or install it in an MCP client")
     principal_and_client_options(mcp)

@@ -16,6 +16,8 @@ import logging
 import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -35,12 +37,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def add_client_options(parser: argparse.ArgumentParser) -> None:
-    """``--tool-names`` and ``--allow-dir``: shared with ``orc mcp``."""
+def add_client_options(parser: argparse.ArgumentParser, *, inherit: bool = False) -> None:
+    """``--tool-names`` and ``--allow-dir``: ``python -m mcp_server``'s and every ``orc mcp`` command's (``inherit``:
+    left unset, for a subcommand whose parent's values must not be overwritten by its defaults)."""
+    unset: dict[str, Any] = {"default": argparse.SUPPRESS} if inherit else {}
     parser.add_argument(
         "--tool-names",
         choices=TOOL_NAME_FORMS,
-        default=None,
+        **(unset or {"default": None}),
         help="underscore (documents_list: accepted by Claude Desktop, OpenAI, Codex, Copilot) or dotted "
         "(documents.list); default: ORC_MCP_TOOL_NAMES, else underscore",
     )
@@ -48,8 +52,9 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
         "--allow-dir",
         dest="allow_dirs",
         action="append",
-        default=[],
+        type=Path,
         metavar="DIR",
+        **(unset or {"default": []}),
         help="a folder whose files session.attach_path may attach (repeatable; adds to ORC_MCP_ALLOWED_DIRS)",
     )
 
