@@ -82,7 +82,7 @@ async def supply(
     if request.headers.get("idempotency-key") is None:
         await handoff.supplyable(principal, session_id, request_id)
     else:
-        await handoff.requests.get(principal, session_id, request_id)
+        await handoff.request(principal, session_id, request_id)
     payloads = await _payloads(request, texts, principal)
     body = [payload.model_dump(mode="json") for payload in payloads]
     parts = {"route": "supply", "session": session_id, "request": request_id, "payloads": body}

@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from orc.composition import build_runtime
+from orc.composition import Stores, build_runtime
 from orc.documents.intake.uploads import Upload
 from orc.documents.records import ContextRef
 from orc.errors import ExtractionError
-from orc.foundation import Stores
 from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
