@@ -4,7 +4,7 @@ how long ``orc chat`` takes to show its prompt on a terminal.
 The CLI parses its arguments before importing what a command needs (orc/cli/__init__.py), so ``--help`` and a
 usage error load no LangGraph, MCP, model client or storage backend, and a read-only command on a fresh
 ``ORC_HOME`` answers without opening anything. ``sessions list`` and ``docs list`` also run against a home with
-one conversation and one file: those open the stores and the services over them (``orc.foundation``), not the
+one conversation and one file: those open the stores and the services over them (``orc.composition.foundation``), not the
 model, graph or MCP server a turn needs (``orc.composition``). Prints the median and worst wall time of ``--runs``
 fresh interpreters per command, and the same for importing each of the two for comparison.
 """
@@ -31,7 +31,7 @@ COMMANDS = {
     "orc sessions list (1 conversation)": ("used", _MAIN.format(argv=["sessions", "list"])),
     "orc docs list (1 file)": ("used", _MAIN.format(argv=["docs", "list"])),
     "python -c pass (interpreter alone)": ("fresh", "pass"),
-    "import orc.foundation (a listing's layers)": ("fresh", "import orc.foundation"),
+    "import orc.composition.foundation (a listing's layers)": ("fresh", "import orc.composition.foundation"),
     "import orc.composition (a turn's layers)": ("fresh", "import orc.composition"),
 }
 PROMPT_READY = b"\x1b[?2004h"
