@@ -4,8 +4,8 @@ how long ``orc chat`` takes to show its prompt on a terminal.
 The CLI parses its arguments before importing what a command needs (orc/cli/__init__.py), so ``--help`` and a
 usage error load no LangGraph, MCP, model client or storage backend, and a read-only command on a fresh
 ``ORC_HOME`` answers without opening anything. ``sessions list`` and ``docs list`` also run against a home with
-one conversation and one file: those open the stores and the services over them (``orc.composition.foundation``), not the
-model, graph or MCP server a turn needs (``orc.composition``). Prints the median and worst wall time of ``--runs``
+one conversation and one file: those open the stores and the services over them
+(``orc.composition.foundation``), not the model, graph or MCP server a turn needs (``orc.composition``). Prints the median and worst wall time of ``--runs``
 fresh interpreters per command, and the same for importing each of the two for comparison.
 """
 
