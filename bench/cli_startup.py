@@ -5,8 +5,9 @@ The CLI parses its arguments before importing what a command needs (orc/cli/__in
 usage error load no LangGraph, MCP, model client or storage backend, and a read-only command on a fresh
 ``ORC_HOME`` answers without opening anything. ``sessions list`` and ``docs list`` also run against a home with
 one conversation and one file: those open the stores and the services over them
-(``orc.composition.foundation``), not the model, graph or MCP server a turn needs (``orc.composition``). Prints the median and worst wall time of ``--runs``
-fresh interpreters per command, and the same for importing each of the two for comparison.
+(``orc.composition.foundation``), not the model, graph or MCP server a turn needs (``orc.composition``). Prints
+the median and worst wall time of ``--runs`` fresh interpreters per command, and the same for importing each of
+the two for comparison.
 """
 
 from __future__ import annotations
