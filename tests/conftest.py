@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from orc.documents.intake import uploads
 from orc.models.guard import forbid_model_requests
 
 pytest_plugins = ["tests.emulators"]
@@ -28,6 +29,20 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     # the pool itself (tests/documents/test_extraction_pool.py), which ask for workers.
     monkeypatch.setenv("ORC_EXTRACTION_PROCESSES", "0")
     yield home
+
+
+PROCESSING_DEADLINE_SECONDS = 120.0
+"""How long an upload made in a test waits for its documents' processing (the product waits 3 s).
+
+Tests read ``ready`` in an upload's response and ask about the document right after it: that holds when the
+upload waits for the processing to finish, not when the machine is quick enough to finish it in 3 s (under a
+load average of 10-30 on 2 cores it is not). The upload returns as soon as processing ends; this deadline only
+bounds a document that never gets there. Tests of the ``processing`` answer itself use ``upload_wait(0)``."""
+
+
+@pytest.fixture(autouse=True)
+def _uploads_wait_for_processing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(uploads, "UPLOAD_WAIT_SECONDS", PROCESSING_DEADLINE_SECONDS)
 
 
 @pytest.fixture(autouse=True, scope="session")

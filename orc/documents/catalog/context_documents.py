@@ -19,9 +19,9 @@ from orc.clock import utc_now
 from orc.documents.catalog.contexts import ContextDirectory, organization_partition
 from orc.documents.intake.processing import DocumentLocation, DocumentProcessor, ProcessingJob, ProcessingResult
 from orc.documents.intake.uploads import (
-    UPLOAD_WAIT_SECONDS,
     Upload,
     check_uploads,
+    upload_wait_seconds,
     uploading,
 )
 from orc.documents.records import ContextDocument, ContextRef
@@ -97,7 +97,7 @@ class ContextDocuments:
         ref: ContextRef,
         uploads: Sequence[Upload],
         *,
-        wait_seconds: float = UPLOAD_WAIT_SECONDS,
+        wait_seconds: float | None = None,
     ) -> list[UploadedDocument]:
         """Store the uploads in the context and process them in the background.
 
@@ -108,7 +108,9 @@ class ContextDocuments:
         check_uploads(uploads, self._max_upload_bytes)
         await self._directory.get(principal, ref)
         async with uploading(self._admission, principal, uploads):
-            return await self._add(principal, ref, uploads, wait_seconds)
+            return await self._add(
+                principal, ref, uploads, upload_wait_seconds() if wait_seconds is None else wait_seconds
+            )
 
     async def _add(
         self, principal: Principal, ref: ContextRef, uploads: Sequence[Upload], wait_seconds: float

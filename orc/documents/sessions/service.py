@@ -26,10 +26,10 @@ from orc.admission import UNLIMITED, Admission
 from orc.clock import utc_now
 from orc.documents.intake.processing import DocumentProcessor, ProcessingJob, ProcessingResult
 from orc.documents.intake.uploads import (
-    UPLOAD_WAIT_SECONDS,
     Upload,
     check_uploads,
     screen_uploads,
+    upload_wait_seconds,
     uploading,
 )
 from orc.documents.sessions import planning
@@ -94,7 +94,7 @@ class SessionFiles:
         max_upload_bytes: int,
         processor: DocumentProcessor,
         texts: TextStore,
-        wait_seconds: float = UPLOAD_WAIT_SECONDS,
+        wait_seconds: float | None = None,
         max_files: int = MAX_FILES_PER_SESSION,
         admission: Admission = UNLIMITED,
     ) -> None:
@@ -256,7 +256,9 @@ class SessionFiles:
                     jobs.append(await self._store(principal, conversation_id, item, digests=digests))
         if self._listener is not None and (jobs or any(planning.needs_digest(item) for item in planned)):
             self._listener.files_changed(principal, conversation_id, planning.replaced_records(planned))
-        await self._processor.wait(jobs, self._wait_seconds if wait_seconds is None else wait_seconds)
+        if wait_seconds is None:
+            wait_seconds = upload_wait_seconds() if self._wait_seconds is None else self._wait_seconds
+        await self._processor.wait(jobs, wait_seconds)
         current = (
             {record.file_id: record for record in await self.files(principal, conversation_id)}
             if jobs
