@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import resource
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from orc.composition import Foundation, Services, Stores, build_runtime, extraction_limits
 from orc.documents.catalog.library import DocumentLibrary
 from orc.documents.intake.uploads import Upload
-from orc.documents.parsing.extraction_pool import ExtractionPool
+from orc.documents.parsing.extraction_pool import ExtractionPool, WorkerInitializer
 from orc.documents.records import ContextRef
 from orc.principal import Principal
 from orc.settings import Settings
@@ -28,14 +29,31 @@ TREE: list[tuple[ContextRef, str | None]] = [
 ORGANIZATION = ContextRef("organization", "acme")
 
 
-def extraction_pool(workers: int = 0, settings: Settings | None = None) -> ExtractionPool:
+def extraction_pool(
+    workers: int = 0, settings: Settings | None = None, *, initializer: WorkerInitializer | None = None
+) -> ExtractionPool:
     """An extraction pool under the limits of ``settings`` (default: the defaults); ``workers`` 0 parses in threads.
     Close it with ``aclose`` when it has workers."""
     settings = settings or Settings()
     limits = extraction_limits()
     return ExtractionPool(
-        workers, settings.extraction_memory_mb << 20, limits=limits, deadline_seconds=settings.extraction_seconds
+        workers,
+        settings.extraction_memory_mb << 20,
+        limits=limits,
+        deadline_seconds=settings.extraction_seconds,
+        **({"initializer": initializer} if initializer is not None else {}),
     )
+
+
+def ready_to_parse_at_full_priority(memory_bytes: int) -> None:
+    """A worker initializer for tests of the deadline: the memory cap orc sets, the PDF reader imported before the
+    first document, and no lower priority.
+
+    A deadline test must fail a document by its own cost, not by the machine's load: on a busy machine (a load
+    average of 25-30 on 2 cores) a one-page PDF took over 3 s in a fresh worker ten nice levels down that first
+    imports pypdf."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    import pypdf  # noqa: F401  (what the first PDF would import inside its deadline)
 
 
 def memory_stores() -> Stores:

@@ -18,7 +18,7 @@ from orc.principal import Principal
 from orc.settings import Settings
 from orc.storage.memory import MemoryCollectionProvider
 from tests.documents.gates import GatedBlobStore
-from tests.documents.library_support import ACME, extraction_pool
+from tests.documents.library_support import ACME, extraction_pool, ready_to_parse_at_full_priority
 from tests.documents.pdf_factory import make_pdf
 
 GLOBEX = Principal(organization="globex", user="bob")
@@ -122,7 +122,7 @@ async def test_a_document_past_its_deadline_fails_with_the_reason_and_the_next_g
     # About 10 s of parsing on an idle machine; the deadline leaves room for a loaded one's first parse (imports).
     slow = make_pdf([[f"line {line} of page {page}, with a few words" for line in range(40)] for page in range(6000)])
     quick = make_pdf([["The rent is 900 euros."]])
-    pool = extraction_pool(1, Settings(extraction_seconds=3.0))
+    pool = extraction_pool(1, Settings(extraction_seconds=3.0), initializer=ready_to_parse_at_full_priority)
     try:
         await pool.extract(quick, "warm.pdf", None)  # starts the worker: not part of the deadline under test
         with pytest.raises(ExtractionError) as refused:
