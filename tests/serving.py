@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -10,11 +11,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from tests.emulators import free_port
 
+PROCESSED_SECONDS = 240.0
+"""A bound for processing that never ends, not a wait: the stream ends as soon as nothing is being processed."""
 START_SECONDS = 240.0
 """A bound for a server that hangs before it listens, not a readiness wait: the loop ends as soon as the server
 answers or its process dies, so a loaded machine only makes it slower. The per-test timeout still applies."""
@@ -54,3 +58,30 @@ def orc_serve(home: Path, *arguments: str, env: dict[str, str] | None = None) ->
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+
+
+def wait_until_processed(base_url: str, session_id: str) -> dict[str, Any]:
+    """Follow the session's status stream (``GET …/context/stream``) until it says nothing is being processed;
+    then the manifest. A readiness signal, not a poll: the stream ends when processing ends."""
+    url = f"{base_url}/api/sessions/{session_id}/context/stream"
+    deadline = time.monotonic() + PROCESSED_SECONDS
+    with httpx.Client(timeout=PROCESSED_SECONDS) as client:
+        while True:
+            with client.stream("GET", url) as response:
+                assert response.status_code == 200, response.read()
+                event = ""
+                for line in response.iter_lines():
+                    if line.startswith("event:"):
+                        event = line.partition(":")[2].strip()
+                    if event == "done" and line.startswith("data:"):
+                        break
+            manifest = client.get(f"{base_url}/api/sessions/{session_id}/context").json()
+            if all(file["status"] not in ("uploading", "processing") for file in manifest["files"]):
+                return dict(manifest)
+            # With digests off the stream follows nothing and ends at once: poll the manifest then.
+            assert time.monotonic() < deadline, json.dumps(manifest)[:2000]
+            time.sleep(0.2)  # poll interval, not a wait for processing
+
+
+def statuses(manifest: dict[str, Any]) -> dict[str, str]:
+    return {file["filename"]: file["status"] for file in manifest["files"]}

@@ -27,7 +27,7 @@ async def test_a_failed_round_is_logged_and_the_next_round_runs(caplog: pytest.L
 
     sweeping = asyncio.create_task(every(0, work, failure="sweeping failed", log=log, at_once=True))
     try:
-        await asyncio.wait_for(second.wait(), 10)
+        await asyncio.wait_for(second.wait(), 120)  # bounds a sweeper that stops; the second round runs at once
     finally:
         sweeping.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -53,7 +53,7 @@ async def test_a_sweeper_cancelled_while_its_work_turns_the_cancellation_into_an
     sweeping.cancel()
 
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(sweeping, 10)
+        await asyncio.wait_for(sweeping, 120)
 
 
 async def test_a_sweeper_that_does_not_start_at_once_waits_its_period_first() -> None:

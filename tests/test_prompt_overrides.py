@@ -77,7 +77,7 @@ async def digest_of_lease(settings: Settings) -> tuple[dict[str, Any], list[str]
     model = digest_model()
     async with build_runtime(settings, stores=stores, digest_model=model) as runtime:
         await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [LEASE])
-        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
+        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 120)
         catalog = await stores.collections.collection("catalog")
         (record,) = await catalog.query(LOCAL_PRINCIPAL.partition_key, id_prefix="sf:s:")
     return record.body, system_prompts(model)

@@ -21,7 +21,7 @@ async def test_a_warm_document_chat_turn_makes_at_most_five_storage_round_trips(
         await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", DOCS)
         assert orc.documents.context_files is not None
         # The digests are made in the background; let them finish so that only the turn's calls are counted.
-        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
+        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 120)
         names = [doc.filename for doc in DOCS]
         await orc.orchestrator.ask(TurnRequest(question="What is the fee?", conversation_id="conv", blob_names=names))
         counter.reset()
@@ -49,7 +49,7 @@ async def test_a_first_document_chat_turn_reads_the_conversations_file_records_o
     settings = Settings(storage="azure", generated_titles=False)
     async with build_runtime(settings, model=FunctionChatModel(cite_first_source), stores=stores) as orc:
         await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", DOCS)
-        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
+        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 120)
         counter.reset()
 
         result = await orc.orchestrator.ask(

@@ -43,7 +43,7 @@ async def _with_lease(orc: Services) -> None:
     await orc.foundation.session_files.add(
         LOCAL_PRINCIPAL, "conv", [Upload("lease.txt", b"The monthly rent is 900 euros.")]
     )
-    assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
+    assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 120)
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["ask", "stream"])

@@ -26,15 +26,15 @@ async def digested(
     """A runtime whose session ``s`` holds ``uploads``, digested: the runtime, its context files, the upload's set."""
     async with build_runtime(Settings(), stores=memory(), digest_model=model) as runtime:
         created = await runtime.foundation.session_files.add(ME, "s", list(uploads))
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
         yield runtime, context_of(runtime.documents.context_files), created
 
 
 async def streamed(context: ContextFiles, first: ContextSet) -> list[ContextSet | None]:
     """Everything a status stream sends from ``first``; only a stream that ends by itself returns in time."""
     sent = []
-    # Far below the stream's poll interval: a stream that waits for anything more fails here.
-    async with asyncio.timeout(5):
+    # Half the stream's poll interval: a stream that waits for anything more fails here.
+    async with asyncio.timeout(30):
         async for manifest in context.watch(ME, "s", first, poll_seconds=60, keepalive_seconds=60):
             sent.append(manifest)
     return sent
@@ -47,7 +47,7 @@ async def test_with_auto_parse_off_removing_a_file_leaves_the_aggregate_stale_an
         await context.set_auto_parse(ME, "s", False)
         notes = next(f for f in created.files if f.filename == "notes.md")
         await files.remove(ME, "s", notes.file_id)
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         after = await context.manifest(ME, "s")
         sent = await streamed(context, after)
 
@@ -65,7 +65,7 @@ async def test_with_auto_parse_off_removing_the_last_file_leaves_the_aggregate_s
         files, digests = runtime.foundation.session_files, runtime.documents.digests
         await context.set_auto_parse(ME, "s", False)
         await files.remove(ME, "s", created.files[0].file_id)
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         after = await context.manifest(ME, "s")
         sent = await streamed(context, after)
 
@@ -81,9 +81,9 @@ async def test_turning_auto_parse_back_on_rebuilds_the_aggregate_of_the_files_le
         await context.set_auto_parse(ME, "s", False)
         notes = next(f for f in created.files if f.filename == "notes.md")
         await files.remove(ME, "s", notes.file_id)
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         await context.set_auto_parse(ME, "s", True)
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         rebuilt = await context.manifest(ME, "s")
 
     assert rebuilt.aggregate_digest_status == "ready" and rebuilt.aggregate.files == 1
@@ -96,9 +96,9 @@ async def test_turning_auto_parse_back_on_makes_the_digest_of_a_file_added_while
         files, digests = runtime.foundation.session_files, runtime.documents.digests
         await context.set_auto_parse(ME, "s", False)
         await files.add(ME, "s", [NOTES])
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         turned_on = await context.set_auto_parse(ME, "s", True)
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         made = await context.manifest(ME, "s")
 
     assert turned_on.parsing
@@ -112,7 +112,7 @@ async def test_with_auto_parse_off_a_new_file_leaves_the_aggregate_stale_and_the
         files, digests = runtime.foundation.session_files, runtime.documents.digests
         await context.set_auto_parse(ME, "s", False)
         await files.add(ME, "s", [NOTES])
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         after = await context.manifest(ME, "s")
         sent = await streamed(context, after)
 
@@ -129,9 +129,9 @@ async def test_with_auto_parse_off_a_set_changed_back_reads_its_aggregate_as_rea
         before = await context.manifest(ME, "s")
         await context.set_auto_parse(ME, "s", False)
         added = await files.add(ME, "s", [INVENTORY])
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         await files.remove(ME, "s", added.files[0].file_id)
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         after = await context.manifest(ME, "s")
         sent = await streamed(context, after)
 

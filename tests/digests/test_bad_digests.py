@@ -67,7 +67,7 @@ async def test_a_malformed_digest_is_retried_once_then_the_file_is_error_and_not
         context = runtime.documents.context_files
         assert context is not None
         await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [GOOD, BAD])
-        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
+        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 120)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
         _, aggregate = await context.aggregate(LOCAL_PRINCIPAL, "s")
         stored = await (await collections.collection("digests")).query(LOCAL_PRINCIPAL.partition_key)
@@ -101,7 +101,7 @@ async def test_a_digest_fixed_on_the_retry_is_ready() -> None:
         context = runtime.documents.context_files
         assert context is not None
         await runtime.foundation.session_files.add(LOCAL_PRINCIPAL, "s", [GOOD])
-        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
+        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 120)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
 
     retry = model.requests[1].messages
@@ -117,7 +117,7 @@ async def test_a_file_whose_text_cannot_be_extracted_gets_a_digest_error_and_no_
         await runtime.foundation.session_files.add(
             LOCAL_PRINCIPAL, "s", [Upload("broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>")]
         )
-        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 30)
+        assert await runtime.documents.digests.wait_idle(LOCAL_PRINCIPAL, "s", 120)
         manifest = await context.manifest(LOCAL_PRINCIPAL, "s")
 
     (record,) = manifest.files

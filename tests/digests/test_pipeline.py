@@ -39,7 +39,7 @@ async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_whe
     async with build_runtime(Settings(), stores=stores, digest_model=model) as runtime:
         context = context_of(runtime.documents.context_files)
         await runtime.foundation.session_files.add(ME, "s", [LEASE, NOTES])
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
         catalog = await stores.collections.collection("catalog")
         (lease,) = [
             item
@@ -52,7 +52,7 @@ async def test_a_digest_made_with_another_prompt_version_is_stale_and_remade_whe
         )
 
         stale = await context.manifest(ME, "s")
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
         fresh = await context.manifest(ME, "s")
 
     assert {f.filename: f.digest_status for f in stale.files} == {"lease.txt": "stale", "notes.md": "ready"}
@@ -77,7 +77,7 @@ async def test_work_interrupted_by_a_shutdown_is_left_stale_and_finished_by_the_
         context = context_of(runtime.documents.context_files)
         after_restart = await runtime.foundation.session_files.manifest(ME, "s")
         await context.manifest(ME, "s")  # reading it schedules the stale work
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
         finished = await context.manifest(ME, "s")
 
     assert during.files[0].digest_status == "parsing" and during.parsing
@@ -109,17 +109,17 @@ async def test_a_stream_is_woken_as_soon_as_a_pass_that_released_a_cached_digest
         context = context_of(runtime.documents.context_files)
         files, digests = runtime.foundation.session_files, runtime.documents.digests
         created = await files.add(ME, "s", [LEASE])
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         # With auto-parse off a pass makes no digest, so removing the lease is a pass that only releases its cached
         # digest; the notes' digest waits (stale), and reads as parsing only while that pass runs.
         await context.set_auto_parse(ME, "s", False)
         await files.add(ME, "s", [NOTES])
-        assert await digests.wait_idle(ME, "s", 30)
+        assert await digests.wait_idle(ME, "s", 120)
         await files.remove(ME, "s", created.files[0].file_id)
         first = await context.manifest(ME, "s")
         streamed = []
-        # Far below the stream's poll interval: only the wake-up at the end of the pass ends the stream in time.
-        async with asyncio.timeout(5):
+        # Half the stream's poll interval: only the wake-up at the end of the pass ends the stream in time.
+        async with asyncio.timeout(30):
             async for manifest in context.watch(ME, "s", first, poll_seconds=60, keepalive_seconds=60):
                 streamed.append(manifest)
 
@@ -134,7 +134,7 @@ async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() 
         first = await runtime.foundation.session_files.add(ME, "one", [LEASE])
         second = await runtime.foundation.session_files.add(ME, "two", [LEASE])
         for session in ("one", "two"):
-            assert await runtime.documents.digests.wait_idle(ME, session, 30)
+            assert await runtime.documents.digests.wait_idle(ME, session, 120)
         digests = await stores.collections.collection("digests")
 
         async def cached() -> int:
@@ -143,10 +143,10 @@ async def test_a_cached_digest_is_deleted_when_no_file_uses_its_text_any_more() 
 
         assert await cached() == 1
         await runtime.foundation.session_files.remove(ME, "one", first.files[0].file_id)
-        assert await runtime.documents.digests.wait_idle(ME, "one", 30)  # the release runs in the background
+        assert await runtime.documents.digests.wait_idle(ME, "one", 120)  # the release runs in the background
         still_used = await cached()
         await runtime.foundation.session_files.remove(ME, "two", second.files[0].file_id)
-        assert await runtime.documents.digests.wait_idle(ME, "two", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "two", 120)
         unused = await cached()
 
     assert still_used == 1 and unused == 0
@@ -190,11 +190,11 @@ async def test_replacing_a_file_releases_the_digest_of_its_old_text() -> None:
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
         context = context_of(runtime.documents.context_files)
         created = await runtime.foundation.session_files.add(ME, "s", [LEASE])
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
         await runtime.foundation.session_files.replace(
             ME, "s", created.files[0].file_id, Upload("ignored.txt", b"The rent went up to 1,500 euros.")
         )
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
         digests = await stores.collections.collection("digests")
         cached = [item.body["extracted_text_hash"] for item in await digests.query(ME.partition_key, id_prefix="fd:")]
         manifest = await context.manifest(ME, "s")
@@ -209,7 +209,7 @@ async def test_deleting_a_session_deletes_its_aggregate_and_the_digests_only_it_
         await runtime.foundation.session_files.add(ME, "s", [LEASE, NOTES])
         await runtime.foundation.session_files.add(ME, "keep", [NOTES])
         for session in ("s", "keep"):
-            assert await runtime.documents.digests.wait_idle(ME, session, 30)
+            assert await runtime.documents.digests.wait_idle(ME, session, 120)
 
         await runtime.foundation.session_files.remove_all(ME, "s")  # what deleting the conversation does to its files
         digests = await stores.collections.collection("digests")
@@ -226,10 +226,10 @@ async def test_digests_made_together_are_bounded_by_the_digest_concurrency(concu
     async with build_runtime(Settings(), stores=memory(), digest_model=gated, tuning=tuning) as runtime:
         context = context_of(runtime.documents.context_files)
         await runtime.foundation.session_files.add(ME, "s", files)
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(120):  # bounds a digest that never starts; it starts at once
             await gated.until_waiting(concurrency)
         await context.manifest(ME, "s")  # every file's digest work has started by now: more would be waiting
         gated.open()
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
 
     assert gated.most_waiting == concurrency

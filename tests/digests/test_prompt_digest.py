@@ -27,7 +27,7 @@ async def test_a_ready_aggregate_is_shown_from_the_session_header_and_the_digest
     stores, counter = counting_stores()
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
         await runtime.foundation.session_files.add(ME, "s", [LEASE, NOTES])
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
         counter.reset()
         text = await PromptDigests(context_of(runtime.documents.context_files)).text(ME, "s")
 
@@ -40,7 +40,7 @@ async def test_an_aggregate_built_for_an_earlier_revision_of_the_set_is_not_curr
     async with build_runtime(Settings(), stores=stores, digest_model=digest_model()) as runtime:
         context = context_of(runtime.documents.context_files)
         await runtime.foundation.session_files.add(ME, "s", [LEASE])
-        assert await runtime.documents.digests.wait_idle(ME, "s", 30)
+        assert await runtime.documents.digests.wait_idle(ME, "s", 120)
         ready = await context.current_aggregate(ME, "s")
         catalog = await stores.collections.collection("catalog")
         header = await catalog.get(ME.partition_key, "sx:s")

@@ -11,8 +11,8 @@ async def test_a_change_notified_while_the_watcher_is_between_two_waits_wakes_it
     signals = SessionSignals()
     with signals.watching("s") as seen:
         signals.notify("s")  # while the watcher re-reads storage, inside none of its waits
-        # Far below the wait's own timeout: only the held counter makes the wait return in time.
-        async with asyncio.timeout(5):
+        # Half the wait's own timeout: only the held counter makes the wait return in time.
+        async with asyncio.timeout(30):
             woken = await signals.wait("s", seen, 60)
 
     assert woken == seen + 1

@@ -153,7 +153,7 @@ async def test_a_job_cancelled_while_its_worker_starts_leaves_no_worker_process_
     pool = ExtractionPool(1, 512 << 20, limits=LIMITS, deadline_seconds=60)
     failure = ExtractionError("not expected here")
     job = asyncio.create_task(pool.run(_identity, 1, organization="acme", overdue=failure, over_memory=failure))
-    async with asyncio.timeout(30):  # the worker process is there; the job waits for its first answer
+    async with asyncio.timeout(120):  # the worker process is there; the job waits for its first answer
         while not set(multiprocessing.active_children()) - before:  # noqa: ASYNC110 - no event for a process start
             await asyncio.sleep(0.01)
     job.cancel()
@@ -163,6 +163,6 @@ async def test_a_job_cancelled_while_its_worker_starts_leaves_no_worker_process_
     await pool.aclose()
 
     assert isinstance(outcome, asyncio.CancelledError)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(120):  # bounds a worker left behind; a stopped one is gone at once
         while set(multiprocessing.active_children()) - before:  # noqa: ASYNC110 - a process's exit has no event here
             await asyncio.sleep(0.05)

@@ -247,7 +247,7 @@ async def test_a_process_killed_while_processing_an_upload_leaves_nothing_stuck_
     )
     try:
         assert child.stdout is not None
-        line = await asyncio.wait_for(child.stdout.readline(), timeout=60)
+        line = await asyncio.wait_for(child.stdout.readline(), timeout=240)  # bounds a child that hangs
         assert line.strip() == b"stored"
     finally:
         child.send_signal(signal.SIGKILL)  # no shutdown code runs: what a crash leaves
@@ -272,7 +272,7 @@ async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_pat
     settings = Settings(home=tmp_path / "home", model="offline", storage="embedded", auth="none")
     async with build_runtime(settings, tuning=Tuning(processing_sweep_seconds=3600)) as services:
         await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c1", [upload("warranty.txt", TEXT)])
-        assert await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
+        assert await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 120)
         (record,) = (await services.foundation.session_files.manifest(LOCAL_PRINCIPAL, "c1")).files
         location = session_location(LOCAL_PRINCIPAL, "c1", record)
         # What a process killed while processing the file leaves: the record mid-way and a lease nobody renews.
@@ -291,7 +291,7 @@ async def test_a_session_file_resumed_after_a_crash_gets_its_digest_made(tmp_pat
 
         resumed = await services.documents.recovery.sweep()
         await asyncio.gather(*resumed)
-        assert await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 30)
+        assert await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c1", 120)
         (after,) = (await services.documents.context_files.manifest(LOCAL_PRINCIPAL, "c1")).files
 
     assert len(resumed) == 1

@@ -42,7 +42,7 @@ async def test_a_warm_document_chat_turn_on_memory_stores_uses_no_worker_thread(
         await orc.foundation.session_files.add(LOCAL_PRINCIPAL, "conv", [Upload("doc1.pdf.txt", DOCS["doc1.pdf.txt"])])
         assert orc.documents.context_files is not None
         # The upload's digests run in the background; let them finish so that only the turn is watched.
-        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 30)
+        assert await orc.documents.digests.wait_idle(LOCAL_PRINCIPAL, "conv", 120)
         await orc.orchestrator.ask(request)
         executor = CountingExecutor()
         asyncio.get_running_loop().set_default_executor(executor)

@@ -16,7 +16,7 @@ import pytest
 
 from orc.http.serving import YOUNG_GENERATION_THRESHOLD, freeze_after_startup, serve, tcp_listener
 from tests.emulators import free_port
-from tests.serving import orc_serve
+from tests.serving import orc_serve, statuses, wait_until_processed
 
 
 async def test_connections_accepted_on_the_listener_have_tcp_nodelay() -> None:
@@ -112,22 +112,28 @@ def worker_processes(pid: int) -> list[int]:
     return found
 
 
+REQUEST_SECONDS = 120.0
+"""Bounds a request that hangs; two workers starting on a busy machine answer the first ones slowly."""
+
+
 def test_orc_serve_with_two_workers_answers_turns_on_one_port_and_stops_on_sigterm(tmp_path: Path) -> None:
     with orc_serve(tmp_path / "home", "--workers", "2") as (base_url, pid), httpx.Client(base_url=base_url) as client:
         workers = worker_processes(pid)
         files = [("files", ("notes.txt", b"The office opens at nine.", "text/plain"))]
-        uploaded = client.post("/api/sessions/conv/context/files", files=files, timeout=30)
+        uploaded = client.post("/api/sessions/conv/context/files", files=files, timeout=REQUEST_SECONDS)
+        processed = wait_until_processed(base_url, "conv")  # its own answer may say `processing` on a busy machine
         turns = [
             client.post(
                 "/api/orc",
                 json={"question": "When does the office open?", "conversation_id": "conv", "blob_names": ["notes.txt"]},
-                timeout=30,
+                timeout=REQUEST_SECONDS,
             )
             for _ in range(4)
         ]
 
     assert len(workers) == 2
     assert uploaded.status_code == 201
+    assert statuses(processed) == {"notes.txt": "ready"}
     assert [turn.status_code for turn in turns] == [200] * 4
     assert all("nine" in turn.json()["answer"] for turn in turns)
 

@@ -63,7 +63,7 @@ async def running_workers(
             await asyncio.gather(*loops)
 
 
-async def until(condition: Callable[[], object], *, seconds: float = 30.0) -> None:
+async def until(condition: Callable[[], object], *, seconds: float = 240.0) -> None:
     """Poll an async condition until it holds (bounded: fails the test instead of hanging)."""
     async with asyncio.timeout(seconds):
         while not await condition():  # type: ignore[misc]  # noqa: ASYNC110 - the state is in storage, no event

@@ -17,8 +17,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.documents.pdf_factory import make_pdf
+from tests.serving import statuses, wait_until_processed
 from tests.traffic.clients import CLIENTS, ClientName, CurlClient, HttpxClient, UrllibClient, events, open_client
-from tests.traffic.conftest import SERVERS, statuses, wait_until_processed
+from tests.traffic.conftest import SERVERS
 from tests.traffic.documents import KINDS, MB, REAL, SIZES, Document, Kind
 
 pytestmark = pytest.mark.slow
