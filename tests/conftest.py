@@ -37,7 +37,8 @@ PROCESSING_DEADLINE_SECONDS = 120.0
 Tests read ``ready`` in an upload's response and ask about the document right after it: that holds when the
 upload waits for the processing to finish, not when the machine is quick enough to finish it in 3 s (under a
 load average of 10-30 on 2 cores it is not). The upload returns as soon as processing ends; this deadline only
-bounds a document that never gets there. Tests of the ``processing`` answer itself use ``upload_wait(0)``."""
+bounds a document that never gets there. Tests of the ``processing`` answer hold processing at a gate and
+upload with ``wait_seconds=0`` or in a task of their own."""
 
 
 @pytest.fixture(autouse=True)
