@@ -101,7 +101,7 @@ async def test_a_burst_of_200_uploads_spreads_over_two_workers(queues: JobQueues
         uploads = [Upload(f"doc-{i:03}.txt", f"Document {i} says {i * 7}.".encode()) for i in range(200)]
         added = await web.foundation.context_documents.add(ACME, ORG, uploads, wait_seconds=0)
         async with running_workers(stores, queues, ledger, 2):
-            await until(lambda: _ready(web, 200), seconds=120)
+            await until(lambda: _ready(web, 200))
 
     assert all(ledger.completions(doc.record.document_id) == 1 for doc in added)
     assert set(ledger.by_worker) == {"worker-0", "worker-1"}
