@@ -43,3 +43,20 @@ class TestEmbeddedEngine(SearchConformance):
         engine = EmbeddedSearchEngine(root)
         yield engine
         await engine.aclose()
+
+
+class TestEmbeddedEngineFromSegments(TestEmbeddedEngine):
+    """The same engine when every vector query is answered from its ANN segments (each write folded into one
+    before it returns), as an organization too big for an exact scan is answered."""
+
+    @pytest_asyncio.fixture
+    async def engine(self, root: Path) -> AsyncIterator[SearchEngine]:
+        engine = EmbeddedSearchEngine(root, exact_spans=0, fold_spans=1, merge_factor=2, fold_in_background=False)
+        yield engine
+        await engine.aclose()
+
+    @pytest_asyncio.fixture
+    async def peer(self, root: Path) -> AsyncIterator[SearchEngine]:
+        engine = EmbeddedSearchEngine(root, exact_spans=0, fold_spans=1, merge_factor=2, fold_in_background=False)
+        yield engine
+        await engine.aclose()

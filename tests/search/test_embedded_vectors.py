@@ -1,0 +1,152 @@
+"""The embedded engine's vector leg past the exact scan: span vectors folded into HNSW segments on disk (usearch),
+merged as they pile up, shared by every process, and never returning a replaced or deleted document."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from orc.search.embedded import EmbeddedSearchEngine
+from orc.search.port import SearchFilter, SearchRequest
+from orc.testing.conformance.search import LEGAL, ORG, document
+
+DIMS = 16
+MODEL = "m"
+
+
+def vectors(seed: int, count: int) -> list[list[float]]:
+    matrix = np.random.default_rng(seed).standard_normal((count, DIMS)).astype(np.float32)
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).tolist()
+
+
+def nearest(vector: list[float], limit: int = 10, owners: frozenset[str] | None = None) -> SearchRequest:
+    return SearchRequest(SearchFilter(ORG, owners=owners), limit, vector=vector, vector_model=MODEL, mode="vector")
+
+
+def approximate(root: Path, **options: int) -> EmbeddedSearchEngine:
+    """An engine that answers every vector query from its segments (nothing is small enough to scan exactly)."""
+    return EmbeddedSearchEngine(root, exact_spans=0, **{"fold_spans": 40, "merge_factor": 2, **options})
+
+
+def segment_files(root: Path) -> list[Path]:
+    return sorted(root.glob("v*/vectors/*/*.usearch"))
+
+
+async def index_documents(engine: EmbeddedSearchEngine, count: int, spans: int) -> None:
+    for number in range(count):
+        rows = vectors(number, spans)
+        await engine.upsert(document(f"doc{number:02d}", ["clause"] * spans, vectors=rows, model=MODEL))
+
+
+async def test_segments_find_what_an_exact_scan_finds(tmp_path: Path) -> None:
+    exact, folded = EmbeddedSearchEngine(tmp_path / "exact"), approximate(tmp_path / "folded")
+    for engine in (exact, folded):
+        await index_documents(engine, 20, 20)
+    await folded.compact(ORG)
+    assert segment_files(tmp_path / "folded"), "the vectors were folded into segments"
+
+    agreed = total = 0
+    for seed in range(100, 120):
+        query = vectors(seed, 1)[0]
+        want = {(hit.document_id, hit.span.ordinal) for hit in await exact.search(nearest(query))}
+        got = await folded.search(nearest(query))
+        assert len(got) == 10 and [hit.score for hit in got] == sorted((hit.score for hit in got), reverse=True)
+        agreed += len(want & {(hit.document_id, hit.span.ordinal) for hit in got})
+        total += len(want)
+    await exact.aclose()
+    await folded.aclose()
+
+    assert agreed / total >= 0.95
+
+
+async def test_folds_are_merged_so_a_search_reads_a_few_segments_and_sees_every_document(tmp_path: Path) -> None:
+    engine = approximate(tmp_path, fold_spans=20, merge_factor=2)
+    await index_documents(engine, 16, 10)  # 8 folds of 20 spans, merged pairwise
+    await engine.compact(ORG)
+
+    assert 1 <= len(segment_files(tmp_path)) <= 2
+    for number in range(16):
+        own = vectors(number, 10)[3]
+        best = (await engine.search(nearest(own, 1)))[0]
+        assert (best.document_id, best.span.ordinal) == (f"doc{number:02d}", 3)
+    await engine.aclose()
+
+
+async def test_a_replaced_or_deleted_document_is_never_found_through_its_old_segment(tmp_path: Path) -> None:
+    engine = approximate(tmp_path)
+    await index_documents(engine, 8, 10)
+    await engine.compact(ORG)
+    old = vectors(0, 10)[0]
+    assert (await engine.search(nearest(old, 1)))[0].document_id == "doc00"
+
+    await engine.upsert(document("doc00", ["clause"], version="v2", vectors=vectors(99, 1), model=MODEL))
+    await engine.delete(ORG, "doc01")
+    found = await engine.search(nearest(old, 80))
+    await engine.aclose()
+
+    assert ("doc00", "v1") not in {(hit.document_id, hit.version) for hit in found}
+    assert ("doc00", "v2") in {(hit.document_id, hit.version) for hit in found}
+    assert "doc01" not in {hit.document_id for hit in found}
+
+
+async def test_a_filter_keeps_an_approximate_query_to_its_owners(tmp_path: Path) -> None:
+    engine = approximate(tmp_path)
+    await index_documents(engine, 6, 10)
+    hr = document("hr", ["clause"] * 10, owner="usecase:hr", vectors=vectors(0, 10), model=MODEL)
+    await engine.upsert(hr)
+    await engine.compact(ORG)
+
+    found = await engine.search(nearest(vectors(0, 10)[0], 5, owners=frozenset({"usecase:hr"})))
+    everything = await engine.search(nearest(vectors(0, 10)[0], 5, owners=frozenset({LEGAL, "usecase:hr"})))
+    await engine.aclose()
+
+    assert {hit.document_id for hit in found} == {"hr"} and found[0].span.ordinal == 0
+    assert {hit.document_id for hit in everything} >= {"doc00", "hr"}
+
+
+REPLACER = """
+import asyncio, sys
+from pathlib import Path
+from orc.search.embedded import EmbeddedSearchEngine
+from orc.testing.conformance.search import document
+
+async def main() -> None:
+    root, vector = Path(sys.argv[1]), [float(value) for value in sys.argv[2].split(",")]
+    engine = EmbeddedSearchEngine(root, exact_spans=0, fold_spans=1)
+    await engine.upsert(document("doc00", ["clause"], version="v2", vectors=[vector], model="m"))
+    await engine.compact("acme")
+    await engine.aclose()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_document_another_process_replaces_and_folds_is_what_the_next_vector_search_here_finds(
+    tmp_path: Path,
+) -> None:
+    engine = approximate(tmp_path)
+    await index_documents(engine, 8, 10)
+    await engine.compact(ORG)
+    old, new = vectors(0, 10)[0], vectors(77, 1)[0]
+    assert (await engine.search(nearest(old, 1)))[0].document_id == "doc00"
+    files_before = segment_files(tmp_path)
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", REPLACER, str(tmp_path), ",".join(map(str, new)), stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    assert segment_files(tmp_path) != files_before, "the other process folded its write into a segment"
+
+    near_new = (await engine.search(nearest(new, 1)))[0]
+    near_old = await engine.search(nearest(old, 80))
+    await engine.aclose()
+
+    assert (near_new.document_id, near_new.version) == ("doc00", "v2")
+    assert all(hit.version == "v1" for hit in near_old if hit.document_id != "doc00")
+    assert ("doc00", "v1") not in {(hit.document_id, hit.version) for hit in near_old}
+    assert json.dumps(near_new.score) and near_new.score > 0.99
