@@ -670,6 +670,7 @@ class EmbeddedSearchEngine:
             share = max(scope_spans / model_spans, 1e-6)
             count = min(max(2 * request.limit, int(2 * request.limit / share)), 4096)
             folder = self._organization_folder("vectors", where.organization)
+            self._segment_views.retain(folder, [folder / segment.file for segment in directory.segments])
             for segment in segments:
                 for key_, similarity in self._segment_views.search(folder / segment.file, query, count):
                     entry, ordinal = entry_of(key_)

@@ -107,11 +107,12 @@ class SegmentViews:
                 self._views[path] = view
             return view
 
-    def retain(self, paths: Sequence[Path]) -> None:
-        """Unmap every segment not in ``paths`` (merged away by some process)."""
+    def retain(self, folder: Path, paths: Sequence[Path]) -> None:
+        """Unmap the segments of ``folder`` not in ``paths`` (merged away by some process: a deleted file's disk
+        space comes back only once no process maps it)."""
         keep = set(paths)
         with self._lock:
-            for path in [path for path in self._views if path not in keep]:
+            for path in [path for path in self._views if path.parent == folder and path not in keep]:
                 del self._views[path]
 
     def clear(self) -> None:

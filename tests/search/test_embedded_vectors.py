@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from orc.search.embedded import EmbeddedSearchEngine
 from orc.search.port import SearchFilter, SearchRequest
@@ -150,3 +151,29 @@ async def test_a_document_another_process_replaces_and_folds_is_what_the_next_ve
     assert all(hit.version == "v1" for hit in near_old if hit.document_id != "doc00")
     assert ("doc00", "v1") not in {(hit.document_id, hit.version) for hit in near_old}
     assert json.dumps(near_new.score) and near_new.score > 0.99
+
+
+def mapped_segments() -> set[str]:
+    """The segment files this process has memory-mapped, as the kernel lists them (deleted ones included)."""
+    maps = Path("/proc/self/maps").read_text()
+    return {line.split()[5] for line in maps.splitlines() if line.endswith(".usearch") or ".usearch " in line}
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the kernel's list of this process's maps")
+async def test_a_segment_merged_away_is_let_go_by_a_process_that_had_it_mapped(tmp_path: Path) -> None:
+    reader, writer = approximate(tmp_path), approximate(tmp_path, fold_spans=10, merge_factor=2)
+    await index_documents(writer, 1, 10)
+    await writer.compact(ORG)
+    await reader.search(nearest(vectors(0, 10)[0]))
+    first = {str(path) for path in segment_files(tmp_path)}
+    assert first and first <= mapped_segments()
+
+    await index_documents(writer, 2, 10)  # a second fold, merged with the first
+    await writer.compact(ORG)
+    await reader.search(nearest(vectors(0, 10)[0]))
+    await writer.aclose()
+    mapped = mapped_segments()
+    await reader.aclose()
+
+    assert not first & mapped, "the merged-away segment is unmapped"
+    assert {str(path) for path in segment_files(tmp_path)} <= mapped
