@@ -7,6 +7,7 @@ key (a replay answers the first response as JSON).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -69,11 +70,51 @@ async def _result(start: Start) -> BaseModel:
 def streaming(events: AsyncIterator[Event], fmt: StreamFormat, background: BackgroundTask | None = None) -> Response:
     """The events as a streaming response that no proxy buffers."""
     return StreamingResponse(
-        encode(events, fmt),
+        encode(detached(events), fmt),
         media_type=MEDIA_TYPES[fmt],
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         background=background,
     )
+
+
+async def detached(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """``events``, read by a task of their own.
+
+    When the client leaves, Starlette cancels the response through an anyio cancel scope, and that cancellation
+    is level-triggered: every await of the turn's unwinding is cancelled again, so the model's HTTP stream could
+    not even close (the provider kept streaming until its idle timeout). The reading task is cancelled once,
+    asyncio's way, and unwinds whole: the model request closes, the admission is released."""
+    queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=1)
+
+    async def pump() -> None:
+        async for event in events:
+            await queue.put(event)
+
+    task = asyncio.create_task(pump())
+    task.add_done_callback(_retrieve)
+    getter: asyncio.Future[Event] | None = None
+    try:
+        while True:
+            getter = asyncio.ensure_future(queue.get())
+            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                yield getter.result()
+                continue
+            getter.cancel()
+            while not queue.empty():
+                yield queue.get_nowait()
+            task.result()  # the run's own failure, if it raised one
+            return
+    finally:
+        task.cancel()
+        if getter is not None:
+            getter.cancel()
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    # A reader that left never reads the outcome; a cancelled run's is not an error to report.
+    if not task.cancelled():
+        task.exception()
 
 
 def update_event(update: ContextUpdate) -> ContextUpdateEvent:
