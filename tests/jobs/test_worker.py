@@ -201,8 +201,11 @@ async def test_the_worker_takes_the_deliveries_it_holds_in_turn_by_organization(
         stop.set()
         await running
 
-    # One at a time, in the queue's order a0 a1 a2 g: globex's document goes second, not last.
-    assert order == ["a0", "g", "a1", "a2"]
+    # One at a time, from a queue in the order a0 a1 a2 g: globex's document goes within the first two, not last
+    # (whether it is first or second depends on how many deliveries the first receive returned), and acme's keep
+    # their queue order.
+    assert order.index("g") <= 1
+    assert [name for name in order if name != "g"] == ["a0", "a1", "a2"]
 
 
 async def _count_at_least(items: list[str], count: int) -> bool:
