@@ -76,6 +76,7 @@ from orc.search.port import (
     SpanHit,
     TermStatistics,
 )
+from orc.storage.azure_blob import retry_after_seconds
 
 if TYPE_CHECKING:
     from azure.core.credentials import AzureKeyCredential
@@ -596,15 +597,6 @@ def _hit(row: Mapping[str, Any], *, semantic: bool, vector_only: bool) -> SpanHi
     )
 
 
-def _retry_after(error: HttpResponseError) -> float | None:
-    headers = getattr(error.response, "headers", None) or {}
-    value = headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 @contextlib.asynccontextmanager
 async def _translated(what: str) -> AsyncIterator[None]:
     """SDK errors as orc's, with status and error code only, never chained (their text may hold the endpoint)."""
@@ -625,7 +617,7 @@ async def _translated(what: str) -> AsyncIterator[None]:
             raise ConfigurationError(f"{what} does not exist (status 404); run orc doctor") from None
         if status in (408, 429) or status >= 500:
             raise StorageUnavailable(
-                f"Azure AI Search failed (status {status}{code}); retry later", retry_after=_retry_after(error)
+                f"Azure AI Search failed (status {status}{code}); retry later", retry_after=retry_after_seconds(error)
             ) from None
         raise StorageError(f"Azure AI Search refused the request (status {status}{code})") from None
     except AzureError as error:

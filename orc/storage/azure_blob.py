@@ -284,7 +284,8 @@ def _quoted(etag: str) -> str:
     return etag if etag.startswith('"') else f'"{etag}"'
 
 
-def _retry_after_seconds(error: HttpResponseError) -> float | None:
+def retry_after_seconds(error: HttpResponseError) -> float | None:
+    """The ``Retry-After`` an Azure service sent with ``error`` (Blob Storage, AI Search), if it sent one."""
     headers = getattr(error.response, "headers", None) or {}
     value = headers.get("Retry-After")
     try:
@@ -324,7 +325,7 @@ async def _translated(what: str) -> AsyncIterator[None]:
         if status in (408, 429) or status >= 500:
             raise StorageUnavailable(
                 f"blob storage failed (status {status}{code}); retry later",
-                retry_after=_retry_after_seconds(error),
+                retry_after=retry_after_seconds(error),
             ) from None
         raise StorageError(f"blob storage refused the request (status {status}{code})") from None
     except AzureError as error:
