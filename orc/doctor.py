@@ -120,8 +120,14 @@ async def diagnose(settings: Settings) -> Report:
     )
     report.checks.extend(identity_checks(settings))
     async with AsyncExitStack() as stack:
-        for checks in (storage_checks, queue_checks, search_checks, prompt_checks, model_checks, embedding_checks):
-            report.checks.extend(await checks(settings, stack))
+        # One embedding request serves both its own check and the search index's vector size.
+        embeddings, dimensions = await _embedding_probe(settings, stack)
+        report.checks.extend(await storage_checks(settings, stack))
+        report.checks.extend(await queue_checks(settings, stack))
+        report.checks.extend(await search_checks(settings, stack, dimensions=dimensions))
+        report.checks.extend(await prompt_checks(settings, stack))
+        report.checks.extend(await model_checks(settings, stack))
+        report.checks.extend(embeddings)
     return report
 
 
@@ -222,8 +228,11 @@ async def queue_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
     return checks
 
 
-async def search_checks(settings: Settings, stack: AsyncExitStack, **client_options: Any) -> list[Check]:
+async def search_checks(
+    settings: Settings, stack: AsyncExitStack, *, dimensions: int | None = None, **client_options: Any
+) -> list[Check]:
     """The search index: embedded (nothing to reach), or Azure AI Search's index, its schema and a write probe.
+    ``dimensions`` is the embedding model's vector size (None when embeddings are off or unreachable);
     ``client_options`` go to the search SDK's clients (a transport, in tests)."""
     if settings.search == "embedded":
         if settings.on_azure:
@@ -246,7 +255,6 @@ async def search_checks(settings: Settings, stack: AsyncExitStack, **client_opti
     except ConfigurationError as exc:
         return [Check("Azure AI Search", "fail", exc.message, "fix ORC_SEARCH_ENDPOINT")]
     stack.push_async_callback(engine.aclose)
-    dimensions = await _embedding_dimensions(settings, stack)
     checks: list[Check] = []
     missing = await _reach(
         "Azure AI Search", "search", lambda: engine.prepare(create=False, dimensions=dimensions), checks
@@ -293,27 +301,6 @@ async def search_checks(settings: Settings, stack: AsyncExitStack, **client_opti
     return checks
 
 
-async def _embedding_dimensions(settings: Settings, stack: AsyncExitStack) -> int | None:
-    """The embedding model's vector size (None when embeddings are off or the model cannot say: its own check
-    reports why)."""
-    try:
-        model = build_embedding_model(
-            settings.embeddings,
-            base_url=settings.embeddings_base_url,
-            api_key=settings.embeddings_api_key,
-            timeout=settings.model_timeout_seconds,
-            max_retries=settings.model_max_retries,
-            batch_size=TUNED.embeddings_batch_size,
-            resources=stack,
-        )
-        if model is None:
-            return None
-        async with mapped_model_faults():
-            return len((await model.embed(["orc doctor"], "query"))[0])
-    except OrcError:
-        return None
-
-
 async def prompt_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]:
     """The prompt files in force: the packaged ones, or an ``ORC_PROMPTS_DIR`` override checked as start-up does."""
     try:
@@ -356,8 +343,8 @@ async def model_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
     return checks
 
 
-async def embedding_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]:
-    """One short request to the embedding model of ``ORC_EMBEDDINGS``, unless it is off."""
+async def _embedding_probe(settings: Settings, stack: AsyncExitStack) -> tuple[list[Check], int | None]:
+    """The embedding model's check and its vector size (None when it is off or did not answer)."""
     fix = (
         "check ORC_EMBEDDINGS's deployment name and AZURE_OPENAI_ENDPOINT, and give the identity the Cognitive "
         "Services OpenAI User role (infra/main.bicep resource openAiUser)"
@@ -375,16 +362,15 @@ async def embedding_checks(settings: Settings, stack: AsyncExitStack) -> list[Ch
             resources=stack,
         )
         if model is None:
-            return [Check("embeddings", "ok", "off (lexical retrieval only)")]
+            return [Check("embeddings", "ok", "off (lexical retrieval only)")], None
         async with mapped_model_faults():
-            await model.embed(["orc doctor"], "query")
+            (vector,) = await model.embed(["orc doctor"], "query")
     except ModelMisconfigured:
-        return [
-            Check("embeddings", "fail", f"{settings.embeddings} refused the request (credentials or deployment)", fix)
-        ]
+        refused = f"{settings.embeddings} refused the request (credentials or deployment)"
+        return [Check("embeddings", "fail", refused, fix)], None
     except OrcError as exc:
-        return [Check("embeddings", "fail", f"{settings.embeddings}: {exc.message.split(';')[0]}", fix)]
-    return [Check("embeddings", "ok", f"{settings.embeddings} answered")]
+        return [Check("embeddings", "fail", f"{settings.embeddings}: {exc.message.split(';')[0]}", fix)], None
+    return [Check("embeddings", "ok", f"{settings.embeddings} answered")], len(vector)
 
 
 async def _embedded_home(settings: Settings) -> Check:

@@ -123,6 +123,28 @@ async def test_the_embedding_endpoint_is_reached_and_a_refusal_says_what_to_chec
     assert len(running.endpoint.embedding_requests) == 2
 
 
+async def test_the_embedding_model_is_asked_once_for_its_check_and_the_search_indexs_vector_size(
+    tmp_path: Path, running: RunningEndpoint
+) -> None:
+    origin = running.base_url.removesuffix("/v1")
+    settings = Settings(
+        home=tmp_path,
+        embeddings="openai:local-embed",
+        embeddings_base_url=running.base_url,
+        model_max_retries=0,
+        search="azure",
+        search_endpoint=origin,
+        search_key="search-key",
+    )
+    running.endpoint.reset()
+
+    report = await diagnose(settings)
+
+    assert [c.outcome for c in report.checks if c.subject == "embeddings"] == ["ok"]
+    assert [c.outcome for c in report.checks if c.subject == "search index 'orc-spans'"] == ["fail"]
+    assert len(running.endpoint.embedding_requests) == 1
+
+
 # -- against the emulators ---------------------------------------------------------------------------------------
 
 
