@@ -23,6 +23,7 @@ from orc.settings import Settings
 from orc.turns import TurnRequest, TurnResult
 from tests.documents.library_support import memory_stores
 from tests.documents.pdf_factory import make_pdf
+from tests.jobs.support import until
 from tests.models.openai_endpoint import OpenAIEndpoint, Reply, RunningEndpoint, serve
 
 PAGES = [
@@ -150,6 +151,12 @@ async def test_a_document_processed_before_embeddings_is_searched_lexically_and_
 
     async with runtime(embeddings_on(running), stores) as services:
         result = await ask(services, "What separates the headers from the body?")
+
+        async def spans_requested() -> bool:
+            return any(len(request["input"]) > 1 for request in endpoint.embedding_requests)
+
+        # The turn starts the spans' embedding and does not await it: its request arrives when the loop gets to it.
+        await until(spans_requested)
 
     retrieval = result.metadata.retrieval
     assert retrieval is not None
