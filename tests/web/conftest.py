@@ -52,9 +52,12 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``orc serve`` with the offline model in a temporary ORC_HOME; its base URL."""
+    """``orc serve`` with the offline model in a temporary ORC_HOME, shared by the page's tests of this test process
+    (each opens conversations of its own); its base URL. Starting it costs seconds of CPU, once per process instead
+    of once per module. A module that needs a server to itself (other settings, an empty conversation list)
+    defines its own."""
     home = tmp_path_factory.mktemp("web") / "home"
     with orc_serve(home) as (base_url, _):
         yield base_url

@@ -183,6 +183,13 @@ def test_the_page_is_usable_on_a_390_px_phone(browser: Browser, server: str, tmp
 
 
 @pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server of this module's own: its first conversation starts from an empty conversation list."""
+    with orc_serve(tmp_path_factory.mktemp("web-browser") / "home") as (base_url, _):
+        yield base_url
+
+
+@pytest.fixture(scope="module")
 def api_key_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     keys = {"page-key": {"organization": "contoso", "user": "alice"}}
     with pytest.MonkeyPatch.context() as patch:
