@@ -157,7 +157,12 @@ async def test_a_body_over_the_limit_is_refused_as_it_streams_in_without_a_conte
 
 
 async def test_the_context_stream_keeps_its_status_and_headers(handler: Any) -> None:
-    answer = await call(handler, "GET", "/api/sessions/fn-conv/context/stream")
+    # A session of its own with a file: a session without files is followed until its first upload lands.
+    body, headers = multipart("lease.txt", LEASE)
+    uploaded = await call(handler, "POST", "/api/sessions/fn-stream/context/files", body=body, headers=headers)
+    assert uploaded.status == 201, uploaded.body
+
+    answer = await call(handler, "GET", "/api/sessions/fn-stream/context/stream")
 
     assert answer.status == 200
     assert answer.headers["content-type"].startswith("text/event-stream")
