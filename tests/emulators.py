@@ -30,7 +30,9 @@ from orc.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 EMULATOR_BIN = REPO / "tools" / "emulators" / "node_modules" / ".bin"
-START_DEADLINE_SECONDS = 30.0
+START_DEADLINE_SECONDS = 120.0
+"""Bounds an emulator that never answers (the loop ends as soon as it does, or exits): Node starting on a busy
+machine takes tens of seconds."""
 START_ATTEMPTS = 3  # a free port can be taken between choosing it and the emulator binding it
 
 AZURITE_ACCOUNT = "devstoreaccount1"

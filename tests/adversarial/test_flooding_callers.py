@@ -61,7 +61,7 @@ async def test_a_refused_callers_turn_gives_way_only_while_another_callers_turn_
     assert mine.yielding() and not entered.is_set()
 
     calm.release()
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 30)
     assert entered.is_set()
 
 
@@ -82,7 +82,7 @@ async def test_a_flooding_turn_also_gives_way_just_after_another_callers_turn_en
         await asyncio.sleep(0)
     assert not entered.is_set()  # the calm caller finished a turn just now
 
-    await asyncio.wait_for(task, 5)  # and once it has not come back for a moment, the flooder goes on
+    await asyncio.wait_for(task, 30)  # and once it has not come back for a moment, the flooder goes on
 
 
 async def test_nothing_is_remembered_of_callers_between_turns_while_nobody_floods() -> None:
@@ -240,5 +240,5 @@ async def test_a_refused_uploaders_admitted_upload_waits_while_another_callers_t
     assert not entered.is_set()
 
     calm.release()
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 30)
     assert entered.is_set()

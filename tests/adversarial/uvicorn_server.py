@@ -14,7 +14,8 @@ from starlette.types import ASGIApp
 
 from orc.http.connection_limits import server_options
 
-START_SECONDS = 10.0
+START_SECONDS = 120.0
+"""Bounds a server that never starts (the loop ends as soon as it has): a busy machine only makes it slower."""
 
 
 @contextlib.contextmanager
