@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import sys
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -58,15 +57,9 @@ def pdfs(count: int, pages: int) -> list[Upload]:
     return made
 
 
-def environment(home: Path, connection_string: str, queue_prefix: str) -> dict[str, str]:
+def environment(home: Path, connection_string: str) -> dict[str, str]:
     """The ``ORC_`` settings every process of one run shares."""
-    return {
-        "ORC_HOME": str(home),
-        "ORC_JOBS": "queue",
-        "ORC_QUEUE_CONNECTION_STRING": connection_string,
-        "ORC_QUEUE_DOCUMENTS": f"{queue_prefix}-documents",
-        "ORC_QUEUE_DIGESTS": f"{queue_prefix}-digests",
-    }
+    return {"ORC_HOME": str(home), "ORC_JOBS": "queue", "ORC_QUEUE_CONNECTION_STRING": connection_string}
 
 
 async def start_worker(env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
@@ -99,11 +92,8 @@ def finished_documents(logs: list[Path]) -> set[str]:
 async def one_run(workers: int, uploads: list[Upload], connection_string: str, tmp: Path) -> dict[str, object]:
     """Upload everything with ``workers`` workers running; time until all are ready."""
     home = tmp / f"home-{workers}"
-    env = environment(home, connection_string, f"b{uuid.uuid4().hex[:10]}")
-    settings = Settings(
-        home=home, jobs="queue", queue_connection_string=connection_string,
-        queue_documents=env["ORC_QUEUE_DOCUMENTS"], queue_digests=env["ORC_QUEUE_DIGESTS"],
-    )  # fmt: skip
+    env = environment(home, connection_string)
+    settings = Settings(home=home, jobs="queue", queue_connection_string=connection_string)
     home.mkdir(parents=True)
     logs = [tmp / f"worker-{workers}-{i}.log" for i in range(workers)]
     async with build_runtime(settings) as web:
@@ -154,12 +144,14 @@ async def run(args: argparse.Namespace) -> BenchResult:
     uploads = pdfs(args.documents, args.pages)
     with TemporaryDirectory(prefix="orc-bench-queue-") as tmp_name:
         tmp = Path(tmp_name)
-        with run_emulator("azurite-queue", azurite_queue_command(tmp / "azurite"), tls=False, log_dir=tmp) as port:
-            connection_string = (
-                f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
-                f"QueueEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
-            )
-            for workers in args.workers:
+        for workers in args.workers:
+            # Each run on an Azurite of its own: the queues' names are fixed, and no job may cross runs.
+            azurite = azurite_queue_command(tmp / f"azurite-{workers}")
+            with run_emulator("azurite-queue", azurite, tls=False, log_dir=tmp) as port:
+                connection_string = (
+                    f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+                    f"QueueEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+                )
                 result.rows.append(await one_run(workers, uploads, connection_string, tmp))
     times = {row["workers"]: row["all_ready_s"] for row in result.rows}
     if 1 in times and 2 in times:

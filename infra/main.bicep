@@ -353,11 +353,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'ORC_SEARCH', value: 'azure' }
         { name: 'ORC_SEARCH_ENDPOINT', value: 'https://${search.name}.search.windows.net' }
         { name: 'ORC_SEARCH_SEMANTIC', value: searchSemantic == 'disabled' ? 'false' : 'true' }
-        // Uploads enqueue document and digest jobs; the queue-triggered functions process them.
+        // Uploads enqueue document and digest jobs on queueNames (fixed: the queue triggers bind them); the
+        // queue-triggered functions process them.
         { name: 'ORC_JOBS', value: 'queue' }
         { name: 'ORC_QUEUE_ACCOUNT_URL', value: storage.properties.primaryEndpoints.queue }
-        { name: 'ORC_QUEUE_DOCUMENTS', value: queueNames[0] }
-        { name: 'ORC_QUEUE_DIGESTS', value: queueNames[1] }
       ]
     }
   }

@@ -34,13 +34,15 @@ from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import HumanMessage
 
+from orc import hosting
 from orc.composition import azure_search_engine, azure_stores, model_from_settings
+from orc.composition.stores import job_queue
 from orc.composition.tuning import TUNED
 from orc.errors import ConfigurationError, ModelMisconfigured, OrcError, ServiceUnavailable
 from orc.models.embeddings import build_embedding_model
 from orc.models.faults import mapped_model_faults
 from orc.prompt_source import prompts_for
-from orc.resources import COSMOS_CONTAINERS, MissingResource, bicep_resource
+from orc.resources import COSMOS_CONTAINERS, QUEUES, MissingResource, bicep_resource
 from orc.settings import EASYAUTH_OFF, Settings
 
 logger = logging.getLogger(__name__)
@@ -115,7 +117,7 @@ async def diagnose(settings: Settings) -> Report:
             "configuration",
             "ok",
             f"storage {settings.storage}, jobs {settings.jobs}, auth {settings.auth}, model {settings.model}"
-            + (" (on Azure)" if settings.on_azure else ""),
+            + (" (on Azure)" if hosting.on_azure() else ""),
         )
     )
     report.checks.extend(identity_checks(settings))
@@ -135,7 +137,7 @@ def identity_checks(settings: Settings) -> list[Check]:
     """How callers are identified, and whether that is safe where the app runs."""
     if settings.easyauth_unprotected:
         return [Check("sign-in", "fail", EASYAUTH_OFF.split(": a client")[0], "see docs/deploying-to-azure.md#sign-in")]
-    if settings.on_azure and settings.auth == "none":
+    if hosting.on_azure() and settings.auth == "none":
         return [
             Check(
                 "sign-in",
@@ -202,17 +204,11 @@ async def queue_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
     if settings.jobs != "queue":
         return [Check("job queues", "ok", "not used (ORC_JOBS=inprocess: jobs run in the serving process)")]
     from orc.storage.azure_checks import missing_queues
-    from orc.storage.azure_queue import AzureJobQueue
 
     queues = []
-    for name in (settings.queue_documents, settings.queue_digests):
+    for name in QUEUES:
         try:
-            if settings.queue_connection_string is not None:
-                secret = settings.queue_connection_string.get_secret_value()
-                queue = AzureJobQueue.from_connection_string(secret, name, create_queue=False)
-            else:
-                assert settings.queue_account_url is not None  # settings.check() made sure
-                queue = AzureJobQueue.from_account_url(settings.queue_account_url, name, create_queue=False)
+            queue = job_queue(settings, name, create=False)
         except ConfigurationError as exc:
             return [
                 Check("job queues", "fail", exc.message, "fix ORC_QUEUE_CONNECTION_STRING or ORC_QUEUE_ACCOUNT_URL")
@@ -235,7 +231,7 @@ async def search_checks(
     ``dimensions`` is the embedding model's vector size (None when embeddings are off or unreachable);
     ``client_options`` go to the search SDK's clients (a transport, in tests)."""
     if settings.search == "embedded":
-        if settings.on_azure:
+        if hosting.on_azure():
             # It works (each instance indexes what its searches need from the stored text), but every instance
             # builds and holds its own copy: said, not failed, so a deployment from before ORC_SEARCH still passes.
             return [
@@ -387,7 +383,7 @@ async def _embedded_home(settings: Settings) -> Check:
             "storage", "fail", f"ORC_HOME is not writable ({type(exc).__name__})", "point ORC_HOME at a writable folder"
         )
     detail = "embedded: SQLite and local files in ORC_HOME"
-    if settings.on_azure:
+    if hosting.on_azure():
         # Each Functions instance has its own disk: conversations would not be shared between instances.
         return Check("storage", "fail", f"{detail} on Azure", "set ORC_STORAGE=azure (the template does)")
     return Check("storage", "ok", detail)

@@ -46,10 +46,11 @@ COSMOS_CONTAINER_NAMES: frozenset[str] = frozenset(container.name for container 
 BLOB_CONTAINER = "orc"
 """The documents' blob container (``ORC_BLOB_CONTAINER``'s default)."""
 QUEUE_DOCUMENTS = "orc-documents"
-"""Document processing jobs (``ORC_QUEUE_DOCUMENTS``'s default; a queue trigger of ``function_app.py``)."""
+"""Document processing jobs (a queue trigger of ``function_app.py`` binds this name: it is no setting)."""
 QUEUE_DIGESTS = "orc-digests"
-"""Session digest jobs (``ORC_QUEUE_DIGESTS``'s default; a queue trigger of ``function_app.py``)."""
-QUEUES: tuple[str, ...] = (QUEUE_DOCUMENTS, QUEUE_DIGESTS)
+"""Session digest jobs (a queue trigger of ``function_app.py``)."""
+QUEUES: tuple[str, str] = (QUEUE_DOCUMENTS, QUEUE_DIGESTS)
+"""The two job queues, documents first."""
 
 SEARCH_INDEX = "orc-spans"
 """The Azure AI Search index of every organization's spans (``ORC_SEARCH=azure``; schema in

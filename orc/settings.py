@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from orc import hosting
 from orc import resources as azure_resources
 from orc.errors import ConfigurationError
 
@@ -43,6 +44,8 @@ REMOVED = {
     "ORC_EMBEDDINGS_MAX_RETRIES": "ORC_MODEL_MAX_RETRIES applies to embeddings requests too",
     "ORC_WORKER_CONCURRENCY": "`orc worker` runs 2 jobs at once unless --concurrency says otherwise",
     "ORC_COSMOS_EMULATOR": "an ORC_COSMOS_ENDPOINT on localhost or 127.0.0.1 is taken to be an emulator",
+    "ORC_QUEUE_DOCUMENTS": "document jobs go to the queue orc-documents (the queue trigger of function_app.py)",
+    "ORC_QUEUE_DIGESTS": "digest jobs go to the queue orc-digests (the queue trigger of function_app.py)",
 }
 """Settings that became constants (docs/configuration.md, "Changes"), and what holds instead: an operator who still
 sets one is told it has no effect rather than left to wonder."""
@@ -148,15 +151,6 @@ class Settings(BaseSettings):
         description="Re-rank lexical and hybrid queries with Azure AI Search's semantic ranker (a billed feature of "
         "the service; ORC_SEARCH=azure only).",
     )
-    # Set by App Service / Azure Functions themselves, never by an operator (hence no ORC_ prefix).
-    website_site_name: str | None = Field(default=None, validation_alias="WEBSITE_SITE_NAME")
-    website_auth_enabled: bool = Field(
-        default=False,
-        validation_alias="WEBSITE_AUTH_ENABLED",
-        description="True where App Service authentication (Easy Auth) is on: only then is X-MS-CLIENT-PRINCIPAL "
-        "set by the platform rather than by a client (ORC_AUTH=easyauth needs it).",
-    )
-
     # -- identity ---------------------------------------------------------------------------------------
     auth: Literal["none", "api-key", "easyauth"] = "none"
     api_keys: Annotated[dict[str, ApiKeyPrincipal], NoDecode] = Field(
@@ -261,10 +255,6 @@ class Settings(BaseSettings):
     )
     queue_connection_string: SecretStr | None = None
     queue_account_url: str | None = None
-    queue_documents: str = Field(
-        default=azure_resources.QUEUE_DOCUMENTS, description="Queue of document processing jobs."
-    )
-    queue_digests: str = Field(default=azure_resources.QUEUE_DIGESTS, description="Queue of session digest jobs.")
 
     # -- telemetry ------------------------------------------------------------------------------------------
     log_format: Literal["text", "json"] = Field(
@@ -364,14 +354,9 @@ class Settings(BaseSettings):
         return value
 
     @property
-    def on_azure(self) -> bool:
-        """Running on App Service / Azure Functions (the platform sets ``WEBSITE_SITE_NAME``)."""
-        return bool(self.website_site_name)
-
-    @property
     def easyauth_unprotected(self) -> bool:
         """``ORC_AUTH=easyauth`` where App Service authentication is off: no principal header can be trusted."""
-        return self.auth == "easyauth" and not self.website_auth_enabled
+        return self.auth == "easyauth" and not hosting.easyauth_enabled()
 
     @property
     def creates_resources(self) -> bool:
@@ -379,8 +364,8 @@ class Settings(BaseSettings):
         if self.resources != "auto":
             return self.resources == "create"
         if self.storage == "embedded":
-            return not self.on_azure
-        return not self.on_azure and self.cosmos_key is not None
+            return not hosting.on_azure()
+        return not hosting.on_azure() and self.cosmos_key is not None
 
     def require(self, *names: str) -> None:
         """Fail fast, naming the environment variable, when a setting a chosen backend needs is missing."""

@@ -72,12 +72,13 @@ def test_easyauth_refuses_a_missing_or_malformed_principal(header: str | None) -
         EasyAuth().authenticate(headers)
 
 
-def test_the_platform_header_is_ignored_unless_easyauth_is_enabled() -> None:
+def test_the_platform_header_is_ignored_unless_easyauth_is_enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEBSITE_AUTH_ENABLED", "True")  # App Service authentication is on
     forged = {"x-ms-client-principal": easyauth_header(tid="victim-tenant", oid="victim")}
 
     assert authenticator_for(Settings()).authenticate(forged) == LOCAL_PRINCIPAL
     keys = ApiKeyAuth({"k": Principal(organization="o", user="u")})
     with pytest.raises(Unauthenticated):
         keys.authenticate(forged)
-    assert isinstance(authenticator_for(Settings(auth="easyauth", website_auth_enabled=True)), EasyAuth)
+    assert isinstance(authenticator_for(Settings(auth="easyauth")), EasyAuth)
     assert isinstance(authenticator_for(Settings()), NoAuth)

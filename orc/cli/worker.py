@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from orc.errors import ConfigurationError
+from orc.resources import QUEUES
 
 WORKER_CONCURRENCY = 2
 """Jobs one ``orc worker`` runs at once unless ``--concurrency`` says otherwise."""
@@ -46,7 +47,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
     concurrency = concurrency or WORKER_CONCURRENCY
     async with build_runtime(settings) as services:
         print(
-            f"orc worker: consuming {settings.queue_documents} and {settings.queue_digests}, "
+            f"orc worker: consuming {' and '.join(QUEUES)}, "
             f"{concurrency} job{'s' if concurrency != 1 else ''} at a time",
             file=sys.stderr,
             flush=True,

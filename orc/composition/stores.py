@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the Azure SDKs load only where Azure is configured, numpy o
     from orc.search.azure import AzureSearchEngine
     from orc.search.vectors import SpanVectors
     from orc.storage.azure_blob import AzureBlobStore
+    from orc.storage.azure_queue import AzureJobQueue
     from orc.storage.cosmos import CosmosCollectionProvider
 
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
@@ -54,27 +55,27 @@ async def open_job_queues(settings: Settings, stack: AsyncExitStack) -> JobQueue
     Where resources are not created (``ORC_RESOURCES``), a missing queue stops start-up, named."""
     if settings.jobs != "queue":
         return None
-    from orc.storage.azure_queue import AzureJobQueue  # Azure SDK only when queues are used
-
     create = settings.creates_resources
-
-    def queue(name: str) -> AzureJobQueue:
-        if settings.queue_connection_string is not None:
-            made = AzureJobQueue.from_connection_string(
-                settings.queue_connection_string.get_secret_value(), name, create_queue=create
-            )
-        else:
-            assert settings.queue_account_url is not None  # settings.check() made sure
-            made = AzureJobQueue.from_account_url(settings.queue_account_url, name, create_queue=create)
-        stack.push_async_callback(made.aclose)
-        return made
-
-    documents, digests = queue(settings.queue_documents), queue(settings.queue_digests)
+    documents, digests = (job_queue(settings, name, create=create) for name in azure_resources.QUEUES)
+    stack.push_async_callback(documents.aclose)
+    stack.push_async_callback(digests.aclose)
     if not create:
         from orc.storage.azure_checks import missing_queues, refuse_to_start
 
         refuse_to_start(await missing_queues([documents, digests]))
     return JobQueues(documents=documents, digests=digests)
+
+
+def job_queue(settings: Settings, name: str, *, create: bool) -> AzureJobQueue:
+    """The Azure Storage Queue ``name`` in the account ``ORC_QUEUE_*`` names: a connection string, or an account URL
+    reached with Entra ID."""
+    from orc.storage.azure_queue import AzureJobQueue  # Azure SDK only when queues are used
+
+    if settings.queue_connection_string is not None:
+        secret = settings.queue_connection_string.get_secret_value()
+        return AzureJobQueue.from_connection_string(secret, name, create_queue=create)
+    assert settings.queue_account_url is not None  # settings.check() made sure
+    return AzureJobQueue.from_account_url(settings.queue_account_url, name, create_queue=create)
 
 
 async def open_stores(settings: Settings, stack: AsyncExitStack) -> Stores:

@@ -28,7 +28,7 @@ from orc.http import (
     routes_sessions,
 )
 from orc.http.admission import EarlyRefusal
-from orc.http.auth import Authenticator, RefuseEveryRequest, authenticator_for, easyauth_is_off
+from orc.http.auth import Authenticator, RefuseEveryRequest, authenticator_for
 from orc.http.body_deadline import BodyDeadline
 from orc.http.csrf import CsrfGuard
 from orc.http.limits import BodySizeLimit
@@ -223,4 +223,4 @@ def create_app(
     # Every response, whoever answers it, leaves through the output policy.
     door = OutputDoor(served, output_policy, server_documents=[OPENAPI_PATH])
     # A principal header nobody vouches for must not be trusted anywhere: refuse everything, say why in the log.
-    return RefuseEveryRequest(door) if easyauth_is_off(settings) else door
+    return RefuseEveryRequest(door) if settings.easyauth_unprotected else door

@@ -119,11 +119,6 @@ class RefuseEveryRequest:
         await problem_for(EasyAuthOff.refusal())(scope, receive, send)
 
 
-def easyauth_is_off(settings: Settings) -> bool:
-    """``ORC_AUTH=easyauth`` without the platform's authentication: every request must be refused."""
-    return settings.easyauth_unprotected
-
-
 def authenticator_for(settings: Settings) -> Authenticator:
     """The authenticator ``ORC_AUTH`` selects (for easyauth, only where the platform's authentication is on)."""
     if settings.auth == "api-key":
@@ -133,7 +128,7 @@ def authenticator_for(settings: Settings) -> Authenticator:
                 for key, p in settings.api_keys.items()
             }
         )
-    if easyauth_is_off(settings):
+    if settings.easyauth_unprotected:
         logger.error("%s", EASYAUTH_OFF)
         return EasyAuthOff()
     if settings.auth == "easyauth":

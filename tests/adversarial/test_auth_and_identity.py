@@ -44,8 +44,11 @@ def api_keys() -> Settings:
     "principal",
     [["claims"], "a string", 42, None, {"claims": "not a list"}, {"claims": [["typ", "val"]]}, {"claims": [1]}],
 )
-async def test_an_easy_auth_principal_that_is_not_an_object_of_claims_is_401_not_500(principal: Any) -> None:
-    async with open_client(Settings(auth="easyauth", website_auth_enabled=True)) as client:
+async def test_an_easy_auth_principal_that_is_not_an_object_of_claims_is_401_not_500(
+    principal: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEBSITE_AUTH_ENABLED", "True")  # App Service authentication is on
+    async with open_client(Settings(auth="easyauth")) as client:
         response = await client.get("/api/sessions", headers=encoded(principal))
 
     assert response.status_code == 401, response.text
@@ -62,10 +65,13 @@ async def test_a_401_says_how_to_authenticate() -> None:
         assert response.headers["www-authenticate"].startswith("Bearer")
 
 
-async def test_a_cross_site_multipart_post_with_a_foreign_origin_is_refused_and_nothing_is_stored() -> None:
+async def test_a_cross_site_multipart_post_with_a_foreign_origin_is_refused_and_nothing_is_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WEBSITE_AUTH_ENABLED", "True")  # App Service authentication is on
     forged = {**easyauth_user("victim"), "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
     files = [("files", ("notes.md", b"# planted", "text/markdown"))]
-    async with open_client(Settings(auth="easyauth", website_auth_enabled=True)) as client:
+    async with open_client(Settings(auth="easyauth")) as client:
         refused = await client.post("/api/sessions/s1/context/files", files=files, headers=forged)
         foreign_origin_only = await client.post(
             "/api/sessions/s1/context/files", files=files, headers={**easyauth_user("victim"), "Origin": "null"}
@@ -131,8 +137,9 @@ async def test_a_member_may_remove_its_own_document_but_not_another_members_an_a
     assert left["documents"] == []
 
 
-async def test_easy_auth_role_claims_make_an_admin() -> None:
-    async with open_client(Settings(auth="easyauth", website_auth_enabled=True)) as client:
+async def test_easy_auth_role_claims_make_an_admin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEBSITE_AUTH_ENABLED", "True")  # App Service authentication is on
+    async with open_client(Settings(auth="easyauth")) as client:
         created = await client.put(
             "/api/contexts/organization/acme", json={"name": "Acme"}, headers=easyauth_user("ada", "admin")
         )

@@ -75,14 +75,15 @@ async def test_every_json_response_and_problem_says_nosniff() -> None:
     assert all(r.headers.get("x-content-type-options") == "nosniff" for r in responses)
 
 
-async def test_csrf_trusts_the_host_header_not_x_forwarded_host() -> None:
+async def test_csrf_trusts_the_host_header_not_x_forwarded_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEBSITE_AUTH_ENABLED", "True")  # App Service authentication is on
     forged = {
         **easyauth_user("victim"),
         "Host": "orc.example",
         "Origin": "https://evil.example",
         "X-Forwarded-Host": "evil.example",
     }
-    async with open_client(Settings(auth="easyauth", website_auth_enabled=True)) as client:
+    async with open_client(Settings(auth="easyauth")) as client:
         refused = await client.patch("/api/sessions/s1", json={"title": "pwned"}, headers=forged)
 
     assert refused.status_code == 403 and refused.json()["code"] == "cross_site_request"

@@ -3,13 +3,14 @@ OpenAI-compatible endpoint), with what is missing and how to fix it; and its che
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob.aio import ContainerClient
 from azure.storage.queue.aio import QueueClient
 
@@ -18,7 +19,7 @@ from orc.cli.doctor import run_doctor
 from orc.doctor import StartupDiagnosis, diagnose
 from orc.http import create_app
 from orc.http.functions_relay import RelayFunctionApp
-from orc.resources import COSMOS_CONTAINER_NAMES
+from orc.resources import COSMOS_CONTAINER_NAMES, QUEUES
 from orc.settings import Settings
 from tests.azure.test_resources import create_containers
 from tests.emulators import AzuriteBlob, AzuriteQueue, CosmosEmulator
@@ -152,32 +153,35 @@ KEY_PRINCIPAL = {"organization": "acme", "user": "ana"}
 
 
 def queue_settings(settings: Settings, queue: AzuriteQueue, **changes: object) -> Settings:
-    suffix = uuid.uuid4().hex[:8]
     return Settings(
-        **{
-            **settings.model_dump(),
-            "jobs": "queue",
-            "queue_connection_string": queue.connection_string,
-            "queue_documents": f"docs-{suffix}",
-            "queue_digests": f"digests-{suffix}",
-            **changes,
-        }
+        **{**settings.model_dump(), "jobs": "queue", "queue_connection_string": queue.connection_string, **changes}
     )
+
+
+async def queues_exist(queue: AzuriteQueue, exist: bool) -> None:
+    """Arrange the job queues (fixed names, in this session's Azurite) to exist or not."""
+    for name in QUEUES:
+        async with QueueClient.from_connection_string(queue.connection_string, name) as client:
+            with contextlib.suppress(ResourceExistsError, ResourceNotFoundError):
+                await (client.create_queue() if exist else client.delete_queue())
+
+
+@pytest.fixture
+def on_azure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What App Service / Functions set in every app's environment."""
+    monkeypatch.setenv("WEBSITE_SITE_NAME", "func-orc")
 
 
 @pytest.mark.emulator
+@pytest.mark.usefixtures("on_azure")
 async def test_every_resource_in_place_on_the_emulators_passes_with_write_access(
     azure_settings: Settings, azurite: AzuriteBlob, azurite_queue: AzuriteQueue, cosmos_emulator: CosmosEmulator
 ) -> None:
-    settings = queue_settings(
-        azure_settings, azurite_queue, website_site_name="func-orc", auth="api-key", api_keys={"k": KEY_PRINCIPAL}
-    )
+    settings = queue_settings(azure_settings, azurite_queue, auth="api-key", api_keys={"k": KEY_PRINCIPAL})
     await create_containers(cosmos_emulator, settings.cosmos_database, set(COSMOS_CONTAINER_NAMES))
     async with ContainerClient.from_connection_string(azurite.connection_string, settings.blob_container) as blob:
         await blob.create_container()
-    for name in (settings.queue_documents, settings.queue_digests):
-        async with QueueClient.from_connection_string(azurite_queue.connection_string, name) as queue:
-            await queue.create_queue()
+    await queues_exist(azurite_queue, True)
 
     status, output = await doctor_output(settings)
 
@@ -185,17 +189,17 @@ async def test_every_resource_in_place_on_the_emulators_passes_with_write_access
     assert f"database {settings.cosmos_database!r} has the 10 containers" in output
     assert "the identity can write and delete items" in output
     assert f"container {settings.blob_container!r} exists" in output
-    assert f"{settings.queue_documents}, {settings.queue_digests} exist" in output
+    assert "orc-documents, orc-digests exist" in output
 
 
 @pytest.mark.emulator
+@pytest.mark.usefixtures("on_azure")
 async def test_a_missing_container_blob_container_and_queue_are_each_named_with_the_template_entry_to_add(
     azure_settings: Settings, azurite_queue: AzuriteQueue, cosmos_emulator: CosmosEmulator
 ) -> None:
-    settings = queue_settings(
-        azure_settings, azurite_queue, website_site_name="func-orc", auth="api-key", api_keys={"k": KEY_PRINCIPAL}
-    )
+    settings = queue_settings(azure_settings, azurite_queue, auth="api-key", api_keys={"k": KEY_PRINCIPAL})
     await create_containers(cosmos_emulator, settings.cosmos_database, set(COSMOS_CONTAINER_NAMES) - {"quotas"})
+    await queues_exist(azurite_queue, False)
 
     status, output = await doctor_output(settings)
 
@@ -203,7 +207,7 @@ async def test_a_missing_container_blob_container_and_queue_are_each_named_with_
     assert "FAIL  cosmos container 'quotas': is missing" in output
     assert "fix: declare it in infra/main.bicep: an entry in the variable cosmosContainers" in output
     assert f"FAIL  blob container {settings.blob_container!r}: is missing" in output
-    assert f"FAIL  queue {settings.queue_documents!r}: is missing" in output
+    assert "FAIL  queue 'orc-documents': is missing" in output
     assert "infra/main.bicep: an entry in the variable queueNames" in output
     assert output.splitlines()[-1] == "4 problem(s) to fix"
     # The doctor created nothing.

@@ -57,7 +57,7 @@ def test_the_template_declares_every_cosmos_container_of_the_code_with_its_parti
 
 def test_the_template_declares_the_blob_container_and_the_queues_of_the_code_and_no_other() -> None:
     assert bicep_strings("blobContainers") == [BLOB_CONTAINER] == [Settings().blob_container]
-    assert bicep_strings("queueNames") == list(QUEUES) == [Settings().queue_documents, Settings().queue_digests]
+    assert bicep_strings("queueNames") == list(QUEUES)
     blob_resources = resources_of_type("Microsoft.Storage/storageAccounts/blobServices/containers")
     # orc's containers, and the Functions host's deployment packages.
     assert sorted(body.split("\n")[0] for body in blob_resources) == ["[", "{"]
@@ -145,7 +145,7 @@ def on_azure(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_an_app_on_azure_with_a_cosmos_container_missing_refuses_to_start_and_names_it(
     azure_settings: Settings, cosmos_emulator: CosmosEmulator, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = Settings(**{**azure_settings.model_dump(), "website_site_name": "func-orc-test"})
+    settings = azure_settings
     await create_containers(cosmos_emulator, settings.cosmos_database, set(COSMOS_CONTAINER_NAMES) - {"quotas"})
     assert not settings.creates_resources
 
@@ -166,10 +166,8 @@ async def test_an_app_on_azure_with_a_cosmos_container_missing_refuses_to_start_
 @pytest.mark.emulator
 @pytest.mark.usefixtures("on_azure")
 async def test_an_app_on_azure_without_its_database_names_the_database(azure_settings: Settings) -> None:
-    settings = Settings(**{**azure_settings.model_dump(), "website_site_name": "func-orc-test"})
-
-    with pytest.raises(ConfigurationError, match=f"cosmos database {settings.cosmos_database!r} is missing"):
-        async with build_runtime(settings):
+    with pytest.raises(ConfigurationError, match=f"cosmos database {azure_settings.cosmos_database!r} is missing"):
+        async with build_runtime(azure_settings):
             pytest.fail("the app started without its database")
 
 
@@ -185,7 +183,7 @@ async def test_local_emulators_still_get_what_they_need_created(azure_settings: 
 async def test_an_app_on_azure_with_every_resource_starts_without_creating_any(
     azure_settings: Settings, cosmos_emulator: CosmosEmulator, azurite: AzuriteBlob
 ) -> None:
-    settings = Settings(**{**azure_settings.model_dump(), "website_site_name": "func-orc-test"})
+    settings = azure_settings
     await create_containers(cosmos_emulator, settings.cosmos_database, set(COSMOS_CONTAINER_NAMES))
     from azure.storage.blob.aio import ContainerClient
 

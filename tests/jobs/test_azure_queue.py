@@ -120,13 +120,7 @@ async def _handled_twice(ledger: Ledger, ids: list[str]) -> bool:
 async def test_orc_worker_runs_two_jobs_at_a_time_unless_its_concurrency_option_says_otherwise(
     azurite_queue: AzuriteQueue, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    suffix = uuid.uuid4().hex[:12]
-    settings = Settings(
-        jobs="queue",
-        queue_connection_string=azurite_queue.connection_string,
-        queue_documents=f"docs-{suffix}",
-        queue_digests=f"digests-{suffix}",
-    )
+    settings = Settings(jobs="queue", queue_connection_string=azurite_queue.connection_string)
     stop = asyncio.Event()
     stop.set()  # consume nothing: start, say how, and stop
 

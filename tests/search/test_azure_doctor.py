@@ -7,6 +7,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orc.doctor import search_checks
 from orc.resources import SEARCH_INDEX
 from orc.search.azure import AzureSearchEngine
@@ -65,9 +67,12 @@ async def test_refused_credentials_name_the_role_and_no_secret(tmp_path: Path) -
     assert KEY not in check.detail and "orc-test" not in check.detail
 
 
-async def test_the_embedded_index_passes_and_on_azure_says_each_instance_keeps_its_own(tmp_path: Path) -> None:
+async def test_the_embedded_index_passes_and_on_azure_says_each_instance_keeps_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (local,) = await checks_on(SearchService(), Settings(home=tmp_path))
-    (on_azure,) = await checks_on(SearchService(), Settings(home=tmp_path, website_site_name="func-orc"))
+    monkeypatch.setenv("WEBSITE_SITE_NAME", "func-orc")  # what App Service sets
+    (on_azure,) = await checks_on(SearchService(), Settings(home=tmp_path))
 
     assert local.outcome == on_azure.outcome == "ok"
     assert "each instance keeps its own copy" in on_azure.detail and "ORC_SEARCH=azure" in on_azure.detail

@@ -87,9 +87,10 @@ def test_the_page_own_javascript_stays_within_its_budget() -> None:
     ],
 )
 async def test_cookie_sign_in_refuses_cross_site_unsafe_requests(
-    client_factory: ClientFactory, headers: dict[str, str], allowed: bool
+    client_factory: ClientFactory, headers: dict[str, str], allowed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with client_factory(Settings(auth="easyauth", website_auth_enabled=True)) as http:
+    monkeypatch.setenv("WEBSITE_AUTH_ENABLED", "True")  # App Service authentication is on
+    async with client_factory(Settings(auth="easyauth")) as http:
         response = await http.delete("/api/sessions/nothing-here", headers={**signed_in(), **headers})
         read = await http.get("/api/sessions", headers={**signed_in(), "Sec-Fetch-Site": "cross-site"})
 
