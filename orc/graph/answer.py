@@ -11,7 +11,7 @@ from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from orc.contracts import Citation, SourceSpan
+from orc.contracts import Citation, Grounding, SourceSpan
 from orc.conversations import HISTORY_TURNS
 from orc.documents.catalog.attachments import unavailable_note
 from orc.graph.answer_checks import corrected_answer
@@ -156,6 +156,75 @@ async def _request(
     return reply, "".join(pieces).strip()
 
 
+async def answer_prompt(state: TurnState, ctx: TurnContext) -> tuple[list[SourceSpan], list[BaseMessage]]:
+    """The answer request's sources and messages: the system prompt (sources, supplied passages, contexts, tool
+    answers, the session's and the summarized files' digests), the history within its budget, the question."""
+    sources = answer_sources(state, ctx.token_counter, ctx.sources_tokens)
+    supplied = state.get("supplied") or []
+    digest = await ctx.session_digest(ctx.principal, ctx.conversation_id) if ctx.session_digest else ""
+    # "Summarize lease.md": the file's stored digest, and the spans its facts cite among the sources.
+    summaries, summarized = await file_summaries(state, ctx)
+    sources = unique_sources([*sources, *summarized], len(sources) + len(summarized))
+    system = answer_system_prompt(
+        interaction_mode(state),
+        sources=[source for source in sources if source not in supplied],
+        supplied=supplied,
+        contexts=render_context_block(state),
+        tool_answers=tool_answers(state),
+        digest=digest,
+        file_digests=summaries,
+        labels=context_labels(state.get("source_contexts") or {}),
+    )
+    history = history_messages(state.get("history") or [], ctx.token_counter, ctx.history_tokens, HISTORY_TURNS)
+    return sources, [SystemMessage(system), *history, HumanMessage(state["question"])]
+
+
+def finished_answer(
+    state: TurnState,
+    text: str,
+    sources: list[SourceSpan],
+    grounding: Grounding,
+    output: OutputStream,
+    follow_ups: FollowUpFilter,
+) -> TurnState:
+    """The answer's update: its text with the notes it owes (historical contexts cited, documents unavailable, a
+    handoff's note, streamed as it is added), its citations, the places to look when it declines, and its
+    suggestions, all through the output policy that cleaned the streamed text."""
+    policy, removed = output.policy, output.removed
+    citations = [
+        citation.model_copy(update={"quote": policy.text(citation.quote, removed)})
+        for citation in extract_citations(text, sources)
+    ]
+    # A decline still says where to read: the closest of the passages the answer was given (not citations).
+    places = (
+        [
+            place.model_copy(update={"excerpt": policy.text(place.excerpt, removed)})
+            for place in places_to_look(state.get("standalone_question") or state["question"], sources)
+        ]
+        if not citations and is_decline(text)
+        else []
+    )
+    note = policy.text(
+        non_focus_note(text, citations, state.get("source_contexts") or {})
+        + unavailable_note(state.get("unavailable_documents") or [])
+        + (state.get("handoff_note") or ""),
+        removed,
+    )
+    if note:
+        emit(TokenEvent(type="token", text=note))
+    return {
+        "answer": text + note,
+        "citations": citations,
+        "places_to_look": places,
+        "grounding": grounding,
+        # The model's own follow-ups when it wrote them (no request of their own), else made from the sources.
+        "suggestions": policy.texts(
+            follow_ups.suggestions or follow_up_suggestions(state["question"], sources, citations, text), removed
+        ),
+        "sanitized": removed.as_dict(),
+    }
+
+
 async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[AfterAnswer]:
     """Stream the answer token by token and cite the spans it names.
 
@@ -171,28 +240,7 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
             emit_pause(needed)
             return Command(update={"context_request": needed}, goto="context_pause")
     progress("answer", "Writing the answer", 80)
-    sources = answer_sources(state, ctx.token_counter, ctx.sources_tokens)
-    origins = state.get("source_contexts") or {}
-    supplied = state.get("supplied") or []
-    digest = await ctx.session_digest(ctx.principal, ctx.conversation_id) if ctx.session_digest else ""
-    # "Summarize lease.md": the file's stored digest, and the spans its facts cite among the sources.
-    summaries, summarized = await file_summaries(state, ctx)
-    sources = unique_sources([*sources, *summarized], len(sources) + len(summarized))
-    system = answer_system_prompt(
-        interaction_mode(state),
-        sources=[source for source in sources if source not in supplied],
-        supplied=supplied,
-        contexts=render_context_block(state),
-        tool_answers=tool_answers(state),
-        digest=digest,
-        file_digests=summaries,
-        labels=context_labels(origins),
-    )
-    messages: list[BaseMessage] = [
-        SystemMessage(system),
-        *history_messages(state.get("history") or [], ctx.token_counter, ctx.history_tokens, HISTORY_TURNS),
-        HumanMessage(state["question"]),
-    ]
+    sources, messages = await answer_prompt(state, ctx)
     offered = await answer_tools(state, ctx)
     tools = with_request_context(offered) if ctx.offers_request_context else offered
     if tools:
@@ -237,41 +285,8 @@ async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Aft
     if ctx.corrective_retry and sources and grounding.mostly_uncited:
         text, grounding = await corrected_answer(model, messages, text, grounding, ctx, markers)
         text = policy.text(text, output.removed)
-    removed = output.removed
-    citations = [
-        citation.model_copy(update={"quote": policy.text(citation.quote, removed)})
-        for citation in extract_citations(text, sources)
-    ]
-    # A decline still says where to read: the closest of the passages the answer was given (not citations).
-    places = (
-        [
-            place.model_copy(update={"excerpt": policy.text(place.excerpt, removed)})
-            for place in places_to_look(state.get("standalone_question") or state["question"], sources)
-        ]
-        if not citations and is_decline(text)
-        else []
-    )
-    note = policy.text(
-        non_focus_note(text, citations, origins)
-        + unavailable_note(state.get("unavailable_documents") or [])
-        + (state.get("handoff_note") or ""),
-        removed,
-    )
-    if note:
-        emit(TokenEvent(type="token", text=note))
-        text += note
+    update = finished_answer(state, text, sources, grounding, output, follow_ups)
     progress("answer", "Done", 100)
-    update: TurnState = {
-        "answer": text,
-        "citations": citations,
-        "places_to_look": places,
-        "grounding": grounding,
-        # The model's own follow-ups when it wrote them (no request of their own), else made from the sources.
-        "suggestions": policy.texts(
-            follow_ups.suggestions or follow_up_suggestions(state["question"], sources, citations, text), removed
-        ),
-        "sanitized": removed.as_dict(),
-    }
     if ctx.finished is not None:
         ctx.finished({**state, **update})
     return Command(update=update, goto=after_answer([]))

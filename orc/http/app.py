@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -139,6 +139,15 @@ def create_app(
                     mcp.target = None
                     app.state.services = None
 
+    api = fastapi_app(settings, authenticator, lifespan)
+    return guarded_app(api, mcp, settings, authenticator)
+
+
+def fastapi_app(
+    settings: Settings, authenticator: Authenticator, lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]]
+) -> FastAPI:
+    """The FastAPI app: every route under ``/api`` (health and the OpenAPI document included), the page, and the
+    problem responses."""
     api = FastAPI(
         title="orc",
         version=__version__,
@@ -193,6 +202,12 @@ def create_app(
             document = {**document, "info": {**document["info"], "version": "unpublished"}}
         return JSONResponse(document)
 
+    return api
+
+
+def guarded_app(api: FastAPI, mcp: McpEndpoint, settings: Settings, authenticator: Authenticator) -> ASGIApp:
+    """``api`` and the MCP endpoint behind the guards every request passes (each reads the route table), and the
+    output policy every response leaves through."""
     table = RouteTable()
     require_classified(api, MCP_PATH, table)  # a route without a class would skip the guards below
 
