@@ -9,7 +9,7 @@ When to process a document again is the reprocessor's decision (:mod:`orc.docume
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from orc.contracts import SourceSpan
 from orc.documents.catalog.availability import AvailableDocument, DocumentScope
@@ -82,10 +82,7 @@ class DocumentLibrary:
         validate_identifier(document_id, what="document")
         found = (await self._scopes.available(principal, scope)).find(document_id)
         if found is None:
-            raise NotFound(
-                f"no document {document_id!r} is available here; call documents.list for the available ones",
-                code="document_not_found",
-            )
+            raise _not_available(document_id)
         return found
 
     # -- tools -------------------------------------------------------------------------------------------------
@@ -240,16 +237,7 @@ class DocumentLibrary:
         if offset > total:
             raise InvalidInput(f"offset {offset} is past the end of the text ({total} characters)")
         end = min(offset + limit, total)
-        spans = [
-            SpanLocator(
-                ref=source_ref(document.ref_name, text.spans[position].span_id),
-                span_id=text.spans[position].span_id,
-                page=text.spans[position].page,
-                start=text.span_offsets(position)[0],
-                end=text.span_offsets(position)[1],
-            )
-            for position in text.spans_between(offset, end)
-        ]
+        spans = _locators(document, text, text.spans_between(offset, end))
         hint = None
         if total > SHORT_DOCUMENT_CHARS:
             hint = (
@@ -287,15 +275,7 @@ class DocumentLibrary:
             )
         start, end = text.page_range(page - 1)
         spans = [
-            SpanLocator(
-                ref=source_ref(document.ref_name, text.spans[position].span_id),
-                span_id=text.spans[position].span_id,
-                page=text.spans[position].page,
-                start=text.span_offsets(position)[0],
-                end=text.span_offsets(position)[1],
-            )
-            for position in text.spans_between(start, end)
-            if text.spans[position].page == page
+            located for located in _locators(document, text, text.spans_between(start, end)) if located.page == page
         ]
         return PageContent(
             document_id=document.info.document_id,
@@ -318,10 +298,7 @@ class DocumentLibrary:
         available = await self._scopes.available(principal, scope)
         document = next((doc for doc in available.documents if doc.ref_name == name), None)
         if document is None:
-            raise NotFound(
-                f"no document {name!r} is available here; call documents.list for the available ones",
-                code="document_not_found",
-            )
+            raise _not_available(name)
         found = await self._stored_span(principal, document, span_id)
         if found is None:
             text = await self._ready_text(document)
@@ -407,10 +384,7 @@ class DocumentLibrary:
                 for document_id in dict.fromkeys(document_ids):
                     found = availability.find(validate_identifier(document_id, what="document"))
                     if found is None:
-                        raise NotFound(
-                            f"no document {document_id!r} is available here; call documents.list",
-                            code="document_not_found",
-                        )
+                        raise _not_available(document_id)
                     documents.append(found)
         except BaseException:
             if query_vector is not None:
@@ -477,6 +451,23 @@ def document_scope(principal: Principal, document: AvailableDocument) -> ScopeFi
     if info.context_type == "session":
         return session_scope(principal.organization, principal.user, info.context_id)
     return context_scope(principal.organization, info.context_type, info.context_id)
+
+
+def _not_available(name: str) -> NotFound:
+    return NotFound(
+        f"no document {name!r} is available here; call documents.list for the available ones",
+        code="document_not_found",
+    )
+
+
+def _locators(document: AvailableDocument, text: DocumentText, positions: Iterable[int]) -> list[SpanLocator]:
+    """Where the spans at ``positions`` of ``text`` sit, with their SourceRefs."""
+    located = []
+    for position in positions:
+        span, (start, end) = text.spans[position], text.span_offsets(position)
+        ref = source_ref(document.ref_name, span.span_id)
+        located.append(SpanLocator(ref=ref, span_id=span.span_id, page=span.page, start=start, end=end))
+    return located
 
 
 def _check_range(name: str, value: int, minimum: int, maximum: int | None) -> None:
