@@ -36,10 +36,9 @@ from langchain_core.messages import HumanMessage
 
 from orc import hosting
 from orc.composition import azure_search_engine, azure_stores, model_from_settings
+from orc.composition.foundation import embedding_model_from_settings
 from orc.composition.stores import job_queue
-from orc.composition.tuning import TUNED
 from orc.errors import ConfigurationError, ModelMisconfigured, OrcError, ServiceUnavailable
-from orc.models.embeddings import build_embedding_model
 from orc.models.faults import mapped_model_faults
 from orc.prompt_source import prompts_for
 from orc.resources import COSMOS_CONTAINERS, QUEUES, MissingResource, bicep_resource
@@ -348,15 +347,7 @@ async def _embedding_probe(settings: Settings, stack: AsyncExitStack) -> tuple[l
         else "check ORC_EMBEDDINGS, ORC_EMBEDDINGS_BASE_URL and ORC_EMBEDDINGS_API_KEY"
     )
     try:
-        model = build_embedding_model(
-            settings.embeddings,
-            base_url=settings.embeddings_base_url,
-            api_key=settings.embeddings_api_key,
-            timeout=settings.model_timeout_seconds,
-            max_retries=settings.model_max_retries,
-            batch_size=TUNED.embeddings_batch_size,
-            resources=stack,
-        )
+        model = embedding_model_from_settings(settings, stack)
         if model is None:
             return [Check("embeddings", "ok", "off (lexical retrieval only)")], None
         async with mapped_model_faults():

@@ -32,7 +32,7 @@ from orc.documents.parsing.limits import ExtractionLimits
 from orc.documents.sessions import SessionFiles
 from orc.idempotency import IdempotencyKeys
 from orc.jobs.messages import processing_message
-from orc.models.embeddings import build_embedding_model
+from orc.models.embeddings import EmbeddingModel, build_embedding_model
 from orc.output_policy import OutputPolicy
 from orc.search.retriever import Retriever
 from orc.search.text_store import TextStore
@@ -47,19 +47,27 @@ if TYPE_CHECKING:  # numpy only where vectors are made
     from orc.search.vectors import SpanVectors
 
 
-async def span_vectors(
-    settings: Settings, stack: AsyncExitStack, stores: Stores, tuning: Tuning = TUNED
-) -> SpanVectors | None:
-    """Span vectors with the ``ORC_EMBEDDINGS`` model (none when it is ``off``)."""
-    model = build_embedding_model(
+def embedding_model_from_settings(
+    settings: Settings, stack: AsyncExitStack, tuning: Tuning = TUNED
+) -> EmbeddingModel | None:
+    """The embedding model ``ORC_EMBEDDINGS`` names (none when it is ``off``); what it holds open closes with
+    ``stack``."""
+    return build_embedding_model(
         settings.embeddings,
         base_url=settings.embeddings_base_url,
-        api_key=settings.embeddings_api_key.get_secret_value() if settings.embeddings_api_key else None,
+        api_key=settings.embeddings_api_key,
         timeout=settings.model_timeout_seconds,
         max_retries=settings.model_max_retries,
         batch_size=tuning.embeddings_batch_size,
         resources=stack,
     )
+
+
+async def span_vectors(
+    settings: Settings, stack: AsyncExitStack, stores: Stores, tuning: Tuning = TUNED
+) -> SpanVectors | None:
+    """Span vectors with the ``ORC_EMBEDDINGS`` model (none when it is ``off``)."""
+    model = embedding_model_from_settings(settings, stack, tuning)
     if model is None:
         return None
     from orc.search.vectors import SpanVectors, SpanVectorStore  # numpy only where vectors are made

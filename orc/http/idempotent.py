@@ -22,6 +22,13 @@ from orc.turns import Event
 
 REPLAYED = "Idempotent-Replayed"
 HEADER = "idempotency-key"
+KEY_PARAMETER: dict[str, Any] = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string"},
+}
+"""The header as an OpenAPI parameter (``openapi_extra={"parameters": [KEY_PARAMETER]}`` of an idempotent route)."""
 
 
 def replay(stored: StoredResponse) -> Response:

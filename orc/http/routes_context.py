@@ -22,29 +22,15 @@ from orc.documents.sessions import ContextFile, ContextSet, Mutation, SessionFil
 from orc.documents.sessions.planning import EXISTS
 from orc.errors import InvalidInput, NotFound
 from orc.http.dependencies import Caller, Context, Files, Keys
-from orc.http.idempotent import idempotent
-from orc.http.uploads import read_uploads
+from orc.http.idempotent import KEY_PARAMETER, idempotent
+from orc.http.uploads import MULTIPART_FILES, read_uploads
 
 router = APIRouter()
 
 _IF_MATCH = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
-_MULTIPART = {
-    "requestBody": {
-        "content": {
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
-                    "required": ["files"],
-                }
-            }
-        },
-        "required": True,
-    }
-}
 _MUTATION_HEADERS = {
     "parameters": [
-        {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+        KEY_PARAMETER,
         {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"}},
     ]
 }
@@ -154,7 +140,7 @@ async def get_file_digest(session_id: str, file_id: str, context: Context, princ
     response_model=Mutation,
     status_code=status.HTTP_201_CREATED,
     summary="Upload files to a session",
-    openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
+    openapi_extra={**MULTIPART_FILES, **_MUTATION_HEADERS},
 )
 async def upload_files(session_id: str, request: Request, files: Files, principal: Caller, keys: Keys) -> Response:
     """Multipart upload, field ``files`` (one or more); each file's blob name is its uploaded filename. A file
@@ -173,7 +159,7 @@ async def upload_files(session_id: str, request: Request, files: Files, principa
     "/sessions/{session_id}/context/files/{file_id}",
     response_model=Mutation,
     summary="Replace a file's content",
-    openapi_extra={**_MULTIPART, **_MUTATION_HEADERS},
+    openapi_extra={**MULTIPART_FILES, **_MUTATION_HEADERS},
 )
 async def replace_file(
     session_id: str, file_id: str, request: Request, files: Files, principal: Caller, keys: Keys

@@ -21,7 +21,7 @@ from orc.documents.records import ContextRef, DocumentInfo
 from orc.documents.sessions import RefusedUpload
 from orc.http import roles
 from orc.http.dependencies import Caller, ContextDocs, Directory
-from orc.http.uploads import read_uploads
+from orc.http.uploads import MULTIPART_FILES, read_uploads
 from orc.principal import Principal
 
 router = APIRouter()
@@ -124,20 +124,7 @@ async def get_context(context_type: str, context_id: str, directory: Directory, 
     response_model=UploadResult,
     status_code=status.HTTP_202_ACCEPTED,
     summary="Upload documents to a context",
-    openapi_extra={
-        "requestBody": {
-            "content": {
-                "multipart/form-data": {
-                    "schema": {
-                        "type": "object",
-                        "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
-                        "required": ["files"],
-                    }
-                }
-            },
-            "required": True,
-        }
-    },
+    openapi_extra=MULTIPART_FILES,
 )
 async def upload_documents(
     context_type: str, context_id: str, request: Request, documents: ContextDocs, principal: Caller

@@ -25,7 +25,7 @@ from orc.handoff import (
     running_without,
 )
 from orc.http.dependencies import Caller, Keys, Orc, Requests, Texts
-from orc.http.idempotent import idempotent
+from orc.http.idempotent import KEY_PARAMETER, idempotent
 from orc.http.openapi_events import STREAM_RESPONSES
 from orc.http.turn_responses import turn_response
 from orc.http.uploads import read_multipart
@@ -35,7 +35,7 @@ from orc.turns import ContextRequired, TurnResult
 router = APIRouter()
 _PATH = "/sessions/{session_id}/context-requests/{request_id}"
 _STREAMS = STREAM_RESPONSES
-_IDEMPOTENCY = [{"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}}]
+_IDEMPOTENCY = [KEY_PARAMETER]
 _SUPPLY_BODY = {
     "parameters": _IDEMPOTENCY,
     "requestBody": {

@@ -15,11 +15,9 @@ from orc.conversations.titles import title_from_question
 from orc.errors import NotFound
 from orc.handoff import MAX_LIMIT, ArtifactKind, ArtifactPage
 from orc.http.dependencies import Artifacts, Caller, Conversations, Keys, Orc, Requests
-from orc.http.idempotent import idempotent
+from orc.http.idempotent import KEY_PARAMETER, idempotent
 
-IDEMPOTENCY_HEADER = {
-    "parameters": [{"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}}]
-}
+IDEMPOTENCY_HEADER = {"parameters": [KEY_PARAMETER]}
 
 router = APIRouter()
 

@@ -5,6 +5,7 @@ an HTTP request's files enter the intake pipeline (session files, context docume
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -12,6 +13,21 @@ from starlette.requests import Request
 from orc.documents.intake.uploads import Upload
 from orc.errors import InvalidInput, InvalidName
 
+MULTIPART_FILES: dict[str, Any] = {
+    "requestBody": {
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+                    "required": ["files"],
+                }
+            }
+        },
+        "required": True,
+    }
+}
+"""The OpenAPI request body of an upload route (``openapi_extra``): multipart form data, its ``files`` parts."""
 MAX_FILES_PER_UPLOAD = 20
 
 
