@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from orc import hosting
@@ -49,6 +49,12 @@ REMOVED = {
 }
 """Settings that became constants (docs/configuration.md, "Changes"), and what holds instead: an operator who still
 sets one is told it has no effect rather than left to wonder."""
+
+_JSON_OBJECTS = {
+    "api_keys": "ORC_API_KEYS must be a JSON object of key -> {organization, user}",
+    "models": 'ORC_MODELS must be a JSON object of alias -> model, e.g. {"fast": "offline"}',
+}
+"""What each JSON-object setting must look like, for the error that names it."""
 
 log = logging.getLogger(__name__)
 
@@ -316,26 +322,14 @@ class Settings(BaseSettings):
             return [Path(part) for part in value.split(os.pathsep) if part.strip()]
         return value
 
-    @field_validator("api_keys", mode="before")
+    @field_validator("api_keys", "models", mode="before")
     @classmethod
-    def _parse_api_keys(cls, value: object) -> object:
+    def _parse_json_object(cls, value: object, info: ValidationInfo) -> object:
         if isinstance(value, str):
             try:
                 return json.loads(value) if value.strip() else {}
             except json.JSONDecodeError as exc:
-                raise ValueError("ORC_API_KEYS must be a JSON object of key -> {organization, user}") from exc
-        return value
-
-    @field_validator("models", mode="before")
-    @classmethod
-    def _parse_models(cls, value: object) -> object:
-        if isinstance(value, str):
-            try:
-                return json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise ValueError(
-                    'ORC_MODELS must be a JSON object of alias -> model, e.g. {"fast": "offline"}'
-                ) from exc
+                raise ValueError(_JSON_OBJECTS[str(info.field_name)]) from exc
         return value
 
     @field_validator("rate_limit", "upload_rate", "export_rate")

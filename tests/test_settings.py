@@ -6,6 +6,7 @@ import base64
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from orc.errors import ConfigurationError, Unauthenticated
 from orc.http.auth import ApiKeyAuth, EasyAuth, NoAuth, authenticator_for
@@ -82,3 +83,9 @@ def test_the_platform_header_is_ignored_unless_easyauth_is_enabled(monkeypatch: 
         keys.authenticate(forged)
     assert isinstance(authenticator_for(Settings(auth="easyauth")), EasyAuth)
     assert isinstance(authenticator_for(Settings()), NoAuth)
+
+
+@pytest.mark.parametrize("field", ["api_keys", "models"])
+def test_a_json_object_setting_that_is_not_json_is_refused_naming_its_variable(field: str) -> None:
+    with pytest.raises(ValidationError, match=f"ORC_{field.upper()} must be a JSON object"):
+        Settings(**{field: "{not json"})

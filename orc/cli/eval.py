@@ -51,8 +51,6 @@ def eval_settings(settings: Settings, home: Path, args: argparse.Namespace) -> S
     if args.model:
         overrides["model"] = args.model
     if args.embeddings:
-        if "embeddings" not in Settings.model_fields:
-            raise SystemExit("error: this version of orc has no embeddings setting")
         overrides["embeddings"] = args.embeddings
     return Settings(**{**settings.model_dump(exclude_unset=True), **overrides})
 

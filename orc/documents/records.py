@@ -118,9 +118,6 @@ class ProcessingFields(BaseModel):
     processed_at: str | None = None
 
 
-PROCESSING_FIELDS = frozenset(ProcessingFields.model_fields)
-
-
 class ContextDocument(ProcessingFields):
     """A document attached to an organization, folder or usecase (catalog item ``cd:{type}:{id}:{document_id}``)."""
 

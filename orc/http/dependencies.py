@@ -15,7 +15,6 @@ from orc.composition import Services
 from orc.digests.context import ContextFiles
 from orc.documents.catalog.context_documents import ContextDocuments
 from orc.documents.catalog.contexts import ContextDirectory
-from orc.documents.catalog.scopes import DocumentScopes
 from orc.documents.catalog.sources import DocumentSources
 from orc.documents.intake.supplied import FileTexts
 from orc.documents.sessions import SessionFiles
@@ -61,7 +60,6 @@ Conversations = Annotated[Sessions, Depends(_part(lambda built: built.foundation
 Files = Annotated[SessionFiles, Depends(_part(lambda built: built.foundation.session_files))]
 Directory = Annotated[ContextDirectory, Depends(_part(lambda built: built.foundation.directory))]
 ContextDocs = Annotated[ContextDocuments, Depends(_part(lambda built: built.foundation.context_documents))]
-Scopes = Annotated[DocumentScopes, Depends(_part(lambda built: built.foundation.scopes))]
 Texts = Annotated[FileTexts, Depends(_part(lambda built: built.foundation.file_texts))]
 Sources = Annotated[DocumentSources, Depends(_part(lambda built: built.foundation.sources))]
 Keys = Annotated[IdempotencyKeys, Depends(_part(lambda built: built.foundation.idempotency))]

@@ -167,12 +167,6 @@ def prompt_names() -> list[str]:
     return sorted(name for name, entry in manifest.items() if entry.get("kind", "prompt") == "prompt")
 
 
-def sheet_names() -> list[str]:
-    """Every prompt sheet the manifest declares (``answer.document``… without the ``.sheet`` suffix)."""
-    manifest = active_prompts().manifest
-    return sorted(name.removesuffix(".sheet") for name, entry in manifest.items() if entry.get("kind") == "sheet")
-
-
 def prompt_version(name: str) -> str:
     """The effective version of a prompt or sheet (see :meth:`PromptSet.version`)."""
     return active_prompts().version(name)

@@ -62,7 +62,6 @@ _CONTENT_TYPES = {
     PPTX: PPTX,
     XLSX: XLSX,
 }
-SUPPORTED_MEDIA_TYPES = frozenset(_CONTENT_TYPES.values())
 
 
 def detect_media_type(data: bytes, filename: str, content_type: str | None = None) -> str:
