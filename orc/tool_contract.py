@@ -28,34 +28,6 @@ SESSION_ATTACH_DOCUMENT = "session.attach_document"
 SESSION_LIST_DOCUMENTS = "session.list_documents"
 SESSION_REMOVE_DOCUMENT = "session.remove_document"
 
-TOOL_NAMES = frozenset(
-    {
-        DOCUMENT_CHAT,
-        DOCUMENTS_LIST,
-        DOCUMENTS_ANALYZE,
-        DOCUMENTS_GET_CONTENT,
-        DOCUMENTS_GET_SUMMARY,
-        DOCUMENTS_SEARCH,
-        DOCUMENTS_GET_PAGE,
-        DOCUMENTS_GET_SPAN,
-        CONTEXTS_LIST,
-        SESSION_ATTACH_DOCUMENT,
-        SESSION_LIST_DOCUMENTS,
-        SESSION_REMOVE_DOCUMENT,
-    }
-)
-"""Every tool orc's MCP server publishes (to every client; :data:`SESSION_ATTACH_PATH` is stdio-only)."""
-
-SESSION_ATTACH_PATH = "session.attach_path"
-"""Attach a local file by path: published only over stdio, and only when allowed folders are configured."""
-
-SESSION_MUTATIONS = frozenset({SESSION_ATTACH_DOCUMENT, SESSION_ATTACH_PATH, SESSION_REMOVE_DOCUMENT})
-"""Tools that change the user's session: for MCP clients and the UI, never for a model planning a turn (a
-document's text must not be able to make the model delete or add documents)."""
-
-NEVER_PLANNED = frozenset({DOCUMENT_CHAT, *SESSION_MUTATIONS})
-"""Tools a model is never offered; every other tool the server publishes (extensions too) it may plan."""
-
 DOCUMENT_TOOLS = frozenset(
     {
         DOCUMENTS_LIST,
@@ -71,6 +43,19 @@ DOCUMENT_TOOLS = frozenset(
 )
 """orc's own plannable document tools (``contexts.list`` too): with no document available, none of them can help,
 so no planning call is made."""
+
+TOOL_NAMES = frozenset({*DOCUMENT_TOOLS, DOCUMENT_CHAT, SESSION_ATTACH_DOCUMENT, SESSION_REMOVE_DOCUMENT})
+"""Every tool orc's MCP server publishes (to every client; :data:`SESSION_ATTACH_PATH` is stdio-only)."""
+
+SESSION_ATTACH_PATH = "session.attach_path"
+"""Attach a local file by path: published only over stdio, and only when allowed folders are configured."""
+
+SESSION_MUTATIONS = frozenset({SESSION_ATTACH_DOCUMENT, SESSION_ATTACH_PATH, SESSION_REMOVE_DOCUMENT})
+"""Tools that change the user's session: for MCP clients and the UI, never for a model planning a turn (a
+document's text must not be able to make the model delete or add documents)."""
+
+NEVER_PLANNED = frozenset({DOCUMENT_CHAT, *SESSION_MUTATIONS})
+"""Tools a model is never offered; every other tool the server publishes (extensions too) it may plan."""
 
 SESSION_ID = "session_id"
 CONTEXT_TYPE = "context_type"
