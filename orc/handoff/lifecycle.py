@@ -492,18 +492,8 @@ class Handoff:
         try:
             if payload.source_ref is not None:
                 found = await self._documents.span(principal, scope, payload.source_ref)
-                return [
-                    SourceSpan(
-                        ref=span.ref,
-                        document=found.document,
-                        document_id=found.document_id,
-                        span_id=span.span_id,
-                        page=span.page,
-                        text=span.text,
-                        section=span.section,
-                    )
-                    for span in found.spans
-                ]
+                where = {"document": found.document, "document_id": found.document_id}
+                return [SourceSpan.model_validate({**span.model_dump(), **where}) for span in found.spans]
             assert payload.document_id is not None
             hits = await self._documents.search(
                 principal, scope, record.question, limit=SPANS_PER_DOCUMENT, document_ids=[payload.document_id]
@@ -512,18 +502,8 @@ class Handoff:
             if exc.status == 404:
                 raise NotFound("that document or span is not available here", code="supply_not_found") from None
             raise
-        return [
-            SourceSpan(
-                ref=hit.ref,
-                document=hit.document,
-                document_id=hit.document_id,
-                span_id=hit.span_id,
-                page=hit.page,
-                text=hit.text,
-                section=hit.section,
-            )
-            for hit in hits.results
-        ]
+        # A search hit carries every field of a source (and more: its score, locator and context).
+        return [SourceSpan.model_validate(hit, from_attributes=True) for hit in hits.results]
 
 
 Move = Callable[[Handoff], Awaitable[Resumption | ContextUpdate]]
