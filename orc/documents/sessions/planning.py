@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orc.documents.intake.uploads import Upload
+from orc.documents.records import DigestStatus
 from orc.documents.sessions.models import (
     ChangeSummary,
     ContextFile,
@@ -194,6 +195,11 @@ def new_record(planned: PlannedFile, *, now: str, digests: bool) -> ContextFile:
     ``parsing`` when ``digests`` will be made now, else ``stale`` (waiting for someone to ask)."""
     member = planned.member
     previous = planned.previous if planned.previous and planned.previous.file_id == member.file_id else None
+    return _uploading(member, "parsing" if digests else "stale", previous.created_at if previous else now, now)
+
+
+def _uploading(member: Member, digest_status: DigestStatus, created_at: str, updated_at: str) -> ContextFile:
+    """The record of a member whose upload is in flight."""
     return ContextFile(
         file_id=member.file_id,
         filename=member.filename,
@@ -201,9 +207,9 @@ def new_record(planned: PlannedFile, *, now: str, digests: bool) -> ContextFile:
         content_type=member.mime_type,
         content_hash=member.content_hash,
         status="uploading",
-        digest_status="parsing" if digests else "stale",
-        created_at=previous.created_at if previous else now,
-        updated_at=now,
+        digest_status=digest_status,
+        created_at=created_at,
+        updated_at=updated_at,
         uploaded_at=member.uploaded_at,
     )
 
@@ -255,18 +261,7 @@ def listed_file(member: Member, record: ContextFile | None) -> ContextFile:
         if record.uploaded_at is None:
             return record.model_copy(update={"uploaded_at": member.uploaded_at})
         return record
-    return ContextFile(
-        file_id=member.file_id,
-        filename=member.filename,
-        size_bytes=member.size_bytes,
-        content_type=member.mime_type,
-        content_hash=member.content_hash,
-        status="uploading",
-        digest_status="parsing",
-        created_at=record.created_at if record else member.uploaded_at,
-        updated_at=member.uploaded_at,
-        uploaded_at=member.uploaded_at,
-    )
+    return _uploading(member, "parsing", record.created_at if record else member.uploaded_at, member.uploaded_at)
 
 
 def context_set(header: SessionHeader, records: Sequence[ContextFile]) -> ContextSet:
