@@ -89,27 +89,27 @@ class Availability:
 
 def session_document(principal: Principal, session_id: str, record: ContextFile) -> AvailableDocument:
     """A session file as an available document."""
-    return AvailableDocument(
-        info=_info(record, record.file_id, "session", session_id, "session"),
-        content_hash=record.content_hash,
-        content_type=record.content_type,
-        extracted_text_hash=record.extracted_text_hash,
-        chunking_version=record.chunking_version,
-        ref_name=record.filename,
-        locate=partial(session_location, principal, session_id, record),
-    )
+    info = _info(record, record.file_id, "session", session_id, "session")
+    return _available(record, info, partial(session_location, principal, session_id, record))
 
 
 def context_document(organization: str, record: ContextDocument, origin: Origin | None) -> AvailableDocument:
     """A context document as an available document (``origin`` None outside a scope, e.g. a context's listing)."""
+    info = _info(record, record.document_id, record.context_type, record.context_id, origin)
+    return _available(record, info, partial(context_location, organization, record))
+
+
+def _available(
+    record: ContextDocument | ContextFile, info: DocumentInfo, locate: Callable[[], DocumentLocation]
+) -> AvailableDocument:
     return AvailableDocument(
-        info=_info(record, record.document_id, record.context_type, record.context_id, origin),
+        info=info,
         content_hash=record.content_hash,
         content_type=record.content_type,
         extracted_text_hash=record.extracted_text_hash,
         chunking_version=record.chunking_version,
         ref_name=record.filename,
-        locate=partial(context_location, organization, record),
+        locate=locate,
     )
 
 
