@@ -59,8 +59,8 @@ var cosmosContainers = [
 var blobContainers = ['orc']
 var queueNames = ['orc-documents', 'orc-digests']
 // The span index (orc/resources.py SEARCH_INDEX). An index is data on the search service, not an ARM resource: its
-// definition is code (orc/search/azure_schema.py), written to search-index.json by
-// `python -m orc.search.azure_schema > infra/search-index.json`, and created by the deployment script
+// definition is code (orc/search/azure/schema.py), written to search-index.json by
+// `python -m orc.search.azure.schema > infra/search-index.json`, and created by the deployment script
 // searchIndexSchema below.
 var searchIndex = 'orc-spans'
 var searchApiVersion = '2026-04-01'

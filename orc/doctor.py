@@ -242,7 +242,7 @@ async def search_checks(
                 )
             ]
         return [Check("search", "ok", "embedded index in ORC_HOME/search")]
-    from orc.search.azure_schema import SCOPE_FIELDS
+    from orc.search.azure.schema import SCOPE_FIELDS
     from orc.search.port import IndexedDocument, IndexedSpan, ScopeFields
 
     try:

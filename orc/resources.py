@@ -54,7 +54,7 @@ QUEUES: tuple[str, str] = (QUEUE_DOCUMENTS, QUEUE_DIGESTS)
 
 SEARCH_INDEX = "orc-spans"
 """The Azure AI Search index of every organization's spans (``ORC_SEARCH=azure``; schema in
-:mod:`orc.search.azure_schema`)."""
+:mod:`orc.search.azure.schema`)."""
 
 ResourceKind = Literal["cosmos database", "cosmos container", "blob container", "queue", "search index"]
 
@@ -67,7 +67,7 @@ _BICEP_RESOURCES: dict[ResourceKind, str] = {
     "Microsoft.Storage/storageAccounts/blobServices/containers)",
     "queue": "an entry in the variable queueNames (resource queues, "
     "Microsoft.Storage/storageAccounts/queueServices/queues)",
-    "search index": "the variable searchIndex (created from orc/search/azure_schema.py by the deployment script "
+    "search index": "the variable searchIndex (created from orc/search/azure/schema.py by the deployment script "
     "searchIndexSchema, Microsoft.Resources/deploymentScripts)",
 }
 

@@ -18,7 +18,7 @@ from orc.composition.foundation import parts_of
 from orc.errors import ConfigurationError
 from orc.principal import Principal
 from orc.resources import BLOB_CONTAINER, COSMOS_CONTAINER_NAMES, COSMOS_CONTAINERS, QUEUES, SEARCH_INDEX
-from orc.search.azure_schema import API_VERSION, TEMPLATE_FILE, template_json
+from orc.search.azure.schema import API_VERSION, TEMPLATE_FILE, template_json
 from orc.settings import Settings
 from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
 from orc.turns import TurnRequest

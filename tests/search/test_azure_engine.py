@@ -19,7 +19,7 @@ from orc.composition import open_azure_search
 from orc.errors import ConfigurationError, StorageError, StorageUnavailable
 from orc.resources import SEARCH_INDEX
 from orc.search.azure import AzureSearchEngine
-from orc.search.azure_schema import SCOPE_FIELDS, lucene_query, odata_in, scope_filter, span_key
+from orc.search.azure.schema import SCOPE_FIELDS, lucene_query, odata_in, scope_filter, span_key
 from orc.search.port import SearchFilter, SearchRequest
 from orc.settings import Settings
 from orc.testing.conformance.search import ORG, OTHER_ORG, document, lexical, unit

@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 
 from orc.search.azure import AzureSearchEngine
-from orc.search.azure_schema import document_filter, odata_literal
+from orc.search.azure.schema import document_filter, odata_literal
 from orc.search.port import IndexedDocument, SearchEngine
 from orc.testing.conformance import SearchConformance
 

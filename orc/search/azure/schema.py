@@ -1,6 +1,6 @@
 """The Azure AI Search index orc writes spans to: its schema, its document keys, and the query texts built for it.
 
-Nothing here talks to the service; :mod:`orc.search.azure` does. Kept apart so the schema can be read (and
+Nothing here talks to the service; :mod:`orc.search.azure.engine` does. Kept apart so the schema can be read (and
 compared with a live index by ``orc doctor``) without the engine, and so every string that reaches the service —
 an OData filter, a Lucene query — is built in one place, with its escaping, and tested on its own.
 
@@ -36,7 +36,7 @@ API_VERSION = "2026-04-01"
 """The REST API version of the index definition (azure-search-documents 12's own); infra/main.bicep's deployment
 script creates the index with it."""
 TEMPLATE_FILE = "infra/search-index.json"
-"""The index definition as the template creates it: written by ``python -m orc.search.azure_schema`` from
+"""The index definition as the template creates it: written by ``python -m orc.search.azure.schema`` from
 :func:`index_definition` (``tests/azure/test_resources.py`` keeps the two equal)."""
 DEFAULT_DIMENSIONS = 1536
 """The vector field's size when the index is created without an embedding model to measure (text-embedding-3-small
@@ -273,7 +273,7 @@ def template_json(name: str, dimensions: int = DEFAULT_DIMENSIONS) -> str:
     return json.dumps(index_definition(name, dimensions).as_dict(), indent=2, sort_keys=True) + "\n"
 
 
-if __name__ == "__main__":  # python -m orc.search.azure_schema > infra/search-index.json
+if __name__ == "__main__":  # python -m orc.search.azure.schema > infra/search-index.json
     import sys
 
     from orc.resources import SEARCH_INDEX
