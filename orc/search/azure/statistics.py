@@ -9,6 +9,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cachetools import TTLCache
+
 from orc.search.azure.errors import translated
 from orc.search.azure.queries import PAGE, rows
 from orc.search.azure.schema import odata_literal, phrase, scope_filter
@@ -20,7 +22,9 @@ if TYPE_CHECKING:
 COUNT_CONCURRENCY = 8
 """Term-count queries in flight at once for one statistics call."""
 MAX_CACHED_TERMS = 50_000
-"""Term counts a process keeps (all dropped when the table is full: they are cheap to ask again)."""
+"""Term counts a process keeps (the least recently used go first: they are cheap to ask again)."""
+MAX_CACHED_ORGANIZATIONS = 1_000
+"""Organizations whose span and token counts a process keeps."""
 
 
 class CorpusStatistics:
@@ -28,9 +32,12 @@ class CorpusStatistics:
 
     def __init__(self, client: SearchClient, *, seconds: float) -> None:
         self._client = client
-        self._seconds = seconds
-        self._corpus: dict[str, tuple[float, int, int]] = {}
-        self._frequencies: dict[tuple[str, str], tuple[float, int]] = {}
+        self._corpus: TTLCache[str, tuple[int, int]] = TTLCache(
+            MAX_CACHED_ORGANIZATIONS, ttl=seconds, timer=time.monotonic
+        )
+        self._frequencies: TTLCache[tuple[str, str], int] = TTLCache(
+            MAX_CACHED_TERMS, ttl=seconds, timer=time.monotonic
+        )
 
     async def statistics(self, organization: str, terms: Sequence[str]) -> TermStatistics:
         """Span count, average length and the span frequency of each of ``terms`` (absent: none)."""
@@ -45,9 +52,8 @@ class CorpusStatistics:
 
     async def _corpus_size(self, organization: str) -> tuple[int, int]:
         cached = self._corpus.get(organization)
-        now = time.monotonic()
-        if cached is not None and now - cached[0] < self._seconds:
-            return cached[1], cached[2]
+        if cached is not None:
+            return cached
         spans = tokens = 0
         where = scope_filter(SearchFilter(organization), heads=True)
         last: str | None = None
@@ -63,17 +69,16 @@ class CorpusStatistics:
             if len(found) < PAGE:
                 break
             last = found[-1]["document_id"]
-        self._corpus[organization] = (now, spans, tokens)
+        self._corpus[organization] = (spans, tokens)
         return spans, tokens
 
     async def _term_counts(self, organization: str, terms: Sequence[str]) -> dict[str, int]:
-        now = time.monotonic()
         counts: dict[str, int] = {}
         missing = []
         for term in terms:
             cached = self._frequencies.get((organization, term))
-            if cached is not None and now - cached[0] < self._seconds:
-                counts[term] = cached[1]
+            if cached is not None:
+                counts[term] = cached
             else:
                 missing.append(term)
         gate = asyncio.Semaphore(COUNT_CONCURRENCY)
@@ -90,9 +95,7 @@ class CorpusStatistics:
                     top=0,
                 )
                 counts[term] = int(await found.get_count() or 0)
-            if len(self._frequencies) >= MAX_CACHED_TERMS:
-                self._frequencies.clear()
-            self._frequencies[(organization, term)] = (now, counts[term])
+            self._frequencies[(organization, term)] = counts[term]
 
         await asyncio.gather(*(count(term) for term in missing))
         return counts
@@ -101,4 +104,4 @@ class CorpusStatistics:
         """Drop ``organization``'s cached statistics (after a write of this process)."""
         self._corpus.pop(organization, None)
         for key in [key for key in self._frequencies if key[0] == organization]:
-            del self._frequencies[key]
+            self._frequencies.pop(key, None)

@@ -11,9 +11,10 @@ in every process, whether or not they were folded yet.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from cachetools import LRUCache
 
 from orc.search.embedded.directory import DocumentsDatabase, VectorSet
 from orc.search.embedded.layout import organization_folder
@@ -47,9 +48,10 @@ class VectorSearch:
         self._database = database
         self._exact_spans = exact_spans
         self._views = SegmentViews()
-        self._vectors: OrderedDict[tuple[str, int], npt.NDArray[np.float32]] = OrderedDict()
-        self._vector_bytes = 0
-        self._cache_bytes = cache_bytes
+        # Least recently used first out, bounded by the matrices' bytes.
+        self._matrices: LRUCache[tuple[str, int], npt.NDArray[np.float32]] = LRUCache(
+            maxsize=max(cache_bytes, 1), getsizeof=_bytes_of
+        )
         self._lock = threading.Lock()
 
     def search(self, request: SearchRequest, lexical: LexicalIndex) -> list[SpanHit]:
@@ -125,21 +127,23 @@ class VectorSearch:
     def _matrix(self, organization: str, vector_set: VectorSet) -> npt.NDArray[np.float32] | None:
         key = (organization, vector_set.entry)
         with self._lock:
-            cached = self._vectors.get(key)
-            if cached is not None:
-                self._vectors.move_to_end(key)
-                return cached
+            cached = self._matrices.get(key)
+        if cached is not None:
+            return cached
         matrix = self._database.matrix(vector_set.entry)
         if matrix is None:
             return None
-        with self._lock:
-            self._vectors[key] = matrix
-            self._vector_bytes += matrix.nbytes
-            while self._vector_bytes > self._cache_bytes and len(self._vectors) > 1:
-                _, evicted = self._vectors.popitem(last=False)
-                self._vector_bytes -= evicted.nbytes
+        if matrix.nbytes <= self._matrices.maxsize:  # a matrix bigger than the whole cache is read every time
+            with self._lock:
+                self._matrices[key] = matrix
         return matrix
 
     def clear(self) -> None:
-        """Unmap every segment."""
+        """Unmap every segment and drop the cached matrices."""
         self._views.clear()
+        with self._lock:
+            self._matrices.clear()
+
+
+def _bytes_of(matrix: npt.NDArray[np.float32]) -> int:
+    return int(matrix.nbytes)
