@@ -62,6 +62,12 @@ class MemorySearchEngine:
         # Each organization's vocabulary in term order, for vocabulary(): rebuilt lazily after a change.
         self._vocabulary: dict[str, list[str]] = {}
 
+    @property
+    def native_hybrid(self) -> bool:
+        """False: its hybrid query is plain reciprocal rank fusion of its two legs, which the retriever's own
+        fusion (over its re-ranked lexical leg) improves on."""
+        return False
+
     async def upsert(self, document: IndexedDocument) -> None:
         """Index ``document`` (tokenizing is done by the caller; this only builds postings)."""
         entry = await asyncio.to_thread(_entry, document) if len(document.spans) > 500 else _entry(document)

@@ -158,7 +158,13 @@ class SearchEngine(Protocol):
       another organization, owner or document; ties are broken by document id, then ordinal. Lexical scores are
       BM25 over the matching fields (the text and, at ``title_weight``, the section title); a term no span holds
       contributes nothing; a query with no term matches nothing. Vector hits come only from documents whose
-      vectors were made by the query's ``vector_model``.
+      vectors were made by the query's ``vector_model``. A hybrid query's lexical leg still finds, by their terms,
+      the spans of documents indexed without vectors; it may leave out those of documents whose vectors another
+      model made (Azure AI Search applies one filter to both legs).
+    - :attr:`native_hybrid` says whether the engine's own hybrid ranking (terms, text and vector in one request,
+      fused by the engine and re-ranked by its language-aware ranker where it has one) is the one to use: the
+      retriever then sends such an engine one hybrid request per retrieval, and otherwise asks for each leg apart
+      and fuses them with its own re-ranking.
     - :meth:`spans` returns the spans at the given ordinals of a document (the neighbours of a hit), in ordinal
       order, skipping ordinals it does not have; nothing for an unknown document.
     - :meth:`entries` says which of the given documents are indexed, and at which version.
@@ -170,6 +176,12 @@ class SearchEngine(Protocol):
       words the documents spell otherwise), in term order.
     - Concurrency: any number of searches may run while one upsert or delete runs; calls are safe from any task.
     """
+
+    @property
+    def native_hybrid(self) -> bool:
+        """Whether a hybrid query is best answered by the engine's own ranking (one request) rather than by the
+        retriever fusing a lexical and a vector request."""
+        ...
 
     async def upsert(self, document: IndexedDocument) -> None:
         """Index ``document``, replacing whatever its organization held under its id."""

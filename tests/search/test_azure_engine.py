@@ -232,7 +232,22 @@ async def test_a_hybrid_query_is_the_services_own_text_and_vector_request(
     (vector_query,) = body["vectorQueries"]
     assert (vector_query["kind"], vector_query["fields"], vector_query["k"]) == ("vector", "vector", 3)
     assert body["search"].startswith("terms:rent^1") and "orderby" not in body
-    assert body["filter"].endswith("and vector_model eq 'm'")
+    assert body["filter"].endswith("and (vector_model eq 'm' or vector_model eq null)")
+
+
+async def test_a_hybrid_query_finds_documents_without_vectors_by_their_terms_and_not_another_models(
+    engine: AzureSearchEngine, service: SearchService
+) -> None:
+    await engine.upsert(document("with", ["rent due"], vectors=[unit(1, 0)], model="m"))
+    await engine.upsert(document("without", ["rent review"]))
+    await engine.upsert(document("other", ["rent rise"], vectors=[unit(1, 0)], model="m2"))
+
+    found = await engine.search(
+        SearchRequest(SearchFilter(ORG), 5, terms={"rent": 1.0}, vector=unit(1, 0), vector_model="m", mode="hybrid")
+    )
+
+    assert {hit.document_id for hit in found} == {"with", "without"}
+    assert engine.native_hybrid
 
 
 async def test_a_vector_query_scores_cosine_similarity_and_keeps_to_its_model(

@@ -131,6 +131,12 @@ class AzureSearchEngine:
         )
 
     @property
+    def native_hybrid(self) -> bool:
+        """True: a hybrid query is the service's own (keyword and vector in one request, fused by RRF, then
+        re-ranked by the semantic ranker when it is on)."""
+        return True
+
+    @property
     def index_name(self) -> str:
         """The index this engine reads and writes."""
         return self._index_name

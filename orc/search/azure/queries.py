@@ -50,7 +50,10 @@ def span_query(request: SearchRequest, *, semantic: bool, dimensions: int | None
     where = scope_filter(request.filter)
     if vector is not None:
         assert request.vector_model is not None
-        where += f" and vector_model eq {odata_literal(request.vector_model)}"
+        model = f"vector_model eq {odata_literal(request.vector_model)}"
+        # One filter serves both legs of a hybrid query: spans indexed without vectors stay findable by their
+        # terms (a document whose vectors are being made), those of another model's vectors do not.
+        where += f" and ({model} or vector_model eq null)" if text else f" and {model}"
     options: dict[str, Any] = {"filter": where, "select": list(SPAN_FIELDS), "top": request.limit}
     if vector is not None:
         options["vector_queries"] = [

@@ -56,6 +56,12 @@ class EmbeddedSearchEngine:
         self._flushing: dict[str, asyncio.Task[None]] = {}
         self._closed = False
 
+    @property
+    def native_hybrid(self) -> bool:
+        """False: its hybrid query is plain reciprocal rank fusion of its two legs, which the retriever's own
+        fusion (over its re-ranked lexical leg) improves on."""
+        return False
+
     # -- writes ------------------------------------------------------------------------------------------------
 
     async def upsert(self, document: IndexedDocument) -> None:

@@ -321,6 +321,31 @@ class SearchConformance:
         # of the vector ranking only.
         assert [hit.span.ordinal for hit in found] == [0, 2, 1]
 
+    async def test_a_hybrid_query_finds_the_spans_of_documents_without_vectors_by_their_terms(
+        self, engine: SearchEngine
+    ) -> None:
+        await engine.upsert(document("with", ["north wind", "rent due"], vectors=[unit(1, 0), unit(0, 1)], model="m"))
+        await engine.upsert(document("without", ["rent review"]))
+
+        found = await engine.search(
+            SearchRequest(
+                SearchFilter(ORG),
+                5,
+                terms={"rent": 1.0},
+                vector=unit(1, 0),
+                vector_model="m",
+                mode="hybrid",
+                text="when is the rent due?",
+            )
+        )
+
+        assert {(hit.document_id, hit.span.ordinal) for hit in found} == {("with", 0), ("with", 1), ("without", 0)}
+
+    async def test_an_engine_says_whether_it_ranks_hybrid_queries_itself(self, engine: SearchEngine) -> None:
+        # The retriever sends one hybrid request to an engine that does, and fuses two legs itself otherwise:
+        # either way a hybrid request is answered (the tests above), so the answer only has to be a yes or a no.
+        assert engine.native_hybrid in (True, False)
+
     # -- spans, entries, statistics, vocabulary ----------------------------------------------------------------
 
     async def test_spans_returns_the_asked_ordinals_in_order(self, engine: SearchEngine) -> None:
