@@ -10,16 +10,17 @@ its catalog record holds current, with the name its SourceRefs use); it gets ran
    text now — a few at once, the rest in the background, reported as ``indexing`` — so an index never has to be
    rebuilt by hand and a hit is never a span of a version the caller does not hold (hits of other versions are
    dropped).
-2. **Lexical leg**, made to survive paraphrase (each step cheap and deterministic): the query's own terms
-   (:func:`orc.text.tokenize`), a follow-up's ``(context: …)`` words at a lower weight, WordNet-related terms for a
-   word no span uses; BM25 over span text and section titles by the engine; then, over the first candidates,
-   pseudo-relevance feedback (terms the best spans share) and a sentence-level re-rank (a span whose matching
-   words sit in one sentence beats one whose words are spread). When the query's words are not in the documents,
-   one more round with the documents' own spellings of them (``rounds`` 2).
-3. **Vector leg**, with embeddings: the query's vector (one request per retrieval, started by the caller before it
-   reads anything, :meth:`Retriever.embed_query`) against the span vectors, fused with the lexical ranking by
-   reciprocal rank fusion. A failed or slow embedding leaves the lexical ranking alone, said in
-   ``metadata.retrieval``; a turn never fails for its vector leg.
+2. **Lexical leg** (:mod:`orc.search.lexical_leg`), made to survive paraphrase (each step cheap and
+   deterministic): the query's own terms (:func:`orc.text.tokenize`), a follow-up's ``(context: …)`` words at a
+   lower weight, WordNet-related terms for a word no span uses; BM25 over span text and section titles by the
+   engine; then, over the first candidates, pseudo-relevance feedback (terms the best spans share) and a
+   sentence-level re-rank (a span whose matching words sit in one sentence beats one whose words are spread).
+   When the query's words are not in the documents, one more round with the documents' own spellings of them
+   (``rounds`` 2).
+3. **Vector leg** (:mod:`orc.search.vector_leg`), with embeddings: the query's vector (one request per
+   retrieval, started by the caller before it reads anything, :meth:`Retriever.embed_query`) against the span
+   vectors, fused with the lexical ranking by reciprocal rank fusion. A failed or slow embedding leaves the
+   lexical ranking alone, said in ``metadata.retrieval``; a turn never fails for its vector leg.
 
 Text that is not stored (a blob ``document_chat`` extracted on the fly) is ranked the same way by an in-memory
 engine for the call.
@@ -29,155 +30,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import logging
-import math
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from orc.contracts import RetrievalLegs
-from orc.search.fusion import LEXICAL_ONLY, reciprocal_rank_fusion
+from orc.search.fusion import LEXICAL_ONLY
 from orc.search.indexing import indexed_document
+from orc.search.lexical_leg import RERANK_DEPTH, PreparedQuery, lexical_ranking, prepare_query
 from orc.search.memory import MemorySearchEngine
-from orc.search.port import (
-    IndexedEntry,
-    IndexedSpan,
-    ScopeFields,
-    SearchEngine,
-    SearchFilter,
-    SearchRequest,
-    SpanHit,
-    index_version,
-)
-from orc.search.spans import source_ref
-from orc.search.text_store import DocumentText, TextStore, VectorLocation
-from orc.text import split_sentences, tokenize
-from orc.text.bm25 import K1, B
-from orc.text.lexical import split_context
-from orc.text.related import related_terms
+from orc.search.port import IndexedEntry, ScopeFields, SearchEngine, index_version
+from orc.search.targets import RankedSpan, Retrieval, Target, fused_spans
+from orc.search.text_store import DocumentText, TextStore
+from orc.search.vector_leg import vector_ranking
 
 if TYPE_CHECKING:  # numpy and the embedding clients load only where vectors are made
     from orc.search.vectors import Matrix, SpanVectors
 
+__all__ = ["FUSION_DEPTH", "RankedSpan", "Retrieval", "Retriever", "Target"]
+
 logger = logging.getLogger(__name__)
 
-TITLE_WEIGHT = 1.0
-"""A title match counts for this share of a text match of the same term."""
-CONTEXT_WEIGHT = 0.5
-"""Weight of a term of a follow-up's ``(context: …)`` suffix: it says what the question is about, not what it asks."""
-RELATED_WEIGHT = 0.2
-"""Weight of a term WordNet relates to a query term that no span uses."""
-FEEDBACK_SPANS = 4
-"""Best spans of the first pass that the feedback terms are taken from."""
-FEEDBACK_TERMS = 6
-FEEDBACK_WEIGHT = 0.25
-RERANK_DEPTH = 24
-"""Candidates the feedback and the sentence-level re-rank may reorder (at least twice the limit)."""
-RERANK_WEIGHT = 1.5
-"""Weight of the best sentence window's coverage (0..1) against the candidate's score scaled to 0..1."""
-NEIGHBOUR_CREDIT = 0.5
-"""A query term found in the next or previous sentence counts for this share in a sentence window."""
 FUSION_DEPTH = 3
 """Each leg ranks this many times the requested results before fusion, so a span ranked well by one leg only can
 still make the cut."""
-DOCUMENT_FILTER_LIMIT = 1000
-"""Up to this many documents, the engine is asked for exactly them; beyond, for their owners (contexts), and the
-hits of other documents are dropped here."""
 INLINE_INDEXING = 8
 """Documents a retrieval indexes itself before it searches; more are indexed in the background."""
-PREFIX = 5
-"""Letters a vocabulary term must share with an unknown query term to stand in for it."""
-CLOSE_SPELLING = 0.8
-MAX_ALTERNATIVES = 3
-VOCABULARY_LIMIT = 20_000
 UNSTORED_DOCUMENTS = 200
 """Unstored texts (blobs document_chat extracted itself) a retriever keeps tokenized between questions."""
 RETRY_AFTER_SECONDS = 60.0
 """How long a document whose background indexing or embedding failed waits before a search tries it again."""
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """A document a retrieval may return spans of.
-
-    ``version`` is what the caller holds current (:func:`~orc.search.port.index_version` of its record); hits of
-    any other version are dropped. ``stored`` says where its text is stored, so the retriever can index it when
-    the engine lacks it; ``text`` is a text that is not stored at all (ranked in memory for the call).
-    """
-
-    document_id: str
-    name: str
-    """The document's name in SourceRefs (``<name>::<span_id>``)."""
-    version: str
-    scope: ScopeFields
-    weight: float = 1.0
-    """Scores are multiplied by it (historical documents rank below the focus context at equal relevance)."""
-    stored: VectorLocation | None = None
-    text: DocumentText | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class RankedSpan:
-    """A span found for a query: its document, the span and its score (higher is better)."""
-
-    target: Target
-    span: IndexedSpan
-    score: float
-
-    @property
-    def ref(self) -> str:
-        """The span's SourceRef."""
-        return source_ref(self.target.name, self.span.span_id)
-
-
-@dataclass(frozen=True, slots=True)
-class Retrieval:
-    """What a retrieval found, and how."""
-
-    spans: list[RankedSpan]
-    legs: RetrievalLegs
-    rounds: int = 1
-    """2 when the query's words were not in the documents and it was retrieved again with their spellings."""
-    indexing: list[Target] = field(default_factory=list)
-    """Documents not searched because they are being indexed now (in the background)."""
-    unreadable: list[Target] = field(default_factory=list)
-    """Documents not searched because their stored text could not be read (they need processing again)."""
-
-
-@dataclass(slots=True)
-class _Candidate:
-    hit: SpanHit
-    target: Target
-    score: float
-    tokens: list[str] | None = None
-    sentences: list[frozenset[str]] | None = None
-
-    def tokenized(self) -> None:
-        if self.tokens is not None:
-            return
-        stored = self.hit.span.sentences
-        if stored:  # as indexed: nothing to tokenize
-            self.sentences = [frozenset(sentence) for sentence in stored]
-            self.tokens = [term for sentence in stored for term in sentence]
-            return
-        text = self.hit.span.text
-        self.tokens = tokenize(text)
-        self.sentences = [frozenset(terms) for sentence in split_sentences(text) if (terms := tokenize(sentence))]
-
-
-@dataclass(frozen=True, slots=True)
-class _Query:
-    own: list[str]
-    weights: dict[str, float]
-    unknown: list[str]
-    spans: int
-    average_length: float
-    frequencies: dict[str, int]
-    text: str | None = None
-    """The question as asked, for an engine's language-aware re-ranker (Azure AI Search's semantic ranker)."""
 
 
 class Retriever:
@@ -295,11 +179,11 @@ class Retriever:
         entries: dict[str, IndexedEntry] = {}
         indexing: list[Target] = []
         unreadable: list[Target] = []
-        prepared: _Query | None = None
+        prepared: PreparedQuery | None = None
         if stored:
             # The engine's entries and the query's statistics are read together: one wait, not two.
             (entries, searchable, indexing, unreadable), prepared = await asyncio.gather(
-                self._fresh(organization, stored), _prepare(self._engine, organization, query)
+                self._fresh(organization, stored), prepare_query(self._engine, organization, query)
             )
             stored = searchable
         depth = limit * FUSION_DEPTH if self._vectors is not None else limit
@@ -307,14 +191,14 @@ class Retriever:
         rankings: list[list[RankedSpan]] = []
         rounds = 1
         if stored:
-            ranked, rounds = await self._lexical(self._engine, organization, stored, query, pool, prepared)
+            ranked, rounds = await lexical_ranking(self._engine, organization, stored, query, pool, prepared)
             rankings.append(ranked)
         if transient:
             await self._hold(organization, transient)
-            ranked, again = await self._lexical(self._unstored, organization, transient, query, pool)
+            ranked, again = await lexical_ranking(self._unstored, organization, transient, query, pool)
             rankings.append(ranked)
             rounds = max(rounds, again)
-        lexical = _fused(rankings, pool) if len(rankings) > 1 else (rankings[0] if rankings else [])
+        lexical = fused_spans(rankings, pool) if len(rankings) > 1 else (rankings[0] if rankings else [])
 
         legs = LEXICAL_ONLY
         vector_hits: list[RankedSpan] = []
@@ -329,7 +213,7 @@ class Retriever:
                 self._schedule_vectors(target)
             waiting = [target.name for target in [*without, *transient]]
             names = [target.name for target in [*stored, *transient]]
-            vector_hits, error = await self._vector(organization, stored, query_vector, depth, model)
+            vector_hits, error = await vector_ranking(self._engine, organization, stored, query_vector, depth, model)
             if error is not None or (not vector_hits and len(waiting) == len(names)):
                 legs = RetrievalLegs(
                     legs=["lexical"], embeddings=self._vectors.label, lexical_only=waiting, vector_error=error
@@ -341,7 +225,7 @@ class Retriever:
         elif query_vector is not None:
             query_vector.cancel()
 
-        spans = _fused([lexical, vector_hits], limit) if vector_hits else lexical[:limit]
+        spans = fused_spans([lexical, vector_hits], limit) if vector_hits else lexical[:limit]
         if not spans and first_spans:
             spans = await self._first_spans(organization, [*stored, *transient], limit)
         return Retrieval(spans=spans, legs=legs, rounds=rounds, indexing=indexing, unreadable=unreadable)
@@ -492,78 +376,6 @@ class Retriever:
         with contextlib.suppress(Exception):
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    # -- the lexical leg ---------------------------------------------------------------------------------------
-
-    async def _lexical(
-        self,
-        engine: SearchEngine,
-        organization: str,
-        targets: Sequence[Target],
-        query: str,
-        pool: int,
-        prepared: _Query | None = None,
-    ) -> tuple[list[RankedSpan], int]:
-        """The lexical ranking of ``targets`` (``pool`` long at most) and the rounds it took (``prepared``: the
-        query's terms and statistics, when they were read already)."""
-        if prepared is None:
-            prepared = await _prepare(engine, organization, query)
-        if prepared is None:
-            return [], 1
-        by_id = {target.document_id: target for target in targets}
-        where = _filter(organization, targets)
-        ranked = await _ranked(engine, where, by_id, prepared, pool) if prepared.weights else []
-        unknown = prepared.unknown
-        if unknown and (not ranked or len(unknown) * 2 >= len(prepared.own)):
-            # Weak evidence: the documents do not use the query's words. One more round, with their own words
-            # for it (close spellings, shared stems); kept only when it finds something.
-            alternative = await _reformulated(engine, organization, prepared)
-            if alternative:
-                again = await _prepare(engine, organization, " ".join(alternative), expand=False)
-                if again is not None and again.weights:
-                    found = await _ranked(engine, where, by_id, again, pool)
-                    return (found or ranked), 2
-        return ranked, 1
-
-    # -- the vector leg ----------------------------------------------------------------------------------------
-
-    async def _vector(
-        self,
-        organization: str,
-        targets: Sequence[Target],
-        query_vector: asyncio.Task[Matrix] | None,
-        depth: int,
-        model: str,
-    ) -> tuple[list[RankedSpan], str | None]:
-        if query_vector is None:
-            return [], None
-        try:
-            vector = await query_vector
-        except asyncio.CancelledError:
-            raise
-        except TimeoutError:
-            return [], "embedding_timeout"
-        except Exception as exc:
-            # Provider errors can carry endpoint URLs: log the type only.
-            logger.warning("embedding the retrieval query failed: %s", type(exc).__name__)
-            return [], "embedding_unavailable"
-        if not targets:
-            return [], None
-        by_id = {target.document_id: target for target in targets}
-        hits = await self._engine.search(
-            SearchRequest(
-                filter=_filter(organization, targets),
-                limit=depth,
-                vector=vector.tolist(),
-                vector_model=model,
-                mode="vector",
-            )
-        )
-        return [
-            RankedSpan(target, hit.span, hit.score * target.weight)
-            for hit in hits
-            if (target := by_id.get(hit.document_id)) is not None and hit.version == target.version
-        ], None
-
     async def _first_spans(self, organization: str, targets: Sequence[Target], limit: int) -> list[RankedSpan]:
         """The first spans of each document, in turn (round robin)."""
         per_document = max(1, -(-limit // max(len(targets), 1)))
@@ -574,169 +386,6 @@ class Retriever:
                 if depth < len(spans) and len(chosen) < limit:
                     chosen.append(spans[depth])
         return chosen
-
-
-# -- the lexical leg's steps -----------------------------------------------------------------------------------
-
-
-async def _prepare(engine: SearchEngine, organization: str, query: str, *, expand: bool = True) -> _Query | None:
-    """The weighted terms of ``query`` and the corpus statistics of them; None when it has no term at all."""
-    asked, suffix = split_context(query)
-    own = list(dict.fromkeys(tokenize(asked)))
-    if not own and not suffix:
-        return None
-    weights = {term: 1.0 for term in own}
-    for term in tokenize(" ".join(suffix)):
-        weights.setdefault(term, CONTEXT_WEIGHT)
-    related = {term: related_terms(term) for term in own} if expand else {}
-    asked_terms = [*weights, *(other for others in related.values() for other in others)]
-    statistics = await engine.statistics(organization, asked_terms)
-    known = statistics.frequencies
-    unknown = [term for term in own if term not in known]
-    for term in unknown:
-        for other in related.get(term, ()):
-            if other in known:
-                weights.setdefault(other, RELATED_WEIGHT)
-    # A term no span holds cannot score: it is kept out of the query (it still counts in the coverage's idf).
-    present = {term: weight for term, weight in weights.items() if term in known}
-    return _Query(
-        own=own,
-        weights=present,
-        unknown=unknown,
-        spans=statistics.spans,
-        average_length=statistics.average_length,
-        frequencies=dict(known),
-        text=asked or None,
-    )
-
-
-def _filter(organization: str, targets: Sequence[Target]) -> SearchFilter:
-    owners = frozenset(target.scope.owner for target in targets)
-    documents = frozenset(target.document_id for target in targets) if len(targets) <= DOCUMENT_FILTER_LIMIT else None
-    return SearchFilter(organization=organization, owners=owners, documents=documents)
-
-
-def _idf(frequency: int, spans: int) -> float:
-    """Lucene's idf (a term found nowhere weighs as if found once: it may be the user's word for the text's)."""
-    found = max(frequency, 1)
-    return math.log((max(spans, 1) - found + 0.5) / (found + 0.5) + 1.0)
-
-
-async def _ranked(
-    engine: SearchEngine,
-    where: SearchFilter,
-    targets: Mapping[str, Target],
-    query: _Query,
-    pool: int,
-) -> list[RankedSpan]:
-    """BM25 from the engine, then feedback and the sentence-level re-rank over the first candidates."""
-    hits = await engine.search(
-        SearchRequest(filter=where, limit=pool, terms=query.weights, title_weight=TITLE_WEIGHT, text=query.text)
-    )
-    candidates = [
-        _Candidate(hit, target, hit.score * target.weight)
-        for hit in hits
-        if (target := targets.get(hit.document_id)) is not None and hit.version == target.version
-    ]
-    if not candidates:
-        return []
-    candidates.sort(key=_order)
-    head = candidates[:RERANK_DEPTH]
-    for candidate in head:
-        candidate.tokenized()
-    await _feedback(engine, where.organization, head, query)
-    head.sort(key=_order)
-    idf = {term: _idf(query.frequencies.get(term, 0), query.spans) for term in (query.own or list(query.weights))}
-    top = head[0].score or 1.0
-    for candidate in head:
-        candidate.score = candidate.score / top + RERANK_WEIGHT * _coverage(idf, candidate)
-    for candidate in candidates[RERANK_DEPTH:]:
-        candidate.score = candidate.score / top
-    candidates.sort(key=_order)
-    return [RankedSpan(candidate.target, candidate.hit.span, round(candidate.score, 4)) for candidate in candidates]
-
-
-def _order(candidate: _Candidate) -> tuple[float, str, int]:
-    return (-candidate.score, candidate.hit.document_id, candidate.hit.span.ordinal)
-
-
-async def _feedback(engine: SearchEngine, organization: str, head: list[_Candidate], query: _Query) -> None:
-    """Pseudo-relevance feedback: terms shared by at least two of the best spans (and rare in the corpus) add
-    their BM25, at :data:`FEEDBACK_WEIGHT`, to every candidate of ``head`` that holds them."""
-    best = head[:FEEDBACK_SPANS]
-    if len(best) < 2:
-        return
-    shared: Counter[str] = Counter()
-    for candidate in best:
-        assert candidate.sentences is not None
-        shared.update(set().union(*candidate.sentences) - set(query.weights) if candidate.sentences else set())
-    terms = [term for term, count in shared.items() if count >= 2]
-    if not terms:
-        return
-    statistics = await engine.statistics(organization, terms)
-    idf = {term: _idf(statistics.frequencies.get(term, 0), statistics.spans) for term in terms}
-    chosen = sorted(terms, key=lambda term: (-shared[term] * idf[term], term))[:FEEDBACK_TERMS]
-    average = max(statistics.average_length, 1.0)
-    for candidate in head:
-        assert candidate.tokens is not None
-        counts = Counter(candidate.tokens)
-        length = len(candidate.tokens)
-        bonus = 0.0
-        for term in chosen:
-            frequency = counts.get(term, 0)
-            if frequency:
-                norm = frequency + K1 * (1.0 - B + B * length / average)
-                bonus += idf[term] * frequency * (K1 + 1.0) / norm
-        candidate.score += FEEDBACK_WEIGHT * bonus * candidate.target.weight
-
-
-def _coverage(idf: Mapping[str, float], candidate: _Candidate) -> float:
-    """The best idf-weighted share of the query terms one sentence of the span holds, its section title counting
-    as part of every sentence and its neighbours for :data:`NEIGHBOUR_CREDIT`."""
-    total = sum(idf.values())
-    sentences = candidate.sentences or []
-    if not total or not sentences:
-        return 0.0
-    span = candidate.hit.span
-    title = frozenset(span.title_terms or (tokenize(span.section) if span.section else ()))
-    best = 0.0
-    for index, terms in enumerate(sentences):
-        nearby = frozenset().union(*sentences[max(index - 1, 0) : index], *sentences[index + 1 : index + 2])
-        value = 0.0
-        for term, weight in idf.items():
-            if term in terms or term in title:
-                value += weight
-            elif term in nearby:
-                value += weight * NEIGHBOUR_CREDIT
-        best = max(best, value)
-    return best / total
-
-
-async def _reformulated(engine: SearchEngine, organization: str, query: _Query) -> list[str]:
-    """The query with every unknown term replaced by the corpus's terms closest to it (close spellings, shared
-    stems); ``[]`` when no unknown term has a stand-in (another round would find the same)."""
-    known = [term for term in query.own if term in query.frequencies]
-    alternatives: list[str] = []
-    for term in query.unknown:
-        vocabulary = await engine.vocabulary(organization, term[:2], VOCABULARY_LIMIT)
-        found = difflib.get_close_matches(term, vocabulary, n=MAX_ALTERNATIVES, cutoff=CLOSE_SPELLING)
-        if len(term) >= PREFIX:
-            stem = term[:PREFIX]
-            found += [word for word in vocabulary if word.startswith(stem) and word not in found]
-        alternatives += [word for word in found[:MAX_ALTERNATIVES] if word not in alternatives]
-    return [*known, *alternatives] if alternatives else []
-
-
-def _fused(rankings: Sequence[Sequence[RankedSpan]], limit: int) -> list[RankedSpan]:
-    """Reciprocal rank fusion of rankings of spans (the score is then the RRF score)."""
-    by_key: dict[tuple[str, int], RankedSpan] = {}
-    for ranking in rankings:
-        for ranked in ranking:
-            by_key.setdefault((ranked.target.document_id, ranked.span.ordinal), ranked)
-    fused = reciprocal_rank_fusion(
-        [[(ranked.target.document_id, ranked.span.ordinal) for ranked in ranking] for ranking in rankings], limit
-    )
-    return [RankedSpan(by_key[key].target, by_key[key].span, value) for key, value in fused]
 
 
 def _observed(task: asyncio.Task[Matrix]) -> None:
