@@ -10,13 +10,14 @@ of the document and answers as well on its own: never a sentence from elsewhere.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orc.models.declines import NOT_FOUND
 from orc.models.evidence import Question, evidence, holds_anchors, read_question, weights
 from orc.models.passages import Passage, Source, find_sources, parse_sources, passages
-from orc.models.questions import defines
+from orc.models.questions import Expect, defines
 from orc.text import rank
 
 __all__ = [
@@ -44,8 +45,16 @@ PAIR_WEIGHT = 0.05
 """Added per pair of the question's words the passage has side by side ("default weight")."""
 DEFINITION_WEIGHT = 0.2
 """Added (twice for ``"X" means…``) for a passage that defines what "what does X mean" asks."""
+NEGATED_WEIGHT = 0.15
+"""Taken from a sentence that denies ("No trademark or patent rights … are waived") when the question asks what
+is, not whether: "What rights does the affirmer waive?" is answered by the sentence that waives them."""
 CONTEXT_WEIGHT = 0.1
 """Added, in proportion, for the words of the question a follow-up continues that the passage holds."""
+
+
+YES_NO_EXPECTS = frozenset({Expect.YES_NO, Expect.PERMISSION})
+# A sentence that opens by denying: "No trademark…", "Neither…", "None of…".
+_DENIES = re.compile(r"^\W*(?:\(?[a-z0-9]{1,3}[.)]\s+)?(?:no|neither|none|nothing|nor)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +111,8 @@ def candidates(question: Question, found: Sequence[Passage]) -> tuple[list[Candi
     for ranked in ranking:
         passage = found[ranked.index]
         strength = evidence(question, weighed, passage)
-        if not holds_anchors(question, passage, found):
+        if passage.text.endswith(":") or not holds_anchors(question, passage, found):
+            # "The following environment variables are processed by bc:" announces what follows; it says nothing.
             continue
         strongest = max(strongest, strength)
         # The evidence decides whether to answer and mostly which passage; a definition of the asked-for words,
@@ -110,6 +120,8 @@ def candidates(question: Question, found: Sequence[Passage]) -> tuple[list[Candi
         score = strength + RANK_WEIGHT * ranked.score / top + PAIR_WEIGHT * len(question.pairs & passage.pairs)
         plainness = defines(passage.text, question.shape.defined, passage.terms) if question.shape.defined else 0
         score += DEFINITION_WEIGHT * plainness
+        if question.shape.expect not in YES_NO_EXPECTS and not question.negated and _DENIES.match(passage.text):
+            score -= NEGATED_WEIGHT
         if question.context_terms:
             covered = question.context_terms & (passage.terms | passage.context | passage.name)
             score += CONTEXT_WEIGHT * len(covered) / len(question.context_terms)

@@ -13,6 +13,7 @@ documents' topic rather than a detail (it appears in many passages, or in the fi
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -49,6 +50,10 @@ _ANCHOR = re.compile(
     r"|\$[A-Za-z]\w*"
     r"|[A-Za-z]+[0-9][A-Za-z0-9]*)(?![\w-])"
 )
+# A follow-up that names its own subject and continues the question before: "And Contributor?", "What about X?".
+_CONTINUES = re.compile(r"^\W*(?:and|or|what about|how about)\b", re.IGNORECASE)
+_DEFINING = frozenset({"mean", "defin", "definit", "refer", "stand"})
+_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without)\b|n't\b", re.IGNORECASE)
 _NOT_ANCHORS = frozenset({"OK", "I", "ID", "FAQ", "PS", "TL;DR"})
 
 
@@ -66,6 +71,8 @@ class Question:
     """The names the question keeps verbatim, lower-cased."""
     query: str
     """What BM25 ranks the passages by: the question and the words it continues."""
+    negated: bool
+    """The question itself denies ("Which rights are *not* waived?"): a denying sentence may answer it."""
     elliptical: bool
     """A follow-up that points back and names at most one thing itself ("and nobody?", "an example of it?"): its
     topic is the question before. "Where is the flat?" names its topic, however short."""
@@ -76,6 +83,9 @@ def read_question(question: str) -> Question:
     main, context = split_context(question)
     shape = analyse(main)
     context_terms = terms(" ".join(context)) - shape.terms
+    if _CONTINUES.match(main) and not shape.defined and shape.expect is Expect.ANYTHING and _DEFINING & context_terms:
+        # "And Contributor?" after "What does Contribution mean?" asks what Contributor means.
+        shape = dataclasses.replace(shape, expect=Expect.DEFINITION, defined=shape.terms)
     return Question(
         text=main,
         shape=shape,
@@ -87,6 +97,7 @@ def read_question(question: str) -> Question:
             )
         ),
         query=" ".join([main, *context]),
+        negated=bool(_NEGATION.search(main)),
         elliptical=bool(context_terms)
         and refers_back(main)
         and sum(asking_weight(term) == 1 for term in shape.terms) <= 1,

@@ -40,6 +40,12 @@ _MINOR_WORDS = frozenset("a an and as at by for from in into of on or the to wit
 # An FAQ's labels ("Q:", "A.", "Answer:") say who speaks, not what, and a bullet ("*", "-", "•") only that a list
 # goes on: the text after them is the sentence.
 _LABEL = re.compile(r"^(?:(?:Q|A|Question|Answer)\s*[:.)]|[-*•+])\s+", re.IGNORECASE)
+# An FAQ's question may run over several sentences, only the first labelled ("Q. There is a new point release and
+# I've just upgraded my system. The file now says 10.x… Is this ok?"): every one of them asks, none answers.
+_ASKED = re.compile(r"^(?:Q|Question)\s*[:.)]\s", re.IGNORECASE)
+_ANSWERED = re.compile(r"^(?:A|Answer)\s*[:.)]\s", re.IGNORECASE)
+QUESTION_SENTENCES = 4
+"""Longest FAQ question, in sentences: past it, an unlabelled answer is read again."""
 
 # A short piece with a verb, a negation, a number or a value after a colon says something ("Pets are allowed.",
 # "Not covered.", "Key deposit: $20."): it is no label.
@@ -125,7 +131,19 @@ def passages(source: Source) -> tuple[Passage, ...]:
     piece_tokens = [tokenize(text) for text, _ in pieces]
     piece_terms = [terms_of(tokens) for tokens in piece_tokens]
     result: list[Passage] = []
+    asking = 0
+    asked: list[str] = []
     for index, (text, heading) in enumerate(pieces):
+        if _ASKED.match(text):
+            asking = QUESTION_SENTENCES
+            asked = []
+        elif _ANSWERED.match(text):
+            asking = 0
+        if asking:
+            # Inside an FAQ's question until its question mark (or its answer's label): it scopes its answer.
+            asked.append(_LABEL.sub("", text))
+            asking = 0 if text.rstrip().endswith("?") else asking - 1
+            continue
         unlabelled = _LABEL.sub("", text)
         # A bulleted item that does not start as a sentence ("• alias elements indicate…") keeps its bullet: it is
         # read, and quoted, as the list item it is.
@@ -145,7 +163,7 @@ def passages(source: Source) -> tuple[Passage, ...]:
                 terms=piece_terms[index] if whole == text else terms_of(tokens),
                 pairs=frozenset(itertools.pairwise(tokens)),
                 heading=heading,
-                context=terms(heading) if heading else frozenset(),
+                context=terms(" ".join([heading, *asked])) if heading or asked else frozenset(),
                 name=name,
                 nearby=nearby,
                 before=pieces[index - 1][0] if index > 0 else "",

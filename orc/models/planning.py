@@ -27,7 +27,8 @@ _LIST_INTENT = re.compile(
     # "show me the files", not "can less show two files side by side": only determiners between verb and noun.
     r"\b(list|show|enumerate)\s+(me\s+)?((the|my|our|your|all|available|uploaded|attached)\s+)*(documents?|files?|docs)\b"
     r"|\b(which|what)\s+(documents?|files?|docs)\b.*\b(available|have|there|see|access|uploaded|attached)\b"
-    r"|\b(documents?|files?|docs)\b.*\b(available|do (i|we) have|can you see)\b",
+    # "documents available", not "every object from another file available inside my filter".
+    r"|\b(documents|files|docs)\b.*\b(available|do (i|we) have|can you see)\b",
     re.IGNORECASE | re.DOTALL,
 )
 _QUERY_NAMES = ("query", "q", "question", "text", "search", "search_query")

@@ -30,6 +30,7 @@ class Expect(Enum):
     PLACE = "place"
     METHOD = "method"
     PERMISSION = "permission"
+    VALUE = "value"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,12 @@ class QuestionShape:
 _HOW_QUANTITY = re.compile(r"\bhow\s+(much|many|long|often|old|far|soon|big|large|high|low|heavy)\b", re.I)
 _QUANTITY_NOUN = re.compile(
     r"^\s*what\s+(?:is|are|was|were)\s+(?:the\s+)?(?:\w+\s+)?(price|cost|fee|amount|number|total|percentage)s?\b",
+    re.I,
+)
+# "What exit code does halt_error use?", "Which status does it return?": a value — a number or a symbolic name.
+_VALUE_NOUN = re.compile(
+    r"^\s*(?:what|which)(?:'s|\s+(?:is|are|was|were))?\s+(?:the\s+)?(?:\w+\s+)?"
+    r"(?:(?:exit|status|return|error)\s+codes?|(?:exit\s+|return\s+)?status(?:es)?|return\s+values?)\b",
     re.I,
 )
 # "How long does the licence last?" is answered by "perpetual" or "until…" as well as by "two years".
@@ -148,6 +155,8 @@ _MODALITY = re.compile(
     r"to|unless|except|needs? to|has to|have to|safe|unsafe|permission|permits?|allows?)\b|n't\b",
     re.I,
 )
+# A value: a number, a constant's name (FFI_BAD_ABI, Z_MEM_ERROR), a code span or a quoted value.
+_VALUE = re.compile(r"(?<![^\W\d_])\d|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[A-Z]{3,}\b|`|\"[^\"]+\"|“[^”]+”")
 _NUMBERED = re.compile(r"^\s*\(?\d{1,3}(?:\.\d{1,3})*[.)]\s+")
 _COPYRIGHT_LINE = re.compile(r"\bcopyright\s*(?:\(c\)|©|\d{4})", re.I)
 _OWNER = re.compile(r"\b(owned by|owner|holder|belongs? to|held by|is the (?:license )?steward)\b", re.I)
@@ -241,6 +250,8 @@ def analyse(question: str) -> QuestionShape:
     elif _HOW_QUANTITY.search(question) or _QUANTITY_NOUN.search(question):
         expect = Expect.QUANTITY
         topic = _HOW_QUANTITY.sub(" ", question)
+    elif _VALUE_NOUN.search(question):
+        expect = Expect.VALUE
     elif _WHEN.search(question):
         expect = Expect.TIME
     elif _HOLDER.search(question):
@@ -304,6 +315,8 @@ def satisfies(sentence: str, expect: Expect) -> bool:
         return bool(_METHOD.search(sentence))
     if expect is Expect.PERMISSION:
         return bool(_MODALITY.search(sentence))
+    if expect is Expect.VALUE:
+        return bool(_VALUE.search(sentence))
     return True
 
 

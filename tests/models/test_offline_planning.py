@@ -77,6 +77,8 @@ async def test_asking_which_documents_are_available_calls_the_list_tool() -> Non
         ("What files do I have?", True),
         ("Can less show two files side by side?", False),
         ("Does the tool list open files it holds?", False),
+        ("Which files are available?", True),
+        ("I want every object from another file available inside my filter: which option does that?", False),
     ],
 )
 def test_only_a_question_about_which_documents_exist_asks_for_the_list(question: str, lists: bool) -> None:

@@ -138,3 +138,77 @@ def test_what_a_group_lets_one_do_is_answered_by_what_its_members_can_do() -> No
     text = answer("What does being in the adm group let someone do?", adm)
 
     assert text == "Members of this group can read many log files in /var/log. [groups.html::S14]"
+
+
+BASE_FILES_FAQ = span(
+    "base-files-FAQ.txt::S3",
+    "Q. There is a new point release and I've just upgraded my system.\n"
+    "The /etc/debian_version file now says 10.x but /etc/issue still says 10.\nIs this ok?\n\n"
+    "A. Yes. The release managers asked me not to touch /etc/issue, as that's a file which is often\n"
+    "customized by the user.\n",
+)
+
+
+def test_every_sentence_of_an_faq_question_asks_and_heads_its_answer_without_answering() -> None:
+    quoted = [passage.text for passage in passages(Source(BASE_FILES_FAQ.ref, None, BASE_FILES_FAQ.text))]
+
+    assert not any("point release" in text or "now says 10.x" in text for text in quoted)
+    answering = passages(Source(BASE_FILES_FAQ.ref, None, BASE_FILES_FAQ.text))[0]
+    assert {"point", "releas"} <= answering.context  # the question it answers scopes it
+    text = answer("I upgraded to a point release and /etc/issue still shows 10: is that expected?", BASE_FILES_FAQ)
+    assert "point release" not in text
+
+
+def test_a_sentence_that_announces_a_list_is_never_the_answer() -> None:
+    bc = span(
+        "bc-manual.html::S53",
+        "The following environment variables are processed by bc:\n\n"
+        "POSIXLY_CORRECT This is the same as the -s option.",
+    )
+
+    text = answer("Which environment variables does bc process?", bc)
+
+    assert "The following environment variables" not in text
+
+
+def test_a_question_for_an_exit_code_is_not_answered_by_a_sentence_without_a_value() -> None:
+    jq = span(
+        "jq-manual.txt::S11",
+        "Another way to set the exit status is with the halt_error builtin function.\n\n"
+        "halt_error, halt_error(exit_code)\n\nStops the jq program with no further outputs.\n\n"
+        "The given exit_code (defaulting to 5) will be jq's exit status.",
+    )
+
+    text = answer("What exit code does halt_error use if I don't give one?", jq)
+
+    assert "defaulting to 5" in text and "Another way" not in text
+
+
+def test_a_what_question_prefers_the_sentence_that_grants_over_the_one_that_denies() -> None:
+    cc0 = span(
+        "cc0-1.0.txt::S8",
+        "No trademark or patent rights held by Affirmer are waived, abandoned, surrendered, licensed or otherwise "
+        "affected by this document.\n\nAffirmer hereby waives, abandons, and surrenders all of Affirmer's Copyright "
+        "and Related Rights.",
+    )
+
+    assert "hereby waives" in answer("What rights does the affirmer waive?", cc0)
+    assert "No trademark" in answer("Which rights does the affirmer not waive?", cc0)
+
+
+def test_and_x_after_a_definition_question_asks_for_the_definition_of_x() -> None:
+    apache = span(
+        "apache-2.0.txt::S6",
+        '"Patent Claims" of a Contributor means any patent claim licensable by such Contributor.\n\n'
+        '"Contributor" shall mean Licensor and any individual or Legal Entity on behalf of whom a Contribution has '
+        "been received by Licensor.\n\nEach Contributor represents that its Contributions are its original creation.",
+    )
+    model = OfflineExtractiveModel()
+    messages = [
+        SystemMessage(answer_prompt([apache])),
+        HumanMessage("What does Contribution mean in the Apache License?"),
+        AIMessage("I couldn't find an answer to that in the documents."),
+        HumanMessage("And Contributor?"),
+    ]
+
+    assert model.respond(messages).text.startswith('"Contributor" shall mean Licensor')
