@@ -8,7 +8,9 @@ in the same conversation), through the whole turn: planning, ``documents.search`
 
 Scored per question:
 
-- answerable (``expect`` is a phrase): passes when a citation's quote holds the phrase;
+- answerable (``expect`` is a phrase): passes when a citation's quote holds the phrase, and passes *from one place*
+  when, besides, every citation is of the span holding it (an answer of three sentences from three places, one of
+  which holds the phrase, passes only the first check);
 - unanswerable (``expect`` is null): passes when the answer declines and cites nothing;
 - every answer: no quote may be a fragment (it must read as a whole sentence) and no answer may be a heading.
 
@@ -78,6 +80,9 @@ class Outcome:
     passed: bool
     fragments: list[str] = field(default_factory=list)
     retrieved: bool | None = None
+    strict: bool = False
+    """Passed, and every citation is of the span whose quote holds the phrase: the answer is that passage, not
+    sentences from several places of which one happens to hold the phrase."""
     """Whether the answer prompt's sources held the expected phrase (None for unanswerable questions)."""
     searched: bool | None = None
     """Whether ``documents.search``'s first results for the question held the expected phrase (None for
@@ -134,7 +139,11 @@ def judge(question: Question, result: TurnResult, prompt: str = "") -> Outcome:
         phrase = _normal(question.expect)
         passed = any(phrase in _normal(quote) for quote in quotes)
     retrieved = None if question.expect is None else _normal(question.expect) in _normal(html.unescape(prompt))
-    return Outcome(question, result.answer, quotes, passed and not fragments, fragments, retrieved)
+    strict = passed
+    if question.expect is not None and passed:
+        holding = {c.ref for c in result.citations if _normal(question.expect) in _normal(c.quote)}
+        strict = all(citation.ref in holding for citation in result.citations)
+    return Outcome(question, result.answer, quotes, passed and not fragments, fragments, retrieved, strict=strict)
 
 
 async def ingest(services: Services) -> None:
@@ -215,6 +224,7 @@ def report(outcomes: list[Outcome]) -> dict[str, Any]:
     return {
         "answerable": len(answerable),
         "answered": sum(o.passed for o in answerable),
+        "answered_strict": sum(o.passed and o.strict for o in answerable),
         "unanswerable": len(unanswerable),
         "declined": sum(o.passed for o in unanswerable),
         "fragments": sum(len(o.fragments) for o in outcomes),
@@ -250,6 +260,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
             {
                 "set": label,
                 "answered": f"{scores['answered']}/{scores['answerable']} ({share:.0%})",
+                "one place": f"{scores['answered_strict']}/{scores['answerable']}",
                 "retrieved": f"{scores['retrieved']}/{scores['answerable']}",
                 f"search@{SEARCH_DEPTH}": f"{scores['searched']}/{scores['searchable']}",
                 "follow-ups": f"{scores['follow_ups_answered']}/{scores['follow_ups']}",
