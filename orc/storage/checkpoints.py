@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -56,7 +56,8 @@ def _safe(part: str) -> str:
 
 
 class CollectionCheckpointSaver(BaseCheckpointSaver[str]):
-    """A LangGraph checkpoint saver whose items live in a :class:`DocumentCollection` (async only).
+    """A LangGraph checkpoint saver whose items live in a :class:`DocumentCollection` (async only: the sync methods
+    are the base class's, which raise ``NotImplementedError``).
 
     ``serde`` defaults to :func:`checkpoint_serializer`.
     """
@@ -208,39 +209,6 @@ class CollectionCheckpointSaver(BaseCheckpointSaver[str]):
         """Monotonic, string-sortable channel versions (as LangGraph's own savers make them)."""
         current_v = 0 if current is None else int(str(current).split(".")[0])
         return f"{current_v + 1:032}.{random.random():016}"
-
-    # -- the sync API is not offered: orc runs graphs asynchronously only --------------------------------------
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Not supported: use :meth:`aget_tuple`."""
-        raise TypeError("CollectionCheckpointSaver is async-only; use the graph's async API")
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """Not supported: use :meth:`alist`."""
-        raise TypeError("CollectionCheckpointSaver is async-only; use the graph's async API")
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Not supported: use :meth:`aput`."""
-        raise TypeError("CollectionCheckpointSaver is async-only; use the graph's async API")
-
-    def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
-    ) -> None:
-        """Not supported: use :meth:`aput_writes`."""
-        raise TypeError("CollectionCheckpointSaver is async-only; use the graph's async API")
 
     @staticmethod
     def _checkpoint_item_id(namespace: str, checkpoint_id: str) -> str:
