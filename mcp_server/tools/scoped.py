@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypedDict, Unpack
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
@@ -31,8 +31,6 @@ from mcp_server.scope import resolve_principal
 from mcp_server.tools import structured_result, tool_errors
 from orc.documents.catalog.scopes import DocumentScopes
 from orc.tool_contract import CONTEXT_ID, CONTEXT_TYPE, INCLUDE_HISTORICAL, SCOPE_ARGUMENTS, SESSION_ID
-
-Result = TypeVar("Result", bound=BaseModel)
 
 PRINCIPAL = "principal"
 SCOPE = "scope"
@@ -71,49 +69,35 @@ _SCOPE_PARAMETERS = tuple(
 )
 
 
-def add_principal_tool(
-    server: FastMCP,
-    body: Callable[..., Awaitable[Result]],
-    *,
-    name: str,
-    title: str,
-    description: str,
-    annotations: ToolAnnotations,
-    failure: str,
-    render: Callable[[Result], str],
-) -> None:
-    """Register ``body`` as the tool ``name``, called with the caller's ``principal``.
+class ToolDetails(TypedDict):
+    """What a registration publishes besides the body: the tool's name, title, description and annotations, the
+    text of its ``internal_error`` result (``failure``, e.g. "listing the documents failed"), and how its result
+    is rendered as text."""
 
-    ``failure`` is the text of the ``internal_error`` result (e.g. "listing the documents failed").
-    """
+    name: str
+    title: str
+    description: str
+    annotations: ToolAnnotations
+    failure: str
+    render: Callable[[Any], str]
+
+
+def add_principal_tool(
+    server: FastMCP, body: Callable[..., Awaitable[BaseModel]], **details: Unpack[ToolDetails]
+) -> None:
+    """Register ``body`` as the tool ``name``, called with the caller's ``principal``."""
 
     async def resolve(ctx: Context[Any, Any, Any], arguments: dict[str, Any]) -> dict[str, Any]:
         return {PRINCIPAL: resolve_principal(ctx)}
 
-    _add(
-        server,
-        body,
-        resolve,
-        name=name,
-        title=title,
-        description=description,
-        annotations=annotations,
-        failure=failure,
-        render=render,
-    )
+    _add(server, body, resolve, scoped=False, **details)
 
 
 def add_scoped_tool(
     server: FastMCP,
     scopes: DocumentScopes,
-    body: Callable[..., Awaitable[Result]],
-    *,
-    name: str,
-    title: str,
-    description: str,
-    annotations: ToolAnnotations,
-    failure: str,
-    render: Callable[[Result], str],
+    body: Callable[..., Awaitable[BaseModel]],
+    **details: Unpack[ToolDetails],
 ) -> None:
     """Register ``body`` as the tool ``name``, called with the caller's ``principal`` and the ``scope`` its scope
     arguments name, validated by ``scopes`` (raises orc errors, reported by the error policy)."""
@@ -129,18 +113,7 @@ def add_scoped_tool(
         scope = await scopes.resolve(principal, **scope_arguments)
         return {PRINCIPAL: principal, SCOPE: scope}
 
-    _add(
-        server,
-        body,
-        resolve,
-        name=name,
-        title=title,
-        description=description,
-        annotations=annotations,
-        failure=failure,
-        render=render,
-        scoped=True,
-    )
+    _add(server, body, resolve, scoped=True, **details)
 
 
 Resolver = Callable[[Context[Any, Any, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -148,17 +121,14 @@ Resolver = Callable[[Context[Any, Any, Any], dict[str, Any]], Awaitable[dict[str
 
 def _add(
     server: FastMCP,
-    body: Callable[..., Awaitable[Result]],
+    body: Callable[..., Awaitable[BaseModel]],
     resolve: Resolver,
     *,
-    name: str,
-    title: str,
-    description: str,
-    annotations: ToolAnnotations,
-    failure: str,
-    render: Callable[[Result], str],
-    scoped: bool = False,
+    scoped: bool,
+    **details: Unpack[ToolDetails],
 ) -> None:
+    name, failure, render = details["name"], details["failure"], details["render"]
+
     async def tool(ctx: Context[Any, Any, Any], **arguments: Any) -> CallToolResult:
         with tool_errors(name, failure=failure):
             filled = await resolve(ctx, arguments)
@@ -169,7 +139,12 @@ def _add(
     tool.__signature__ = _published_signature(body, scoped=scoped)  # type: ignore[attr-defined]
     tool.__name__ = tool.__qualname__ = body.__name__
     server.add_tool(
-        tool, name=name, title=title, description=description, annotations=annotations, structured_output=True
+        tool,
+        name=name,
+        title=details["title"],
+        description=details["description"],
+        annotations=details["annotations"],
+        structured_output=True,
     )
 
 
