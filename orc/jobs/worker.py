@@ -36,7 +36,7 @@ from orc.digests.sessions import SessionDigests
 from orc.documents.intake.processing import DocumentProcessor, ProcessingJob
 from orc.documents.parsing.fair_turns import FairTurns, organization_of
 from orc.errors import InvalidInput, JobBusy, StorageUnavailable
-from orc.jobs.messages import JobKind, digest_message, processing_job, processing_message
+from orc.jobs.messages import JobKind, digest_message, processing_job
 from orc.principal import Principal
 from orc.storage.ports import DocumentCollection, StoredItem
 from orc.storage.queues import JobQueue, ReceivedJob, decode_job
@@ -77,10 +77,6 @@ class JobWorker:
         self._max_deliveries = max_deliveries
         self.observer = observer
         self.outcomes: Counter[str] = Counter()
-
-    async def dispatch(self, job: ProcessingJob) -> None:
-        """Enqueue ``job`` (the document processor's hand-off in queue mode)."""
-        await self.documents_queue.enqueue(processing_message(job))
 
     async def handle_message(self, kind: JobKind, text: bytes | str, dequeue_count: int) -> str:
         """:meth:`handle` for a raw queue message (the queue-triggered functions); malformed ones are dropped."""

@@ -126,16 +126,6 @@ class DocumentChatService:
         self._retriever = retriever if retriever is not None else Retriever(MemorySearchEngine())
         self._summaries = summaries
 
-    @property
-    def max_documents(self) -> int:
-        """How many document names one call may carry."""
-        return self._max_documents
-
-    @property
-    def max_question_chars(self) -> int:
-        """The longest question accepted, in characters."""
-        return self._max_question_chars
-
     async def answer(
         self,
         principal: Principal,
