@@ -34,7 +34,11 @@ STORED_AS = "f16"
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
 """usearch's defaults are 16 and 128; 64 builds a graph about twice as fast with no loss measured at these sizes."""
-EXPANSION_SEARCH = 128
+EXPANSION_SEARCH = 256
+"""Candidates a graph search keeps. With 128, a query near one of 200,000 random 384-d vectors found that vector
+in the top 10 for about 3 queries in 4 (97 in 100 at 50,000); 256 finds it for about 9 in 10 at a fifth more
+time a query (``bench/README.md``, ``search_scale``). Real embeddings cluster, which helps a graph: random vectors
+are its worst case."""
 
 
 def key(entry: int, ordinal: int) -> int:
