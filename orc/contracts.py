@@ -95,7 +95,12 @@ class RetrievalLegs(BaseModel):
     legs: list[RetrievalLeg] = Field(
         description="The legs whose rankings were used: lexical, and vector with embeddings."
     )
-    fusion: Literal["rrf"] | None = Field(default=None, description="How two rankings were fused.")
+    fusion: Literal["rrf", "engine"] | None = Field(
+        default=None,
+        description="How the two legs were fused: rrf, by orc's retriever (a lexical and a vector request); engine, "
+        "by the search engine's own hybrid query (one request: Azure AI Search's RRF, then its semantic ranker when "
+        "ORC_SEARCH_SEMANTIC is on).",
+    )
     embeddings: str | None = Field(default=None, description="The embedding model of the vector leg.")
     lexical_only: list[str] = Field(
         default_factory=list,

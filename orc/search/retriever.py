@@ -20,7 +20,11 @@ its catalog record holds current, with the name its SourceRefs use); it gets ran
 3. **Vector leg** (:mod:`orc.search.vector_leg`), with embeddings: the query's vector (one request per
    retrieval, started by the caller before it reads anything, :meth:`Retriever.embed_query`) against the span
    vectors, fused with the lexical ranking by reciprocal rank fusion. A failed or slow embedding leaves the
-   lexical ranking alone, said in ``metadata.retrieval``; a turn never fails for its vector leg.
+   lexical ranking alone, said in ``metadata.retrieval``; a turn never fails for its vector leg. An engine that
+   ranks hybrid queries itself (:attr:`~orc.search.port.SearchEngine.native_hybrid`: Azure AI Search, with its
+   semantic ranker) is sent the lexical leg's weighted terms, the question and the vector in one hybrid request
+   instead, and its ranking is the answer (``fusion`` ``engine``); the retriever's feedback, sentence re-rank and
+   second round are then the engine's ranker's job.
 
 Text that is not stored (a blob ``document_chat`` extracted on the fly) is ranked the same way by an in-memory
 engine for the call.
@@ -33,7 +37,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from orc.contracts import RetrievalLegs
@@ -44,7 +48,7 @@ from orc.search.memory import MemorySearchEngine
 from orc.search.port import IndexedEntry, ScopeFields, SearchEngine, index_version
 from orc.search.targets import RankedSpan, Retrieval, Target, fused_spans
 from orc.search.text_store import DocumentText, TextStore
-from orc.search.vector_leg import vector_ranking
+from orc.search.vector_leg import hybrid_ranking, query_vector_of, vector_ranking
 
 if TYPE_CHECKING:  # numpy and the embedding clients load only where vectors are made
     from orc.search.vectors import Matrix, SpanVectors
@@ -190,7 +194,10 @@ class Retriever:
         pool = max(depth, RERANK_DEPTH)
         rankings: list[list[RankedSpan]] = []
         rounds = 1
-        if stored:
+        native, vector_error = await self._engine_hybrid(organization, stored, entries, prepared, query_vector, pool)
+        if native is not None:
+            rankings.append(native)
+        elif stored:
             ranked, rounds = await lexical_ranking(self._engine, organization, stored, query, pool, prepared)
             rankings.append(ranked)
         if transient:
@@ -213,14 +220,20 @@ class Retriever:
                 self._schedule_vectors(target)
             waiting = [target.name for target in [*without, *transient]]
             names = [target.name for target in [*stored, *transient]]
-            vector_hits, error = await vector_ranking(self._engine, organization, stored, query_vector, depth, model)
-            if error is not None or (not vector_hits and len(waiting) == len(names)):
+            if native is None and vector_error is None:
+                vector_hits, vector_error = await vector_ranking(
+                    self._engine, organization, stored, query_vector, depth, model
+                )
+            if native is None and (vector_error is not None or (not vector_hits and len(waiting) == len(names))):
                 legs = RetrievalLegs(
-                    legs=["lexical"], embeddings=self._vectors.label, lexical_only=waiting, vector_error=error
+                    legs=["lexical"], embeddings=self._vectors.label, lexical_only=waiting, vector_error=vector_error
                 )
             else:
                 legs = RetrievalLegs(
-                    legs=["lexical", "vector"], fusion="rrf", embeddings=self._vectors.label, lexical_only=waiting
+                    legs=["lexical", "vector"],
+                    fusion="rrf" if native is None else "engine",
+                    embeddings=self._vectors.label,
+                    lexical_only=waiting,
                 )
         elif query_vector is not None:
             query_vector.cancel()
@@ -229,6 +242,31 @@ class Retriever:
         if not spans and first_spans:
             spans = await self._first_spans(organization, [*stored, *transient], limit)
         return Retrieval(spans=spans, legs=legs, rounds=rounds, indexing=indexing, unreadable=unreadable)
+
+    async def _engine_hybrid(
+        self,
+        organization: str,
+        stored: Sequence[Target],
+        entries: Mapping[str, IndexedEntry],
+        prepared: PreparedQuery | None,
+        query_vector: asyncio.Task[Matrix] | None,
+        pool: int,
+    ) -> tuple[list[RankedSpan] | None, str | None]:
+        """The engine's own hybrid ranking of ``stored`` — one request with the terms, the question and the vector —
+        and why there is no query vector when it failed. None when the engine does not rank hybrid queries itself,
+        there are no embeddings or no vector, or a target's vectors are another model's (the engine's one filter
+        would drop its spans from both legs): the retriever then ranks the legs apart and fuses them."""
+        if query_vector is None or not stored or self._vectors is None or not self._engine.native_hybrid:
+            return None, None
+        model = self._vectors.store_key
+        for target in stored:
+            entry = entries.get(target.document_id)
+            if entry is not None and entry.vector_model not in (None, model):
+                return None, None
+        vector, error = await query_vector_of(query_vector)
+        if vector is None:
+            return None, error
+        return await hybrid_ranking(self._engine, organization, stored, prepared, vector, pool, model), None
 
     async def spans(self, target: Target, ordinals: Sequence[int]) -> list[RankedSpan]:
         """The spans of ``target`` at ``ordinals`` (a hit's neighbours), in order; score 0."""
