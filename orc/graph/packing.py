@@ -9,12 +9,20 @@ the most words with the question, at most :data:`EXCERPT_CHARS` characters, cut 
 the token budget is full. An excerpt keeps its span's ref, page and section: a citation of it points at the span,
 and its quote is the span's own words.
 
+An excerpt is cut around the question's words that few of the ranked sources hold (an idf over them): a word
+every candidate repeats says little about where in a span the answer is. When the retrieval matched fewer spans
+than the request may hold, the ranking ends with the neighbours of its hits (``fill`` of
+:meth:`orc.search.retriever.Retriever.retrieve`), so budget the ranking leaves unused goes to the passages around
+the best ones.
+
 Measured alternatives that did not help at the same budget: shorter spans for every rank (the ranking itself got
-worse), and the neighbours of the best hits (answers ranked low were rarely next to a strong hit).
+worse), and the neighbours of the best hits in place of lower-ranked spans (answers ranked low were rarely next to
+a strong hit).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -49,8 +57,8 @@ def pack_sources(
     whole = [*head, *tail]
     if sum(counter.count(source.text) + MESSAGE_OVERHEAD_TOKENS for source in whole) > budget:
         # Only when the whole ranking does not fit are the lower ranks cut to their excerpts.
-        terms = set(tokenize(question))
-        whole = [*head, *(_excerpt(source, terms, EXCERPT_CHARS) for source in tail)]
+        weights = _weights(set(tokenize(question)), whole)
+        whole = [*head, *(_excerpt(source, weights, EXCERPT_CHARS) for source in tail)]
     return within_budget(whole, [source.text for source in whole], counter, budget=budget)
 
 
@@ -64,20 +72,28 @@ def _unique(sources: Sequence[SourceSpan]) -> list[SourceSpan]:
     return kept
 
 
-def _excerpt(source: SourceSpan, terms: set[str], limit: int) -> SourceSpan:
-    """``source`` cut to the run of its sentences around the one that holds the most of ``terms`` (with half
-    credit for a word in the next sentence), at most ``limit`` characters; unchanged when it is that short."""
+def _weights(terms: set[str], sources: Sequence[SourceSpan]) -> dict[str, float]:
+    """An idf of each of ``terms`` over ``sources``: a word every candidate holds tells the excerpt little."""
+    held = [set(tokenize(source.text)) for source in sources]
+    total = len(held)
+    return {term: math.log(1.0 + total / (1 + sum(term in words for words in held))) for term in terms}
+
+
+def _excerpt(source: SourceSpan, weights: dict[str, float], limit: int) -> SourceSpan:
+    """``source`` cut to the run of its sentences around the one that holds the most of the question's words, by
+    ``weights`` (with half credit for a word in the next sentence), at most ``limit`` characters; unchanged when
+    it is that short."""
     text = source.text
     if len(text) <= limit:
         return source
     pieces = _sentences(text)
     if len(pieces) < 2:
         return source
-    found = [set(tokenize(text[start:end])) & terms for start, end in pieces]
+    found = [set(tokenize(text[start:end])) & weights.keys() for start, end in pieces]
 
     def weight(index: int) -> tuple[float, int]:
         following = found[index + 1] - found[index] if index + 1 < len(pieces) else set()
-        return len(found[index]) + 0.5 * len(following), -index
+        return sum(weights[term] for term in found[index]) + 0.5 * sum(weights[term] for term in following), -index
 
     best = max(range(len(pieces)), key=weight)
     first = last = best

@@ -64,6 +64,8 @@ INLINE_INDEXING = 8
 """Documents a retrieval indexes itself before it searches; more are indexed in the background."""
 UNSTORED_DOCUMENTS = 200
 """Unstored texts (blobs document_chat extracted itself) a retriever keeps tokenized between questions."""
+NEIGHBOUR_REACH = 2
+"""How far from a hit (in spans) a retrieval that fills up to its limit reaches for neighbours."""
 RETRY_AFTER_SECONDS = 60.0
 """How long a document whose background indexing or embedding failed waits before a search tries it again."""
 
@@ -149,16 +151,18 @@ class Retriever:
         *,
         limit: int,
         query_vector: asyncio.Task[Matrix] | None = None,
-        first_spans: bool = False,
+        fill: bool = False,
     ) -> Retrieval:
         """The ``limit`` best spans of ``targets`` for ``query`` (all of ``organization``).
 
-        ``query_vector`` is :meth:`embed_query`'s task (cancelled here if the retrieval fails). ``first_spans``:
-        when nothing matches, return the first spans of each document in turn, so a model can still say it did
-        not find the answer (document_chat does).
+        ``query_vector`` is :meth:`embed_query`'s task (cancelled here if the retrieval fails). ``fill``: when
+        fewer than ``limit`` spans match, add the neighbours of the hits (a passage that answers often sits next
+        to the one that names its subject, in words the question does not use), and when nothing matches, return
+        the first spans of each document in turn, so a model can still say it did not find the answer
+        (document_chat does).
         """
         try:
-            return await self._retrieve(query, organization, targets, limit, query_vector, first_spans)
+            return await self._retrieve(query, organization, targets, limit, query_vector, fill)
         except BaseException:
             if query_vector is not None:
                 query_vector.cancel()
@@ -171,7 +175,7 @@ class Retriever:
         targets: Sequence[Target],
         limit: int,
         query_vector: asyncio.Task[Matrix] | None,
-        first_spans: bool,
+        fill: bool,
     ) -> Retrieval:
         if limit < 1:
             raise ValueError("limit must be positive")
@@ -239,8 +243,8 @@ class Retriever:
             query_vector.cancel()
 
         spans = fused_spans([lexical, vector_hits], limit) if vector_hits else lexical[:limit]
-        if not spans and first_spans:
-            spans = await self._first_spans(organization, [*stored, *transient], limit)
+        if fill and len(spans) < limit:
+            spans = await self._filled(organization, [*stored, *transient], spans, limit)
         return Retrieval(spans=spans, legs=legs, rounds=rounds, indexing=indexing, unreadable=unreadable)
 
     async def _engine_hybrid(
@@ -413,6 +417,31 @@ class Retriever:
             task.cancel()
         with contextlib.suppress(Exception):
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _filled(
+        self, organization: str, targets: Sequence[Target], spans: list[RankedSpan], limit: int
+    ) -> list[RankedSpan]:
+        """``spans`` and, up to ``limit``, the neighbours of its hits (nearest first, the best hit's first); the
+        first spans of each document when nothing matched."""
+        if not spans:
+            return await self._first_spans(organization, targets, limit)
+        taken = {(ranked.target.document_id, ranked.span.ordinal) for ranked in spans}
+        wanted: list[tuple[Target, int]] = []
+        for ranked in spans:
+            for distance in range(1, NEIGHBOUR_REACH + 1):
+                for ordinal in (ranked.span.ordinal + distance, ranked.span.ordinal - distance):
+                    key = (ranked.target.document_id, ordinal)
+                    if ordinal >= 0 and key not in taken:
+                        taken.add(key)
+                        wanted.append((ranked.target, ordinal))
+        by_target: dict[str, list[int]] = {}
+        for target, ordinal in wanted:
+            by_target.setdefault(target.document_id, []).append(ordinal)
+        owners = {target.document_id: target for target, _ in wanted}
+        found = await asyncio.gather(*(self.spans(owners[key], ordinals) for key, ordinals in by_target.items()))
+        present = {(ranked.target.document_id, ranked.span.ordinal): ranked for group in found for ranked in group}
+        neighbours = [present[key] for target, ordinal in wanted if (key := (target.document_id, ordinal)) in present]
+        return [*spans, *neighbours][:limit]
 
     async def _first_spans(self, organization: str, targets: Sequence[Target], limit: int) -> list[RankedSpan]:
         """The first spans of each document, in turn (round robin)."""

@@ -45,6 +45,19 @@ def test_past_the_best_passages_a_ranking_that_does_not_fit_is_sent_as_excerpts_
     assert len(sent) > len(whole_only)  # more, shorter passages in the same budget
 
 
+def test_an_excerpt_is_cut_around_the_question_words_few_other_sources_hold() -> None:
+    common = "The quarterly report lists the figures. " * 12
+    answer = "Any fee is reimbursed within thirty days."
+    ranked = [span(n, common + f"Item {n}.") for n in range(1, 30)]
+    ranked[10] = span(11, "Quarterly report figures were filed. " + "Nothing else happened that week. " * 15 + answer)
+
+    sent = pack_sources(ranked, "Is a quarterly report fee reimbursed?", COUNTER, budget=3_000)
+
+    excerpt = next(source for source in sent if source.ref == "policy.pdf::S11")
+    # "quarterly" and "report" are in every source; "fee" and "reimbursed" only in this one.
+    assert answer in excerpt.text and len(excerpt.text) <= EXCERPT_CHARS
+
+
 def test_the_spans_the_previous_answer_cited_follow_the_best_passages_whole_and_once() -> None:
     ranked = [span(n, FILLER + f"Item {n}.") for n in range(1, 30)]
     cited = span(40, FILLER + "The previous answer's evidence.", document="notes.md")

@@ -91,10 +91,26 @@ async def test_nothing_matching_returns_the_first_spans_of_each_document_in_turn
     targets = [target(first, "a.txt"), target(second, "b.txt")]
 
     silent = await retriever.retrieve("zebra crossing", ORGANIZATION, targets, limit=3)
-    shown = await retriever.retrieve("zebra crossing", ORGANIZATION, targets, limit=3, first_spans=True)
+    shown = await retriever.retrieve("zebra crossing", ORGANIZATION, targets, limit=3, fill=True)
 
     assert silent.spans == []
     assert [found.ref for found in shown.spans] == ["a.txt::S1", "b.txt::S1", "a.txt::S2"]
+
+
+async def test_a_retrieval_matching_fewer_spans_than_asked_is_filled_with_its_hits_neighbours_when_asked() -> None:
+    passages = [f"Paragraph {n} of the handbook. " + "Nothing here about animals or roads. " * 15 for n in range(7)]
+    passages[3] += "Pedestrians cross at the zebra crossing."
+    retriever = Retriever(MemorySearchEngine())
+    targets = [target(text_of(*passages), "handbook.txt")]
+
+    alone = await retriever.retrieve("zebra", ORGANIZATION, targets, limit=5)
+    filled = await retriever.retrieve("zebra", ORGANIZATION, targets, limit=5, fill=True)
+
+    assert [found.ref for found in alone.spans] == ["handbook.txt::S4"]
+    # The nearest first, after the hit and before it: the passage that holds an answer often neighbours the one
+    # that names its subject.
+    assert [found.ref for found in filled.spans] == [f"handbook.txt::S{n}" for n in (4, 5, 3, 6, 2)]
+    assert filled.spans[0].score > 0 and all(found.score == 0 for found in filled.spans[1:])
 
 
 async def test_a_lower_weight_moves_a_document_down_at_equal_relevance() -> None:

@@ -377,7 +377,7 @@ class DocumentChatService:
             [file.target for file in files],
             limit=depth,
             query_vector=query_vector,
-            first_spans=True,
+            fill=True,
         )
         missing = {target.document_id for target in (*found.unreadable, *found.indexing)}
         if missing:
@@ -388,7 +388,7 @@ class DocumentChatService:
                 principal.organization,
                 [file.target for file in files],
                 limit=depth,
-                first_spans=True,
+                fill=True,
             )
         catalog_ids = {file.target.document_id: file.document_id for file in files}
         sources = [
