@@ -30,11 +30,15 @@ from orc.contracts import SourceSpan
 from orc.models.budget import MESSAGE_OVERHEAD_TOKENS, within_budget
 from orc.models.tokens import TokenCounter
 from orc.text import tokenize
+from orc.text.lexical import split_context
 
 WHOLE_PASSAGES = 6
 """The best-ranked sources sent whole; later ones are sent as excerpts."""
 EXCERPT_CHARS = 450
 """The longest excerpt of a lower-ranked source, in characters (about 110 tokens)."""
+CONTEXT_SHARE = 0.5
+"""Weight of a follow-up's ``(context: …)`` word in choosing an excerpt, against the question's own words: the
+context says what the conversation is about, the question what the reader wants from it."""
 
 # Sentence ends (as orc.text.sentences splits them), paragraph breaks and list items, as offsets into the text.
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])|\n[ \t]*\n\s*|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
@@ -57,7 +61,7 @@ def pack_sources(
     whole = [*head, *tail]
     if sum(counter.count(source.text) + MESSAGE_OVERHEAD_TOKENS for source in whole) > budget:
         # Only when the whole ranking does not fit are the lower ranks cut to their excerpts.
-        weights = _weights(set(tokenize(question)), whole)
+        weights = _weights(question, whole)
         whole = [*head, *(_excerpt(source, weights, EXCERPT_CHARS) for source in tail)]
     return within_budget(whole, [source.text for source in whole], counter, budget=budget)
 
@@ -72,11 +76,17 @@ def _unique(sources: Sequence[SourceSpan]) -> list[SourceSpan]:
     return kept
 
 
-def _weights(terms: set[str], sources: Sequence[SourceSpan]) -> dict[str, float]:
-    """An idf of each of ``terms`` over ``sources``: a word every candidate holds tells the excerpt little."""
+def _weights(question: str, sources: Sequence[SourceSpan]) -> dict[str, float]:
+    """The words of ``question`` with an idf over ``sources`` (a word every candidate holds tells the excerpt
+    little); a follow-up's ``(context: …)`` words at :data:`CONTEXT_SHARE` of theirs."""
+    asked, context = split_context(question)
+    shares = {term: CONTEXT_SHARE for term in tokenize(" ".join(context))} | {term: 1.0 for term in tokenize(asked)}
     held = [set(tokenize(source.text)) for source in sources]
     total = len(held)
-    return {term: math.log(1.0 + total / (1 + sum(term in words for words in held))) for term in terms}
+    return {
+        term: share * math.log(1.0 + total / (1 + sum(term in words for words in held)))
+        for term, share in shares.items()
+    }
 
 
 def _excerpt(source: SourceSpan, weights: dict[str, float], limit: int) -> SourceSpan:

@@ -49,8 +49,9 @@ def refers_back(message: str) -> bool:
 
 
 def needs_context(message: str) -> bool:
-    """Whether ``message`` refers back to the conversation (pronouns, "what about", very short)."""
-    return bool(_REFERENCE.search(message)) or len(words_of(message)) <= SHORT_MESSAGE_WORDS
+    """Whether ``message`` refers back to the conversation (pronouns, "what about", a message that continues
+    with "and…", very short)."""
+    return refers_back(message) or len(words_of(message)) <= SHORT_MESSAGE_WORDS
 
 
 def rewrite_follow_up(message: str, history: list[tuple[str, str]]) -> str:

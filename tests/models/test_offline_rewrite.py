@@ -56,6 +56,13 @@ def test_pronouns_and_very_short_messages_count_as_follow_ups(follow_up: str) ->
     assert split_context(rewritten)[1] != []
 
 
+@pytest.mark.parametrize(
+    "follow_up", ["And how do I get rid of one much earlier?", "But what happens with the deposit then?"]
+)
+def test_a_longer_message_that_continues_the_exchange_counts_as_a_follow_up(follow_up: str) -> None:
+    assert split_context(rewrite(follow_up, *PREVIOUS))[1] == ["notice", "period", "lease", "days"]
+
+
 def test_a_standalone_question_is_returned_unchanged() -> None:
     question = "How many days of annual leave do full-time employees get?"
 
