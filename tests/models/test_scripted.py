@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -81,15 +80,19 @@ async def test_tool_calls_stream_as_a_single_chunk() -> None:
 
 
 async def test_latency_is_awaited_so_concurrent_requests_overlap() -> None:
-    model = ScriptedChatModel(["a", "b", "c", "d"], latency=0.5)
+    model = ScriptedChatModel(["a", "b", "c", "d"], latency=60)
 
-    started = time.perf_counter()
-    await asyncio.gather(*(model.ainvoke("hi") for _ in range(4)))
-    elapsed = time.perf_counter() - started
-
-    # Four sequential round trips would take at least 2 s; overlapping ones take one latency, plus a full second
-    # a busy machine may keep the process waiting.
-    assert 0.5 <= elapsed < 1.5
+    asked = [asyncio.create_task(model.ainvoke("hi")) for _ in range(4)]
+    try:
+        async with asyncio.timeout(60):
+            while model.calls < 4:  # noqa: ASYNC110 - the model records requests; it has no event to wait on
+                await asyncio.sleep(0)
+        # All four requests are in their latency at once: a blocking wait would have finished the first ones first.
+        assert not any(task.done() for task in asked)
+    finally:
+        for task in asked:
+            task.cancel()
+        await asyncio.gather(*asked, return_exceptions=True)
 
 
 async def test_a_function_model_answers_from_the_messages_and_offered_tools() -> None:
