@@ -16,7 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 
 from mcp_server.tools import split_tool_error
 from orc.admission import Admitted, Gate, Limits, Operation
@@ -35,6 +34,7 @@ from orc.storage.memory import MemoryCollectionProvider
 from orc.tool_contract import DOCUMENT_CHAT
 from orc.turns import ContextRequired, TurnRequest, TurnResult
 from tests.functions_requests import read, worker_request
+from tests.support import lifespan
 
 # With ORC_AUTH=none every path (HTTP, MCP in process, the CLI) acts for the local principal.
 WHO = LOCAL_PRINCIPAL
@@ -136,7 +136,7 @@ async def environment(tmp_path: Path) -> AsyncIterator[Env]:
     )
     policy = RecordingPolicy(quotas)
     app = create_app(settings, admission=policy)
-    async with LifespanManager(app) as manager:
+    async with lifespan(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as http:
             services = services_of(app)

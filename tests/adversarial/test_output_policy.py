@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -25,6 +24,7 @@ from tests.adversarial.hostile import CORPUS, survivors
 from tests.http.conftest import open_client, upload
 from tests.mcp_server.helpers import connect
 from tests.models.openai_endpoint import OpenAIEndpoint, Reply, serve
+from tests.support import lifespan
 
 HOSTILE = "The rent is 900 euros. " + " ".join(CORPUS[:4])
 
@@ -190,7 +190,7 @@ async def test_a_hostile_answer_is_cleaned_in_the_stream_the_result_the_history_
 
 async def test_an_mcp_client_gets_no_hostile_markup_from_a_documents_text() -> None:
     app = create_app(Settings())
-    async with LifespanManager(app) as manager:
+    async with lifespan(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as http:
             assert (await upload(http, "c1", ("lease.txt", HOSTILE.encode()))).status_code == 201

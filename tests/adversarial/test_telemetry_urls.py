@@ -4,7 +4,6 @@ real ASGI instrumentation the Azure Monitor distro installs."""
 from __future__ import annotations
 
 import httpx
-from asgi_lifespan import LifespanManager
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -13,6 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from orc.http import create_app
 from orc.settings import Settings
 from orc.telemetry_urls import ScrubUrls, scrub_url
+from tests.support import lifespan
 
 SECRETS = ("conv-secret-42", "doc-secret-7", "quarterly report.txt", "quarterly%20report.txt", "quarterly+report")
 
@@ -23,7 +23,7 @@ async def test_request_spans_show_route_words_and_hashes_instead_of_ids_and_file
     provider.add_span_processor(ScrubUrls())
     provider.add_span_processor(SimpleSpanProcessor(exported))
     app = create_app(Settings())
-    async with LifespanManager(app) as manager:
+    async with lifespan(app) as manager:
         traced = OpenTelemetryMiddleware(manager.app, tracer_provider=provider)
         transport = httpx.ASGITransport(app=traced)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
