@@ -201,10 +201,10 @@ async def test_the_worker_takes_the_deliveries_it_holds_in_turn_by_organization(
         stop.set()
         await running
 
-    # One at a time, from a queue in the order a0 a1 a2 g: globex's document goes within the first two, not last
-    # (whether it is first or second depends on how many deliveries the first receive returned), and acme's keep
-    # their queue order.
-    assert order.index("g") <= 1
+    # One at a time, from a queue in the order a0 a1 a2 g: globex's document goes before acme's last, not after all
+    # of them (how much earlier depends on how many deliveries each receive returned, which a busy machine changes:
+    # held together with a2 it goes first), and acme's keep their queue order.
+    assert order.index("g") < order.index("a2")
     assert [name for name in order if name != "g"] == ["a0", "a1", "a2"]
 
 
