@@ -4,7 +4,8 @@ Chromium, in turn. The server runs with ``ORC_MAX_UPLOAD_BYTES`` below 20 MiB, s
 
 Target: every upload within ``ORC_MAX_UPLOAD_BYTES`` accepted (201), every one over it refused with 413 and the code
 ``payload_too_large`` — never a reset, a 431, a 5xx or a timeout. Each accepted file is removed again, so ORC_HOME
-stays small. The page's uploads are read from the browser's own network response.
+stays small. The page's uploads are read from the browser's own network response; a file over the limit the page
+refuses itself, before sending a byte (it reads the limit from ``/api/ui-config``), and the bench reads that refusal.
 
     python -m bench.uploads [--count 1000] [--limit-mib 16] [--http httptools|h11] [--page-every 10]
 
@@ -51,6 +52,9 @@ class Outcome:
 
     @property
     def as_expected(self) -> bool:
+        if self.over_limit and self.client == "page":
+            # The page knows the limit (/api/ui-config) and refuses the file itself, saying why, without sending it.
+            return self.status is None and self.code == "payload_too_large" and self.error is None
         if self.over_limit:
             return self.status == 413 and self.code == "payload_too_large"
         return self.status == 201
@@ -99,9 +103,33 @@ class PageUploader:
             self._page.set_input_files("#file-input", str(path))
         response = waited.value
         answer = response.status, response.body(), response.url
+        self._fresh()
+        return answer
+
+    def refusal(self, path: Path) -> str:
+        """The reason the page gives, without sending anything, for a file over the limit it knows."""
+        sent: list[str] = []
+
+        def posted(request: Any) -> None:
+            if request.method == "POST":
+                sent.append(request.url)
+
+        self._page.on("request", posted)
+        try:
+            self._page.set_input_files("#file-input", str(path))
+            row = self._page.wait_for_selector(f'li.status-refused[data-filename="{path.name}"]', timeout=60_000)
+            assert row is not None
+            reason = row.inner_text()
+        finally:
+            self._page.remove_listener("request", posted)
+        if sent:
+            raise RuntimeError(f"the page sent {sent} for a file it refused")
+        self._fresh()
+        return reason
+
+    def _fresh(self) -> None:
         self._page.goto("/")
         self._page.wait_for_selector("body[data-ready=true]", timeout=120_000)
-        return answer
 
     def close(self) -> None:
         self._browser.close()
@@ -128,7 +156,11 @@ def run(count: int, limit: int, http: str, page_every: int, folder: Path) -> lis
                 error = None
                 url = f"{base_url}/api/sessions/{session}/context/files"
                 try:
-                    if name == "page":
+                    if name == "page" and size > limit:
+                        assert page is not None
+                        reason = page.refusal(path)
+                        body = json.dumps({"code": "payload_too_large" if "limit" in reason else reason}).encode()
+                    elif name == "page":
                         assert page is not None
                         status, body, url = page.upload(path)
                     else:
