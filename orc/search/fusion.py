@@ -12,6 +12,7 @@ from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
 from orc.contracts import RetrievalLegs
+from orc.search.port import SpanHit
 
 K = TypeVar("K", bound=Hashable)
 
@@ -32,3 +33,13 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], limit: int, k: int =
             first_seen.setdefault(item, (leg, rank))
     ordered = sorted(scores, key=lambda item: (-scores[item], first_seen[item]))
     return [(item, round(scores[item], 6)) for item in ordered[:limit]]
+
+
+def fused_hits(lexical: Sequence[SpanHit], vector: Sequence[SpanHit], limit: int) -> list[SpanHit]:
+    """The ``limit`` best spans of a hybrid query's two legs by RRF, each with its fused score as its score."""
+    by_key = {(hit.document_id, hit.span.ordinal): hit for hit in (*vector, *lexical)}
+    fused = reciprocal_rank_fusion(
+        [[(hit.document_id, hit.span.ordinal) for hit in leg] for leg in (lexical, vector)],
+        limit,
+    )
+    return [SpanHit(by_key[key].document_id, by_key[key].version, by_key[key].span, value) for key, value in fused]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orc.search.fusion import reciprocal_rank_fusion
+from orc.search.fusion import fused_hits
 from orc.search.port import (
     IndexedDocument,
     IndexedEntry,
@@ -103,15 +103,7 @@ class MemorySearchEngine:
             return lexical[: request.limit]
         if request.mode == "vector":
             return vector[: request.limit]
-        by_key = {(hit.document_id, hit.span.ordinal): hit for hit in (*vector, *lexical)}
-        fused = reciprocal_rank_fusion(
-            [
-                [(hit.document_id, hit.span.ordinal) for hit in lexical],
-                [(hit.document_id, hit.span.ordinal) for hit in vector],
-            ],
-            request.limit,
-        )
-        return [SpanHit(by_key[key].document_id, by_key[key].version, by_key[key].span, value) for key, value in fused]
+        return fused_hits(lexical, vector, request.limit)
 
     def _lexical(self, request: SearchRequest, entries: Sequence[_Entry]) -> list[SpanHit]:
         terms = [term for term, weight in request.terms.items() if weight > 0]

@@ -13,7 +13,7 @@ from orc.search.embedded.layout import layout_root
 from orc.search.embedded.lexical import LexicalIndexes
 from orc.search.embedded.upkeep import FOLD_SPANS, MAX_SEGMENT_SPANS, MERGE_FACTOR, SegmentUpkeep
 from orc.search.embedded.vectors import EXACT_SPANS, VECTOR_CACHE_BYTES, VectorSearch
-from orc.search.fusion import reciprocal_rank_fusion
+from orc.search.fusion import fused_hits
 from orc.search.port import (
     IndexedDocument,
     IndexedEntry,
@@ -147,15 +147,7 @@ class EmbeddedSearchEngine:
             return lexical
         if request.mode == "vector":
             return vector
-        by_key = {(hit.document_id, hit.span.ordinal): hit for hit in (*vector, *lexical)}
-        fused = reciprocal_rank_fusion(
-            [
-                [(hit.document_id, hit.span.ordinal) for hit in lexical],
-                [(hit.document_id, hit.span.ordinal) for hit in vector],
-            ],
-            request.limit,
-        )
-        return [SpanHit(by_key[key].document_id, by_key[key].version, by_key[key].span, value) for key, value in fused]
+        return fused_hits(lexical, vector, request.limit)
 
     def _lexical_search(self, request: SearchRequest) -> list[SpanHit]:
         organization = request.filter.organization
