@@ -143,8 +143,25 @@ class SqliteCollectionProvider:
             return conn
         async with self._open_lock:
             if self._conn is None:
-                self._conn = await _guard(self._open())
+                self._conn = await _guard(self._open_whole())
             return self._conn
+
+    async def _open_whole(self) -> aiosqlite.Connection:
+        """:meth:`_open`, finished even when the caller is cancelled; a cancelled caller's connection is closed.
+
+        Opening is a series of calls in aiosqlite's thread that run to their end whatever happens to the task
+        that queued them. Cancelled halfway (a background sweep stopped at shutdown), aiosqlite would stop the
+        thread without waiting, and the thread would then report to an event loop that may have closed: an
+        error in a thread nobody joins. Waiting out the open and closing what it made ends the thread while the
+        loop still runs.
+        """
+        opening = asyncio.ensure_future(self._open())
+        try:
+            return await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):  # its failure was the cancelled caller's, and it is gone
+                await (await opening).close()
+            raise
 
     async def _open(self) -> aiosqlite.Connection:
         await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)

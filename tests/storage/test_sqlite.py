@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -259,3 +260,35 @@ async def test_a_migration_cancelled_while_it_commits_ends_cancelled_and_the_fil
         assert await provider.applied_migrations() == [name for name, _ in MIGRATIONS]
     finally:
         await provider.aclose()
+
+
+async def test_a_first_call_cancelled_while_the_file_opens_finishes_the_open_and_closes_it_before_it_returns(
+    tmp_path: Path,
+) -> None:
+    # A background sweep's first query opens the file, and shutdown may cancel it at any point of the open. What
+    # the open queued runs on in aiosqlite's thread regardless; if the cancellation returned first, the loop could
+    # close before that thread reports back, and the thread would fail in nobody's sight.
+    path = tmp_path / "orc.sqlite3"
+    provider = SqliteCollectionProvider(path)
+    threads_before = connection_threads()
+    first_call = asyncio.create_task(provider.applied_migrations())
+    await asyncio.sleep(0)  # one step of the loop: the call has begun to open the file
+    first_call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first_call
+
+    with sqlite3.connect(path) as db:
+        applied = [row[0] for row in db.execute("SELECT name FROM migrations ORDER BY name")]
+    assert applied == [name for name, _ in MIGRATIONS]
+    for thread in connection_threads() - threads_before:
+        thread.join(timeout=30)  # a bound, not a wait: the connection was closed before the cancellation returned
+        assert not thread.is_alive()
+    try:
+        assert await provider.applied_migrations() == applied
+    finally:
+        await provider.aclose()
+
+
+def connection_threads() -> set[threading.Thread]:
+    """aiosqlite's connection threads (one per open connection; Python names a thread after its target)."""
+    return {thread for thread in threading.enumerate() if "_connection_worker_thread" in thread.name}
