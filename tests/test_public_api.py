@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import orc
 
@@ -43,5 +45,26 @@ def test_importing_the_shipped_test_doubles_loads_neither_pytest_nor_the_conform
         "print(','.join(loaded))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+    assert loaded == ""
+
+
+def test_a_server_started_on_the_offline_model_never_imports_the_openai_client(tmp_path: Path) -> None:
+    # The OpenAI client is about a second of CPU at start-up: a server whose model is offline has no use for it.
+    code = (
+        "import asyncio, sys\n"
+        "from asgi_lifespan import LifespanManager\n"
+        "from orc.http import create_app\n"
+        "async def start():\n"
+        "    async with LifespanManager(create_app(), startup_timeout=120):\n"
+        "        pass\n"
+        "asyncio.run(start())\n"
+        "print(','.join(m for m in ('openai', 'langchain_openai') if m in sys.modules))\n"
+    )
+    environment = {**os.environ, "ORC_HOME": str(tmp_path)}
+    environment.pop("ORC_MODEL", None)
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=environment
+    ).stdout.strip()
 
     assert loaded == ""

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import openai
+
+if TYPE_CHECKING:
+    import openai
 
 from orc.errors import (
     ContextTooLong,
@@ -46,13 +49,16 @@ def model_fault(exc: BaseException) -> OrcError | None:
     """The orc error for a model-provider failure, or ``None`` when ``exc`` is not one."""
     if isinstance(exc, OrcError):
         return None
-    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+    # Only a process that imported the OpenAI client can hold one of its errors; importing it here would cost
+    # every process on the offline model about a second of CPU at start-up.
+    client = sys.modules.get("openai")
+    if isinstance(exc, httpx.TimeoutException) or (client and isinstance(exc, client.APITimeoutError)):
         return ModelTimeout("the model did not answer in time; nothing was stored. Retry later.", retry_after=5)
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+    if isinstance(exc, httpx.TransportError) or (client and isinstance(exc, client.APIConnectionError)):
         return ModelUnavailable("the model could not be reached; nothing was stored", retry_after=_DEFAULT_RETRY_AFTER)
-    if isinstance(exc, openai.APIStatusError):
+    if client and isinstance(exc, client.APIStatusError):
         return _status_fault(exc)
-    if isinstance(exc, openai.APIResponseValidationError) or (
+    if (client and isinstance(exc, client.APIResponseValidationError)) or (
         isinstance(exc, json.JSONDecodeError) and _raised_by_the_provider_client(exc)
     ):
         log.warning("the model provider sent a response that is not valid JSON")
