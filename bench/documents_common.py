@@ -12,7 +12,7 @@ import json
 import random
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,9 @@ async def call_tool(session: ClientSession, name: str, arguments: dict[str, Any]
 
 
 def standalone(
-    description: str, run: Callable[[argparse.Namespace], Awaitable[BenchResult]], configure: Callable[..., None]
+    description: str,
+    run: Callable[[argparse.Namespace], Coroutine[Any, Any, BenchResult]],
+    configure: Callable[..., None],
 ) -> Callable[[Sequence[str] | None], int]:
     """A ``main(argv)`` that parses options, runs the benchmark, prints the table and checks, writes JSON."""
 

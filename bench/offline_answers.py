@@ -210,9 +210,9 @@ async def evaluate(home: Path, names: Sequence[str] = QUESTION_SETS) -> tuple[di
                 outcomes[name].append(outcome)
     plain = OfflineExtractiveModel()
     times = []
-    for prompt in model.prompts:
+    for messages in model.prompts:
         start = time.perf_counter()
-        plain.respond(prompt)
+        plain.respond(messages)
         times.append((time.perf_counter() - start) * 1000)
     return outcomes, times
 
