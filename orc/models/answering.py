@@ -5,7 +5,13 @@ The answer is the passage with the most, provided it exceeds the one calibrated 
 holds the names the question keeps verbatim (its anchors); otherwise the answer is :data:`NOT_FOUND` — an honest
 decline beats loosely related text, and the turn lists the closest passages as places to look
 (:mod:`orc.models.places`). A second sentence joins the first only when it is its neighbour in the same passage
-of the document and answers as well on its own: never a sentence from elsewhere.
+of the document and answers as well on its own, or when the first leans on it ("This can be useful…" quotes what
+"this" is): never a sentence from elsewhere.
+
+Two more checks make an answer one a reader can trust: the sentence-level ranking must agree with retrieval's span
+ranking (a sentence outside the best-ranked span answers only when it covers the whole question: words that also
+fit a sentence elsewhere are not enough), and a follow-up that continues a question about one document ("And with
+a capital E? (context: less)") is answered from that document only.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orc.models.declines import NOT_FOUND
-from orc.models.evidence import Question, evidence, holds_anchors, read_question, weights
+from orc.models.evidence import YES_NO_FACTOR, Question, evidence, holds_anchors, read_question, weights
 from orc.models.passages import Passage, Source, find_sources, parse_sources, passages
 from orc.models.questions import Expect, defines
 from orc.text import rank
@@ -50,11 +56,17 @@ NEGATED_WEIGHT = 0.15
 is, not whether: "What rights does the affirmer waive?" is answered by the sentence that waives them."""
 CONTEXT_WEIGHT = 0.1
 """Added, in proportion, for the words of the question a follow-up continues that the passage holds."""
+FULL_COVERAGE = 0.85
+"""The share of the most evidence a question allows (:data:`orc.models.evidence.YES_NO_FACTOR` for a yes/no
+question, else 1) that a sentence outside retrieval's best span needs to answer. On the tuning sets
+(``bench/README.md``) sentences answering from a lower-ranked span with less were wrong 8 times in 12."""
 
 
 YES_NO_EXPECTS = frozenset({Expect.YES_NO, Expect.PERMISSION})
 # A sentence that opens by denying: "No trademark…", "Neither…", "None of…".
 _DENIES = re.compile(r"^\W*(?:\(?[a-z0-9]{1,3}[.)]\s+)?(?:no|neither|none|nothing|nor)\b", re.IGNORECASE)
+# A sentence whose subject is the one before it: "This can be useful…", "It has the special property…".
+_LEANS_BACK = re.compile(r"^\W*(?:this|that|these|those|it|they|such)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +92,7 @@ def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str,
     found = [passage for source in sources for passage in passages(source)]
     ranked, strongest = candidates(read, found)
     answering = [candidate for candidate in ranked if candidate.evidence > MIN_EVIDENCE]
-    if not answering:
+    if not answering or not _agrees_with_retrieval(read, answering[0], sources):
         return NOT_FOUND, strongest
     best = answering[0]
     chosen = [best]
@@ -94,15 +106,54 @@ def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str,
             and abs(candidate.passage.position - best.passage.position) == 1
             and candidate.score >= best.score * EXTRA_SENTENCE_RATIO
         ][:1]
+        referent = _referent(best.passage, found)
+        if referent is not None and all(candidate.passage is not referent for candidate in chosen):
+            chosen.append(Candidate(referent, 0.0, 0.0))
     # Document order reads better than score order.
     chosen.sort(key=lambda candidate: candidate.passage.position)
     return " ".join(f"{c.passage.text} [{c.passage.source.ref}]" for c in chosen), strongest
 
 
+def _agrees_with_retrieval(question: Question, best: Candidate, sources: Sequence[Source]) -> bool:
+    """Whether ``best`` is in retrieval's best-ranked span, or covers the whole question (:data:`FULL_COVERAGE`)."""
+    if sources and best.passage.source == sources[0]:
+        return True
+    most = YES_NO_FACTOR if question.shape.expect in YES_NO_EXPECTS else 1.0
+    return best.evidence >= FULL_COVERAGE * most
+
+
+def _referent(passage: Passage, found: Sequence[Passage]) -> Passage | None:
+    """The sentence just before ``passage`` in its span when ``passage`` leans on it ("This can be useful…")."""
+    if not _LEANS_BACK.match(passage.text):
+        return None
+    return next(
+        (other for other in found if other.source == passage.source and other.position == passage.position - 1),
+        None,
+    )
+
+
+def _named_documents(question: Question, found: Sequence[Passage]) -> set[str]:
+    """The documents a follow-up's carried-over words name ("(context: less)" → ``less-manual.txt``), when the
+    question itself names none: its answer is in them. Empty when there is no such restriction."""
+    if not question.context_terms:
+        return set()
+    names = {passage.source.ref.rsplit("::", 1)[0]: passage.name for passage in found}
+    if any(name & question.shape.terms for name in names.values()):
+        return set()
+    # A word every file name has ("manual") names none of them.
+    shared = frozenset.intersection(*names.values()) if names else frozenset()
+    named = {document for document, name in names.items() if (name - shared) & question.context_terms}
+    return named if len(named) < len(names) else set()
+
+
 def candidates(question: Question, found: Sequence[Passage]) -> tuple[list[Candidate], float]:
-    """Every passage that holds the question's anchors, best first, and the strongest evidence of all."""
+    """Every passage that holds the question's anchors (and, for a follow-up about one document, is in it), best
+    first, and the strongest evidence of all."""
     if not question.shape.terms or not found:
         return [], 0.0
+    named = _named_documents(question, found)
+    if named:
+        found = [passage for passage in found if passage.source.ref.rsplit("::", 1)[0] in named]
     weighed = weights(question, found)
     result: list[tuple[float, int, Candidate]] = []
     strongest = 0.0

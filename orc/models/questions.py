@@ -49,8 +49,10 @@ class QuestionShape:
 
 # "How much", "how many", "how long": the second word asks for a quantity; the text will not contain it.
 _HOW_QUANTITY = re.compile(r"\bhow\s+(much|many|long|often|old|far|soon|big|large|high|low|heavy)\b", re.I)
+# "What's the cap on…", "What is the maximum…": a limit is a quantity too; a sentence naming none does not answer.
 _QUANTITY_NOUN = re.compile(
-    r"^\s*what\s+(?:is|are|was|were)\s+(?:the\s+)?(?:\w+\s+)?(price|cost|fee|amount|number|total|percentage)s?\b",
+    r"^\s*what(?:['’]s|\s+(?:is|are|was|were))\s+(?:the\s+)?(?:\w+\s+)?"
+    r"(price|cost|fee|amount|number|total|percentage|limit|cap|maximum|minimum|size)s?\b",
     re.I,
 )
 # "What exit code does halt_error use?", "Which status does it return?": a value — a number or a symbolic name.

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from orc.contracts import SourceSpan
 from orc.graph.answer_prompt import answer_system_prompt
+from orc.text import rank
 
 DATA = Path(__file__).parent / "data"
 CITATION = re.compile(r"\[([^\[\]]+::S\d+)\]")
@@ -35,6 +36,14 @@ def spans() -> list[SourceSpan]:
         for name, document_spans in documents.items()
         for span in document_spans
     ]
+
+
+def ranked_spans(question: str) -> list[SourceSpan]:
+    """Every span of the corpus, best first for ``question`` (BM25), as retrieval hands an answer prompt its
+    sources: the answerer trusts a sentence from a lower-ranked span less."""
+    corpus = spans()
+    order = [hit.index for hit in rank(question, [span.text for span in corpus])]
+    return [corpus[index] for index in [*order, *(i for i in range(len(corpus)) if i not in set(order))]]
 
 
 def question_set(filename: str) -> QuestionSet:

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from orc.models.offline import OfflineExtractiveModel
-from tests.models.corpus import QuestionSet, answer_prompt, cited_refs, question_set, spans
+from tests.models.corpus import QuestionSet, answer_prompt, cited_refs, question_set, ranked_spans, spans
 
 MIN_CITED = 0.8
 
@@ -18,14 +18,15 @@ MIN_CITED = 0.8
 async def evaluate(questions: QuestionSet) -> tuple[float, list[str], list[str]]:
     """Share of answerable questions whose answer cites the labelled span; the misses; the wrongly answered."""
     model = OfflineExtractiveModel()
-    system = SystemMessage(answer_prompt(spans()))
     misses = []
     for item in questions.answerable:
+        system = SystemMessage(answer_prompt(ranked_spans(item.question)))
         reply = await model.ainvoke([system, HumanMessage(item.question)])
         if item.ref not in cited_refs(reply.text):
             misses.append(f"{item.question} -> {reply.text}")
     answered = []
     for question in questions.unanswerable:
+        system = SystemMessage(answer_prompt(ranked_spans(question)))
         reply = await model.ainvoke([system, HumanMessage(question)])
         if not reply.text.startswith("I couldn't find") or cited_refs(reply.text):
             answered.append(f"{question} -> {reply.text}")

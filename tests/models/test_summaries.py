@@ -76,7 +76,8 @@ def test_a_request_naming_none_of_the_files_summarizes_none() -> None:
 
 
 def test_the_offline_model_summarizes_from_the_digest_and_cites_each_fact() -> None:
-    system = answer_system_prompt("document", sources=[RENT, NOTICE], file_digests=render_file_digests([LEASE_DIGEST]))
+    # Best first, as retrieval ranks them for the question.
+    system = answer_system_prompt("document", sources=[NOTICE, RENT], file_digests=render_file_digests([LEASE_DIGEST]))
 
     reply = OfflineExtractiveModel().respond([SystemMessage(system), HumanMessage("What is the lease about?")])
 
@@ -86,7 +87,8 @@ def test_the_offline_model_summarizes_from_the_digest_and_cites_each_fact() -> N
 
 
 def test_with_the_digest_in_the_prompt_a_plain_question_is_still_answered_by_its_sentence() -> None:
-    system = answer_system_prompt("document", sources=[RENT, NOTICE], file_digests=render_file_digests([LEASE_DIGEST]))
+    # Best first, as retrieval ranks them for the question.
+    system = answer_system_prompt("document", sources=[NOTICE, RENT], file_digests=render_file_digests([LEASE_DIGEST]))
 
     reply = OfflineExtractiveModel().respond([SystemMessage(system), HumanMessage("How much notice must I give?")])
 
