@@ -1,0 +1,65 @@
+"""What keeps the offline answerer from citing a sentence that does not answer (issue 39): the question's release
+number, a number for a limit, agreement with retrieval's ranking, a follow-up's document, a sentence's referent."""
+
+from __future__ import annotations
+
+from orc.models.answering import NOT_FOUND, Source, answer_question
+
+
+def source(ref: str, text: str) -> Source:
+    return Source(ref=ref, page=None, text=text)
+
+
+def test_a_question_about_one_release_is_not_answered_by_a_sentence_about_another() -> None:
+    other_release = [source("news.txt::S1", "In OpenSSH 8.1 the default cipher became chacha20-poly1305.")]
+    this_release = [source("news.txt::S1", "OpenSSH 9.2 makes chacha20-poly1305 the default cipher.")]
+
+    assert answer_question("What is the default cipher in OpenSSH 9.2?", other_release) == NOT_FOUND
+    assert answer_question("What is the default cipher in OpenSSH 9.2?", this_release).startswith("OpenSSH 9.2 makes")
+
+
+def test_a_question_about_a_limit_is_answered_only_by_a_sentence_with_a_number() -> None:
+    question = "What's the cap on environment variables in an authorized_keys environment= option?"
+    no_number = [source("news.txt::S1", "The environment= option in authorized_keys files caps the variables it sets.")]
+    number = [source("news.txt::S1", "The environment= option in authorized_keys files is capped at 1024 variables.")]
+
+    assert answer_question(question, no_number) == NOT_FOUND
+    assert "1024" in answer_question(question, number)
+
+
+def test_a_sentence_outside_the_best_ranked_span_answers_only_when_it_covers_the_whole_question() -> None:
+    partial = source("less.txt::S2", "EDITOR The name of the editor (used for the v command).")
+    unrelated = source("less.txt::S1", "The h command shows a summary of the commands.")
+
+    assert answer_question("Which editor does the v command open?", [unrelated, partial]) == NOT_FOUND
+    assert answer_question("Which editor does the v command open?", [partial, unrelated]).startswith("EDITOR")
+
+
+def test_a_follow_up_about_one_document_is_not_answered_from_another() -> None:
+    sources = [
+        source("less-manual.txt::S1", 'Options are also taken from the environment variable "LESS".'),
+        source("bc-manual.html::S1", "POSIXLY_CORRECT This is the same as the -s option."),
+    ]
+
+    answer = answer_question(
+        "Is there an environment variable that does the same? (context: standard option bc)", sources
+    )
+
+    assert "less-manual.txt" not in answer
+
+
+def test_a_sentence_that_leans_on_the_one_before_is_quoted_with_it() -> None:
+    sources = [
+        source(
+            "ninja.html::S1",
+            "Pools allow you to allocate a finite number of concurrent jobs to a rule. "
+            "This keeps expensive link steps from running all at the same time.",
+        )
+    ]
+
+    answer = answer_question(
+        "How can I keep ninja from running too many expensive link steps at the same time?", sources
+    )
+
+    assert answer.startswith("Pools allow you to allocate a finite number of concurrent jobs")
+    assert "This keeps expensive link steps" in answer
