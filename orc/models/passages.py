@@ -194,7 +194,21 @@ def _sentences(text: str, section: str | None = None) -> list[tuple[str, str]]:
     pending = ""
     titles = {_heading_key(title) for title in section.split(SECTION_SEPARATOR)} if section else set()
     heading = section.rsplit(SECTION_SEPARATOR, 1)[-1] if section else ""
+    previous = ""
     for sentence in split_sentences(text):
+        previous, line = sentence, previous
+        if _RULE.fullmatch(sentence):
+            # "Common cases\n------------": the underline makes the line above it a heading, even one that reads
+            # as a sentence; a rule alone says nothing.
+            if merged and line and merged[-1][0].endswith(line):
+                heading = merged.pop()[0]
+            continue
+        underlined = _UNDERLINED.match(sentence)
+        if underlined and not underlined["title"].endswith(_TERMINAL):
+            heading, pending = underlined["title"], ""
+            continue
+        if underlined:
+            sentence = underlined["title"]
         words = len(sentence.split())
         if (
             _is_title(sentence)
@@ -226,6 +240,10 @@ def _heading_key(text: str) -> str:
     return " ".join(text.replace("*", " ").split()).strip(" #").casefold()
 
 
+# A line of =, -, ~ or ^ under a title (setext and reStructuredText headings), or a rule across the page.
+_RULE = re.compile(r"[=\-~^*_#+]{3,}")
+# The same underline that sentence splitting left on its title's line: "dpkg side ---------".
+_UNDERLINED = re.compile(r"^(?P<title>.+?)\s+[=\-~^]{3,}$")
 _LEADERS = re.compile(r"(?:\.\s?){5,}")
 _LABELLED_TITLE = re.compile(r"^(?:APPENDIX|CHAPTER|SECTION|PART|ANNEX|EXHIBIT|SCHEDULE)\b[^.!?]{0,80}[.:]?$")
 """A table of contents' dot leaders ("Supported types . . . . . . 12"): an index line, not an answer."""

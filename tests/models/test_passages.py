@@ -212,3 +212,21 @@ def test_and_x_after_a_definition_question_asks_for_the_definition_of_x() -> Non
     ]
 
     assert model.respond(messages).text.startswith('"Contributor" shall mean Licensor')
+
+
+def test_an_underlined_title_heads_the_sentences_below_it_and_the_underline_is_never_quoted() -> None:
+    source = Source(
+        ref="rootless.txt::S1",
+        page=None,
+        text="Why builds need root\n====================\n\n"
+        "Traditionally, Debian packages have required fakeroot for some targets.\n\n"
+        "Implementation provided keywords\n--------------------------------\n\n"
+        "Keywords provided by the implementations are listed here.",
+    )
+
+    found = passages(source)
+
+    assert [(passage.text, passage.heading) for passage in found] == [
+        ("Traditionally, Debian packages have required fakeroot for some targets.", "Why builds need root"),
+        ("Keywords provided by the implementations are listed here.", "Implementation provided keywords"),
+    ]
