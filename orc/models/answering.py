@@ -56,6 +56,9 @@ NEGATED_WEIGHT = 0.15
 is, not whether: "What rights does the affirmer waive?" is answered by the sentence that waives them."""
 CONTEXT_WEIGHT = 0.1
 """Added, in proportion, for the words of the question a follow-up continues that the passage holds."""
+CLOSE_CALL = 0.05
+"""A sentence that does not cover the whole question does not answer when a sentence elsewhere (not its neighbour)
+scores within this of it: words alone cannot tell which of the two answers."""
 FULL_COVERAGE = 0.85
 """The share of the most evidence a question allows (:data:`orc.models.evidence.YES_NO_FACTOR` for a yes/no
 question, else 1) that a sentence outside retrieval's best span needs to answer. On the tuning sets
@@ -92,7 +95,7 @@ def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str,
     found = [passage for source in sources for passage in passages(source)]
     ranked, strongest = candidates(read, found)
     answering = [candidate for candidate in ranked if candidate.evidence > MIN_EVIDENCE]
-    if not answering or not _agrees_with_retrieval(read, answering[0], sources):
+    if not answering or not _agrees_with_retrieval(read, answering[0], sources) or _close_call(read, ranked):
         return NOT_FOUND, strongest
     best = answering[0]
     chosen = [best]
@@ -114,12 +117,33 @@ def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str,
     return " ".join(f"{c.passage.text} [{c.passage.source.ref}]" for c in chosen), strongest
 
 
+def _most_evidence(question: Question) -> float:
+    """The evidence a sentence covering the whole question has."""
+    return YES_NO_FACTOR if question.shape.expect in YES_NO_EXPECTS else 1.0
+
+
+def _close_call(question: Question, ranked: Sequence[Candidate]) -> bool:
+    """Whether the best candidate covers only part of the question and a rival elsewhere scores about as well."""
+    best = ranked[0]
+    if best.evidence >= _most_evidence(question):
+        return False
+    rivals = (
+        candidate
+        for candidate in ranked[1:]
+        if not (
+            candidate.passage.source == best.passage.source
+            and abs(candidate.passage.position - best.passage.position) == 1
+        )
+    )
+    rival = next(rivals, None)
+    return rival is not None and best.score - rival.score < CLOSE_CALL
+
+
 def _agrees_with_retrieval(question: Question, best: Candidate, sources: Sequence[Source]) -> bool:
     """Whether ``best`` is in retrieval's best-ranked span, or covers the whole question (:data:`FULL_COVERAGE`)."""
     if sources and best.passage.source == sources[0]:
         return True
-    most = YES_NO_FACTOR if question.shape.expect in YES_NO_EXPECTS else 1.0
-    return best.evidence >= FULL_COVERAGE * most
+    return best.evidence >= FULL_COVERAGE * _most_evidence(question)
 
 
 def _referent(passage: Passage, found: Sequence[Passage]) -> Passage | None:

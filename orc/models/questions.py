@@ -211,6 +211,8 @@ _FAMILIES = (
     frozenset({"price", "cost", "fee", "charg", "pay", "rate", "euro", "dollar", "usd", "eur"}),
     frozenset({"let", "allow", "permit", "permiss", "grant", "may"}),
     frozenset({"period", "durat", "day", "week", "month", "year", "hour", "minut"}),
+    # "Have xargs ask me before running each command" is what "prompt the user" does.
+    frozenset({"ask", "prompt", "confirm"}),
 )
 SYNONYMS: dict[str, frozenset[str]] = {word: family for family in _FAMILIES for word in family}
 

@@ -63,3 +63,34 @@ def test_a_sentence_that_leans_on_the_one_before_is_quoted_with_it() -> None:
 
     assert answer.startswith("Pools allow you to allocate a finite number of concurrent jobs")
     assert "This keeps expensive link steps" in answer
+
+
+GUIDE = source(
+    "guide.txt::S5",
+    "Logs are written to /var/log/app.log once a day. Old logs are compressed after a week. The cache lives in "
+    "/var/cache/app. Each user has a quota of ten projects. Backups run at midnight.",
+)
+PLAIN = source("guide.txt::S1", "The server listens on port 8080 for plain connections.")
+ENCRYPTED = source("guide.txt::S9", "The server listens on port 8443 for encrypted connections.")
+
+
+def test_a_partial_answer_with_a_rival_elsewhere_as_good_is_declined() -> None:
+    question = "Which port does the server listen on by default?"
+
+    assert answer_question(question, [PLAIN, GUIDE, ENCRYPTED]) == NOT_FOUND
+    assert answer_question(question, [PLAIN, GUIDE]).startswith("The server listens on port 8080")
+
+
+def test_a_question_that_asks_to_be_asked_is_answered_by_the_option_that_prompts() -> None:
+    sources = [
+        source(
+            "xargs.txt::S8",
+            "You cannot decrease it below 1. xargs never terminates its commands; when asked to decrease, it merely "
+            "waits for more than one existing command to terminate before starting another.",
+        ),
+        source("xargs.txt::S12", "-p, --interactive Prompt the user about whether to run each command line."),
+    ]
+
+    answer = answer_question("Is there a way to have xargs ask me before running each command?", sources)
+
+    assert answer.startswith("-p, --interactive Prompt the user")
