@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from orc.search.embedded.directory import Directory, Operation, Upsert, operation_document_id
 from orc.search.embedded.layout import (
     lexical_schema,
@@ -18,7 +20,6 @@ from orc.search.embedded.layout import (
     tantivy_document,
     term_query,
 )
-from orc.search.embedded.locks import held
 from orc.search.port import SearchFilter, SearchRequest, SpanHit
 
 WRITER_HEAP_BYTES = 15_000_000
@@ -57,7 +58,7 @@ class LexicalIndex:
         """One commit for a batch, under the organization's write lock (across processes)."""
         import tantivy
 
-        with held(self.path / ".orc-write.lock"):
+        with FileLock(self.path / ".orc-write.lock", fallback_to_soft=False):
             writer = self.index.writer(WRITER_HEAP_BYTES, 1)
             try:
                 for operation in operations:

@@ -12,9 +12,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from filelock import FileLock, Timeout
+
 from orc.search.embedded.directory import DocumentsDatabase, Segment
 from orc.search.embedded.layout import organization_folder
-from orc.search.embedded.locks import held
 from orc.search.embedded.segments import write_segment
 
 if TYPE_CHECKING:
@@ -60,9 +61,12 @@ class SegmentUpkeep:
         stopped)."""
         folder = organization_folder(self._root, "vectors", organization)
         folder.mkdir(parents=True, exist_ok=True)
-        with held(folder / ".orc-fold.lock", wait=wait) as holding:
-            if not holding:
-                return
+        lock = FileLock(folder / ".orc-fold.lock", fallback_to_soft=False)
+        try:
+            lock.acquire(blocking=wait)
+        except Timeout:
+            return
+        with lock:
             while not (self._stopped and not wait) and self._step(organization, folder):
                 pass
 
