@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from cachetools import TTLCache
 
 from orc.contracts import RetrievalLegs
 from orc.search.fusion import LEXICAL_ONLY
@@ -68,6 +70,8 @@ NEIGHBOUR_REACH = 2
 """How far from a hit (in spans) a retrieval that fills up to its limit reaches for neighbours."""
 RETRY_AFTER_SECONDS = 60.0
 """How long a document whose background indexing or embedding failed waits before a search tries it again."""
+FAILURES_KEPT = 10_000
+"""Failed documents remembered for :data:`RETRY_AFTER_SECONDS` (the oldest forgotten first past it)."""
 
 
 class Retriever:
@@ -94,7 +98,7 @@ class Retriever:
         self._healing: dict[tuple[str, str, str], asyncio.Task[bool]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._scheduled: set[tuple[str, str, str]] = set()
-        self._failed: dict[tuple[str, str, str], float] = {}
+        self._failed: TTLCache[tuple[str, str, str], bool] = TTLCache(FAILURES_KEPT, RETRY_AFTER_SECONDS)
         self._slots = asyncio.Semaphore(max_background)
         self._unstored = MemorySearchEngine()
         self._unstored_order: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -342,8 +346,9 @@ class Retriever:
             running.add_done_callback(lambda _: self._healing.pop(key, None))
         return running
 
-    async def _index_stored(self, target: Target) -> bool:
-        """Index ``target`` from its stored text (and stored vectors); False when the text cannot be read."""
+    async def _index_stored(self, target: Target, *, embed: bool = False) -> bool:
+        """Index ``target`` from its stored text and stored vectors (made now if ``embed``); False when the text
+        cannot be read at the target's version."""
         if target.stored is None or self._texts is None:
             return False
         location = target.stored
@@ -353,6 +358,8 @@ class Retriever:
         matrix = None
         if self._vectors is not None:
             matrix = await self._vectors.load(text, location)
+            if matrix is None and embed:
+                matrix = await self._vectors.embed_document(text, location)
         await self.index(text, document_id=target.document_id, scope=target.scope, vectors=matrix)
         return True
 
@@ -361,27 +368,11 @@ class Retriever:
 
     def _schedule_vectors(self, target: Target) -> None:
         if target.stored is not None and self._texts is not None:
-            self._schedule(target, "embed", self._embed_stored)
-
-    async def _embed_stored(self, target: Target) -> bool:
-        """Load (or make) the span vectors of ``target`` and index it with them."""
-        assert self._vectors is not None and self._texts is not None and target.stored is not None
-        location = target.stored
-        text = await self._texts.load(location.partition_key, location.document_id, location.content_hash)
-        if text is None or index_version(text.extracted_text_hash, text.chunking_version) != target.version:
-            return False
-        matrix = await self._vectors.load(text, location)
-        if matrix is None:
-            matrix = await self._vectors.embed_document(text, location)
-        await self.index(text, document_id=target.document_id, scope=target.scope, vectors=matrix)
-        return True
+            self._schedule(target, "embed", functools.partial(self._index_stored, embed=True))
 
     def _schedule(self, target: Target, what: str, work: Callable[[Target], Awaitable[bool]]) -> None:
         key = (target.scope.organization, target.document_id, f"{what}:{target.version}")
-        if self._closed or key in self._scheduled:
-            return
-        failed_at = self._failed.get(key)
-        if failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER_SECONDS:
+        if self._closed or key in self._scheduled or key in self._failed:
             return
         self._scheduled.add(key)
 
@@ -389,13 +380,11 @@ class Retriever:
             try:
                 async with self._slots:
                     if not await work(target):
-                        self._failed[key] = time.monotonic()
-                    else:
-                        self._failed.pop(key, None)
+                        self._failed[key] = True
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self._failed[key] = time.monotonic()
+                self._failed[key] = True
                 logger.warning("%s %s in the background failed: %s", what, target.document_id, type(exc).__name__)
             finally:
                 self._scheduled.discard(key)
