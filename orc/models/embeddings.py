@@ -22,7 +22,6 @@ answers floats anyway (Ollama does) is read as well: the SDK decodes only what c
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -136,63 +135,32 @@ def build_embedding_model(
     ``AZURE_OPENAI_API_KEY`` and ``OPENAI_API_VERSION``, as for the chat model; ``resources`` closes the HTTP
     connection pools (and an Entra ID credential) when the stack closes.
     """
-    env = os.environ if environ is None else environ
     kind, _, name = spec.strip().partition(":")
     kind, name = kind.strip().lower(), name.strip()
-    key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
     if kind == "off" and not name:
         return None
     # The HTTP clients load with the chat model's factory, only where embeddings are on.
-    from orc.models.factory import DEFAULT_AZURE_API_VERSION, LOCAL_API_KEY, entra_token_providers, guarded_http_clients
+    from orc.models.factory import openai_client_options
 
-    common: dict[str, Any] = {
-        "check_embedding_ctx_length": False,
-        "request_timeout": timeout,
-        "max_retries": max_retries,
-    }
-    if kind == "openai" and name:
-        from langchain_openai import OpenAIEmbeddings
+    if kind in ("openai", "azure") and name:
+        from langchain_openai import AzureOpenAIEmbeddings, OpenAIEmbeddings
 
-        secret = key or env.get("OPENAI_API_KEY") or (LOCAL_API_KEY if base_url else None)
-        if not secret:
-            raise ConfigurationError(
-                f"ORC_EMBEDDINGS=openai:{name} needs an API key: set ORC_EMBEDDINGS_API_KEY or OPENAI_API_KEY "
-                "(or ORC_EMBEDDINGS_BASE_URL for a local OpenAI-compatible server)"
-            )
-        client = OpenAIEmbeddings(
-            model=name,
-            openai_api_base=base_url,
-            openai_api_key=SecretStr(secret),
-            **common,
-            **guarded_http_clients(timeout, resources),
+        options = openai_client_options(
+            "ORC_EMBEDDINGS",
+            kind,
+            name,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            environ=environ,
+            resources=resources,
         )
-        return OpenAIEmbeddingModel(
-            client, identity=f"openai:{name}@{base_url or 'api.openai.com'}", batch_size=batch_size
+        client = (OpenAIEmbeddings if kind == "openai" else AzureOpenAIEmbeddings)(
+            check_embedding_ctx_length=False, **options
         )
-    if kind == "azure" and name:
-        from langchain_openai import AzureOpenAIEmbeddings
-
-        endpoint = base_url or env.get("AZURE_OPENAI_ENDPOINT")
-        if not endpoint:
-            raise ConfigurationError(
-                f"ORC_EMBEDDINGS=azure:{name} needs AZURE_OPENAI_ENDPOINT (or ORC_EMBEDDINGS_BASE_URL)"
-            )
-        settings: dict[str, Any] = {
-            "azure_deployment": name,
-            "azure_endpoint": endpoint,
-            "api_version": env.get("OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION,
-            **common,
-            **guarded_http_clients(timeout, resources),
-        }
-        secret = key or env.get("AZURE_OPENAI_API_KEY")
-        if secret:
-            client = AzureOpenAIEmbeddings(openai_api_key=SecretStr(secret), **settings)
-        else:
-            sync_provider, async_provider = entra_token_providers(endpoint, resources)
-            client = AzureOpenAIEmbeddings(
-                azure_ad_token_provider=sync_provider, azure_ad_async_token_provider=async_provider, **settings
-            )
-        return OpenAIEmbeddingModel(client, identity=f"azure:{name}@{endpoint}", batch_size=batch_size)
+        where = (base_url or "api.openai.com") if kind == "openai" else options["azure_endpoint"]
+        return OpenAIEmbeddingModel(client, identity=f"{kind}:{name}@{where}", batch_size=batch_size)
     raise ConfigurationError(
         f"ORC_EMBEDDINGS={spec!r} is not an embeddings spec: use off, openai:<model> or azure:<deployment>"
     )

@@ -33,6 +33,7 @@ __all__ = [
     "entra_token_providers",
     "guarded_http_clients",
     "model_label",
+    "openai_client_options",
 ]
 
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
@@ -59,20 +60,25 @@ def build_chat_model(
     ``resources``, when given, closes what the model holds open (its HTTP connection pools, an Entra ID
     credential's sessions) when the stack closes; without it they live as long as the process.
     """
-    env = os.environ if environ is None else environ
     kind, _, name = spec.strip().partition(":")
     kind, name = kind.strip().lower(), name.strip()
-    key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
     if kind == "offline" and not name:
         return OfflineExtractiveModel()
-    if kind == "openai" and name:
-        return _openai(
-            name, base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries, env=env, resources=resources
+    if kind in ("openai", "azure") and name:
+        from langchain_openai import AzureChatOpenAI, ChatOpenAI
+
+        options = openai_client_options(
+            "ORC_MODEL",
+            kind,
+            name,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            environ=environ,
+            resources=resources,
         )
-    if kind == "azure" and name:
-        return _azure(
-            name, base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries, env=env, resources=resources
-        )
+        return (ChatOpenAI if kind == "openai" else AzureChatOpenAI)(stream_usage=True, **options)
     raise ConfigurationError(
         f"ORC_MODEL={spec!r} is not a model spec: use offline, openai:<model> or azure:<deployment>"
     )
@@ -90,66 +96,46 @@ def guarded_http_clients(timeout: float, resources: AsyncExitStack | None) -> di
     return {"http_client": sync_client, "http_async_client": async_client}
 
 
-def _openai(
+def openai_client_options(
+    setting: str,
+    kind: str,
     name: str,
     *,
     base_url: str | None,
-    api_key: str | None,
+    api_key: str | SecretStr | None,
     timeout: float,
     max_retries: int,
-    env: Mapping[str, str],
+    environ: Mapping[str, str] | None,
     resources: AsyncExitStack | None,
-) -> BaseChatModel:
-    from langchain_openai import ChatOpenAI
-
-    key = api_key or env.get("OPENAI_API_KEY") or (LOCAL_API_KEY if base_url else None)
-    if not key:
-        raise ConfigurationError(
-            f"ORC_MODEL=openai:{name} needs an API key: set ORC_MODEL_API_KEY or OPENAI_API_KEY "
-            "(or ORC_MODEL_BASE_URL for a local OpenAI-compatible server)"
-        )
-    return ChatOpenAI(
-        model=name,
-        base_url=base_url,
-        api_key=SecretStr(key),
-        timeout=timeout,
-        max_retries=max_retries,
-        stream_usage=True,
-        **guarded_http_clients(timeout, resources),
-    )
-
-
-def _azure(
-    deployment: str,
-    *,
-    base_url: str | None,
-    api_key: str | None,
-    timeout: float,
-    max_retries: int,
-    env: Mapping[str, str],
-    resources: AsyncExitStack | None,
-) -> BaseChatModel:
-    from langchain_openai import AzureChatOpenAI
-
+) -> dict[str, Any]:
+    """The keyword arguments of a langchain-openai client, chat or embeddings (they share the names), for
+    ``openai:<name>`` or ``azure:<name>`` (``kind``) as the setting ``setting`` spells it: the model, its
+    endpoint, its key (or, on Azure without one, Entra ID), the guarded HTTP clients, timeout and retries."""
+    env = os.environ if environ is None else environ
+    key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+    common: dict[str, Any] = {"timeout": timeout, "max_retries": max_retries}
+    common |= guarded_http_clients(timeout, resources)
+    if kind == "openai":
+        key = key or env.get("OPENAI_API_KEY") or (LOCAL_API_KEY if base_url else None)
+        if not key:
+            raise ConfigurationError(
+                f"{setting}=openai:{name} needs an API key: set {setting}_API_KEY or OPENAI_API_KEY "
+                f"(or {setting}_BASE_URL for a local OpenAI-compatible server)"
+            )
+        return {"model": name, "base_url": base_url, "api_key": SecretStr(key), **common}
     endpoint = base_url or env.get("AZURE_OPENAI_ENDPOINT")
     if not endpoint:
-        raise ConfigurationError(f"ORC_MODEL=azure:{deployment} needs AZURE_OPENAI_ENDPOINT (or ORC_MODEL_BASE_URL)")
-    settings: dict[str, Any] = {
-        "azure_deployment": deployment,
+        raise ConfigurationError(f"{setting}=azure:{name} needs AZURE_OPENAI_ENDPOINT (or {setting}_BASE_URL)")
+    common |= {
+        "azure_deployment": name,
         "azure_endpoint": endpoint,
         "api_version": env.get("OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION,
-        "timeout": timeout,
-        "max_retries": max_retries,
-        "stream_usage": True,
-        **guarded_http_clients(timeout, resources),
     }
-    key = api_key or env.get("AZURE_OPENAI_API_KEY")
+    key = key or env.get("AZURE_OPENAI_API_KEY")
     if key:
-        return AzureChatOpenAI(api_key=SecretStr(key), **settings)
+        return {"api_key": SecretStr(key), **common}
     sync_provider, async_provider = entra_token_providers(endpoint, resources)
-    return AzureChatOpenAI(
-        azure_ad_token_provider=sync_provider, azure_ad_async_token_provider=async_provider, **settings
-    )
+    return {"azure_ad_token_provider": sync_provider, "azure_ad_async_token_provider": async_provider, **common}
 
 
 def entra_token_providers(
