@@ -323,13 +323,8 @@ async def model_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
             async with mapped_model_faults():
                 await model.ainvoke([HumanMessage("Reply with the single word OK.")])
         except ModelMisconfigured:
-            fix = (
-                "check ORC_MODEL's deployment name and AZURE_OPENAI_ENDPOINT, and give the identity the Cognitive "
-                "Services OpenAI User role (infra/main.bicep resource openAiUser)"
-                if name.startswith("azure:")
-                else "check ORC_MODEL, ORC_MODEL_BASE_URL and ORC_MODEL_API_KEY"
-            )
-            checks.append(Check(subject, "fail", f"{name} refused the request (credentials or deployment)", fix))
+            refused = f"{name} refused the request (credentials or deployment)"
+            checks.append(Check(subject, "fail", refused, _model_fix("ORC_MODEL", name)))
         except (ServiceUnavailable, OrcError) as exc:
             reason = exc.message.split(";")[0]  # the rest speaks to a turn's caller ("nothing was stored")
             checks.append(Check(subject, "fail", f"{name}: {reason}", "check the endpoint, the network and the quota"))
@@ -340,12 +335,7 @@ async def model_checks(settings: Settings, stack: AsyncExitStack) -> list[Check]
 
 async def _embedding_probe(settings: Settings, stack: AsyncExitStack) -> tuple[list[Check], int | None]:
     """The embedding model's check and its vector size (None when it is off or did not answer)."""
-    fix = (
-        "check ORC_EMBEDDINGS's deployment name and AZURE_OPENAI_ENDPOINT, and give the identity the Cognitive "
-        "Services OpenAI User role (infra/main.bicep resource openAiUser)"
-        if settings.embeddings.startswith("azure:")
-        else "check ORC_EMBEDDINGS, ORC_EMBEDDINGS_BASE_URL and ORC_EMBEDDINGS_API_KEY"
-    )
+    fix = _model_fix("ORC_EMBEDDINGS", settings.embeddings)
     try:
         model = embedding_model_from_settings(settings, stack)
         if model is None:
@@ -358,6 +348,16 @@ async def _embedding_probe(settings: Settings, stack: AsyncExitStack) -> tuple[l
     except OrcError as exc:
         return [Check("embeddings", "fail", f"{settings.embeddings}: {exc.message.split(';')[0]}", fix)], None
     return [Check("embeddings", "ok", f"{settings.embeddings} answered")], len(vector)
+
+
+def _model_fix(setting: str, spec: str) -> str:
+    """What to check when the model ``spec`` that ``setting`` names refused a request."""
+    if spec.startswith("azure:"):
+        return (
+            f"check {setting}'s deployment name and AZURE_OPENAI_ENDPOINT, and give the identity the Cognitive "
+            "Services OpenAI User role (infra/main.bicep resource openAiUser)"
+        )
+    return f"check {setting}, {setting}_BASE_URL and {setting}_API_KEY"
 
 
 async def _embedded_home(settings: Settings) -> Check:
@@ -384,8 +384,6 @@ async def _reach(subject: str, service: str, call: Callable[[], Awaitable[T]], c
     """``call``'s result, or None after recording why the service could not be used (refused or unreachable)."""
     try:
         return await call()
-    except ConfigurationError as exc:
-        checks.append(Check(subject, "fail", exc.message, _ROLE_FIX[service]))
     except ServiceUnavailable as exc:
         checks.append(Check(subject, "fail", exc.message, "check the endpoint setting and the network path to it"))
     except OrcError as exc:

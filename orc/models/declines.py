@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from orc.text.markers import MARKER
+
 __all__ = ["NOT_FOUND", "is_decline", "is_plain_decline"]
 
 NOT_FOUND = "I couldn't find an answer to that in the documents."
@@ -25,8 +27,6 @@ _DECLINES = re.compile(
     r"|not (?:found|available) in the (?:documents?|sources?|files?|provided))",
     re.IGNORECASE,
 )
-# A citation marker, ``[lease.pdf::S2]`` (the grammar of orc.graph.citations).
-_MARKER = re.compile(r"\[[^\[\]]*?::[^\[\]]*?\]")
 DECLINE_WINDOW = 400
 """A decline says so at once: only the answer's opening is read (a long answer may quote "does not cover")."""
 
@@ -39,4 +39,4 @@ def is_decline(answer: str) -> bool:
 
 def is_plain_decline(answer: str) -> bool:
     """Whether ``answer`` declines and cites nothing (a real model may decline one part and answer another)."""
-    return is_decline(answer) and not _MARKER.search(answer)
+    return is_decline(answer) and not MARKER.search(answer)
