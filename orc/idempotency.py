@@ -35,12 +35,12 @@ from orc.errors import (
     IdempotencyKeyInFlight,
     IdempotencyKeyReused,
     InvalidInput,
-    ItemAlreadyExists,
     ItemNotFound,
     StorageUnavailable,
 )
 from orc.principal import Principal
-from orc.storage.ports import DocumentCollection
+from orc.storage.ports import DocumentCollection, StoredItem
+from orc.storage.updates import update_item
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,6 @@ DEFAULT_MAX_HOLD = timedelta(minutes=15)
 SWEEP_LIMIT = 10
 _KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _PREFIX = "ik:"
-_MAX_ATTEMPTS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,39 +121,41 @@ class IdempotencyKeys:
             raise InvalidInput("Idempotency-Key must be 1-255 visible ASCII characters", code="invalid_idempotency_key")
         pk = principal.partition_key
         item_id = _PREFIX + hashlib.sha256(key.encode()).hexdigest()
-        for _ in range(_MAX_ATTEMPTS):
-            now = self._clock()
-            fresh = self._in_flight(request_fingerprint, now)
-            try:
-                created = await self._items.create(pk, item_id, fresh)
-            except ItemAlreadyExists:
-                pass
-            else:
-                await self._sweep(pk, now)
-                return self._hold(Claim(pk, item_id, created.etag, request_fingerprint))
-            existing = await self._items.get(pk, item_id)
-            if existing is None:
-                continue
-            body = existing.body
+        now = self._clock()
+        created = False
+        replay: StoredResponse | None = None
+
+        def claimed(item: StoredItem | None) -> dict[str, Any] | None:
+            nonlocal now, created, replay
+            now, created = self._clock(), item is None
+            body = item.body if item is not None else {}
             taken_over = _expired(body.get("expires_at"), now) or (
                 body.get("state") == "in_flight" and _expired(body.get("lease_until"), now)
             )
             if taken_over:
-                try:
-                    replaced = await self._items.replace(pk, item_id, fresh, if_match=existing.etag)
-                except ETagMismatch:
-                    continue
-                return self._hold(Claim(pk, item_id, replaced.etag, request_fingerprint))
+                return self._in_flight(request_fingerprint, now)
             if body.get("fingerprint") != request_fingerprint:
                 raise IdempotencyKeyReused(
                     "this Idempotency-Key was used with a different request; use a new key for a new request"
                 )
             if body.get("state") != "done":
                 raise IdempotencyKeyInFlight("a request with this Idempotency-Key is still in progress; retry later")
-            return StoredResponse(
+            replay = StoredResponse(
                 status=int(body["status"]), body=body.get("response"), media_type=str(body.get("media_type"))
             )
-        raise StorageUnavailable("the idempotency key is too busy; retry")
+            return None
+
+        # Created when there is none (the first read is skipped: most keys are new); of concurrent requests with
+        # one key, exactly one creates or takes it over.
+        stored = await update_item(
+            self._items, pk, item_id, claimed, busy="the idempotency key is too busy; retry", current=None
+        )
+        if stored is None:
+            assert replay is not None
+            return replay
+        if created:
+            await self._sweep(pk, now)
+        return self._hold(Claim(pk, item_id, stored.etag, request_fingerprint))
 
     async def complete(self, claim: Claim, status: int, body: Any, media_type: str = "application/json") -> None:
         """Record the response of the claimed request (what replays of the key answer)."""

@@ -161,14 +161,10 @@ def _page_extractors(compact: dict[str, str], page_count: int) -> tuple[str, ...
     return tuple(found[number] for number in range(1, page_count + 1))
 
 
-def _version_prefix(document_id: str, content_hash: str) -> str:
-    return f"{_PREFIX}{document_id}:{content_hash[:24]}:"
-
-
 def version_prefix(document_id: str, content_hash: str) -> str:
     """The id prefix of every item of one stored version: data filed under it (span vectors) shares the
     version's life, deleted with it by :meth:`TextStore.delete` and :meth:`TextStore.discard`."""
-    return _version_prefix(document_id, content_hash)
+    return f"{_PREFIX}{document_id}:{content_hash[:24]}:"
 
 
 class TextStore:
@@ -181,7 +177,7 @@ class TextStore:
         """Store ``text`` as the version of ``document_id`` extracted from ``content_hash`` (idempotent)."""
         joined = "".join(text.pages)
         parts = [joined[offset : offset + PART_CHARS] for offset in range(0, len(joined), PART_CHARS)] or [""]
-        prefix = _version_prefix(document_id, content_hash)
+        prefix = version_prefix(document_id, content_hash)
         sections = list(dict.fromkeys(span.section for span in text.spans if span.section))
         numbering = {section: number for number, section in enumerate(sections)}
         # Parts first, head last: a reader that finds the head finds every part it names.
@@ -210,7 +206,7 @@ class TextStore:
 
     async def load(self, partition_key: str, document_id: str, content_hash: str) -> DocumentText | None:
         """The stored version, or ``None`` when it is missing or incomplete (e.g. still being written)."""
-        found = await self._items.query(partition_key, id_prefix=_version_prefix(document_id, content_hash))
+        found = await self._items.query(partition_key, id_prefix=version_prefix(document_id, content_hash))
         items = sorted(found, key=lambda item: item.id)
         if not items or items[0].body.get("kind") != "document_text":
             return None
@@ -249,12 +245,12 @@ class TextStore:
 
     async def delete(self, partition_key: str, document_id: str, *, keep_content_hash: str | None = None) -> None:
         """Delete every stored version of ``document_id`` except the one of ``keep_content_hash``."""
-        keep = _version_prefix(document_id, keep_content_hash) if keep_content_hash else None
+        keep = version_prefix(document_id, keep_content_hash) if keep_content_hash else None
         for item in await self._items.query(partition_key, id_prefix=f"{_PREFIX}{document_id}:"):
             if keep is None or not item.id.startswith(keep):
                 await self._items.delete(partition_key, item.id)
 
     async def discard(self, partition_key: str, document_id: str, content_hash: str) -> None:
         """Delete the version of ``document_id`` extracted from ``content_hash`` (no error when missing)."""
-        for item in await self._items.query(partition_key, id_prefix=_version_prefix(document_id, content_hash)):
+        for item in await self._items.query(partition_key, id_prefix=version_prefix(document_id, content_hash)):
             await self._items.delete(partition_key, item.id)

@@ -274,7 +274,7 @@ class DocumentProcessor:
                 # Storage failures while reading or writing: the document stays retryable via documents.analyze.
                 logger.warning("processing %s failed: %s", job.location.document_id, type(exc).__name__)
                 logger.debug("processing failure details", exc_info=True)
-                return await self._fail(job, GENERIC_FAILURE)
+                return await self.fail(job, GENERIC_FAILURE)
 
     async def _process(self, job: ProcessingJob) -> ProcessingResult:
         location = job.location
@@ -283,7 +283,7 @@ class DocumentProcessor:
         except ItemNotFound:
             return ProcessingResult(location.document_id, "superseded")
         if len(data) > self._max_document_bytes:
-            return await self._fail(
+            return await self.fail(
                 job, f"{location.filename!r} is larger than the {self._max_document_bytes} byte limit"
             )
         if hashlib.sha256(data).hexdigest() != job.content_hash:
@@ -295,9 +295,9 @@ class DocumentProcessor:
             )
             text = await asyncio.to_thread(process_extracted, extracted)
         except (ExtractionError, UnsupportedMediaType) as exc:
-            return await self._fail(job, exc.message)
+            return await self.fail(job, exc.message)
         except OrcError as exc:
-            return await self._fail(job, exc.message if exc.status < 500 else GENERIC_FAILURE)
+            return await self.fail(job, exc.message if exc.status < 500 else GENERIC_FAILURE)
         del data
         await self._texts.save(location.partition_key, location.document_id, job.content_hash, text)
         vectors = await self._embed(job, text) if self._vectors is not None else None
@@ -367,10 +367,6 @@ class DocumentProcessor:
         except Exception as exc:
             logger.warning("removing %s from the search index failed: %s", document_id, type(exc).__name__)
 
-    async def fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
-        """Settle ``job``'s document as ``failed`` with ``reason`` (if its record still describes that content)."""
-        return await self._fail(job, reason)
-
     async def resume(self, job: ProcessingJob) -> asyncio.Task[ProcessingResult] | None:
         """Process again a document whose processing was interrupted (its record is moved on from ``uploading``);
         None when the record no longer describes ``job``'s content."""
@@ -378,7 +374,8 @@ class DocumentProcessor:
             return None
         return self.submit(job)
 
-    async def _fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
+    async def fail(self, job: ProcessingJob, reason: str) -> ProcessingResult:
+        """Settle ``job``'s document as ``failed`` with ``reason`` (if its record still describes that content)."""
         fields = {"status": "failed", "status_reason": reason, "processed_at": utc_now()}
         if not await self._mark(job, fields):
             return ProcessingResult(job.location.document_id, "superseded")
