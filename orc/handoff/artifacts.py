@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from orc.conversations import ConversationRepository, FocusContext
+from orc.conversations.context_requests import SuggestedSupply
 from orc.conversations.models import AssistantMessage
 from orc.digests.context import ContextFiles
 from orc.documents.catalog.scopes import DocumentScopes
@@ -37,14 +38,6 @@ MAX_SUPPLIED_ANSWER_CHARS = 8_000
 """An earlier answer is supplied as text; one longer than this is cut (answers rarely come close)."""
 
 
-class ArtifactSupply(BaseModel):
-    """How to supply the artifact: exactly one of the supply payload's reference fields."""
-
-    document_id: str | None = None
-    source_ref: str | None = None
-    text: str | None = None
-
-
 class Artifact(BaseModel):
     """One thing the user can attach to a context request."""
 
@@ -56,7 +49,7 @@ class Artifact(BaseModel):
     context: str | None = Field(default=None, description="session, or the context a document belongs to.")
     source_refs: list[str] = Field(default_factory=list, description="The SourceRefs a fact cites.")
     created_at: str | None = None
-    supply: ArtifactSupply
+    supply: SuggestedSupply
 
 
 class ArtifactPage(BaseModel):
@@ -179,7 +172,7 @@ class SessionArtifacts:
                     status=info.status,
                     context=where,
                     created_at=info.created_at,
-                    supply=ArtifactSupply(document_id=info.document_id),
+                    supply=SuggestedSupply(document_id=info.document_id),
                 )
             )
         return artifacts
@@ -205,7 +198,7 @@ class SessionArtifacts:
                     detail="from the session's digest",
                     context="session",
                     source_refs=refs,
-                    supply=ArtifactSupply(source_ref=refs[0]),
+                    supply=SuggestedSupply(source_ref=refs[0]),
                 )
             )
         return artifacts
@@ -218,7 +211,7 @@ def _answer(question: str, assistant: AssistantMessage) -> Artifact:
         title=_shorten(question, TITLE_CHARS),
         detail=_shorten(assistant.content, DETAIL_CHARS),
         created_at=assistant.created_at,
-        supply=ArtifactSupply(text=assistant.content[:MAX_SUPPLIED_ANSWER_CHARS]),
+        supply=SuggestedSupply(text=assistant.content[:MAX_SUPPLIED_ANSWER_CHARS]),
     )
 
 
