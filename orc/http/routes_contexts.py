@@ -142,7 +142,7 @@ async def upload_documents(
         context_type=ref.type,
         context_id=ref.id,
         documents=[_uploaded(principal, doc) for doc in touched],
-        refused=[RefusedUpload(filename=item.filename, code=item.code, message=item.message) for item in refused],
+        refused=refused,
     )
 
 

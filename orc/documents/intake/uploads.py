@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
+from pydantic import BaseModel, Field
+
 from orc.admission import Admission, Admitted, Operation
 from orc.documents.parsing.extraction import detect_media_type
 from orc.errors import InvalidInput, OrcError, PayloadTooLarge
@@ -57,16 +59,15 @@ class Upload:
         return hashlib.sha256(self.data).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class RefusedFile:
-    """A file of an upload that was not stored, and why (the error's stable ``code`` and message)."""
+class RefusedUpload(BaseModel):
+    """A file of an upload that was not stored (empty, too large, or a type orc cannot read)."""
 
     filename: str
-    code: str
+    code: str = Field(description="The stable error code, e.g. unsupported_media_type, empty_file, payload_too_large.")
     message: str
 
 
-def screen_uploads(uploads: Sequence[Upload], max_upload_bytes: int) -> tuple[list[Upload], list[RefusedFile]]:
+def screen_uploads(uploads: Sequence[Upload], max_upload_bytes: int) -> tuple[list[Upload], list[RefusedUpload]]:
     """Split a batch into the files orc can take and the ones it refuses, so one bad file does not sink the rest.
 
     Names are checked for the whole request (a bad name is a client bug, not a file problem). Each file that is
@@ -78,14 +79,14 @@ def screen_uploads(uploads: Sequence[Upload], max_upload_bytes: int) -> tuple[li
     for upload in uploads:
         validate_blob_name(upload.filename)
     accepted: list[Upload] = []
-    refused: list[RefusedFile] = []
+    refused: list[RefusedUpload] = []
     first: OrcError | None = None
     for upload in uploads:
         try:
             check_uploads([upload], max_upload_bytes)
         except OrcError as exc:
             first = first or exc
-            refused.append(RefusedFile(upload.filename, exc.code, exc.message))
+            refused.append(RefusedUpload(filename=upload.filename, code=exc.code, message=exc.message))
         else:
             accepted.append(upload)
     if not accepted and first is not None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, computed_field
 
 from orc.clock import utc_now
+from orc.documents.intake.uploads import RefusedUpload
 from orc.documents.records import ProcessingFields
 
 MAX_FILES_PER_SESSION = 1000
@@ -84,14 +85,6 @@ class FileChange(BaseModel):
     status: str
     digest_status: SpecDigestStatus
     diff: Diff
-
-
-class RefusedUpload(BaseModel):
-    """A file of an upload that was not stored (empty, too large, or a type orc cannot read)."""
-
-    filename: str
-    code: str = Field(description="The stable error code, e.g. unsupported_media_type, empty_file, payload_too_large.")
-    message: str
 
 
 class Mutation(BaseModel):

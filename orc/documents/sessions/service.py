@@ -41,7 +41,6 @@ from orc.documents.sessions.models import (
     ContextSet,
     FileChange,
     Mutation,
-    RefusedUpload,
     SessionHeader,
     spec_digest_status,
 )
@@ -167,13 +166,7 @@ class SessionFiles:
             mutation = await self._mutate(
                 principal, conversation_id, plan, if_match=if_match, wait_seconds=wait_seconds, new_names=names
             )
-        return mutation.model_copy(
-            update={
-                "refused": [
-                    RefusedUpload(filename=item.filename, code=item.code, message=item.message) for item in refused
-                ]
-            }
-        )
+        return mutation.model_copy(update={"refused": refused})
 
     async def replace(
         self,
