@@ -18,31 +18,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.credentials_async import AsyncTokenCredential
-from azure.core.exceptions import (
-    AzureError,
-    ClientAuthenticationError,
-    HttpResponseError,
-    ResourceExistsError,
-    ResourceModifiedError,
-    ResourceNotFoundError,
-)
+from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobProperties, ContentSettings
 from azure.storage.blob.aio import ContainerClient, ExponentialRetry
 
 from orc.errors import (
     ConfigurationError,
     ETagMismatch,
-    ItemAlreadyExists,
     ItemNotFound,
-    StorageError,
     StorageUnavailable,
 )
 from orc.storage._common import check_blob_name, check_metadata, check_put_conditions
+from orc.storage.azure_errors import translated
 from orc.storage.ports import BlobInfo
 
 __all__ = ["AzureBlobStore"]
@@ -284,50 +277,5 @@ def _quoted(etag: str) -> str:
     return etag if etag.startswith('"') else f'"{etag}"'
 
 
-def retry_after_seconds(error: HttpResponseError) -> float | None:
-    """The ``Retry-After`` an Azure service sent with ``error`` (Blob Storage, AI Search), if it sent one."""
-    headers = getattr(error.response, "headers", None) or {}
-    value = headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-@contextlib.asynccontextmanager
-async def _translated(what: str) -> AsyncIterator[None]:
-    """Turn SDK errors into port errors, without chaining them (their text may name the account URL)."""
-    try:
-        yield
-    except ResourceExistsError:
-        raise ItemAlreadyExists(f"{what} already exists") from None
-    except ResourceNotFoundError:
-        raise ItemNotFound(f"{what} does not exist") from None
-    except ResourceModifiedError:
-        raise ETagMismatch(f"{what} has changed") from None
-    except ClientAuthenticationError:
-        raise ConfigurationError(
-            "blob storage refused the credentials; check the key, SAS or the identity's data-plane role"
-        ) from None
-    except HttpResponseError as error:
-        status = int(error.status_code or 0)
-        # Storage errors carry the service's error code (e.g. "ServerBusy"); it never holds secrets.
-        error_code = getattr(error, "error_code", None)
-        code = f", {error_code}" if error_code else ""
-        if status == 412:
-            raise ETagMismatch(f"{what} has changed") from None
-        if status == 409:
-            raise ItemAlreadyExists(f"{what} already exists") from None
-        if status == 404:
-            raise ItemNotFound(f"{what} does not exist") from None
-        if status in (401, 403):
-            raise ConfigurationError(f"blob storage refused the credentials (status {status}{code})") from None
-        if status in (408, 429) or status >= 500:
-            raise StorageUnavailable(
-                f"blob storage failed (status {status}{code}); retry later",
-                retry_after=retry_after_seconds(error),
-            ) from None
-        raise StorageError(f"blob storage refused the request (status {status}{code})") from None
-    except AzureError as error:
-        # Connection refused, DNS, TLS, timeouts: the SDK has already retried these within its budget.
-        raise StorageUnavailable(f"blob storage is unreachable ({type(error).__name__}); retry later") from None
+def _translated(what: str) -> AbstractAsyncContextManager[None]:
+    return translated("blob storage", what, credentials="check the key, SAS or the identity's data-plane role")

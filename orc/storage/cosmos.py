@@ -23,26 +23,17 @@ Why it looks like this:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import Collection, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.credentials_async import AsyncTokenCredential
-from azure.core.exceptions import AzureError, ClientAuthenticationError
 from azure.cosmos import PartitionKey
 from azure.cosmos.aio import ContainerProxy, CosmosClient, DatabaseProxy
-from azure.cosmos.exceptions import CosmosHttpResponseError
 
-from orc.errors import (
-    ConfigurationError,
-    ETagMismatch,
-    ItemAlreadyExists,
-    ItemNotFound,
-    StorageError,
-    StorageUnavailable,
-)
+from orc.errors import ConfigurationError, ItemNotFound
 from orc.storage._common import (
     break_ties_by_id,
     check_collection_name,
@@ -53,6 +44,7 @@ from orc.storage._common import (
     sort_key,
     to_json_object,
 )
+from orc.storage.azure_errors import translated
 from orc.storage.ports import JsonScalar, StoredItem
 
 __all__ = ["CosmosCollection", "CosmosCollectionProvider", "parse_cosmos_connection_string"]
@@ -404,42 +396,5 @@ def _to_item(document: Mapping[str, Any]) -> StoredItem:
     )
 
 
-def _retry_after_seconds(error: CosmosHttpResponseError) -> float | None:
-    headers = error.headers or {}
-    value = headers.get("x-ms-retry-after-ms")
-    try:
-        return float(value) / 1000.0 if value is not None else None
-    except ValueError:
-        return None
-
-
-@contextlib.asynccontextmanager
-async def _translated(*, what: str = "item", missing_statuses: Collection[int] = (404,)) -> AsyncIterator[None]:
-    """Turn SDK errors into port errors, without chaining them (their text may name the endpoint)."""
-    try:
-        yield
-    except CosmosHttpResponseError as error:
-        status = int(error.status_code or 0)
-        if status in missing_statuses or status == 404:
-            raise ItemNotFound(f"{what} does not exist") from None
-        if status == 409:
-            raise ItemAlreadyExists(f"{what} already exists") from None
-        if status == 412:
-            raise ETagMismatch(f"{what} has changed") from None
-        if status == 429:
-            raise StorageUnavailable(
-                "Cosmos DB is throttling requests beyond the retry budget; retry later",
-                retry_after=_retry_after_seconds(error),
-            ) from None
-        if status in (401, 403):
-            raise ConfigurationError(
-                f"Cosmos DB refused the credentials (status {status}); check the key or the identity's role"
-            ) from None
-        if status == 408 or status >= 500:
-            raise StorageUnavailable(f"Cosmos DB failed (status {status}); retry later") from None
-        raise StorageError(f"Cosmos DB refused the request (status {status})") from None
-    except ClientAuthenticationError:
-        raise ConfigurationError("could not get a token for Cosmos DB; check the identity") from None
-    except AzureError as error:
-        # Connection refused, DNS, TLS, timeouts: the SDK has already retried these within its budget.
-        raise StorageUnavailable(f"Cosmos DB is unreachable ({type(error).__name__}); retry later") from None
+def _translated(*, what: str = "item", missing_statuses: Collection[int] = (404,)) -> AbstractAsyncContextManager[None]:
+    return translated("Cosmos DB", what, credentials="check the key or the identity's role", missing=missing_statuses)
