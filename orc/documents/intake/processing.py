@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -64,13 +65,8 @@ class ProcessingJob:
 
     def as_json(self) -> dict[str, Any]:
         """The job as JSON fields (a queue message's, a lease's); the claim is not part of it."""
-        location = self.location
         return {
-            "partition_key": location.partition_key,
-            "item_id": location.item_id,
-            "document_id": location.document_id,
-            "blob_path": location.blob_path,
-            "filename": location.filename,
+            **dataclasses.asdict(self.location),
             "content_hash": self.content_hash,
             "content_type": self.content_type,
         }
@@ -79,11 +75,7 @@ class ProcessingJob:
     def from_json(cls, body: Mapping[str, Any]) -> ProcessingJob:
         """The job :meth:`as_json` wrote; ``KeyError`` when a field is missing."""
         location = DocumentLocation(
-            partition_key=str(body["partition_key"]),
-            item_id=str(body["item_id"]),
-            document_id=str(body["document_id"]),
-            blob_path=str(body["blob_path"]),
-            filename=str(body["filename"]),
+            **{field.name: str(body[field.name]) for field in dataclasses.fields(DocumentLocation)}
         )
         content_type = body.get("content_type")
         return cls(location, str(body["content_hash"]), str(content_type) if content_type else None)
