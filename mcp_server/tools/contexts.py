@@ -10,7 +10,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from mcp_server.tools.scoped import add_principal_tool
+from mcp_server.tools.scoped import principal_tool
 from orc.documents.catalog.contexts import ContextDirectory
 from orc.documents.records import ContextNode, ContextRef
 from orc.principal import Principal
@@ -40,13 +40,8 @@ class ContextTree(BaseModel):
 def register(server: FastMCP, directory: ContextDirectory) -> None:
     """Add ``contexts.list`` to ``server``, over the context ``directory``."""
 
-    async def contexts_list(principal: Principal) -> ContextTree:
-        tree = await directory.tree(principal.organization)
-        return ContextTree(organization=principal.organization, contexts=_walk(tree, principal.organization))
-
-    add_principal_tool(
+    @principal_tool(
         server,
-        contexts_list,
         name=CONTEXTS_LIST,
         title="List the contexts",
         description=(
@@ -58,6 +53,9 @@ def register(server: FastMCP, directory: ContextDirectory) -> None:
         failure="listing the contexts failed",
         render=render_tree,
     )
+    async def contexts_list(principal: Principal) -> ContextTree:
+        tree = await directory.tree(principal.organization)
+        return ContextTree(organization=principal.organization, contexts=_walk(tree, principal.organization))
 
 
 def _walk(tree: dict[ContextRef, ContextNode], organization: str) -> list[ContextEntry]:

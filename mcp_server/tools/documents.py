@@ -8,6 +8,7 @@ access rules are enforced here: ``get_summary`` and ``get_content`` refuse docum
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from mcp.server.fastmcp import FastMCP
@@ -23,7 +24,7 @@ from mcp_server.tools.rendering import (
     render_span,
     render_summary,
 )
-from mcp_server.tools.scoped import add_scoped_tool
+from mcp_server.tools.scoped import scoped_tool
 from orc.documents.catalog.availability import DocumentScope
 from orc.documents.catalog.library import (
     DEFAULT_LIST_LIMIT,
@@ -62,87 +63,16 @@ _READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHi
 def register(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
     """Add the seven ``documents.*`` tools to ``server``, over ``library``, each in the scope its arguments name
     (checked by ``scopes``)."""
-    _register_list(server, library, scopes)
-    _register_analyze(server, library, scopes)
-    _register_content(server, library, scopes)
-    _register_summary(server, library, scopes)
-    _register_search(server, library, scopes)
-    _register_page(server, library, scopes)
-    _register_span(server, library, scopes)
+    # In the order clients list them.
+    _register_overview(server, library, scopes)
+    _register_summary_and_search(server, library, scopes)
+    _register_pages_and_spans(server, library, scopes)
 
 
-def _register_page(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
-    async def documents_get_page(
-        principal: Principal,
-        document_id: DocumentId,
-        page: Annotated[int, Field(description="1-based page number.", json_schema_extra={"minimum": 1})],
-        scope: DocumentScope,
-    ) -> PageContent:
-        return await library.page(principal, scope, document_id, page)
+def _register_overview(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
+    tool = functools.partial(scoped_tool, server, scopes)
 
-    add_scoped_tool(
-        server,
-        scopes,
-        documents_get_page,
-        name=DOCUMENTS_GET_PAGE,
-        title="Read one page of a document",
-        description=(
-            "Return page `page` of a ready paged document (a PDF) with the spans on it, e.g. to read around a "
-            "search result's page. Documents without pages answer not_paged (use documents.get_content); a page "
-            "outside the document answers page_not_found with the page count."
-        ),
-        annotations=_READ_ONLY,
-        failure="reading the page failed",
-        render=render_page,
-    )
-
-
-def _register_span(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
-    async def documents_get_span(
-        principal: Principal,
-        source_ref: Annotated[
-            str,
-            Field(description="The `ref` of a search result or citation: <document>::<span_id>.", max_length=1200),
-        ],
-        scope: DocumentScope,
-    ) -> SpanContent:
-        return await library.span(principal, scope, source_ref)
-
-    add_scoped_tool(
-        server,
-        scopes,
-        documents_get_span,
-        name=DOCUMENTS_GET_SPAN,
-        title="Read one cited span",
-        description=(
-            "Return the whole text of the span a SourceRef names (the `ref` documents.search returns), with its "
-            "page. Unknown documents answer document_not_found and unknown spans span_not_found."
-        ),
-        annotations=_READ_ONLY,
-        failure="reading the span failed",
-        render=render_span,
-    )
-
-
-def _register_list(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
-    async def documents_list(
-        principal: Principal,
-        scope: DocumentScope,
-        offset: Annotated[int, Field(description="Skip this many documents.", json_schema_extra={"minimum": 0})] = 0,
-        limit: Annotated[
-            int,
-            Field(
-                description=f"At most this many documents (1-{MAX_LIST_LIMIT}).",
-                json_schema_extra={"minimum": 1, "maximum": MAX_LIST_LIMIT},
-            ),
-        ] = DEFAULT_LIST_LIMIT,
-    ) -> DocumentList:
-        return await library.list_documents(principal, scope, offset=offset, limit=limit)
-
-    add_scoped_tool(
-        server,
-        scopes,
-        documents_list,
+    @tool(
         name=DOCUMENTS_LIST,
         title="List available documents",
         description=(
@@ -157,16 +87,21 @@ def _register_list(server: FastMCP, library: DocumentLibrary, scopes: DocumentSc
         failure="listing the documents failed",
         render=render_list,
     )
+    async def documents_list(
+        principal: Principal,
+        scope: DocumentScope,
+        offset: Annotated[int, Field(description="Skip this many documents.", json_schema_extra={"minimum": 0})] = 0,
+        limit: Annotated[
+            int,
+            Field(
+                description=f"At most this many documents (1-{MAX_LIST_LIMIT}).",
+                json_schema_extra={"minimum": 1, "maximum": MAX_LIST_LIMIT},
+            ),
+        ] = DEFAULT_LIST_LIMIT,
+    ) -> DocumentList:
+        return await library.list_documents(principal, scope, offset=offset, limit=limit)
 
-
-def _register_analyze(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
-    async def documents_analyze(principal: Principal, document_id: DocumentId, scope: DocumentScope) -> AnalyzeResult:
-        return await library.analyze(principal, scope, document_id)
-
-    add_scoped_tool(
-        server,
-        scopes,
-        documents_analyze,
+    @tool(
         name=DOCUMENTS_ANALYZE,
         title="Analyze a document",
         description=(
@@ -179,9 +114,21 @@ def _register_analyze(server: FastMCP, library: DocumentLibrary, scopes: Documen
         failure="analyzing the document failed",
         render=render_analyze,
     )
+    async def documents_analyze(principal: Principal, document_id: DocumentId, scope: DocumentScope) -> AnalyzeResult:
+        return await library.analyze(principal, scope, document_id)
 
-
-def _register_content(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
+    @tool(
+        name=DOCUMENTS_GET_CONTENT,
+        title="Read a document's text",
+        description=(
+            "Return the extracted text of a ready document, one page at a time (offset, limit → next_offset, "
+            "total), with the spans the page covers. Meant for short documents; for long ones prefer "
+            "documents.search. Refused with not_ready until the document is ready."
+        ),
+        annotations=_READ_ONLY,
+        failure="reading the document failed",
+        render=render_content,
+    )
     async def documents_get_content(
         principal: Principal,
         document_id: DocumentId,
@@ -200,33 +147,11 @@ def _register_content(server: FastMCP, library: DocumentLibrary, scopes: Documen
     ) -> ContentPage:
         return await library.content(principal, scope, document_id, offset=offset, limit=limit)
 
-    add_scoped_tool(
-        server,
-        scopes,
-        documents_get_content,
-        name=DOCUMENTS_GET_CONTENT,
-        title="Read a document's text",
-        description=(
-            "Return the extracted text of a ready document, one page at a time (offset, limit → next_offset, "
-            "total), with the spans the page covers. Meant for short documents; for long ones prefer "
-            "documents.search. Refused with not_ready until the document is ready."
-        ),
-        annotations=_READ_ONLY,
-        failure="reading the document failed",
-        render=render_content,
-    )
 
+def _register_summary_and_search(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
+    tool = functools.partial(scoped_tool, server, scopes)
 
-def _register_summary(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
-    async def documents_get_summary(
-        principal: Principal, document_id: DocumentId, scope: DocumentScope
-    ) -> DocumentSummary:
-        return await library.summary(principal, scope, document_id)
-
-    add_scoped_tool(
-        server,
-        scopes,
-        documents_get_summary,
+    @tool(
         name=DOCUMENTS_GET_SUMMARY,
         title="Get a document's summary",
         description=(
@@ -238,9 +163,23 @@ def _register_summary(server: FastMCP, library: DocumentLibrary, scopes: Documen
         failure="reading the summary failed",
         render=render_summary,
     )
+    async def documents_get_summary(
+        principal: Principal, document_id: DocumentId, scope: DocumentScope
+    ) -> DocumentSummary:
+        return await library.summary(principal, scope, document_id)
 
-
-def _register_search(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
+    @tool(
+        name=DOCUMENTS_SEARCH,
+        title="Search the documents",
+        description=(
+            "Find the passages (spans) of the available documents that best match a query, ranked, each with its "
+            "SourceRef [<filename>::<span_id>], page or character locator, and origin context. Cite passages by "
+            "their ref. Documents that are not ready yet are listed apart."
+        ),
+        annotations=_READ_ONLY,
+        failure="searching the documents failed",
+        render=render_search,
+    )
     async def documents_search(
         principal: Principal,
         query: Annotated[str, Field(description="What to look for, in the documents' own words if possible.")],
@@ -260,18 +199,47 @@ def _register_search(server: FastMCP, library: DocumentLibrary, scopes: Document
     ) -> SearchResults:
         return await library.search(principal, scope, query, limit=limit, document_ids=document_ids)
 
-    add_scoped_tool(
-        server,
-        scopes,
-        documents_search,
-        name=DOCUMENTS_SEARCH,
-        title="Search the documents",
+
+def _register_pages_and_spans(server: FastMCP, library: DocumentLibrary, scopes: DocumentScopes) -> None:
+    tool = functools.partial(scoped_tool, server, scopes)
+
+    @tool(
+        name=DOCUMENTS_GET_PAGE,
+        title="Read one page of a document",
         description=(
-            "Find the passages (spans) of the available documents that best match a query, ranked, each with its "
-            "SourceRef [<filename>::<span_id>], page or character locator, and origin context. Cite passages by "
-            "their ref. Documents that are not ready yet are listed apart."
+            "Return page `page` of a ready paged document (a PDF) with the spans on it, e.g. to read around a "
+            "search result's page. Documents without pages answer not_paged (use documents.get_content); a page "
+            "outside the document answers page_not_found with the page count."
         ),
         annotations=_READ_ONLY,
-        failure="searching the documents failed",
-        render=render_search,
+        failure="reading the page failed",
+        render=render_page,
     )
+    async def documents_get_page(
+        principal: Principal,
+        document_id: DocumentId,
+        page: Annotated[int, Field(description="1-based page number.", json_schema_extra={"minimum": 1})],
+        scope: DocumentScope,
+    ) -> PageContent:
+        return await library.page(principal, scope, document_id, page)
+
+    @tool(
+        name=DOCUMENTS_GET_SPAN,
+        title="Read one cited span",
+        description=(
+            "Return the whole text of the span a SourceRef names (the `ref` documents.search returns), with its "
+            "page. Unknown documents answer document_not_found and unknown spans span_not_found."
+        ),
+        annotations=_READ_ONLY,
+        failure="reading the span failed",
+        render=render_span,
+    )
+    async def documents_get_span(
+        principal: Principal,
+        source_ref: Annotated[
+            str,
+            Field(description="The `ref` of a search result or citation: <document>::<span_id>.", max_length=1200),
+        ],
+        scope: DocumentScope,
+    ) -> SpanContent:
+        return await library.span(principal, scope, source_ref)

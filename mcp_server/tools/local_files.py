@@ -17,7 +17,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_server.tools.scoped import add_principal_tool
+from mcp_server.tools.scoped import principal_tool
 from mcp_server.tools.session import SessionChange, SessionId, attach_upload, render_change
 from orc.documents.catalog.scopes import DocumentScopes
 from orc.documents.intake.uploads import Upload
@@ -71,6 +71,20 @@ def register(server: FastMCP, files: SessionFiles, scopes: DocumentScopes, folde
     if not folders:
         return
 
+    @principal_tool(
+        server,
+        name=SESSION_ATTACH_PATH,
+        title="Attach a local file to the session",
+        description=(
+            "Attach a file on this machine to the conversation by its absolute path (same name again replaces it), "
+            f"instead of sending its content. Only files inside these folders can be read: {_listing(folders)}."
+        ),
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+        ),
+        failure="attaching the file failed",
+        render=render_change,
+    )
     async def session_attach_path(
         principal: Principal,
         session_id: SessionId,
@@ -86,22 +100,6 @@ def register(server: FastMCP, files: SessionFiles, scopes: DocumentScopes, folde
             raise PayloadTooLarge(f"the document is larger than the upload limit of {limit} bytes")
         upload = Upload(real.name, real.read_bytes(), content_type)
         return await attach_upload(files, scopes, principal, session_id, upload)
-
-    add_principal_tool(
-        server,
-        session_attach_path,
-        name=SESSION_ATTACH_PATH,
-        title="Attach a local file to the session",
-        description=(
-            "Attach a file on this machine to the conversation by its absolute path (same name again replaces it), "
-            f"instead of sending its content. Only files inside these folders can be read: {_listing(folders)}."
-        ),
-        annotations=ToolAnnotations(
-            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
-        ),
-        failure="attaching the file failed",
-        render=render_change,
-    )
 
 
 def _listing(folders: AllowedFolders) -> str:

@@ -1,5 +1,6 @@
 """Registering a tool that acts for the caller: its body gets the resolved principal (and, for a scoped tool, the
-validated document scope) instead of repeating the MCP plumbing.
+validated document scope) instead of repeating the MCP plumbing. :func:`principal_tool` and :func:`scoped_tool`
+are decorators, as FastMCP's own ``@server.tool()`` is.
 
 A body is an ``async def`` whose own parameters (with their ``Annotated`` descriptions) are published as the
 tool's arguments, except two names that the registration fills in:
@@ -21,7 +22,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypedDict, Unpack
+from typing import Annotated, Any, TypedDict, TypeVar, Unpack
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
@@ -82,25 +83,22 @@ class ToolDetails(TypedDict):
     render: Callable[[Any], str]
 
 
-def add_principal_tool(
-    server: FastMCP, body: Callable[..., Awaitable[BaseModel]], **details: Unpack[ToolDetails]
-) -> None:
-    """Register ``body`` as the tool ``name``, called with the caller's ``principal``."""
+Body = TypeVar("Body", bound=Callable[..., Awaitable[BaseModel]])
+
+
+def principal_tool(server: FastMCP, **details: Unpack[ToolDetails]) -> Callable[[Body], Body]:
+    """A decorator registering its ``async def`` as the tool ``name``, called with the caller's ``principal``."""
 
     async def resolve(ctx: Context[Any, Any, Any], arguments: dict[str, Any]) -> dict[str, Any]:
         return {PRINCIPAL: resolve_principal(ctx)}
 
-    _add(server, body, resolve, scoped=False, **details)
+    return _registering(server, resolve, scoped=False, **details)
 
 
-def add_scoped_tool(
-    server: FastMCP,
-    scopes: DocumentScopes,
-    body: Callable[..., Awaitable[BaseModel]],
-    **details: Unpack[ToolDetails],
-) -> None:
-    """Register ``body`` as the tool ``name``, called with the caller's ``principal`` and the ``scope`` its scope
-    arguments name, validated by ``scopes`` (raises orc errors, reported by the error policy)."""
+def scoped_tool(server: FastMCP, scopes: DocumentScopes, **details: Unpack[ToolDetails]) -> Callable[[Body], Body]:
+    """A decorator registering its ``async def`` as the tool ``name``, called with the caller's ``principal`` and
+    the ``scope`` its scope arguments name, validated by ``scopes`` (raises orc errors, reported by the error
+    policy)."""
 
     async def resolve(ctx: Context[Any, Any, Any], arguments: dict[str, Any]) -> dict[str, Any]:
         principal = resolve_principal(ctx)
@@ -113,39 +111,38 @@ def add_scoped_tool(
         scope = await scopes.resolve(principal, **scope_arguments)
         return {PRINCIPAL: principal, SCOPE: scope}
 
-    _add(server, body, resolve, scoped=True, **details)
+    return _registering(server, resolve, scoped=True, **details)
 
 
 Resolver = Callable[[Context[Any, Any, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-def _add(
-    server: FastMCP,
-    body: Callable[..., Awaitable[BaseModel]],
-    resolve: Resolver,
-    *,
-    scoped: bool,
-    **details: Unpack[ToolDetails],
-) -> None:
+def _registering(
+    server: FastMCP, resolve: Resolver, *, scoped: bool, **details: Unpack[ToolDetails]
+) -> Callable[[Body], Body]:
     name, failure, render = details["name"], details["failure"], details["render"]
 
-    async def tool(ctx: Context[Any, Any, Any], **arguments: Any) -> CallToolResult:
-        with tool_errors(name, failure=failure):
-            filled = await resolve(ctx, arguments)
-            result = await body(**filled, **arguments)
-        return structured_result(result, render(result))
+    def register(body: Body) -> Body:
+        async def tool(ctx: Context[Any, Any, Any], **arguments: Any) -> CallToolResult:
+            with tool_errors(name, failure=failure):
+                filled = await resolve(ctx, arguments)
+                result = await body(**filled, **arguments)
+            return structured_result(result, render(result))
 
-    # FastMCP reads the published arguments from the signature and names the schemas after the function.
-    tool.__signature__ = _published_signature(body, scoped=scoped)  # type: ignore[attr-defined]
-    tool.__name__ = tool.__qualname__ = body.__name__
-    server.add_tool(
-        tool,
-        name=name,
-        title=details["title"],
-        description=details["description"],
-        annotations=details["annotations"],
-        structured_output=True,
-    )
+        # FastMCP reads the published arguments from the signature and names the schemas after the function.
+        tool.__signature__ = _published_signature(body, scoped=scoped)  # type: ignore[attr-defined]
+        tool.__name__ = tool.__qualname__ = body.__name__
+        server.add_tool(
+            tool,
+            name=name,
+            title=details["title"],
+            description=details["description"],
+            annotations=details["annotations"],
+            structured_output=True,
+        )
+        return body
+
+    return register
 
 
 def _published_signature(body: Callable[..., Any], *, scoped: bool) -> inspect.Signature:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from typing import Annotated, Literal
 
 from mcp.server.fastmcp import FastMCP
@@ -16,7 +17,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_server.tools.rendering import document_line
-from mcp_server.tools.scoped import add_principal_tool
+from mcp_server.tools.scoped import principal_tool
 from orc.documents.catalog.availability import DocumentScope
 from orc.documents.catalog.scopes import DocumentScopes
 from orc.documents.intake.uploads import Upload
@@ -50,19 +51,65 @@ class SessionChange(BaseModel):
 def register(server: FastMCP, files: SessionFiles, scopes: DocumentScopes) -> None:
     """Add the three ``session.*`` tools to ``server``, over the session ``files`` and what ``scopes`` make
     available."""
-    _register_attach(server, files, scopes)
-    _register_list(server, files, scopes)
-    _register_remove(server, files)
+    tool = functools.partial(principal_tool, server)
 
-
-async def _session_documents(
-    files: SessionFiles, scopes: DocumentScopes, principal: Principal, session_id: str
-) -> SessionDocuments:
-    manifest = await files.manifest(principal, session_id)
-    availability = await scopes.available(principal, DocumentScope(session_id=session_id))
-    return SessionDocuments(
-        session_id=session_id, revision=manifest.revision, documents=[doc.info for doc in availability.documents]
+    @tool(
+        name=SESSION_ATTACH_DOCUMENT,
+        title="Attach a document to the session",
+        description=(
+            "Attach a document to the conversation (same name again replaces it). It is processed right away; "
+            "the result gives its status (ready, or processing for big files, or failed with the reason)."
+        ),
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+        ),
+        failure="attaching the document failed",
+        render=render_change,
     )
+    async def session_attach_document(
+        principal: Principal,
+        session_id: SessionId,
+        filename: Annotated[str, Field(description="The document's file name (its type comes from the extension).")],
+        content: Annotated[str, Field(description="The document: plain text, or base64 with encoding='base64'.")],
+        encoding: Annotated[Literal["text", "base64"], Field(description="How content is encoded.")] = "text",
+        content_type: Annotated[str | None, Field(description="The media type, when the name does not say.")] = None,
+    ) -> SessionChange:
+        validate_identifier(session_id, what="session")
+        data = _decode(content, encoding, files.max_upload_bytes)
+        return await attach_upload(files, scopes, principal, session_id, Upload(filename, data, content_type))
+
+    @tool(
+        name=SESSION_LIST_DOCUMENTS,
+        title="List the session's documents",
+        description="List the documents attached to the conversation with their status (uploading, processing, "
+        "ready, failed).",
+        annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
+        failure="listing the session's documents failed",
+        render=_render_session_documents,
+    )
+    async def session_list_documents(principal: Principal, session_id: SessionId) -> SessionDocuments:
+        manifest = await files.manifest(principal, session_id)
+        availability = await scopes.available(principal, DocumentScope(session_id=session_id))
+        documents = [document.info for document in availability.documents]
+        return SessionDocuments(session_id=session_id, revision=manifest.revision, documents=documents)
+
+    @tool(
+        name=SESSION_REMOVE_DOCUMENT,
+        title="Remove a document from the session",
+        description="Remove one attached document from the conversation (its text and file are deleted).",
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+        ),
+        failure="removing the document failed",
+        render=lambda result: f"removed {result.change.filename} (session revision {result.revision})",
+    )
+    async def session_remove_document(
+        principal: Principal,
+        session_id: SessionId,
+        document_id: Annotated[str, Field(description="The document_id to remove.")],
+    ) -> SessionChange:
+        mutation = await files.remove(principal, session_id, document_id)
+        return SessionChange(session_id=session_id, revision=mutation.revision, change=mutation.files[0])
 
 
 def _decode(content: str, encoding: str, max_bytes: int) -> bytes:
@@ -101,77 +148,7 @@ def render_change(result: SessionChange) -> str:
     )
 
 
-def _register_attach(server: FastMCP, files: SessionFiles, scopes: DocumentScopes) -> None:
-    async def session_attach_document(
-        principal: Principal,
-        session_id: SessionId,
-        filename: Annotated[str, Field(description="The document's file name (its type comes from the extension).")],
-        content: Annotated[str, Field(description="The document: plain text, or base64 with encoding='base64'.")],
-        encoding: Annotated[Literal["text", "base64"], Field(description="How content is encoded.")] = "text",
-        content_type: Annotated[str | None, Field(description="The media type, when the name does not say.")] = None,
-    ) -> SessionChange:
-        validate_identifier(session_id, what="session")
-        data = _decode(content, encoding, files.max_upload_bytes)
-        return await attach_upload(files, scopes, principal, session_id, Upload(filename, data, content_type))
-
-    add_principal_tool(
-        server,
-        session_attach_document,
-        name=SESSION_ATTACH_DOCUMENT,
-        title="Attach a document to the session",
-        description=(
-            "Attach a document to the conversation (same name again replaces it). It is processed right away; "
-            "the result gives its status (ready, or processing for big files, or failed with the reason)."
-        ),
-        annotations=ToolAnnotations(
-            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
-        ),
-        failure="attaching the document failed",
-        render=render_change,
-    )
-
-
-def _register_list(server: FastMCP, files: SessionFiles, scopes: DocumentScopes) -> None:
-    async def session_list_documents(principal: Principal, session_id: SessionId) -> SessionDocuments:
-        return await _session_documents(files, scopes, principal, session_id)
-
-    add_principal_tool(
-        server,
-        session_list_documents,
-        name=SESSION_LIST_DOCUMENTS,
-        title="List the session's documents",
-        description="List the documents attached to the conversation with their status (uploading, processing, "
-        "ready, failed).",
-        annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
-        failure="listing the session's documents failed",
-        render=_render_session_documents,
-    )
-
-
 def _render_session_documents(result: SessionDocuments) -> str:
     lines = [f"session {result.session_id}, revision {result.revision}: {len(result.documents)} document(s)"]
     lines.extend(document_line(document) for document in result.documents)
     return "\n".join(lines)
-
-
-def _register_remove(server: FastMCP, files: SessionFiles) -> None:
-    async def session_remove_document(
-        principal: Principal,
-        session_id: SessionId,
-        document_id: Annotated[str, Field(description="The document_id to remove.")],
-    ) -> SessionChange:
-        mutation = await files.remove(principal, session_id, document_id)
-        return SessionChange(session_id=session_id, revision=mutation.revision, change=mutation.files[0])
-
-    add_principal_tool(
-        server,
-        session_remove_document,
-        name=SESSION_REMOVE_DOCUMENT,
-        title="Remove a document from the session",
-        description="Remove one attached document from the conversation (its text and file are deleted).",
-        annotations=ToolAnnotations(
-            readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
-        ),
-        failure="removing the document failed",
-        render=lambda result: f"removed {result.change.filename} (session revision {result.revision})",
-    )

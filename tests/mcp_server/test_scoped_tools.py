@@ -11,7 +11,7 @@ from mcp.server.fastmcp import FastMCP
 from pydantic import BaseModel, Field
 
 from mcp_server.tools import split_tool_error
-from mcp_server.tools.scoped import add_principal_tool, add_scoped_tool
+from mcp_server.tools.scoped import principal_tool, scoped_tool
 from orc.documents.catalog.availability import DocumentScope
 from orc.errors import NotFound
 from orc.principal import Principal
@@ -46,16 +46,15 @@ def echo_server(calls: list[str], *, raises: Exception | None = None) -> FastMCP
         return Echo(user=principal.user, word=word)
 
     server = FastMCP("test")
-    add_principal_tool(
+    principal_tool(
         server,
-        echo,
         name="echo",
         title="Echo",
         description="Echo a word.",
         annotations=READ_ONLY,
         failure="echoing failed",
         render=render_echo,
-    )
+    )(echo)
     return server
 
 
@@ -112,17 +111,16 @@ async def test_a_scoped_tool_publishes_the_scope_arguments_where_its_scope_param
 
     async with open_runtime() as runtime:
         server = FastMCP("test")
-        add_scoped_tool(
+        scoped_tool(
             server,
             runtime.foundation.scopes,
-            look,
             name="look",
             title="Look",
             description="Look around.",
             annotations=READ_ONLY,
             failure="looking failed",
             render=render_echo,
-        )
+        )(look)
         async with connect(server, ALICE) as session:
             (tool,) = (await session.list_tools()).tools
             ok = await session.call_tool("look", {"first": "x", "session_id": "conv-1"})
@@ -140,13 +138,12 @@ def test_a_body_that_does_not_take_the_filled_in_parameters_is_refused_at_regist
         return Echo(user="?", word=word)
 
     with pytest.raises(TypeError, match="must take principal"):
-        add_principal_tool(
+        principal_tool(
             FastMCP("test"),
-            no_principal,
             name="bad",
             title="Bad",
             description="Bad.",
             annotations=READ_ONLY,
             failure="bad",
             render=render_echo,
-        )
+        )(no_principal)
