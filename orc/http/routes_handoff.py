@@ -23,6 +23,7 @@ from orc.handoff import (
     SupplyBody,
     SupplyPayload,
     running_without,
+    supplying,
 )
 from orc.http.dependencies import Caller, Keys, Orc, Requests, Texts
 from orc.http.idempotent import KEY_PARAMETER, idempotent
@@ -86,15 +87,8 @@ async def supply(
     payloads = await _payloads(request, texts, principal)
     body = [payload.model_dump(mode="json") for payload in payloads]
     parts = {"route": "supply", "session": session_id, "request": request_id, "payloads": body}
-    return await turn_response(
-        request,
-        principal,
-        keys,
-        parts,
-        lambda: orchestrator.resume(
-            principal, lambda handoff: handoff.supply(principal, session_id, request_id, payloads)
-        ),
-    )
+    move = supplying(principal, session_id, request_id, payloads)
+    return await turn_response(request, principal, keys, parts, lambda: orchestrator.resume(principal, move))
 
 
 @router.post(
