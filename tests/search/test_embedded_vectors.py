@@ -10,8 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from filelock import FileLock
 
 from orc.search.embedded import EmbeddedSearchEngine
+from orc.search.embedded.directory import DocumentsDatabase
+from orc.search.embedded.layout import layout_root, organization_folder
+from orc.search.embedded.upkeep import SegmentUpkeep
 from orc.search.port import SearchFilter, SearchRequest
 from orc.testing.conformance.search import LEGAL, ORG, document
 
@@ -75,6 +79,22 @@ async def test_folds_are_merged_so_a_search_reads_a_few_segments_and_sees_every_
         best = (await engine.search(nearest(own, 1)))[0]
         assert (best.document_id, best.span.ordinal) == (f"doc{number:02d}", 3)
     await engine.aclose()
+
+
+async def test_a_fold_another_process_is_making_is_left_to_it_and_made_once_it_is_done(tmp_path: Path) -> None:
+    engine = EmbeddedSearchEngine(tmp_path, exact_spans=0, fold_spans=10_000, fold_in_background=False)
+    await index_documents(engine, 4, 20)
+    await engine.aclose()
+    root = layout_root(tmp_path)
+    upkeep = SegmentUpkeep(root, DocumentsDatabase(root), fold_spans=40, merge_factor=2)
+    folding_elsewhere = FileLock(organization_folder(root, "vectors", ORG) / ".orc-fold.lock")
+
+    with folding_elsewhere:
+        await asyncio.to_thread(upkeep.run, ORG)
+        assert segment_files(tmp_path) == [], "the fold was left to the process holding the lock"
+    await asyncio.to_thread(upkeep.run, ORG)
+
+    assert segment_files(tmp_path), "once it let go, the fold was made"
 
 
 async def test_a_replaced_or_deleted_document_is_never_found_through_its_old_segment(tmp_path: Path) -> None:
