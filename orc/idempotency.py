@@ -12,9 +12,9 @@ Records expire after ``ttl`` (24 hours by default): an expired record counts as 
 each new claim deletes a few expired records of the principal, so the collection does not grow without bound on
 backends that have no native TTL. A claim whose request died (its process crashed) is taken over once its
 ``lease`` has passed. The lease is short (30 s) and the process that holds a claim renews it while its request
-runs (every third of the lease, for at most ``max_hold``): a live request keeps its key, and a crashed one blocks
-its retry for seconds, not the minutes a lease long enough for the slowest request would need. Responses that a retry
-could change (5xx, failures) are not kept: the claim is released.
+runs (every third of the lease, for at most :data:`DEFAULT_MAX_HOLD`): a live request keeps its key, and a crashed
+one blocks its retry for seconds, not the minutes a lease long enough for the slowest request would need. Responses
+that a retry could change (5xx, failures) are not kept: the claim is released.
 """
 
 from __future__ import annotations
@@ -101,13 +101,11 @@ class IdempotencyKeys:
         ttl: timedelta = DEFAULT_TTL,
         lease: timedelta = DEFAULT_LEASE,
         clock: Callable[[], datetime] = _now,
-        max_hold: timedelta = DEFAULT_MAX_HOLD,
     ) -> None:
         self._items = collection
         self._ttl = ttl
         self._lease = lease
         self._clock = clock
-        self._max_hold = max_hold
         # The claims this process holds, by record: the latest ETag (renewals change it) and the renewing task.
         self._held: dict[tuple[str, str], _Holding] = {}
 
@@ -200,12 +198,12 @@ class IdempotencyKeys:
         return holding.etag
 
     async def _renew(self, claim: Claim, holding: _Holding) -> None:
-        """Move the claim's lease forward while its request runs (until released, or for ``max_hold``)."""
+        """Move the claim's lease forward while its request runs (until released, or for :data:`DEFAULT_MAX_HOLD`)."""
         every = self._lease.total_seconds() / 3
         started = self._clock()
         with contextlib.suppress(ETagMismatch, ItemNotFound, StorageUnavailable):
             # Taken over, or storage is away: the lease runs out and another request may take the key.
-            while self._clock() - started < self._max_hold:
+            while self._clock() - started < DEFAULT_MAX_HOLD:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(holding.stop.wait(), every)
                 if holding.stop.is_set():

@@ -119,12 +119,11 @@ class McpToolbox:
         *,
         principal: Principal,
         scope: Mapping[str, Any],
-        call_timeout_seconds: float = CALL_TIMEOUT_SECONDS,
     ) -> None:
         self._connection = connection
         self._meta = RequestParams.Meta(**{PRINCIPAL_META_KEY: principal.model_dump()})
         self._scope = dict(scope)
-        self._timeout = timedelta(seconds=call_timeout_seconds)
+        self._timeout = timedelta(seconds=CALL_TIMEOUT_SECONDS)
 
     async def model_tools(self, *, exclude: Iterable[str] = ()) -> list[BaseTool]:
         """Tools to offer the model, without those named in ``exclude`` (MCP names)."""

@@ -32,18 +32,10 @@ WATCH_MAX_SECONDS = 300.0
 class ContextFiles:
     """The context-files service behind ``/api/sessions/{id}/context…``."""
 
-    def __init__(
-        self,
-        files: SessionFiles,
-        digests: SessionDigests,
-        store: DigestStore,
-        *,
-        stale_after: timedelta = STALE_AFTER,
-    ) -> None:
+    def __init__(self, files: SessionFiles, digests: SessionDigests, store: DigestStore) -> None:
         self._files = files
         self._digests = digests
         self._store = store
-        self._stale_after = stale_after
 
     # -- reads --------------------------------------------------------------------------------------------------
 
@@ -278,7 +270,7 @@ class ContextFiles:
             return True
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
-        return datetime.now(UTC) - moment > self._stale_after
+        return datetime.now(UTC) - moment > STALE_AFTER
 
 
 def _find(manifest: ContextSet, file_id: str) -> ContextFile:

@@ -84,7 +84,6 @@ class FileDigests:
         runner: DigestRunner,
         *,
         max_concurrency: int,
-        max_input_chars: int = MAX_INPUT_CHARS,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -93,7 +92,6 @@ class FileDigests:
         self._store = store
         self._runner = runner
         self._slots = asyncio.Semaphore(max_concurrency)
-        self._max_input_chars = max_input_chars
         self._making: dict[tuple[str, str], asyncio.Task[_Made]] = {}
         self.parsing: set[tuple[str, str]] = set()
         """Records this process marked ``parsing`` and has not finished (set back to ``stale`` on shutdown)."""
@@ -225,11 +223,11 @@ class FileDigests:
         if text is None or text.extracted_text_hash != target.extracted_text_hash:
             return _Made(None, "the document's text is not available; analyze the document again")
         chars = sum(len(span.text) for span in text.spans)
-        if chars > self._max_input_chars:
+        if chars > MAX_INPUT_CHARS:
             return _Made(
                 None,
                 f"the document is too long to digest in one model call ({chars} characters of text; the limit is "
-                f"{self._max_input_chars}); search it with documents.search instead",
+                f"{MAX_INPUT_CHARS}); search it with documents.search instead",
             )
         async with self._slots:
             outcome = await self._runner.per_file(

@@ -23,11 +23,8 @@ TTL_SECONDS = 5.0
 class PromptDigests:
     """The text of each session's ready aggregate digest, for the answer prompt's digest section."""
 
-    def __init__(
-        self, context: ContextFiles, *, ttl_seconds: float = TTL_SECONDS, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, context: ContextFiles, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._context = context
-        self._ttl = ttl_seconds
         self._clock = clock
         self._cache: dict[tuple[str, str], tuple[float, str]] = {}
 
@@ -36,7 +33,7 @@ class PromptDigests:
         key = (principal.partition_key, session_id)
         now = self._clock()
         cached = self._cache.get(key)
-        if cached is not None and now - cached[0] < self._ttl:
+        if cached is not None and now - cached[0] < TTL_SECONDS:
             return cached[1]
         text = await self._read(principal, session_id)
         if len(self._cache) > 10_000:

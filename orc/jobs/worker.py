@@ -66,7 +66,6 @@ class JobWorker:
         *,
         visibility_seconds: float,
         max_deliveries: int,
-        observer: Observer | None = None,
     ) -> None:
         self._catalog = catalog
         self._processor = processor
@@ -75,7 +74,7 @@ class JobWorker:
         self.digests_queue = digests_queue
         self._visibility = visibility_seconds
         self._max_deliveries = max_deliveries
-        self.observer = observer
+        self.observer: Observer | None = None
         self.outcomes: Counter[str] = Counter()
 
     async def handle_message(self, kind: JobKind, text: bytes | str, dequeue_count: int) -> str:

@@ -46,16 +46,14 @@ class Reprocessor:
         catalog: DocumentCollection,
         processor: DocumentProcessor,
         *,
-        stale_after: timedelta = STALE_PROCESSING,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._catalog = catalog
         self._processor = processor
-        self._stale_after = stale_after
         self._now = now
 
     def orphaned(self, document: AvailableDocument) -> bool:
-        """Ready with text that cannot be used, or ``uploading``/``processing`` for longer than ``stale_after``
+        """Ready with text that cannot be used, or ``uploading``/``processing`` for longer than :data:`STALE_PROCESSING`
         with no job in this process."""
         info = document.info
         if info.status == "ready":
@@ -68,7 +66,7 @@ class Reprocessor:
             return True
         if updated.tzinfo is None:
             updated = updated.replace(tzinfo=UTC)
-        return self._now() - updated > self._stale_after
+        return self._now() - updated > STALE_PROCESSING
 
     async def follow(self, document: AvailableDocument, wait_seconds: float) -> None:
         """Wait up to ``wait_seconds`` for the document's processing: the job already running, else a restart

@@ -33,7 +33,6 @@ class EmbeddedSearchEngine:
         self,
         root: Path,
         *,
-        vector_cache_bytes: int = VECTOR_CACHE_BYTES,
         exact_spans: int = EXACT_SPANS,
         fold_spans: int = FOLD_SPANS,
         merge_factor: int = MERGE_FACTOR,
@@ -46,7 +45,7 @@ class EmbeddedSearchEngine:
         root = layout_root(root)
         self._database = DocumentsDatabase(root)
         self._lexical = LexicalIndexes(root)
-        self._vectors = VectorSearch(root, self._database, cache_bytes=vector_cache_bytes, exact_spans=exact_spans)
+        self._vectors = VectorSearch(root, self._database, cache_bytes=VECTOR_CACHE_BYTES, exact_spans=exact_spans)
         self._upkeep = SegmentUpkeep(
             root, self._database, fold_spans=fold_spans, merge_factor=merge_factor, max_segment_spans=max_segment_spans
         )
