@@ -39,13 +39,6 @@ class Renderer(Protocol):
     ) -> _T: ...
 
 
-class _InThreads:
-    async def run(
-        self, function: Callable[..., _T], *args: Any, organization: str, overdue: OrcError, over_memory: OrcError
-    ) -> _T:
-        return await asyncio.to_thread(function, *args)
-
-
 def pdf_chars(conversation: Conversation) -> int:
     """The characters a PDF of ``conversation`` lays out (what its rendering time grows with)."""
     return sum(
@@ -60,13 +53,9 @@ class Exports:
     """Renders a conversation in a format, once the export is admitted."""
 
     def __init__(
-        self,
-        renderer: Renderer | None = None,
-        admission: Admission = UNLIMITED,
-        *,
-        max_pdf_chars: int = MAX_PDF_CHARS,
+        self, renderer: Renderer, admission: Admission = UNLIMITED, *, max_pdf_chars: int = MAX_PDF_CHARS
     ) -> None:
-        self._renderer: Renderer = renderer if renderer is not None else _InThreads()
+        self._renderer = renderer
         self._admission = admission  # an export is admitted (counted, one at a time) before it renders
         self._max_pdf_chars = max_pdf_chars
 

@@ -136,9 +136,10 @@ async def test_a_pdf_export_over_the_size_bound_is_refused_with_413_and_markdown
     from orc.conversations.exporting import Exports
     from orc.principal import Principal
     from tests.conversations.test_export import conversation
+    from tests.documents.library_support import extraction_pool
 
     long, caller = conversation(300), Principal(organization="acme", user="a")
-    exports = Exports(max_pdf_chars=1_000)
+    exports = Exports(extraction_pool(), max_pdf_chars=1_000)
 
     with pytest.raises(PayloadTooLarge) as refused:
         await exports.render(caller, long, {}, "pdf")

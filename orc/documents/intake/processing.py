@@ -171,7 +171,7 @@ class DocumentProcessor:
         if current is not None and current[0] == job.content_hash and not current[1].done():
             return current[1]
         if self._dispatch is None:
-            work = self._run(job, leased=True)
+            work = self._leased(job)
         else:
             enqueued = asyncio.create_task(self._dispatch(job), name=f"enqueue-{job.location.document_id}")
             work = self._dispatched(job, enqueued)
@@ -218,23 +218,21 @@ class DocumentProcessor:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def process(self, job: ProcessingJob) -> ProcessingResult:
-        """Process ``job`` now, in this task (a queue worker's entry); bounded by the same concurrency slots."""
-        return await self._run(job)
-
     async def _dispatched(self, job: ProcessingJob, enqueued: asyncio.Task[None]) -> ProcessingResult:
         await enqueued
         if self._leases is not None:
             await self._leases.release(job)  # the queue redelivers it now if a worker dies
         return await follow_record(self._catalog, job)
 
-    async def _run(self, job: ProcessingJob, *, leased: bool = False) -> ProcessingResult:
-        if not leased or self._leases is None:
-            return await self._run_in_slot(job)
+    async def _leased(self, job: ProcessingJob) -> ProcessingResult:
+        """:meth:`process` under a lease this process renews (with leases): a crash leaves the lease to lapse and
+        the job to another process."""
+        if self._leases is None:
+            return await self.process(job)
         leases = self._leases
         heartbeat = asyncio.create_task(self._renew(leases, job), name=f"lease-{job.location.document_id}")
         try:
-            result = await self._run_in_slot(job)
+            result = await self.process(job)
         finally:
             # Cancelled (shutdown) or not, renewing stops; the lease is dropped only once the record is settled,
             # so a job a shutdown interrupts is picked up again when its lease lapses.
@@ -256,7 +254,8 @@ class DocumentProcessor:
             at_once=True,
         )
 
-    async def _run_in_slot(self, job: ProcessingJob) -> ProcessingResult:
+    async def process(self, job: ProcessingJob) -> ProcessingResult:
+        """Process ``job`` now, in this task (a queue worker's entry); bounded by the same concurrency slots."""
         async with self._slots.turn(organization_of(job.location.partition_key)):
             try:
                 return await self._process(job)
