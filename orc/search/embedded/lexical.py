@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from orc.search.embedded.directory import Directory, Operation, Upsert, operation_document_id
 from orc.search.embedded.layout import (
     lexical_schema,
@@ -56,7 +54,10 @@ class LexicalIndex:
 
     def write(self, operations: Sequence[Operation]) -> None:
         """One commit for a batch, under the organization's write lock (across processes)."""
+        # filelock is imported here, in the thread that writes: importing it probes the file system (it makes a
+        # temporary folder), which must not happen on an event loop.
         import tantivy
+        from filelock import FileLock
 
         with FileLock(self.path / ".orc-write.lock", fallback_to_soft=False):
             writer = self.index.writer(WRITER_HEAP_BYTES, 1)

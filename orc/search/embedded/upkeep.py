@@ -12,8 +12,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
-
 from orc.search.embedded.directory import DocumentsDatabase, Segment
 from orc.search.embedded.layout import organization_folder
 from orc.search.embedded.segments import write_segment
@@ -59,6 +57,8 @@ class SegmentUpkeep:
         """Fold the delta into segments and merge segments until nothing is due. A process that finds another one
         at it leaves the work to that one (unless ``wait``: then it waits its turn, and goes on even when
         stopped)."""
+        from filelock import FileLock, Timeout  # in the worker thread: importing it touches the file system
+
         folder = organization_folder(self._root, "vectors", organization)
         folder.mkdir(parents=True, exist_ok=True)
         lock = FileLock(folder / ".orc-fold.lock", fallback_to_soft=False)
