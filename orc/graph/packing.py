@@ -10,7 +10,12 @@ the token budget is full. An excerpt keeps its span's ref, page and section: a c
 and its quote is the span's own words.
 
 An excerpt is cut around the question's words that few of the ranked sources hold (an idf over them): a word
-every candidate repeats says little about where in a span the answer is. When the retrieval matched fewer spans
+every candidate repeats says little about where in a span the answer is. A lower-ranked source is sent with its
+layout's runs of blanks (a manual page's indentation, justified lines) closed up, line and paragraph breaks kept
+(:func:`tidied`): an excerpt's characters then go to words, so more of a long span's sentences fit in it and the
+late answer of a manual-page option is reached more often (measured: ``bench/README.md``). The words are the
+span's own; a citation's quote is matched to its span with white space ignored. The best sources, sent whole,
+keep their layout (a code listing's indentation). When the retrieval matched fewer spans
 than the request may hold, the ranking ends with the neighbours of its hits (``fill`` of
 :meth:`orc.search.retriever.Retriever.retrieve`), so budget the ranking leaves unused goes to the passages around
 the best ones.
@@ -40,6 +45,8 @@ CONTEXT_SHARE = 0.5
 """Weight of a follow-up's ``(context: …)`` word in choosing an excerpt, against the question's own words: the
 context says what the conversation is about, the question what the reader wants from it."""
 
+_BLANKS = re.compile(r"[ \t]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
 # Sentence ends (as orc.text.sentences splits them), paragraph breaks and list items, as offsets into the text.
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])|\n[ \t]*\n\s*|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 
@@ -54,16 +61,24 @@ def pack_sources(
 ) -> list[SourceSpan]:
     """``ranked`` (best first) as sent to the model: the first :data:`WHOLE_PASSAGES` whole, then ``kept`` whole
     (the spans the previous answer cited: a follow-up's evidence), then the rest of ``ranked`` — whole when all of
-    it fits in ``budget`` tokens, else as excerpts around ``question``'s words — as many as fit (the best source
-    always). Each span once."""
+    it fits in ``budget`` tokens, else :func:`tidied` and cut to excerpts around ``question``'s words — as many as
+    fit (the best source always). Each span once."""
     head = _unique([*ranked[:WHOLE_PASSAGES], *kept])
     tail = [source for source in _unique(ranked[WHOLE_PASSAGES:]) if source.ref not in {s.ref for s in head}]
     whole = [*head, *tail]
     if sum(counter.count(source.text) + MESSAGE_OVERHEAD_TOKENS for source in whole) > budget:
         # Only when the whole ranking does not fit are the lower ranks cut to their excerpts.
         weights = _weights(question, whole)
-        whole = [*head, *(_excerpt(source, weights, EXCERPT_CHARS) for source in tail)]
+        whole = [*head, *(_excerpt(tidied(source), weights, EXCERPT_CHARS) for source in tail)]
     return within_budget(whole, [source.text for source in whole], counter, budget=budget)
+
+
+def tidied(source: SourceSpan) -> SourceSpan:
+    """``source`` with each line's runs of spaces and tabs closed up to one space and trimmed, and runs of blank
+    lines cut to one: the same words, line breaks and paragraphs, without the layout's padding."""
+    lines = (_BLANKS.sub(" ", line).strip() for line in source.text.splitlines())
+    text = _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+    return source if text == source.text else source.model_copy(update={"text": text})
 
 
 def _unique(sources: Sequence[SourceSpan]) -> list[SourceSpan]:

@@ -78,3 +78,41 @@ async def test_a_deep_lexical_search_starts_with_the_results_of_a_shallow_one() 
 
     assert [found.ref for found in deep[:8]] == [found.ref for found in shallow]
     assert len(deep) == 48
+
+
+MANUAL_OPTION = "\n".join(
+    [
+        "     KeepAliveProbe",
+        "             Sets how often, in seconds, the client probes a silent server",
+        "             connection.  The probe is sent only after the connection has",
+        "             been idle for the whole interval, and it travels inside the",
+        "             encrypted channel so that nothing on the path can forge it.",
+        "             The default is 0, which disables the probes entirely unless",
+        "             batch mode is on.",
+        "",
+        "             Three unanswered probes in a row close the connection.",
+    ]
+)
+
+
+def test_a_lower_ranked_manual_page_option_is_excerpted_without_its_indentation_so_its_late_answer_fits() -> None:
+    ranked = [span(n, FILLER + f"Item {n}.") for n in range(1, 30)]
+    ranked[9] = span(10, MANUAL_OPTION, document="client.1")
+    assert len(MANUAL_OPTION) > EXCERPT_CHARS  # as laid out, the closing sentence is past an excerpt's reach
+
+    sent = pack_sources(ranked, "How often does the client probe a silent server?", COUNTER, budget=3_000)
+
+    excerpt = next(source for source in sent if source.ref == "client.1::S10")
+    assert "Three unanswered probes in a row close the connection." in excerpt.text
+    assert len(excerpt.text) <= EXCERPT_CHARS
+    assert " ".join(excerpt.text.split()) == " ".join(MANUAL_OPTION.split())  # the same words, in order
+    assert "\n\nThree unanswered" in excerpt.text and "  " not in excerpt.text  # paragraphs kept, padding gone
+
+
+def test_the_best_passages_are_sent_with_their_layout() -> None:
+    listing = "Run it as:\n\n    for name in names:\n        print(name)\n\n" + FILLER
+    ranked = [span(1, listing), *(span(n, FILLER + f"Item {n}.") for n in range(2, 30))]
+
+    sent = pack_sources(ranked, "How do I print every name?", COUNTER, budget=3_000)
+
+    assert sent[0] == ranked[0]
