@@ -25,8 +25,11 @@ $(UV): | $(BIN)/python
 	$(PYTHON) -m pip --python $(BIN)/python install --quiet --disable-pip-version-check uv==$(UV_VERSION) 2>/dev/null \
 		|| { $(BIN)/python -m ensurepip --default-pip && $(BIN)/python -m pip install --quiet uv==$(UV_VERSION); }
 
+# The dev install compiles its packages' bytecode: a Python that writes none (PYTHONDONTWRITEBYTECODE, set on the
+# machines this project is built on) compiles every module it imports from source in every process, about half of
+# the CPU an `orc serve` or `python -m mcp_server` spends starting, and the test suite starts dozens of them.
 $(STAMP): pyproject.toml | $(UV)
-	$(INSTALL) -e ".[dev]"
+	$(INSTALL) --compile-bytecode -e ".[dev]"
 	touch $(STAMP) $(RUNTIME)
 
 # The demo needs orc alone, not the dev tools (pytest, playwright, mypy, pip-tools…): a runtime install is a
@@ -86,6 +89,7 @@ system-tools:
 # One worker per core (at most 4: each starts its own emulators and browser when its tests need them): most of the
 # suite's time is CPU in the test process itself.
 unit: $(STAMP) emulators system-tools chromium
+	$(BIN)/python -m compileall -q orc mcp_server tests
 	$(BIN)/python -m pytest -q --numprocesses=auto --maxprocesses=4 --dist=worksteal
 
 test: lint typecheck unit
