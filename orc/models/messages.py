@@ -3,12 +3,16 @@ estimates."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import time
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall
@@ -108,7 +112,72 @@ def tool_name(tool: Mapping[str, Any]) -> str:
 
 class ToolSchemaChatModel(BaseChatModel):
     """Base of orc's own chat models: tools offered with :meth:`bind_tools` reach each request as OpenAI-format
-    schemas in its keyword arguments, where :func:`offered_tools` reads them."""
+    schemas in its keyword arguments, where :func:`offered_tools` reads them, and LangChain's four entry points
+    (``invoke``, ``ainvoke``, ``stream``, ``astream``) all answer with the model's :meth:`_reply`, with approximate
+    usage."""
+
+    model_name: str
+
+    @abstractmethod
+    def _reply(self, messages: list[BaseMessage], kwargs: Mapping[str, Any], *, streamed: bool) -> Reply:
+        """The reply to one request (the model's own logic, without LangChain plumbing)."""
+
+    def _delay(self) -> float:
+        """Seconds a request takes after its reply is decided (none by default: the reply is ready at once)."""
+        return 0.0
+
+    def _metadata(self, reply: Reply) -> dict[str, Any]:
+        return {"model_name": self.model_name, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        reply = self._reply(messages, kwargs, streamed=False)
+        if delay := self._delay():
+            time.sleep(delay)
+        return reply_result(reply, usage_for(messages, reply), self._metadata(reply))
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # The replies are quick and CPU-bound: no executor hop.
+        reply = self._reply(messages, kwargs, streamed=False)
+        if delay := self._delay():
+            await asyncio.sleep(delay)
+        return reply_result(reply, usage_for(messages, reply), self._metadata(reply))
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self._reply(messages, kwargs, streamed=True)
+        if delay := self._delay():
+            time.sleep(delay)
+        yield from reply_chunks(reply, usage_for(messages, reply), self._metadata(reply))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        reply = self._reply(messages, kwargs, streamed=True)
+        if delay := self._delay():
+            await asyncio.sleep(delay)
+        for chunk in reply_chunks(reply, usage_for(messages, reply), self._metadata(reply)):
+            yield chunk
 
     def bind_tools(
         self,

@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
 from orc.models.answering import answer_question, find_sources
 from orc.models.choice import ModelCapabilities
 from orc.models.digesting import digest_reply
-from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools, reply_chunks, reply_result, usage_for
+from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools
 from orc.models.ordinals import ordinal_index, pick_item
 from orc.models.planning import plan_tool_calls, wants_document_list
 from orc.models.rewriting import rewrite_follow_up
@@ -103,6 +101,9 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name}
 
+    def _reply(self, messages: list[BaseMessage], kwargs: Mapping[str, Any], *, streamed: bool) -> Reply:
+        return self.respond(messages, **kwargs)
+
     def respond(self, messages: Sequence[BaseMessage], **kwargs: Any) -> Reply:
         """Decide the reply to ``messages`` (the model's whole logic, without LangChain plumbing)."""
         digest = digest_reply(messages)
@@ -142,46 +143,3 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
             summary = summary_answer(question, system_text) if listing is None else None
             return Reply(text=listing or summary or answer_question(question, sources))
         return Reply(text=UNSUPPORTED_REPLY)
-
-    def _metadata(self, reply: Reply) -> dict[str, Any]:
-        return {"model_name": self.model_name, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        reply = self.respond(messages, **kwargs)
-        return reply_result(reply, usage_for(messages, reply), self._metadata(reply))
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        # The work is quick and CPU-bound: no executor hop.
-        return self._generate(messages, stop, **kwargs)
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        reply = self.respond(messages, **kwargs)
-        yield from reply_chunks(reply, usage_for(messages, reply), self._metadata(reply))
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        for chunk in self._stream(messages, stop, **kwargs):
-            yield chunk

@@ -7,29 +7,17 @@ the tools it offered, report approximate ``usage_metadata``, and can simulate a 
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, TypeAlias
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
 from orc.errors import ScriptExhausted
 from orc.models.choice import ModelCapabilities
-from orc.models.messages import (
-    Reply,
-    ToolSchemaChatModel,
-    offered_tools,
-    reply_chunks,
-    reply_result,
-    tool_name,
-    usage_for,
-)
+from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools, tool_name
 
 __all__ = [
     "FunctionChatModel",
@@ -57,7 +45,7 @@ class ModelRequest(NamedTuple):
 
 
 class _RecordingChatModel(ToolSchemaChatModel):
-    """Plumbing shared by the doubles: recording, latency, usage, streaming and ``bind_tools``."""
+    """What the doubles share: every request recorded, and the latency they simulate."""
 
     model_name: str = "scripted"
     orc_capabilities: ClassVar[ModelCapabilities] = ModelCapabilities(counted_with_tiktoken=False)
@@ -94,7 +82,7 @@ class _RecordingChatModel(ToolSchemaChatModel):
     def _reply_for(self, step: Any, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> Reply:
         """The reply to one request, given the step claimed for it."""
 
-    def _take(self, messages: list[BaseMessage], kwargs: Mapping[str, Any], *, streamed: bool = False) -> Reply:
+    def _reply(self, messages: list[BaseMessage], kwargs: Mapping[str, Any], *, streamed: bool) -> Reply:
         """Record the request and claim its step together, so concurrent requests keep the script's order."""
         tools = offered_tools(kwargs)
         with self._lock:
@@ -120,57 +108,8 @@ class _RecordingChatModel(ToolSchemaChatModel):
             return Reply(text=message)
         return Reply(text=message.text, tool_calls=self._tool_calls(message.tool_calls))
 
-    def _metadata(self, reply: Reply) -> dict[str, Any]:
-        return {"model_name": self.model_name, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        reply = self._take(messages, kwargs)
-        if self.latency:
-            time.sleep(self.latency)
-        return reply_result(reply, usage_for(messages, reply), self._metadata(reply))
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        reply = self._take(messages, kwargs)
-        if self.latency:
-            await asyncio.sleep(self.latency)
-        return reply_result(reply, usage_for(messages, reply), self._metadata(reply))
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        reply = self._take(messages, kwargs, streamed=True)
-        if self.latency:
-            time.sleep(self.latency)
-        yield from reply_chunks(reply, usage_for(messages, reply), self._metadata(reply))
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        reply = self._take(messages, kwargs, streamed=True)
-        if self.latency:
-            await asyncio.sleep(self.latency)
-        for chunk in reply_chunks(reply, usage_for(messages, reply), self._metadata(reply)):
-            yield chunk
+    def _delay(self) -> float:
+        return self.latency
 
 
 class ScriptedChatModel(_RecordingChatModel):
