@@ -22,6 +22,8 @@ from orc.documents.intake.uploads import Upload
 from orc.errors import OrcError
 from orc.models.metering import ModelMeter
 from orc.settings import Settings
+from orc.storage.memory import MemoryBlobStore, MemoryCollectionProvider
+from orc.storage.traced import TracedCollectionProvider, traced_blobs
 from orc.turns import TurnRequest
 from tests.documents.library_support import open_runtime
 from tests.http.conftest import open_client
@@ -103,6 +105,30 @@ async def test_a_document_turn_has_spans_for_the_turn_its_nodes_its_tool_call_an
     # Node and tool spans are children of the turn's span.
     assert tool.context is not None and turn.context is not None
     assert tool.context.trace_id == turn.context.trace_id
+
+
+async def test_a_storage_span_names_the_call_and_carries_its_sizes_and_outcome_but_no_key(recorded: Recorded) -> None:
+    notes = await TracedCollectionProvider(MemoryCollectionProvider()).collection("notes")
+    blobs = traced_blobs(MemoryBlobStore())
+
+    created = await notes.create("org-secret", "n1", {"text": "x"})
+    await notes.get("org-secret", "n1")
+    await notes.get("org-secret", "missing")
+    await notes.replace("org-secret", "n1", {"text": "y"}, if_match=created.etag)
+    await notes.query("org-secret")
+    await blobs.put("secret-name.txt", b"12345")
+    await blobs.get("secret-name.txt")
+
+    collection = {"db.collection.name": "notes"}
+    assert [(span.name, dict(span.attributes or {})) for span in recorded.finished()] == [
+        ("storage.create", collection),
+        ("storage.get", {**collection, "orc.storage.found": True}),
+        ("storage.get", {**collection, "orc.storage.found": False}),
+        ("storage.replace", {**collection, "orc.storage.conditional": True}),
+        ("storage.query", {**collection, "orc.storage.items": 1}),
+        ("blob.put", {"orc.blob.bytes": 5}),
+        ("blob.get", {"orc.blob.bytes": 5}),
+    ]
 
 
 async def test_spans_carry_hashed_tenant_ids_and_no_document_text_or_question(recorded: Recorded) -> None:

@@ -40,7 +40,7 @@ from orc.sessions import Sessions
 from orc.settings import Settings
 from orc.storage.ports import DocumentCollection
 from orc.storage.queues import InProcessJobQueue
-from orc.storage.traced import TracedBlobStore, TracedCollectionProvider
+from orc.storage.traced import TracedCollectionProvider, traced_blobs
 from orc.telemetry import configure_telemetry, tracing_enabled
 
 if TYPE_CHECKING:  # numpy only where vectors are made
@@ -245,7 +245,7 @@ async def _parts(
     configure_telemetry(json_logs=settings.log_format == "json")
     if tracing_enabled():
         # One span per storage call; not wrapped when nothing records spans, so untraced processes pay nothing.
-        stores = Stores(TracedCollectionProvider(stores.collections), TracedBlobStore(stores.blobs), stores.search)
+        stores = Stores(TracedCollectionProvider(stores.collections), traced_blobs(stores.blobs), stores.search)
     collections = stores.collections
     catalog = await collections.collection("catalog")
     configured = job_queues if job_queues is not None else await open_job_queues(settings, stack)

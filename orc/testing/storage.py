@@ -8,14 +8,13 @@ names a fresh collection or container.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 from orc.storage.ports import BlobStore, CollectionProvider, DocumentCollection
+from orc.storage.traced import CallWrapper, Method
 
 
 def unique_name(prefix: str = "t") -> str:
@@ -27,26 +26,16 @@ Observer = Callable[[str], AbstractContextManager[object]]
 """Called with the call's name; the call runs inside the context manager it returns."""
 
 
-class _Observed:
-    """Every coroutine method of ``inner`` but ``aclose``, called inside ``observe("<prefix>.<method>")``; its
-    other attributes as they are."""
+class _Observed(CallWrapper):
+    """Every call of ``inner`` but ``aclose`` inside ``observe("<prefix>.<method>")``."""
 
     def __init__(self, inner: object, observe: Observer, prefix: str) -> None:
-        self._inner = inner
+        super().__init__(inner, prefix)
         self._observe = observe
-        self._prefix = prefix
 
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._inner, name)
-        if name == "aclose" or not inspect.iscoroutinefunction(attribute):
-            return attribute
-
-        @functools.wraps(attribute)
-        async def observed(*args: Any, **kwargs: Any) -> Any:
-            with self._observe(f"{self._prefix}.{name}"):
-                return await attribute(*args, **kwargs)
-
-        return observed
+    async def call(self, operation: str, method: Method, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        with self._observe(operation):
+            return await method(*args, **kwargs)
 
 
 class ObservedCollection(_Observed):
