@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from orc import hosting
 from orc import resources as azure_resources
 from orc.errors import ConfigurationError
+from orc.rates import RateLimit
 
 EASYAUTH_OFF = (
     "ORC_AUTH=easyauth but App Service authentication is not on (WEBSITE_AUTH_ENABLED is not True): a client could "
@@ -23,7 +24,6 @@ EASYAUTH_OFF = (
     "docs/deploying-to-azure.md"
 )
 """Why an app with ``ORC_AUTH=easyauth`` and no App Service authentication refuses every request."""
-RATE_LIMIT_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
 REMOVED = {
     "ORC_HISTORY_TURNS": "a turn reads the last 10 turns; ORC_HISTORY_TOKENS bounds what the answer model sees",
     "ORC_TOOL_TIMEOUT_SECONDS": "one tool call may take 120 s; ORC_TURN_TIMEOUT bounds the whole turn",
@@ -335,10 +335,8 @@ class Settings(BaseSettings):
     @field_validator("rate_limit", "upload_rate", "export_rate")
     @classmethod
     def _rate(cls, value: str) -> str:
-        value = value.strip().lower()
-        if value not in ("", "off") and not RATE_LIMIT_PATTERN.fullmatch(value):
-            raise ValueError("a rate must be N/second, N/minute, N/hour, N/day or off")
-        return value
+        RateLimit.parse(value)
+        return value.strip().lower()
 
     @field_validator("mcp_allowed_hosts", "output_image_hosts", mode="before")
     @classmethod

@@ -5,7 +5,7 @@ windows, concurrent slots and one fairness gate."""
 from orc.admission.fairness import Fairness, TurnSlot
 from orc.admission.limits import MAX_CONCURRENT_UPLOADS, Limits
 from orc.admission.port import UNLIMITED, Admission, Admitted, Gate, Operation
-from orc.admission.windows import RateLimit
+from orc.rates import RateLimit
 
 __all__ = [
     "MAX_CONCURRENT_UPLOADS",

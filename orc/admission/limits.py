@@ -21,10 +21,11 @@ from typing import Any
 
 from orc.admission.fairness import Fairness, TurnSlot
 from orc.admission.port import FREE, Admitted, Gate, Operation
-from orc.admission.windows import DAY, RateLimit, Windows
+from orc.admission.windows import DAY, Windows
 from orc.contracts import Usage
 from orc.errors import RateLimited, TokenQuotaExceeded, TooManyConcurrentTurns, TooManyRequests
 from orc.principal import Principal
+from orc.rates import RateLimit
 from orc.storage.ports import DocumentCollection
 
 MAX_CONCURRENT_UPLOADS = 4

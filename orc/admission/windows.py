@@ -8,9 +8,7 @@ Once a window is full, the process remembers it until the window ends and refuse
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from orc.principal import Principal
@@ -20,29 +18,6 @@ from orc.storage.updates import update_item
 DAY = 86400
 MAX_REMEMBERED = 4096
 """Principals remembered (refusals, full windows) before the ones that no longer matter are forgotten."""
-
-# The same form as orc.settings checks (settings are read at the edge only, so the pattern is repeated here).
-_RATE_PATTERN = re.compile(r"([1-9][0-9]*)\s*/\s*(second|minute|hour|day)")
-_WINDOWS = {"second": 1, "minute": 60, "hour": 3600, "day": DAY}
-
-
-@dataclass(frozen=True, slots=True)
-class RateLimit:
-    """At most ``count`` per fixed window of ``window_seconds``."""
-
-    count: int
-    window_seconds: int
-
-    @classmethod
-    def parse(cls, text: str) -> RateLimit | None:
-        """``"20/hour"`` → 20 per 3600 s; ``""`` or ``"off"`` → no limit. :class:`ValueError` otherwise."""
-        text = text.strip().lower()
-        if text in ("", "off"):
-            return None
-        match = _RATE_PATTERN.fullmatch(text)
-        if match is None:
-            raise ValueError(f"not a rate limit: {text!r} (N/second|minute|hour|day)")
-        return cls(int(match.group(1)), _WINDOWS[match.group(2)])
 
 
 class Windows:
