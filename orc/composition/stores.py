@@ -115,7 +115,7 @@ def azure_stores(settings: Settings) -> tuple[CosmosCollectionProvider, AzureBlo
         if urlsplit(settings.cosmos_endpoint).hostname in _LOOPBACK
         else {}
     )
-    collections = CosmosCollectionProvider.from_endpoint(
+    collections = CosmosCollectionProvider(
         settings.cosmos_endpoint,
         database=settings.cosmos_database,
         key=settings.cosmos_key.get_secret_value() if settings.cosmos_key else None,

@@ -13,7 +13,7 @@ Why it looks like this:
   on one field only, because multi-field ORDER BY needs a composite index per field. Ties on that field are
   broken by id on the client, with one extra query for the items tied at a ``limit`` boundary.
 - Throttling (429) is retried by the SDK, which honours ``x-ms-retry-after-ms``, within a bounded budget
-  (``max_throttle_retries``, ``max_throttle_wait_seconds``); past it :class:`StorageUnavailable` carries
+  (``max_throttle_retries``, :data:`THROTTLE_WAIT_SECONDS`); past it :class:`StorageUnavailable` carries
   the service's ``retry_after``. Connection failures, timeouts and 5xx answers become
   :class:`StorageUnavailable`; refused credentials become :class:`~orc.errors.ConfigurationError`.
 - Error messages carry status codes and SDK error class names only, never the endpoint or the key, and
@@ -50,6 +50,11 @@ from orc.storage.ports import JsonScalar, StoredItem
 __all__ = ["CosmosCollection", "CosmosCollectionProvider", "parse_cosmos_connection_string"]
 
 _PARTITION_KEY_PATH = "/pk"
+THROTTLE_WAIT_SECONDS = 30
+"""The longest the SDK waits out throttling (429) for one request before it gives up."""
+CONNECT_TIMEOUT = 10
+TIMEOUT = 60
+"""Seconds to connect, and for one request."""
 
 
 def parse_cosmos_connection_string(connection_string: str) -> tuple[str, str]:
@@ -91,12 +96,8 @@ class CosmosCollectionProvider:
         key: str | None = None,
         credential: AsyncTokenCredential | None = None,
         database: str,
-        connection_verify: bool | None = None,
         missing_read_status_codes: Collection[int] = (404,),
         max_throttle_retries: int = 5,
-        max_throttle_wait_seconds: int = 30,
-        connection_timeout_seconds: int = 10,
-        request_timeout_seconds: int = 60,
         client_options: Mapping[str, Any] | None = None,
         create_containers: bool = True,
     ) -> None:
@@ -104,24 +105,22 @@ class CosmosCollectionProvider:
             raise ConfigurationError("give Cosmos DB either an account key or a token credential, not both")
         if not endpoint:
             raise ConfigurationError("the Cosmos DB endpoint is empty")
-        if max_throttle_retries < 1 or max_throttle_wait_seconds < 1:
-            # The SDK reads 0 as "use the default of 9 retries / 30 s", which would be a silent surprise.
-            raise ValueError("max_throttle_retries and max_throttle_wait_seconds must be at least 1")
+        if max_throttle_retries < 1:
+            # The SDK reads 0 as "use the default of 9 retries", which would be a silent surprise.
+            raise ValueError("max_throttle_retries must be at least 1")
         self.database_name = database
         self.creates_containers = create_containers
         self._endpoint = endpoint
         self._key = key
         self._credential = credential
         self._owned_credential: AsyncTokenCredential | None = None
-        self._connection_verify = connection_verify
         self._missing_read_status_codes = frozenset(missing_read_status_codes)
         self._client_options: dict[str, Any] = {
             "retry_throttle_total": max_throttle_retries,
-            "retry_throttle_backoff_max": max_throttle_wait_seconds,
-            "connection_timeout": connection_timeout_seconds,
+            "retry_throttle_backoff_max": THROTTLE_WAIT_SECONDS,
+            "connection_timeout": CONNECT_TIMEOUT,
             **(client_options or {}),
         }
-        self._request_timeout = request_timeout_seconds
         self._client: CosmosClient | None = None
         self._database: DatabaseProxy | None = None
         self._collections: dict[str, CosmosCollection] = {}
@@ -133,13 +132,6 @@ class CosmosCollectionProvider:
     ) -> CosmosCollectionProvider:
         """Build from an ``AccountEndpoint=...;AccountKey=...;`` connection string."""
         endpoint, key = parse_cosmos_connection_string(connection_string)
-        return cls(endpoint, key=key, database=database, **options)
-
-    @classmethod
-    def from_endpoint(
-        cls, endpoint: str, *, database: str, key: str | None = None, **options: Any
-    ) -> CosmosCollectionProvider:
-        """Build from an endpoint and an account key, or Entra ID (DefaultAzureCredential) when no key."""
         return cls(endpoint, key=key, database=database, **options)
 
     @property
@@ -158,10 +150,7 @@ class CosmosCollectionProvider:
                 database = await self._ensure_database()
                 if not self.creates_containers:
                     found = self._collections[name] = CosmosCollection(
-                        name,
-                        database.get_container_client(name),
-                        self._missing_read_status_codes,
-                        self._request_timeout,
+                        name, database.get_container_client(name), self._missing_read_status_codes
                     )
                     return found
                 async with _translated():
@@ -173,9 +162,7 @@ class CosmosCollectionProvider:
                     raise ConfigurationError(
                         f"Cosmos DB container {name!r} exists with partition key {paths!r}, not ['/pk']"
                     )
-                found = self._collections[name] = CosmosCollection(
-                    name, container, self._missing_read_status_codes, self._request_timeout
-                )
+                found = self._collections[name] = CosmosCollection(name, container, self._missing_read_status_codes)
             return found
 
     async def container_partition_keys(self) -> dict[str, list[str]] | None:
@@ -235,10 +222,7 @@ class CosmosCollectionProvider:
                 from azure.identity.aio import DefaultAzureCredential  # heavy: only when really needed
 
                 credential = self._owned_credential = DefaultAzureCredential()
-            options = dict(self._client_options)
-            if self._connection_verify is not None:
-                options["connection_verify"] = self._connection_verify
-            client = CosmosClient(self._endpoint, credential, **options)
+            client = CosmosClient(self._endpoint, credential, **self._client_options)
             try:
                 async with _translated():
                     await client.__aenter__()  # opens the HTTP pipeline and reads the account's regions
@@ -252,20 +236,17 @@ class CosmosCollectionProvider:
 class CosmosCollection:
     """One Cosmos DB container; see :class:`~orc.storage.ports.DocumentCollection` for the contract."""
 
-    def __init__(
-        self, name: str, container: ContainerProxy, missing_read_status_codes: frozenset[int], timeout: int
-    ) -> None:
+    def __init__(self, name: str, container: ContainerProxy, missing_read_status_codes: frozenset[int]) -> None:
         self.name = name
         self._container = container
         self._missing_read_status_codes = missing_read_status_codes
-        self._timeout = timeout
 
     async def get(self, partition_key: str, item_id: str) -> StoredItem | None:
         check_partition_key(partition_key)
         check_item_id(item_id)
         try:
             async with _translated(missing_statuses=self._missing_read_status_codes):
-                document = await self._container.read_item(item_id, partition_key=partition_key, timeout=self._timeout)
+                document = await self._container.read_item(item_id, partition_key=partition_key, timeout=TIMEOUT)
         except ItemNotFound:
             return None
         return _to_item(document)
@@ -273,7 +254,7 @@ class CosmosCollection:
     async def create(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
         document = _document(partition_key, item_id, body)
         async with _translated(what=f"item {item_id!r}"):
-            created = await self._container.create_item(document, timeout=self._timeout)
+            created = await self._container.create_item(document, timeout=TIMEOUT)
         return _to_item(created)
 
     async def replace(
@@ -286,14 +267,14 @@ class CosmosCollection:
                 document,
                 etag=if_match,
                 match_condition=MatchConditions.IfNotModified if if_match is not None else None,
-                timeout=self._timeout,
+                timeout=TIMEOUT,
             )
         return _to_item(replaced)
 
     async def upsert(self, partition_key: str, item_id: str, body: Mapping[str, Any]) -> StoredItem:
         document = _document(partition_key, item_id, body)
         async with _translated(what=f"item {item_id!r}"):
-            stored = await self._container.upsert_item(document, timeout=self._timeout)
+            stored = await self._container.upsert_item(document, timeout=TIMEOUT)
         return _to_item(stored)
 
     async def delete(self, partition_key: str, item_id: str, *, if_match: str | None = None) -> bool:
@@ -306,7 +287,7 @@ class CosmosCollection:
                     partition_key=partition_key,
                     etag=if_match,
                     match_condition=MatchConditions.IfNotModified if if_match is not None else None,
-                    timeout=self._timeout,
+                    timeout=TIMEOUT,
                 )
         except ItemNotFound:
             return False
@@ -371,7 +352,7 @@ class CosmosCollection:
         sql = f"SELECT {top}* FROM c WHERE {' AND '.join(clauses)} ORDER BY {order}"
         async with _translated():
             pages = self._container.query_items(
-                query=sql, parameters=parameters, partition_key=partition_key, timeout=self._timeout
+                query=sql, parameters=parameters, partition_key=partition_key, timeout=TIMEOUT
             )
             return [_to_item(document) async for document in pages]
 
