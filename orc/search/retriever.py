@@ -64,6 +64,8 @@ FUSION_DEPTH = 3
 still make the cut."""
 INLINE_INDEXING = 8
 """Documents a retrieval indexes itself before it searches; more are indexed in the background."""
+MAX_BACKGROUND = 2
+"""Documents one retriever indexes in the background at once."""
 UNSTORED_DOCUMENTS = 200
 """Unstored texts (blobs document_chat extracted itself) a retriever keeps tokenized between questions."""
 NEIGHBOUR_REACH = 2
@@ -89,7 +91,6 @@ class Retriever:
         vectors: SpanVectors | None = None,
         *,
         inline_indexing: int = INLINE_INDEXING,
-        max_background: int = 2,
     ) -> None:
         self._engine = engine
         self._texts = texts
@@ -99,7 +100,7 @@ class Retriever:
         self._background: set[asyncio.Task[None]] = set()
         self._scheduled: set[tuple[str, str, str]] = set()
         self._failed: TTLCache[tuple[str, str, str], bool] = TTLCache(FAILURES_KEPT, RETRY_AFTER_SECONDS)
-        self._slots = asyncio.Semaphore(max_background)
+        self._slots = asyncio.Semaphore(MAX_BACKGROUND)
         self._unstored = MemorySearchEngine()
         self._unstored_order: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._closed = False

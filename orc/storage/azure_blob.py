@@ -44,13 +44,13 @@ _DEFAULT_CONTENT_TYPE = "application/octet-stream"
 _CONTAINER_NAME = re.compile(r"^(?=.{3,63}$)[a-z0-9]+(-[a-z0-9]+)*$")
 
 
-def _client_options(retry_total: int, connection_timeout_seconds: float, read_timeout_seconds: float) -> dict[str, Any]:
+def _client_options(retry_total: int) -> dict[str, Any]:
     return {
         "retry_policy": ExponentialRetry(
             initial_backoff=1, increment_base=2, retry_total=retry_total, random_jitter_range=1
         ),
-        "connection_timeout": connection_timeout_seconds,
-        "read_timeout": read_timeout_seconds,
+        "connection_timeout": 10.0,
+        "read_timeout": 60.0,
     }
 
 
@@ -98,12 +98,10 @@ class AzureBlobStore:
         *,
         create_container: bool = True,
         retry_total: int = 3,
-        connection_timeout_seconds: float = 10.0,
-        read_timeout_seconds: float = 60.0,
     ) -> AzureBlobStore:
         """Build from a storage connection string (account key or SAS)."""
         _check_container_name(container)
-        options = _client_options(retry_total, connection_timeout_seconds, read_timeout_seconds)
+        options = _client_options(retry_total)
         try:
             client = ContainerClient.from_connection_string(connection_string, container, **options)
         except (ValueError, KeyError, TypeError):
@@ -120,8 +118,6 @@ class AzureBlobStore:
         *,
         create_container: bool = True,
         retry_total: int = 3,
-        connection_timeout_seconds: float = 10.0,
-        read_timeout_seconds: float = 60.0,
     ) -> AzureBlobStore:
         """Build from ``https://<account>.blob.core.windows.net`` and a credential.
 
@@ -134,7 +130,7 @@ class AzureBlobStore:
             from azure.identity.aio import DefaultAzureCredential  # heavy: only when really needed
 
             credential = owned = DefaultAzureCredential()
-        options = _client_options(retry_total, connection_timeout_seconds, read_timeout_seconds)
+        options = _client_options(retry_total)
         try:
             client = ContainerClient(url, container, credential=credential, **options)
         except (ValueError, TypeError):

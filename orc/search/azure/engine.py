@@ -53,7 +53,7 @@ class AzureSearchEngine:
 
     Build it with :meth:`from_endpoint`, then :meth:`prepare` the index (check it, or create it where resources may
     be created) before the first call. ``retry_delay`` is the first backoff of a refused indexing item (doubled per
-    attempt, ``attempts`` in all).
+    attempt, :data:`~orc.search.azure.writes.ATTEMPTS` in all).
     """
 
     def __init__(
@@ -65,9 +65,7 @@ class AzureSearchEngine:
         semantic: bool = False,
         dimensions: int | None = None,
         owned_credential: AsyncTokenCredential | None = None,
-        attempts: int = 4,
         retry_delay: float = 0.5,
-        statistics_seconds: float = 60.0,
     ) -> None:
         self._client = client
         self._indexes = index_client
@@ -75,8 +73,8 @@ class AzureSearchEngine:
         self._semantic = semantic
         self._dimensions = dimensions
         self._owned_credential = owned_credential
-        self._writer = SpanWriter(client, attempts=attempts, retry_delay=retry_delay)
-        self._statistics = CorpusStatistics(client, seconds=statistics_seconds)
+        self._writer = SpanWriter(client, retry_delay=retry_delay)
+        self._statistics = CorpusStatistics(client)
 
     @classmethod
     def from_endpoint(
@@ -89,8 +87,6 @@ class AzureSearchEngine:
         dimensions: int | None = None,
         retry_delay: float = 0.5,
         retry_total: int = 3,
-        connection_timeout_seconds: float = 10.0,
-        read_timeout_seconds: float = 30.0,
         **options: Any,
     ) -> AzureSearchEngine:
         """Clients for ``https://<service>.search.windows.net`` and the index ``index_name``: with an admin ``key``
@@ -111,8 +107,8 @@ class AzureSearchEngine:
             credential = owned = DefaultAzureCredential()
         settings = {
             "retry_total": retry_total,
-            "connection_timeout": connection_timeout_seconds,
-            "read_timeout": read_timeout_seconds,
+            "connection_timeout": 10.0,
+            "read_timeout": 30.0,
             **options,
         }
         try:

@@ -25,18 +25,20 @@ MAX_CACHED_TERMS = 50_000
 """Term counts a process keeps (the least recently used go first: they are cheap to ask again)."""
 MAX_CACHED_ORGANIZATIONS = 1_000
 """Organizations whose span and token counts a process keeps."""
+KEPT_SECONDS = 60.0
+"""How long a count is used before it is asked again."""
 
 
 class CorpusStatistics:
-    """Statistics of the organizations in ``client``'s index, each kept ``seconds``."""
+    """Statistics of the organizations in ``client``'s index, each kept :data:`KEPT_SECONDS`."""
 
-    def __init__(self, client: SearchClient, *, seconds: float) -> None:
+    def __init__(self, client: SearchClient) -> None:
         self._client = client
         self._corpus: TTLCache[str, tuple[int, int]] = TTLCache(
-            MAX_CACHED_ORGANIZATIONS, ttl=seconds, timer=time.monotonic
+            MAX_CACHED_ORGANIZATIONS, ttl=KEPT_SECONDS, timer=time.monotonic
         )
         self._frequencies: TTLCache[tuple[str, str], int] = TTLCache(
-            MAX_CACHED_TERMS, ttl=seconds, timer=time.monotonic
+            MAX_CACHED_TERMS, ttl=KEPT_SECONDS, timer=time.monotonic
         )
 
     async def statistics(self, organization: str, terms: Sequence[str]) -> TermStatistics:

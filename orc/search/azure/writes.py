@@ -33,17 +33,18 @@ logger = logging.getLogger(__name__)
 
 BATCH = 500
 """Index actions per request (the service takes up to 1,000 and 16 MB; the SDK halves a batch answered 413)."""
+ATTEMPTS = 4
+"""Tries of one refused indexing item."""
 RETRYABLE_ITEM_STATUS = frozenset({409, 422, 429, 503})
 """Item statuses of an indexing batch worth sending again (a version conflict, a throttled or busy replica)."""
 
 
 class SpanWriter:
     """Upserts and deletes of documents' items through ``client``; ``retry_delay`` is the first backoff of a
-    refused item (doubled per attempt, ``attempts`` in all)."""
+    refused item (doubled per attempt, :data:`ATTEMPTS` in all)."""
 
-    def __init__(self, client: SearchClient, *, attempts: int, retry_delay: float) -> None:
+    def __init__(self, client: SearchClient, *, retry_delay: float) -> None:
         self._client = client
-        self._attempts = max(1, attempts)
         self._retry_delay = retry_delay
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
         self._warned_dimensions = False
@@ -139,7 +140,7 @@ class SpanWriter:
         """Send ``items`` in batches; items the service refused one by one are sent again, with backoff."""
         for start in range(0, len(items), BATCH):
             pending = list(items[start : start + BATCH])
-            for attempt in range(self._attempts):
+            for attempt in range(ATTEMPTS):
                 async with translated("the search index"):
                     if action == "delete":
                         results = await self._client.delete_documents(pending)
@@ -155,7 +156,7 @@ class SpanWriter:
                     raise StorageError(
                         f"the search index refused {len(fatal)} item(s) (status {fatal[0].status_code})"
                     ) from None
-                if attempt + 1 == self._attempts:
+                if attempt + 1 == ATTEMPTS:
                     status = next(iter(failed.values())).status_code
                     raise StorageUnavailable(
                         f"the search index kept refusing {len(failed)} item(s) (status {status}); retry later"
