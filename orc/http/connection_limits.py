@@ -37,7 +37,12 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_TIMEOUT_SECONDS = 10.0
-KEEP_ALIVE_SECONDS = 5
+KEEP_ALIVE_SECONDS = 20
+"""How long an idle keep-alive connection stays open. Clients reuse an idle connection for a time of their own
+(Node's fetch 4 s, httpx 5 s, aiohttp 15 s) and do not resend a POST whose connection the server closed as it was
+being written: a server that closes at about the clients' own time races their next request (the MCP Inspector's
+POST failed with "other side closed" on a busy machine at 5 s). So the server outlives them, by more than a busy
+loop's lag."""
 MAX_CONNECTIONS = 8192
 """Per process; beyond it uvicorn answers 503 at once instead of queueing (``limit_concurrency``). High enough that
 one caller's burst of connections does not reach it before orc's own per-caller limits refuse them (at a lower

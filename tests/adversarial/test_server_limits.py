@@ -10,6 +10,7 @@ import socket
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
@@ -20,6 +21,7 @@ from orc.http.connection_limits import (
     MAX_HEADER_BYTES,
     H11HeadLimitsProtocol,
     HttpToolsHeadLimitsProtocol,
+    server_options,
 )
 from orc.http.route_table import RouteTable
 from orc.http.stream_limits import StreamLimits
@@ -94,6 +96,19 @@ def test_a_head_that_never_ends_is_cut_off_under_either_parser(server: int) -> N
 
     assert closed == b""
     assert time.monotonic() - started < DEADLINE_SECONDS
+
+
+NODE_FETCH_IDLE_SECONDS = 4.0
+"""How long Node's fetch (undici: the MCP Inspector, the TypeScript MCP SDK) reuses an idle connection."""
+AIOHTTP_IDLE_SECONDS = 15.0
+
+
+def test_an_idle_connection_stays_open_longer_than_clients_reuse_it() -> None:
+    # A client sends its next request on a connection it still holds as idle; when the server closes at about that
+    # moment, the request is lost with "other side closed". A loop busy for a few seconds must not close the gap.
+    clients_reuse = max(httpx.Limits().keepalive_expiry or 0.0, NODE_FETCH_IDLE_SECONDS, AIOHTTP_IDLE_SECONDS)
+
+    assert server_options()["timeout_keep_alive"] >= clients_reuse + 5
 
 
 KEYS = {
