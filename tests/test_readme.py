@@ -76,7 +76,11 @@ def test_the_readme_is_short_and_goes_from_install_to_deploy_in_order() -> None:
     assert len(README.splitlines()) <= MAX_LINES
     assert headings[: len(USER_SECTIONS)] == USER_SECTIONS
     assert headings.index("Deploy to Azure") > headings.index("Use it as a library")
-    assert "pip install -e ." in README and "make demo" in README and "orc serve" in README
+    assert "pip install -e ." in README and "orc serve" in README
+
+
+def test_the_readme_starts_with_the_two_commands_that_set_up_a_fresh_machine() -> None:
+    assert shell_lines()[:2] == [["make", "demo"], ["make", "test"]]
 
 
 def test_every_file_folder_and_link_the_readme_names_exists() -> None:
