@@ -32,6 +32,9 @@ _CLOSING = (".", "!", "?", ":", ";", ")", '"', "'", "”", "’")
 _MARKER = re.compile(r"^\s*(?:\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]?|\(?[a-zA-Z][.)]|\([ivx]{1,4}\))\s*")
 _LEADING_MARKERS = re.compile(r"^(?:\(?[a-zA-Z0-9]{1,3}(?:\.[0-9]{1,3})*[.)]\s+)*[\"'“‘«„(\[]?")
 _BULLET = re.compile(r"^\s*[-*•+]\s+\S")
+# A list item's marker: a bullet (man pages print "○" and "◦"), a number or a letter ("1.", "b)", "(iv)").
+_ITEM = re.compile(r"^\s*(?:[-*•+○◦▪‣]|\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]|\(?[a-zA-Z][.)]|\([ivx]{1,4}\))\s+\S")
+_BLOCKS = re.compile(r"\n[ \t]*\n")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s|\(?[a-z0-9]{1,3}[.)]\s)")
 # The next list item's marker left at a sentence's end ("…by this document. b."), not a number ("…is 100.").
 _TRAILING_MARKER = re.compile(r"(?<=[.;:])\s+\(?[a-z][.)]$")
@@ -92,6 +95,9 @@ class Passage:
     about ("`$TIMEOUT` — the time to wait. If no unit is given, seconds.")."""
     position: int
     """Its place among the source's passages (0 for the first)."""
+    lead: str = ""
+    """The first sentence of the list item it goes on ("* `$SYSTEMD_…_BURST` — can be set to override the burst
+    limit…" for "Defaults to `5`, accepts positive integers."): the item's subject is this sentence's too."""
 
 
 def find_sources(system_text: str) -> list[Source] | None:
@@ -128,12 +134,12 @@ def passages(source: Source) -> tuple[Passage, ...]:
     a follow-up and the places to look read the same sources again)."""
     name = _name_terms(source.ref.rsplit("::", 1)[0])
     pieces = _sentences(source.text, source.section)
-    piece_tokens = [tokenize(text) for text, _ in pieces]
+    piece_tokens = [tokenize(text) for text, _, _ in pieces]
     piece_terms = [terms_of(tokens) for tokens in piece_tokens]
     result: list[Passage] = []
     asking = 0
     asked: list[str] = []
-    for index, (text, heading) in enumerate(pieces):
+    for index, (text, heading, lead) in enumerate(pieces):
         if _ASKED.match(text):
             asking = QUESTION_SENTENCES
             asked = []
@@ -163,11 +169,12 @@ def passages(source: Source) -> tuple[Passage, ...]:
                 terms=piece_terms[index] if whole == text else terms_of(tokens),
                 pairs=frozenset(itertools.pairwise(tokens)),
                 heading=heading,
-                context=terms(" ".join([heading, *asked])) if heading or asked else frozenset(),
+                context=terms(" ".join([heading, *asked, lead])) if heading or asked or lead else frozenset(),
                 name=name,
                 nearby=nearby,
                 before=pieces[index - 1][0] if index > 0 else "",
                 position=len(result),
+                lead=lead,
             )
         )
     return tuple(result)
@@ -180,23 +187,28 @@ def _name_terms(filename: str) -> frozenset[str]:
     return terms(re.sub(r"[-_.]+", " ", stem))
 
 
-def _sentences(text: str, section: str | None = None) -> list[tuple[str, str]]:
-    """Sentences of a span, each with the heading above it (``""`` when none).
+def _sentences(text: str, section: str | None = None) -> list[tuple[str, str, str]]:
+    """Sentences of a span, each with the heading above it (``""`` when none) and the first sentence of the list
+    item it goes on (``""`` when it opens one, or is in none).
 
     Headings and titles ("3. Security deposit", "Grant of Patent License.") are not answers: they become the
     context of the sentences under them; so is every title of the span's ``section`` path (the headings extraction
     found, however long), and the innermost one is the heading of the sentences before any in the span itself.
     A short label ending with a full stop ("Rent.", "Security deposit.") is a heading too; a short sentence that
     says something ("Pets are allowed.") stays one. A bare number or list marker ("9.", "b)") is joined to what
-    follows.
+    follows. A list item's later sentences ("Defaults to `5`, accepts positive integers.") are about what its first
+    one names: that sentence is their *lead*, up to the next item, heading or blank line.
     """
-    merged: list[tuple[str, str]] = []
+    merged: list[tuple[str, str, str]] = []
+    lead = ""
     pending = ""
     titles = {_heading_key(title) for title in section.split(SECTION_SEPARATOR)} if section else set()
     heading = section.rsplit(SECTION_SEPARATOR, 1)[-1] if section else ""
     previous = ""
-    for sentence in split_sentences(text):
+    for sentence, opens_block in _block_sentences(text):
         previous, line = sentence, previous
+        if opens_block:
+            lead = ""
         if _RULE.fullmatch(sentence):
             # "Common cases\n------------": the underline makes the line above it a heading, even one that reads
             # as a sentence; a rule alone says nothing.
@@ -216,7 +228,7 @@ def _sentences(text: str, section: str | None = None) -> list[tuple[str, str]]:
             or _heading_key(sentence) in titles
         ):
             heading = _MARKER.sub("", sentence).strip(" *")
-            pending = ""
+            pending, lead = "", ""
             continue
         if _MARKER.fullmatch(sentence):
             pending = f"{pending} {sentence}".strip()
@@ -228,11 +240,27 @@ def _sentences(text: str, section: str | None = None) -> list[tuple[str, str]]:
         if words <= HEADING_WORDS and sentence.endswith((".", ":")):
             pending = f"{pending} {sentence}".strip()
             continue
-        merged.append((f"{pending} {sentence}".strip(), heading))
+        whole = f"{pending} {sentence}".strip()
+        if _ITEM.match(whole) or _TRAILING_MARKER.search(line):
+            # An item opens with its marker, or after it when splitting left the marker on the line before ("…by
+            # this document. b.").
+            merged.append((whole, heading, ""))
+            lead = whole
+        else:
+            merged.append((whole, heading, lead))
         pending = ""
     if pending and not _MARKER.fullmatch(pending):
-        merged.append((pending, heading))
+        merged.append((pending, heading, lead))
     return merged
+
+
+def _block_sentences(text: str) -> list[tuple[str, bool]]:
+    """The sentences of ``text`` (:func:`orc.text.split_sentences`), each marked when it opens a block of lines."""
+    return [
+        (sentence, index == 0)
+        for block in _BLOCKS.split(text)
+        for index, sentence in enumerate(split_sentences(block))
+    ]
 
 
 def _heading_key(text: str) -> str:

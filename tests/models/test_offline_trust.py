@@ -94,3 +94,29 @@ def test_a_question_that_asks_to_be_asked_is_answered_by_the_option_that_prompts
     answer = answer_question("Is there a way to have xargs ask me before running each command?", sources)
 
     assert answer.startswith("-p, --interactive Prompt the user")
+
+
+RETRY_QUESTION = "How long is the wait before a failed upload is retried by default?"
+
+
+def test_a_later_sentence_of_a_list_item_is_about_what_the_item_names() -> None:
+    sources = [
+        source(
+            "settings.md::S3",
+            "* `RETRY_DELAY` — the wait before a failed upload is retried by the client\n"
+            "  and the server alike. Defaults to 30 seconds, accepts positive integers.\n"
+            "* `LOG_LEVEL` — how much is logged.",
+        )
+    ]
+
+    assert answer_question(RETRY_QUESTION, sources).startswith("Defaults to 30 seconds")
+
+
+def test_a_sentence_after_another_item_or_a_blank_line_is_not_about_the_item_before() -> None:
+    next_item = "* `RETRY_DELAY` — the wait before a failed upload is retried.\n* `LOG_LEVEL` — how much is logged. "
+    next_paragraph = "* `RETRY_DELAY` — the wait before a failed upload is retried.\n\n"
+
+    for text in (next_item, next_paragraph):
+        sources = [source("settings.md::S3", text + "Defaults to 30 seconds, accepts positive integers.")]
+
+        assert answer_question(RETRY_QUESTION, sources) == NOT_FOUND

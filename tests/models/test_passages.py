@@ -230,3 +230,16 @@ def test_an_underlined_title_heads_the_sentences_below_it_and_the_underline_is_n
         ("Traditionally, Debian packages have required fakeroot for some targets.", "Why builds need root"),
         ("Keywords provided by the implementations are listed here.", "Implementation provided keywords"),
     ]
+
+
+def test_a_lettered_item_whose_marker_ended_the_line_before_opens_an_item_of_its_own() -> None:
+    found = passages(
+        Source(
+            ref="cc0.txt::S8",
+            page=None,
+            text="a. No patent rights held by Affirmer are waived by this document.\n b. Affirmer offers the Work "
+            "as-is. Affirmer makes no warranties.",
+        )
+    )
+
+    assert [passage.lead for passage in found] == ["", "", "Affirmer offers the Work as-is."]
