@@ -257,9 +257,7 @@ def _sentences(text: str, section: str | None = None) -> list[tuple[str, str, st
 def _block_sentences(text: str) -> list[tuple[str, bool]]:
     """The sentences of ``text`` (:func:`orc.text.split_sentences`), each marked when it opens a block of lines."""
     return [
-        (sentence, index == 0)
-        for block in _BLOCKS.split(text)
-        for index, sentence in enumerate(split_sentences(block))
+        (sentence, index == 0) for block in _BLOCKS.split(text) for index, sentence in enumerate(split_sentences(block))
     ]
 
 
