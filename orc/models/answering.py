@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from orc.models.declines import NOT_FOUND
 from orc.models.evidence import YES_NO_FACTOR, Question, evidence, holds_anchors, read_question, weights
-from orc.models.passages import Passage, Source, find_sources, parse_sources, passages
+from orc.models.passages import Passage, Source, find_sources, open_question, parse_sources, passages
 from orc.models.questions import Expect, defines
 from orc.text import rank
 
@@ -56,6 +56,10 @@ NEGATED_WEIGHT = 0.15
 is, not whether: "What rights does the affirmer waive?" is answered by the sentence that waives them."""
 CONTEXT_WEIGHT = 0.1
 """Added, in proportion, for the words of the question a follow-up continues that the passage holds."""
+OPENING_WEIGHT = 0.2
+"""Added for the first sentence of an FAQ's answer: the question's words are the FAQ question's, which scopes
+every sentence of its answer alike, and the first sentence replies to it ("That would be nice, but it is not
+possible…")."""
 CLOSE_CALL = 0.05
 """A sentence that does not cover the whole question does not answer when a sentence elsewhere (not its neighbour)
 scores within this of it: words alone cannot tell which of the two answers."""
@@ -92,7 +96,7 @@ def answer_question(question: str, sources: Sequence[Source]) -> str:
 def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str, float]:
     """:func:`answer_question`, with the strongest evidence a passage had (0 when there is none)."""
     read = read_question(question)
-    found = [passage for source in sources for passage in passages(source)]
+    found = [passage for source in sources for passage in passages(source, _question_before(source, sources))]
     ranked, strongest = candidates(read, found)
     answering = [candidate for candidate in ranked if candidate.evidence > MIN_EVIDENCE]
     if not answering or not _agrees_with_retrieval(read, answering[0], sources) or _close_call(read, ranked):
@@ -127,16 +131,27 @@ def _close_call(question: Question, ranked: Sequence[Candidate]) -> bool:
     best = ranked[0]
     if best.evidence >= _most_evidence(question):
         return False
-    rivals = (
-        candidate
-        for candidate in ranked[1:]
-        if not (
-            candidate.passage.source == best.passage.source
-            and abs(candidate.passage.position - best.passage.position) == 1
-        )
-    )
+    rivals = (candidate for candidate in ranked[1:] if not _same_answer(candidate.passage, best.passage))
     rival = next(rivals, None)
     return rival is not None and best.score - rival.score < CLOSE_CALL
+
+
+def _question_before(source: Source, sources: Sequence[Source]) -> str:
+    """The FAQ question the span before ``source`` in its document ends with, when that span is among
+    ``sources``: ``source`` opens with its answer."""
+    document, _, span = source.ref.rpartition("::")
+    if not span[1:].isdigit():
+        return ""
+    before = f"{document}::{span[0]}{int(span[1:]) - 1}"
+    return next((open_question(other) for other in sources if other.ref == before), "")
+
+
+def _same_answer(one: Passage, other: Passage) -> bool:
+    """Whether two passages are parts of one answer: neighbours in a span, or sentences of the same FAQ answer or
+    list item there."""
+    if one.source != other.source:
+        return False
+    return abs(one.position - other.position) == 1 or bool(one.asked and one.asked == other.asked)
 
 
 def _agrees_with_retrieval(question: Question, best: Candidate, sources: Sequence[Source]) -> bool:
@@ -194,8 +209,14 @@ def candidates(question: Question, found: Sequence[Passage]) -> tuple[list[Candi
         # the question's words side by side, the words a follow-up continues and BM25 break near ties.
         score = strength + RANK_WEIGHT * ranked.score / top + PAIR_WEIGHT * len(question.pairs & passage.pairs)
         plainness = defines(passage.text, question.shape.defined, passage.terms) if question.shape.defined else 0
-        score += DEFINITION_WEIGHT * plainness
-        if question.shape.expect not in YES_NO_EXPECTS and not question.negated and _DENIES.match(passage.text):
+        score += DEFINITION_WEIGHT * plainness + OPENING_WEIGHT * passage.opens_answer
+        if (
+            question.shape.expect not in YES_NO_EXPECTS
+            and not question.negated
+            and _DENIES.match(passage.text)
+            # An FAQ's reply that opens by denying ("No. The files in contrib are not part of zlib.") answers.
+            and not passage.opens_answer
+        ):
             score -= NEGATED_WEIGHT
         if question.context_terms:
             covered = question.context_terms & (passage.terms | passage.context | passage.name)

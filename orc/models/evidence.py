@@ -142,11 +142,13 @@ def evidence(question: Question, weights: dict[str, float], passage: Passage) ->
 
 
 def holds_anchors(question: Question, passage: Passage, found: Sequence[Passage]) -> bool:
-    """Whether ``passage`` (itself, its heading, its list item's lead or the sentence before it) holds every anchor
-    of the question that is a detail of its document rather than its topic."""
+    """Whether ``passage`` (itself, its heading, the FAQ question it answers, its list item's lead or the sentence
+    before it) holds every anchor of the question that is a detail of its document rather than its topic."""
     if not question.anchors:
         return True
-    here = f"{passage.heading} {passage.lead} {passage.before} {passage.text} {passage.source.section or ''}".lower()
+    here = " ".join(
+        [passage.heading, passage.asked, passage.lead, passage.before, passage.text, passage.source.section or ""]
+    ).lower()
     document = passage.source.ref.rsplit("::", 1)[0].lower()
     siblings = [
         other for other in found if other.source.ref.rsplit("::", 1)[0] == passage.source.ref.rsplit("::", 1)[0]

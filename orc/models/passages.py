@@ -18,7 +18,7 @@ from orc.contracts import SECTION_SEPARATOR
 from orc.models.questions import terms, terms_of
 from orc.text import split_sentences, tokenize
 
-__all__ = ["Passage", "Source", "find_sources", "parse_sources", "passages"]
+__all__ = ["Passage", "Source", "find_sources", "open_question", "parse_sources", "passages"]
 
 HEADING_WORDS = 3
 """A sentence this short (``"Rent."``, ``"Security deposit."``) is a heading: it is joined to the next one."""
@@ -30,11 +30,15 @@ TITLE_WORDS = 8
 _TERMINAL = (".", "!", "?", ":", ";")
 _CLOSING = (".", "!", "?", ":", ";", ")", '"', "'", "”", "’")
 _MARKER = re.compile(r"^\s*(?:\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]?|\(?[a-zA-Z][.)]|\([ivx]{1,4}\))\s*")
-_LEADING_MARKERS = re.compile(r"^(?:\(?[a-zA-Z0-9]{1,3}(?:\.[0-9]{1,3})*[.)]\s+)*[\"'“‘«„(\[]?")
+# A list marker is a number, a letter or a roman numeral: "Yes." and "No." open replies ("Yes.  inflate() will…").
+_LEADING_MARKERS = re.compile(r"^(?:\(?(?:[0-9]{1,3}|[a-zA-Z]|[ivxIVX]{1,4})(?:\.[0-9]{1,3})*[.)]\s+)*[\"'“‘«„(\[]?")
 _BULLET = re.compile(r"^\s*[-*•+]\s+\S")
 # A list item's marker: a bullet (man pages print "○" and "◦"), a number or a letter ("1.", "b)", "(iv)").
 _ITEM = re.compile(r"^\s*(?:[-*•+○◦▪‣]|\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]|\(?[a-zA-Z][.)]|\([ivx]{1,4}\))\s+\S")
 _BLOCKS = re.compile(r"\n[ \t]*\n")
+# "No.", "Yes." open an FAQ's answer: the reply itself, no title.
+_REPLY = re.compile(r"(?:yes|no)", re.IGNORECASE)
+_NUMBERED = re.compile(r"^\s*[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]\s+\S")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s|\(?[a-z0-9]{1,3}[.)]\s)")
 # The next list item's marker left at a sentence's end ("…by this document. b."), not a number ("…is 100.").
 _TRAILING_MARKER = re.compile(r"(?<=[.;:])\s+\(?[a-z][.)]$")
@@ -95,6 +99,10 @@ class Passage:
     about ("`$TIMEOUT` — the time to wait. If no unit is given, seconds.")."""
     position: int
     """Its place among the source's passages (0 for the first)."""
+    asked: str = ""
+    """The FAQ question it answers (``""`` when none): it scopes the answer as a heading does."""
+    opens_answer: bool = False
+    """It is the first sentence of an FAQ's answer: the reply itself ("No.", "That would be nice, but…")."""
     lead: str = ""
     """The first sentence of the list item it goes on ("* `$SYSTEMD_…_BURST` — can be set to override the burst
     limit…" for "Defaults to `5`, accepts positive integers."): the item's subject is this sentence's too."""
@@ -129,26 +137,34 @@ def parse_sources(block: str) -> list[Source]:
 
 
 @lru_cache(maxsize=4096)
-def passages(source: Source) -> tuple[Passage, ...]:
+def passages(source: Source, question_before: str = "") -> tuple[Passage, ...]:
     """The answerable sentences of one source, each with its heading, neighbours and file name as context (cached:
-    a follow-up and the places to look read the same sources again)."""
+    a follow-up and the places to look read the same sources again). ``question_before`` is the FAQ question the
+    span before ended with (:func:`open_question`): the sentences that open this one answer it."""
     name = _name_terms(source.ref.rsplit("::", 1)[0])
     pieces = _sentences(source.text, source.section)
     piece_tokens = [tokenize(text) for text, _, _ in pieces]
     piece_terms = [terms_of(tokens) for tokens in piece_tokens]
     result: list[Passage] = []
     asking = 0
-    asked: list[str] = []
+    asked: list[str] = [question_before] if question_before else []
+    numbered = False
+    opening = bool(question_before)
     for index, (text, heading, lead) in enumerate(pieces):
-        if _ASKED.match(text):
+        if _ASKED.match(text) or _numbered_question(pieces, index):
             asking = QUESTION_SENTENCES
             asked = []
+            numbered = not _ASKED.match(text)
         elif _ANSWERED.match(text):
             asking = 0
+        elif numbered and not asking and _NUMBERED.match(text):
+            # The next numbered entry of a numbered FAQ is no longer about the question before.
+            asked, numbered = [], False
         if asking:
             # Inside an FAQ's question until its question mark (or its answer's label): it scopes its answer.
-            asked.append(_LABEL.sub("", text))
+            asked.append(_MARKER.sub("", _LABEL.sub("", text)))
             asking = 0 if text.rstrip().endswith("?") else asking - 1
+            opening = True
             continue
         unlabelled = _LABEL.sub("", text)
         # A bulleted item that does not start as a sentence ("• alias elements indicate…") keeps its bullet: it is
@@ -174,10 +190,47 @@ def passages(source: Source) -> tuple[Passage, ...]:
                 nearby=nearby,
                 before=pieces[index - 1][0] if index > 0 else "",
                 position=len(result),
+                asked=" ".join(asked),
                 lead=lead,
+                opens_answer=opening and bool(asked),
             )
         )
+        opening = False
     return tuple(result)
+
+
+@lru_cache(maxsize=1024)
+def open_question(source: Source) -> str:
+    """The FAQ question ``source`` ends with, unanswered in it (``""`` when it ends otherwise): its answer opens the
+    next span ("Q. Why does /etc/issue say trixie/sid?" at the end of one span, "A. That would be nice, but…"
+    starting the next)."""
+    pieces = _sentences(source.text, source.section)
+    asking = 0
+    asked: list[str] = []
+    for index, (text, _, _) in enumerate(pieces):
+        if _ASKED.match(text) or _numbered_question(pieces, index):
+            asking, asked = QUESTION_SENTENCES, []
+        elif _ANSWERED.match(text):
+            asking = 0
+        if not asking:
+            asked = []
+            continue
+        asked.append(_MARKER.sub("", _LABEL.sub("", text)))
+        asking = 0 if text.rstrip().endswith("?") else asking - 1
+        if not asking and not text.rstrip().endswith("?"):
+            asked = []
+    return " ".join(asked)
+
+
+def _numbered_question(pieces: list[tuple[str, str, str]], index: int) -> bool:
+    """Whether piece ``index`` opens a numbered FAQ entry that asks ("42. The match.asm code … is under the GNU
+    GPL. Since it's part of zlib, doesn't that mean …?"): a numbered item whose first sentences end with a
+    question mark."""
+    text = pieces[index][0]
+    if not _NUMBERED.match(text):
+        return False
+    item = [text, *(piece for piece, _, lead in pieces[index + 1 : index + QUESTION_SENTENCES] if lead == text)]
+    return any(piece.rstrip().endswith("?") for piece in item)
 
 
 @lru_cache(maxsize=1024)
@@ -241,9 +294,9 @@ def _sentences(text: str, section: str | None = None) -> list[tuple[str, str, st
             pending = f"{pending} {sentence}".strip()
             continue
         whole = f"{pending} {sentence}".strip()
-        if _ITEM.match(whole) or _TRAILING_MARKER.search(line):
+        if (_ITEM.match(whole) or _TRAILING_MARKER.search(line)) and not _ANSWERED.match(whole):
             # An item opens with its marker, or after it when splitting left the marker on the line before ("…by
-            # this document. b.").
+            # this document. b."); an FAQ's "A." labels an answer, not an item.
             merged.append((whole, heading, ""))
             lead = whole
         else:
@@ -283,7 +336,7 @@ def _is_title(sentence: str) -> bool:
         return True
     text = _MARKER.sub("", sentence.strip(" *")).strip(" *.:")
     words = re.findall(r"[^\W\d_][\w'’-]*", text)
-    if not words or len(words) > TITLE_WORDS or text.endswith((",", ";")):
+    if not words or len(words) > TITLE_WORDS or text.endswith((",", ";")) or _REPLY.fullmatch(text):
         return False
     significant = [word for word in words if word.lower() not in _MINOR_WORDS]
     return bool(significant) and all(word[0].isupper() for word in significant)

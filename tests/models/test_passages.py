@@ -243,3 +243,47 @@ def test_a_lettered_item_whose_marker_ended_the_line_before_opens_an_item_of_its
     )
 
     assert [passage.lead for passage in found] == ["", "", "Affirmer offers the Work as-is."]
+
+
+NUMBERED_FAQ = span(
+    "zlib-faq.txt::S23",
+    "41. Where can I get help with the contributed code?\n\n    Ask the authors of the contribution.\n\n"
+    "42. The match.asm code in contrib is under the GNU General Public License.\n"
+    "    Since it's part of zlib, doesn't that mean that all of zlib falls under the GNU GPL?\n\n"
+    "    No.  The files in contrib are not part of zlib.  They were contributed by other authors and are provided "
+    "as a convenience.  Each item in contrib has its own license.\n\n"
+    "43. Is zlib subject to export controls?\n\n    No.  zlib is not subject to export controls.",
+)
+
+
+def test_a_numbered_faq_entry_that_asks_scopes_its_answer_and_is_never_quoted() -> None:
+    text = answer("The GPL applies to match.asm in contrib, so is all of zlib GPL now?", NUMBERED_FAQ)
+
+    assert text.startswith("No. The files in contrib are not part of zlib.")
+    assert "42." not in text and "?" not in text
+
+
+def test_yes_or_no_opening_a_reply_is_neither_a_title_nor_a_list_marker() -> None:
+    found = passages(
+        Source(ref="zlib-faq.txt::S15", page=None, text="Yes.  inflate() and deflate() process any amount of data.")
+    )
+
+    assert [passage.text for passage in found] == ["Yes. inflate() and deflate() process any amount of data."]
+
+
+def test_an_faq_answer_opening_a_span_answers_the_question_the_span_before_ended_with() -> None:
+    question_span = span(
+        "base-files-faq.txt::S1",
+        "Q. I upgraded to unstable and /etc/issue now says trixie/sid instead of testing. Is this a bug?",
+    )
+    answer_span = span(
+        "base-files-faq.txt::S2",
+        "A. That would be nice, but it is not possible because of the way testing works. Packages "
+        "uploaded for unstable reach testing after ten days.",
+    )
+
+    question = "Why does /etc/issue read trixie/sid rather than testing?"
+    text = answer(question, answer_span, question_span)
+
+    assert text.startswith("That would be nice, but it is not possible")
+    assert answer(question, answer_span) == NOT_FOUND
