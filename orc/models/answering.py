@@ -72,6 +72,10 @@ question, else 1) that a sentence outside retrieval's best span needs to answer.
 YES_NO_EXPECTS = frozenset({Expect.YES_NO, Expect.PERMISSION})
 # A sentence that opens by denying: "No trademark…", "Neither…", "None of…".
 _DENIES = re.compile(r"^\W*(?:\(?[a-z0-9]{1,3}[.)]\s+)?(?:no|neither|none|nothing|nor)\b", re.IGNORECASE)
+_SEQUEL = re.compile(
+    r"^\W*(?:thus|hence|therefore|consequently|so|as\s+a\s+result|this\s+means|that\s+is|what\s+this\s+does)\b",
+    re.IGNORECASE,
+)
 # A sentence whose subject is the one before it: "This can be useful…", "It has the special property…".
 _LEANS_BACK = re.compile(r"^\W*(?:this|that|these|those|it|they|such)\b", re.IGNORECASE)
 
@@ -116,6 +120,9 @@ def answer_with_evidence(question: str, sources: Sequence[Source]) -> tuple[str,
         referent = _referent(best.passage, found)
         if referent is not None and all(candidate.passage is not referent for candidate in chosen):
             chosen.append(Candidate(referent, 0.0, 0.0))
+        sequel = _sequel(best.passage, found)
+        if sequel is not None and all(candidate.passage is not sequel for candidate in chosen):
+            chosen.append(Candidate(sequel, 0.0, 0.0))
     # Document order reads better than score order.
     chosen.sort(key=lambda candidate: candidate.passage.position)
     return " ".join(f"{c.passage.text} [{c.passage.source.ref}]" for c in chosen), strongest
@@ -167,6 +174,18 @@ def _referent(passage: Passage, found: Sequence[Passage]) -> Passage | None:
         return None
     return next(
         (other for other in found if other.source == passage.source and other.position == passage.position - 1),
+        None,
+    )
+
+
+def _sequel(passage: Passage, found: Sequence[Passage]) -> Passage | None:
+    """The sentence just after ``passage`` in its span when it draws the consequence of it ("Thus, anyone can…")."""
+    return next(
+        (
+            other
+            for other in found
+            if other.source == passage.source and other.position == passage.position + 1 and _SEQUEL.match(other.text)
+        ),
         None,
     )
 

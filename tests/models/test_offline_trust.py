@@ -120,3 +120,20 @@ def test_a_sentence_after_another_item_or_a_blank_line_is_not_about_the_item_bef
         sources = [source("settings.md::S3", text + "Defaults to 30 seconds, accepts positive integers.")]
 
         assert answer_question(RETRY_QUESTION, sources) == NOT_FOUND
+
+
+def test_a_sentence_that_draws_the_consequence_of_the_answer_is_quoted_after_it() -> None:
+    sources = [
+        source(
+            "bc.html::S22",
+            'Most C programmers would assume a = 3 < 5 sets "a" to 1, because "3 < 5" is true. '
+            'What this does in bc is assign the value 3 to the variable "a" and then compare 3 to 5. '
+            "Parentheses avoid the surprise.",
+        )
+    ]
+
+    answer = answer_question("Why does a = 3 < 5 set a to 3 instead of 1?", sources)
+
+    assert answer.startswith("Most C programmers would assume")
+    assert "What this does in bc is assign the value 3" in answer
+    assert "Parentheses" not in answer
