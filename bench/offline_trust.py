@@ -7,9 +7,8 @@ not used before, and questions in users' own words in the ``orc eval`` format (m
 written and scored once before any tuning, ``dev.jsonl`` is what the answerer was tuned on, ``held_out.jsonl`` was
 written before the tuning and scored once after it; ``blind_2.jsonl`` was written before the second round of
 tuning and scored once before it and once after it; ``blind_3.jsonl`` and ``blind_4.jsonl`` likewise for the third
-and fourth rounds. Each case
-attaches its documents to a new conversation, as a user would, and asks its question(s) through the whole turn
-with the offline model.
+and fourth rounds. Each case attaches its documents to a new conversation, as a user would, and asks its
+question(s) through the whole turn with the offline model.
 
 Scored per case (only the last question of a follow-up):
 
