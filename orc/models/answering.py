@@ -154,8 +154,8 @@ def _question_before(source: Source, sources: Sequence[Source]) -> str:
 
 
 def _same_answer(one: Passage, other: Passage) -> bool:
-    """Whether two passages are parts of one answer: neighbours in a span, or sentences of the same FAQ answer or
-    list item there."""
+    """Whether two passages are parts of one answer: neighbours in a span, or sentences of the same FAQ answer
+    there."""
     if one.source != other.source:
         return False
     return abs(one.position - other.position) == 1 or bool(one.asked and one.asked == other.asked)
