@@ -5,8 +5,9 @@ The answer is the passage with the most, provided it exceeds the one calibrated 
 holds the names the question keeps verbatim (its anchors); otherwise the answer is :data:`NOT_FOUND` — an honest
 decline beats loosely related text, and the turn lists the closest passages as places to look
 (:mod:`orc.models.places`). A second sentence joins the first only when it is its neighbour in the same passage
-of the document and answers as well on its own, or when the first leans on it ("This can be useful…" quotes what
-"this" is): never a sentence from elsewhere.
+of the document and answers as well on its own, when the first leans on it ("This can be useful…" quotes what
+"this" is), or when it draws the first one's consequence ("Thus…", "What this does in bc is…"): never a sentence
+from elsewhere. The first sentence of an FAQ's answer is its reply, and preferred to the sentences after it.
 
 Two more checks make an answer one a reader can trust: the sentence-level ranking must agree with retrieval's span
 ranking (a sentence outside the best-ranked span answers only when it covers the whole question: words that also

@@ -2,8 +2,10 @@
 
 The sources come from the ``<sources>`` block that :func:`orc.models.prompting.format_sources` renders into the
 answer and document_chat prompts. A *passage* is one whole sentence of a source (or a list item), with what scopes
-it: the heading above it, the sentences beside it and the document's file name. Headings, titles, tables of
-contents, FAQ labels and questions are never passages, and neither is a piece of a sentence a span boundary cut.
+it: the heading above it, the FAQ question it answers (labelled "Q.", numbered "42.", or ending the span before),
+the first sentence of the list item it goes on, the sentences beside it and the document's file name. Headings,
+titles, tables of contents, FAQ labels and questions are never passages, and neither is a piece of a sentence a
+span boundary cut.
 """
 
 from __future__ import annotations
