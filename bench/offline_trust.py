@@ -18,7 +18,8 @@ Scored per case (only the last question of a follow-up):
   the span holding the expected phrase.
 
 Targets: right ≥ 0.8 of the answers that do not decline, every unanswerable question declined, every decline with
-places to look.
+places to look. Also reported (``bench/README.md`` proposes them as the offline target): the answerable questions
+whose answer or one of whose places to look holds the answer, and the questions that got a wrong answer.
 """
 
 from __future__ import annotations
@@ -133,6 +134,10 @@ def scores(outcomes: list[Outcome]) -> dict[str, Any]:
         "declines_with_places": sum(o.places > 0 for o in declines),
         "answerable_declined": sum(o.declined for o in answerable),
         "places_point_to_answer": sum(o.points_to_answer for o in answerable),
+        # What a user meets on every question, not only on the few answered: the answer, or a place to look, holds
+        # it; and how many questions get a wrong answer (a wrong quote, or an unanswerable question answered).
+        "answer_or_place": sum(o.right or o.points_to_answer for o in answerable),
+        "wrong": sum(not o.right for o in answered),
         "latency_ms_p50": round(percentile([o.latency_ms for o in outcomes], 50), 1),
     }
 
@@ -166,6 +171,8 @@ async def run(args: argparse.Namespace) -> BenchResult:
                 "unanswerable declined": f"{figures['unanswerable_declined']}/{figures['unanswerable']}",
                 "declines with places": f"{figures['declines_with_places']}/{figures['declines']}",
                 "places point to the answer": f"{figures['places_point_to_answer']}/{figures['answerable_declined']}",
+                "answer or place holds it": f"{figures['answer_or_place']}/{figures['answerable']}",
+                "wrong answers": f"{figures['wrong']}/{figures['cases']}",
                 "p50 ms": figures["latency_ms_p50"],
             }
         )
