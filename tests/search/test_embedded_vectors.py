@@ -1,5 +1,6 @@
 """The embedded engine's vector leg past the exact scan: span vectors folded into HNSW segments on disk (usearch),
-merged as they pile up, shared by every process, and never returning a replaced or deleted document."""
+extended until full, merged or built again as rows die, shared by every process, and never returning a replaced or
+deleted document."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def nearest(vector: list[float], limit: int = 10, owners: frozenset[str] | None 
 
 def approximate(root: Path, **options: int) -> EmbeddedSearchEngine:
     """An engine that answers every vector query from its segments (nothing is small enough to scan exactly)."""
-    return EmbeddedSearchEngine(root, exact_spans=0, **{"fold_spans": 40, "merge_factor": 2, **options})
+    return EmbeddedSearchEngine(root, exact_spans=0, **{"fold_spans": 40, **options})
 
 
 def segment_files(root: Path) -> list[Path]:
@@ -68,16 +69,65 @@ async def test_segments_find_what_an_exact_scan_finds(tmp_path: Path) -> None:
     assert agreed / total >= 0.95
 
 
-async def test_folds_are_merged_so_a_search_reads_a_few_segments_and_sees_every_document(tmp_path: Path) -> None:
-    engine = approximate(tmp_path, fold_spans=20, merge_factor=2)
-    await index_documents(engine, 16, 10)  # 8 folds of 20 spans, merged pairwise
-    await engine.compact(ORG)
+def graph_sizes(root: Path) -> list[int]:
+    """The live rows of each segment file's graph, smallest first."""
+    from usearch.index import Index
 
-    assert 1 <= len(segment_files(tmp_path)) <= 2
+    return sorted(len(Index.restore(str(path), view=True)) for path in segment_files(root))
+
+
+async def test_folds_fill_the_open_segment_before_they_start_another_and_every_document_is_found(
+    tmp_path: Path,
+) -> None:
+    engine = approximate(tmp_path, fold_spans=20, max_segment_spans=60, fold_in_background=False)
+    await index_documents(engine, 16, 10)  # 8 folds of 20 spans
+
+    assert graph_sizes(tmp_path) == [40, 60, 60], "each fold was added to the open segment until it was full"
     for number in range(16):
         own = vectors(number, 10)[3]
         best = (await engine.search(nearest(own, 1)))[0]
         assert (best.document_id, best.span.ordinal) == (f"doc{number:02d}", 3)
+    await engine.aclose()
+
+
+async def test_a_fold_leaves_the_rows_of_replaced_documents_out_of_the_segment_it_extends(tmp_path: Path) -> None:
+    engine = approximate(tmp_path, fold_spans=20, fold_in_background=False)
+    await index_documents(engine, 4, 10)
+    assert graph_sizes(tmp_path) == [40]
+
+    await engine.upsert(document("doc00", ["clause"] * 10, version="v2", vectors=vectors(50, 10), model=MODEL))
+    await engine.delete(ORG, "doc01")
+    await engine.upsert(document("doc04", ["clause"] * 10, vectors=vectors(4, 10), model=MODEL))
+    found = await engine.search(nearest(vectors(0, 10)[0], 60))
+    await engine.aclose()
+
+    assert graph_sizes(tmp_path) == [40], "doc00's old rows and doc01's left the graph; doc00 v2 and doc04 came in"
+    assert {(hit.document_id, hit.version) for hit in found} == {
+        ("doc00", "v2"),
+        ("doc02", "v1"),
+        ("doc03", "v1"),
+        ("doc04", "v1"),
+    }
+
+
+async def test_segments_that_lost_most_rows_are_built_again_and_merged_once_their_live_rows_fit_in_one(
+    tmp_path: Path,
+) -> None:
+    engine = approximate(tmp_path, fold_spans=20, max_segment_spans=40, fold_in_background=False)
+    await index_documents(engine, 8, 10)
+    assert graph_sizes(tmp_path) == [40, 40]
+
+    for number in range(3):
+        await engine.delete(ORG, f"doc{number:02d}")
+    await engine.compact(ORG)
+    assert graph_sizes(tmp_path) == [10, 40], "the segment three quarters deleted was built again from its live rows"
+
+    await engine.delete(ORG, "doc04")
+    await engine.compact(ORG)
+    assert graph_sizes(tmp_path) == [40], "two segments whose live rows fit in one were merged"
+    for number in (3, 5, 6, 7):
+        best = (await engine.search(nearest(vectors(number, 10)[2], 1)))[0]
+        assert (best.document_id, best.span.ordinal) == (f"doc{number:02d}", 2)
     await engine.aclose()
 
 
@@ -86,7 +136,7 @@ async def test_a_fold_another_process_is_making_is_left_to_it_and_made_once_it_i
     await index_documents(engine, 4, 20)
     await engine.aclose()
     root = layout_root(tmp_path)
-    upkeep = SegmentUpkeep(root, DocumentsDatabase(root), fold_spans=40, merge_factor=2)
+    upkeep = SegmentUpkeep(root, DocumentsDatabase(root), fold_spans=40)
     folding_elsewhere = FileLock(organization_folder(root, "vectors", ORG) / ".orc-fold.lock")
 
     with folding_elsewhere:
@@ -181,7 +231,7 @@ def mapped_segments() -> set[str]:
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the kernel's list of this process's maps")
 async def test_a_segment_merged_away_is_let_go_by_a_process_that_had_it_mapped(tmp_path: Path) -> None:
-    reader, writer = approximate(tmp_path), approximate(tmp_path, fold_spans=10, merge_factor=2)
+    reader, writer = approximate(tmp_path), approximate(tmp_path, fold_spans=10)
     await index_documents(writer, 1, 10)
     await writer.compact(ORG)
     await reader.search(nearest(vectors(0, 10)[0]))

@@ -51,12 +51,12 @@ class TestEmbeddedEngineFromSegments(TestEmbeddedEngine):
 
     @pytest_asyncio.fixture
     async def engine(self, root: Path) -> AsyncIterator[SearchEngine]:
-        engine = EmbeddedSearchEngine(root, exact_spans=0, fold_spans=1, merge_factor=2, fold_in_background=False)
+        engine = EmbeddedSearchEngine(root, exact_spans=0, fold_spans=1, fold_in_background=False)
         yield engine
         await engine.aclose()
 
     @pytest_asyncio.fixture
     async def peer(self, root: Path) -> AsyncIterator[SearchEngine]:
-        engine = EmbeddedSearchEngine(root, exact_spans=0, fold_spans=1, merge_factor=2, fold_in_background=False)
+        engine = EmbeddedSearchEngine(root, exact_spans=0, fold_spans=1, fold_in_background=False)
         yield engine
         await engine.aclose()

@@ -11,7 +11,7 @@ from pathlib import Path
 from orc.search.embedded.directory import Delete, DocumentsDatabase, Operation, Upsert, writes_vectors
 from orc.search.embedded.layout import layout_root
 from orc.search.embedded.lexical import LexicalIndexes
-from orc.search.embedded.upkeep import FOLD_SPANS, MAX_SEGMENT_SPANS, MERGE_FACTOR, SegmentUpkeep
+from orc.search.embedded.upkeep import FOLD_SPANS, MAX_SEGMENT_SPANS, SegmentUpkeep
 from orc.search.embedded.vectors import EXACT_SPANS, VECTOR_CACHE_BYTES, VectorSearch
 from orc.search.fusion import fused_hits
 from orc.search.port import (
@@ -35,7 +35,6 @@ class EmbeddedSearchEngine:
         *,
         exact_spans: int = EXACT_SPANS,
         fold_spans: int = FOLD_SPANS,
-        merge_factor: int = MERGE_FACTOR,
         max_segment_spans: int = MAX_SEGMENT_SPANS,
         fold_in_background: bool = True,
     ) -> None:
@@ -46,9 +45,7 @@ class EmbeddedSearchEngine:
         self._database = DocumentsDatabase(root)
         self._lexical = LexicalIndexes(root)
         self._vectors = VectorSearch(root, self._database, cache_bytes=VECTOR_CACHE_BYTES, exact_spans=exact_spans)
-        self._upkeep = SegmentUpkeep(
-            root, self._database, fold_spans=fold_spans, merge_factor=merge_factor, max_segment_spans=max_segment_spans
-        )
+        self._upkeep = SegmentUpkeep(root, self._database, fold_spans=fold_spans, max_segment_spans=max_segment_spans)
         self._fold_in_background = fold_in_background
         self._maintaining: dict[str, asyncio.Task[None]] = {}
         self._pending: dict[str, list[tuple[Operation, asyncio.Future[None]]]] = {}
