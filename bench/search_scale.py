@@ -17,7 +17,8 @@ Timed:
   expansion, BM25, feedback, sentence re-rank); the engine's BM25 query alone is a row of its own;
 - **first search in a new process**: a new Python process opens the engine and searches once (its imports timed
   apart), and reports its memory (``VmRSS``, and what of it is file pages) before opening the engine and after
-  ``--queries`` searches;
+  ``--queries`` searches (with ``--vectors``, its first vector search is timed too, and the 100 vector queries
+  are searched before the memory is read);
 - **replace**: that other process replaces a document with a new version holding a word no other span has; this
   process's next search must find the new word and not the old.
 
@@ -158,15 +159,23 @@ async def _index(args: argparse.Namespace, root: Path, corpus: Corpus) -> dict[s
             matrix = _vectors(text, args.vectors) if args.vectors else None
             if matrix is None:
                 await retriever.index(text, document_id=f"doc{number:05d}", scope=SCOPE)
-            else:
-                entry = indexed_document(
-                    text, document_id=f"doc{number:05d}", scope=SCOPE, vectors=matrix.tolist(), vector_model=MODEL
+            else:  # as the retriever indexes a document with vectors: tokenized in a worker thread
+                entry = await asyncio.to_thread(
+                    indexed_document,
+                    text,
+                    document_id=f"doc{number:05d}",
+                    scope=SCOPE,
+                    vectors=matrix.tolist(),
+                    vector_model=MODEL,
                 )
                 await engine.upsert(entry)
             chunking += chunked - began
             indexing += time.perf_counter() - chunked
             spans += len(text.spans)
+            if number % 250 == 249:
+                print(f"indexed {number + 1} documents, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
 
+    load_before = os.getloadavg()
     started, cpu_started = time.perf_counter(), time.process_time()
     await asyncio.gather(*(writer() for _ in range(args.writers)))
     await engine.aclose()
@@ -177,9 +186,12 @@ async def _index(args: argparse.Namespace, root: Path, corpus: Corpus) -> dict[s
         engine = EmbeddedSearchEngine(root)
         await engine.compact(ORGANIZATION)
         await engine.aclose()
+        fold_wall = time.perf_counter() - folded
         folding = {
-            "fold_wall_seconds": round(time.perf_counter() - folded, 1),
+            "fold_wall_seconds": round(fold_wall, 1),
             "fold_cpu_seconds": round(time.process_time() - folded_cpu, 1),
+            # Until every vector is in a segment: what a bulk load that searches right after waits for.
+            "spans_per_second_until_folded": round(spans / (wall + fold_wall), 0),
         }
     # Every thread of the process (tokenizing, tantivy's indexing thread, SQLite), the made-up chunking apart: what
     # indexing costs whatever else the machine runs.
@@ -193,6 +205,7 @@ async def _index(args: argparse.Namespace, root: Path, corpus: Corpus) -> dict[s
         "spans_per_second": round(spans / max(wall * indexing / max(indexing + chunking, 1e-9), 1e-9), 0),
         "spans_per_second_with_chunking": round(spans / wall, 0),
         **folding,
+        "load_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
     }
 
 
@@ -245,15 +258,16 @@ async def _search(
         await engine.search(SearchRequest(where, 24, terms=terms))
         bm25.append((time.perf_counter() - began) * 1000)
     vector: dict[str, list[float]] = {"segments": [], "exact": []}
+    vector_queries: list[tuple[tuple[str, int], list[float]]] = []
     agreed = 0
     sources = {"segments": 0, "exact": 0}
     if args.vectors:
         exact = EmbeddedSearchEngine(root, exact_spans=1 << 62)
-        for number, (source, unit) in enumerate(_vector_queries(root, 100)):
+        for number, (source, unit) in enumerate(vector_queries := _vector_queries(root, 100)):
             found_by: dict[str, set[tuple[str, int]]] = {}
             engines = (("segments", engine), ("exact", exact))
             for name, searched in engines[: 2 if number < args.exact_queries else 1]:
-                request = SearchRequest(SearchFilter(ORGANIZATION), 30, vector=unit, vector_model=MODEL, mode="vector")
+                request = _vector_request(unit)
                 began = time.perf_counter()
                 hits = await searched.search(request)
                 vector[name].append((time.perf_counter() - began) * 1000)
@@ -271,6 +285,7 @@ async def _search(
         "recall_at_30": recall,
         "source_in_top_10": {name: count / len(vector[name]) for name, count in sources.items() if vector[name]},
         "found": found,
+        "vector_queries": [unit for _, unit in vector_queries],
     }
 
 
@@ -294,6 +309,10 @@ def _vector_queries(root: Path, count: int) -> list[tuple[tuple[str, int], list[
     return queries
 
 
+def _vector_request(unit: list[float]) -> SearchRequest:
+    return SearchRequest(SearchFilter(ORGANIZATION), 30, vector=unit, vector_model=MODEL, mode="vector")
+
+
 def _memory() -> dict[str, float]:
     fields = {}
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -303,7 +322,9 @@ def _memory() -> dict[str, float]:
     return fields
 
 
-async def _probe(root: Path, queries: Sequence[str], documents: int, spans: int) -> dict[str, Any]:
+async def _probe(
+    root: Path, queries: Sequence[str], documents: int, spans: int, vector_queries: Sequence[list[float]]
+) -> dict[str, Any]:
     """What a new process does: open, search once, search more, then replace document 0 (the parent checks)."""
     corpus = Corpus(spans)  # the bench's made-up text (for the replace below), not part of a first search
     import tantivy  # noqa: F401  - the engine's library is a fixed cost, not growth with the organization's size
@@ -316,8 +337,15 @@ async def _probe(root: Path, queries: Sequence[str], documents: int, spans: int)
     await retriever.retrieve(queries[0], ORGANIZATION, targets, limit=10)
     first = time.perf_counter() - began
     first_cpu = time.process_time() - cpu_began
+    first_vector = None
+    if vector_queries:  # the segments mapped and searched for the first time
+        began = time.perf_counter()
+        await engine.search(_vector_request(vector_queries[0]))
+        first_vector = time.perf_counter() - began
     for query in queries:
         await retriever.retrieve(query, ORGANIZATION, targets, limit=10)
+    for unit in vector_queries:
+        await engine.search(_vector_request(unit))
     after = _memory()
     began = time.perf_counter()
     await retriever.index(corpus.text(0, MARKER_NEW), document_id="doc00000", scope=SCOPE)
@@ -326,6 +354,7 @@ async def _probe(root: Path, queries: Sequence[str], documents: int, spans: int)
     return {
         "first_search_s": first,
         "first_search_cpu_s": first_cpu,
+        "first_vector_search_s": first_vector,
         "before": before,
         "after": after,
         "replace_ms": replace_ms,
@@ -335,8 +364,8 @@ async def _probe(root: Path, queries: Sequence[str], documents: int, spans: int)
 def _probe_main(argv: Sequence[str], began: float) -> None:
     imported = time.perf_counter() - began
     root, documents, spans = Path(argv[0]), int(argv[1]), int(argv[2])
-    queries = json.loads(Path(argv[3]).read_text())
-    report = asyncio.run(_probe(root, queries, documents, spans))
+    queries, vector_queries = json.loads(Path(argv[3]).read_text())
+    report = asyncio.run(_probe(root, queries, documents, spans, vector_queries))
     print(json.dumps({"imports_s": imported, **report}))
 
 
@@ -358,7 +387,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
         retriever = Retriever(engine)
         old = await retriever.retrieve(MARKER_OLD, ORGANIZATION, targets, limit=3)
         query_file = Path(scratch) / "queries.json"
-        query_file.write_text(json.dumps(queries[:100]))
+        query_file.write_text(json.dumps([queries[:100], timed["vector_queries"]]))
         spawned = time.perf_counter()
         probe_arguments = [str(root), str(args.documents), str(args.spans_per_document), str(query_file)]
         code = (
@@ -414,6 +443,7 @@ async def run(args: argparse.Namespace) -> BenchResult:
         "new_process": {
             "imports_s": round(probe["imports_s"], 3),
             "first_search_cpu_s": round(probe["first_search_cpu_s"], 3),
+            "first_vector_search_s": probe["first_vector_search_s"] and round(probe["first_vector_search_s"], 3),
             "wall_s": round(probe_wall, 2),
             "rss_before_mb": probe["before"],
             "rss_after_mb": probe["after"],
