@@ -3,11 +3,11 @@ disk, memory-mapped by every process that searches them.
 
 Why segments: an HNSW graph cannot be shared by processes while one of them changes it, and rewriting one
 organization-wide file on every upload would cost a gigabyte a commit at a million spans. So the embedded engine
-searches the vectors of recently indexed documents exactly (the *delta*, kept small) and folds the delta into a new
-segment file once it is big enough; segments of about the same size are merged into one (as Lucene merges its
-segments), which keeps a search to a handful of graphs and drops the rows of replaced and deleted documents. A
-segment file never changes once written: a process that has it mapped keeps reading it safely while another one
-writes the next.
+searches the vectors of recently indexed documents exactly (the *delta*, kept small) and folds the delta into a
+segment once it is big enough — a copy of the open segment's graph with the delta added, written as a new file,
+until the segment is full — which keeps a search to a handful of graphs and each vector to one insertion (see
+:mod:`orc.search.embedded.upkeep`). A segment file never changes once written: a process that has it mapped keeps
+reading it safely while another one writes the next.
 
 Keys: each stored vector set (one document version's matrix) has an ``entry`` number that is never reused; the key
 of a span's vector is the entry and the span's ordinal in one integer, so a hit names its document version, and a
