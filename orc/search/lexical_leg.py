@@ -3,8 +3,9 @@
 The query's own terms (:func:`orc.text.tokenize`), a follow-up's ``(context: …)`` words at a lower weight,
 WordNet-related terms for a word no span uses; BM25 over span text and section titles by the engine; then, over
 the first candidates, pseudo-relevance feedback (terms the best spans share) and a sentence-level re-rank (a span
-whose matching words sit in one sentence beats one whose words are spread). When the query's words are not in the
-documents, one more round with the documents' own spellings of them (``rounds`` 2).
+whose matching words sit in one sentence — in a run of a few words of it — beats one whose words are spread).
+When the query's words are not in the documents, one more round with the documents' own spellings of them
+(``rounds`` 2).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ RERANK_WEIGHT = 1.5
 """Weight of the best sentence window's coverage (0..1) against the candidate's score scaled to 0..1."""
 NEIGHBOUR_CREDIT = 0.5
 """A query term found in the next or previous sentence counts for this share in a sentence window."""
+COVERAGE_WINDOW = 7
+"""Terms of a sentence counted together in the sentence-level re-rank; a longer sentence is cut into runs of this
+many. Text without full stops — a manual page's option list, a table of contents, a code listing — reads as one
+long "sentence" that holds most of a query's words somewhere and outranked the sentence that answers; a run of a
+few words is what a phrase of the answer spans (measured on the finding sets: ``bench/README.md``)."""
 PREFIX = 5
 """Letters a vocabulary term must share with an unknown query term to stand in for it."""
 CLOSE_SPELLING = 0.8
@@ -58,12 +64,21 @@ class _Candidate:
             return
         stored = self.hit.span.sentences
         if stored:  # as indexed: nothing to tokenize
-            self.sentences = [frozenset(sentence) for sentence in stored]
+            self.sentences = _windows(stored)
             self.tokens = [term for sentence in stored for term in sentence]
             return
         text = self.hit.span.text
         self.tokens = tokenize(text)
-        self.sentences = [frozenset(terms) for sentence in split_sentences(text) if (terms := tokenize(sentence))]
+        self.sentences = _windows([terms for sentence in split_sentences(text) if (terms := tokenize(sentence))])
+
+
+def _windows(sentences: Sequence[Sequence[str]]) -> list[frozenset[str]]:
+    """The terms of each sentence, a long sentence cut into runs of :data:`COVERAGE_WINDOW` terms."""
+    return [
+        frozenset(sentence[first : first + COVERAGE_WINDOW])
+        for sentence in sentences
+        for first in range(0, len(sentence), COVERAGE_WINDOW)
+    ]
 
 
 @dataclass(frozen=True, slots=True)

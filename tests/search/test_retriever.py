@@ -60,6 +60,22 @@ async def test_a_passage_whose_words_sit_in_one_sentence_beats_one_that_spreads_
     assert found[0].target.name == "p1.txt"
 
 
+async def test_a_long_run_without_full_stops_does_not_count_as_one_sentence_holding_every_word() -> None:
+    # A manual page's option list, a table of contents: no full stop, so one "sentence" holds every query word
+    # somewhere, each far from the others; it must not beat the sentence that says it, though it matches more.
+    lines = (
+        "default settings of the tool reader writer parser printer loader",
+        "glob patterns of files below the root folder tree branch leaf node",
+        "weight of every entry in the table index archive record field",
+    )
+    listing = "\n".join(lines * 2)
+    together = "The default weight of a glob is fifty. " + "Filler about other things, and more filler text here. " * 6
+
+    found = await ranked("default glob weight", one_span_each(listing, together))
+
+    assert found[0].target.name == "p1.txt"
+
+
 async def test_the_words_of_a_context_suffix_weigh_less_than_the_questions_own() -> None:
     found = await ranked(
         "What about the termination fee? (context: notice period)",
