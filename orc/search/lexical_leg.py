@@ -39,7 +39,7 @@ RERANK_WEIGHT = 1.5
 """Weight of the best sentence window's coverage (0..1) against the candidate's score scaled to 0..1."""
 NEIGHBOUR_CREDIT = 0.5
 """A query term found in the next or previous sentence counts for this share in a sentence window."""
-COVERAGE_WINDOW = 7
+COVERAGE_WINDOW = 10
 """Terms of a sentence counted together in the sentence-level re-rank; a longer sentence is cut into runs of this
 many. Text without full stops — a manual page's option list, a table of contents, a code listing — reads as one
 long "sentence" that holds most of a query's words somewhere and outranked the sentence that answers; a run of a
