@@ -52,6 +52,7 @@ _ANCHOR = re.compile(
     r"|[A-Za-z]+[0-9][A-Za-z0-9]*"
     r"|[0-9]+(?:\.[0-9]+)+)(?![\w-])"
 )
+_RELEASE = re.compile(r"(?<![\w.-])[0-9]+(?:\.[0-9]+)+(?![\w-])")
 # A follow-up that names its own subject and continues the question before: "And Contributor?", "What about X?".
 _CONTINUES = re.compile(r"^\W*(?:and|or|what about|how about)\b", re.IGNORECASE)
 _DEFINING = frozenset({"mean", "defin", "definit", "refer", "stand"})
@@ -95,7 +96,12 @@ def read_question(question: str) -> Question:
         pairs=_pairs(tokenize(main)),
         anchors=tuple(
             dict.fromkeys(
-                match.group(0).lower() for match in _ANCHOR.finditer(main) if match.group(0) not in _NOT_ANCHORS
+                [
+                    *(match.group(0).lower() for match in _ANCHOR.finditer(main) if match.group(0) not in _NOT_ANCHORS),
+                    # A follow-up stays in the release the question before asked about ("And the MAC? (context:
+                    # default cipher OpenSSH 9.2)"); the other words carried over only steer.
+                    *(release for part in context for release in _RELEASE.findall(part)),
+                ]
             )
         ),
         query=" ".join([main, *context]),

@@ -36,6 +36,8 @@ _REFERENCE = re.compile(
 )
 # A cited sentence of an answer: the text before a ``[document::span]`` marker.
 _CITED = re.compile(r"([^\[\]]+?)\s*" + MARKER_PATTERN)
+# A word as carried over: a release number stays whole ("OpenSSH 9.2", not "9 2"), as the question wrote it.
+_CARRIED_WORD = re.compile(r"[0-9]+(?:\.[0-9]+)+|[^\W_]+(?:['’][^\W_]+)?")
 # Words that make a question a question but say nothing about its topic.
 _QUESTION_WORDS = frozenset({"how", "long", "much", "many", "often", "kind", "also", "else", "get", "does"})
 
@@ -64,7 +66,7 @@ def rewrite_follow_up(message: str, history: list[tuple[str, str]]) -> str:
     last = asked[-1]
     answers = [content for role, content in history[last + 1 :] if role == "assistant"]
     seen = set(tokenize(message))
-    words = _key_words(words_of(split_context(history[last][1])[0]), seen)[:MAX_CONTEXT_WORDS]
+    words = _key_words(_CARRIED_WORD.findall(split_context(history[last][1])[0]), seen)[:MAX_CONTEXT_WORDS]
     if answers:
         words += _salient(answers[-1], seen)[:MAX_ANSWER_WORDS]
     if not words:

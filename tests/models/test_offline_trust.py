@@ -4,6 +4,7 @@ number, a number for a limit, agreement with retrieval's ranking, a follow-up's 
 from __future__ import annotations
 
 from orc.models.answering import NOT_FOUND, Source, answer_question
+from orc.models.rewriting import rewrite_follow_up
 
 
 def source(ref: str, text: str) -> Source:
@@ -16,6 +17,19 @@ def test_a_question_about_one_release_is_not_answered_by_a_sentence_about_anothe
 
     assert answer_question("What is the default cipher in OpenSSH 9.2?", other_release) == NOT_FOUND
     assert answer_question("What is the default cipher in OpenSSH 9.2?", this_release).startswith("OpenSSH 9.2 makes")
+
+
+def test_a_follow_up_stays_in_the_release_the_question_before_asked_about() -> None:
+    follow_up = rewrite_follow_up(
+        "And the default MAC?",
+        [("user", "What is the default cipher in OpenSSH 9.2?"), ("assistant", "I couldn't find an answer to that.")],
+    )
+    other_release = [source("news.txt::S1", "In OpenSSH 8.1 the default MAC became umac-64-etm.")]
+    this_release = [source("news.txt::S1", "OpenSSH 9.2 makes umac-128-etm the default MAC.")]
+
+    assert follow_up.endswith("(context: cipher OpenSSH 9.2)")
+    assert answer_question(follow_up, other_release) == NOT_FOUND
+    assert answer_question(follow_up, this_release).startswith("OpenSSH 9.2 makes")
 
 
 def test_a_question_about_a_limit_is_answered_only_by_a_sentence_with_a_number() -> None:
