@@ -45,14 +45,15 @@ _NONE: frozenset[str] = frozenset()
 # A name kept verbatim: an option (--indent, -j4), a variable or function (SYSTEMD_BUS_TIMEOUT, halt_error,
 # $PASSWORD), a dotted or versioned name (Node.js, python3.11, zlib.h, x86), a release number ("OpenSSH 9.2":
 # a sentence about another release, or none, does not answer what 9.2 changed).
+_RELEASE_NUMBER = r"[0-9]+(?:\.[0-9]+)+"
 _ANCHOR = re.compile(
     r"(?<![\w-])(?:--?[A-Za-z][\w-]*"
     r"|\$?[A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+"
     r"|\$[A-Za-z]\w*"
     r"|[A-Za-z]+[0-9][A-Za-z0-9]*"
-    r"|[0-9]+(?:\.[0-9]+)+)(?![\w-])"
+    rf"|{_RELEASE_NUMBER})(?![\w-])"
 )
-_RELEASE = re.compile(r"(?<![\w.-])[0-9]+(?:\.[0-9]+)+(?![\w-])")
+_RELEASE = re.compile(rf"(?<![\w.-]){_RELEASE_NUMBER}(?![\w-])")
 # A follow-up that names its own subject and continues the question before: "And Contributor?", "What about X?".
 _CONTINUES = re.compile(r"^\W*(?:and|or|what about|how about)\b", re.IGNORECASE)
 _DEFINING = frozenset({"mean", "defin", "definit", "refer", "stand"})
