@@ -6,9 +6,9 @@ not used before, and questions in users' own words in the ``orc eval`` format (m
 ``shared/tools/overlap.py``: they keep names, commands and key terms, never a sentence). ``blind.jsonl`` was
 written and scored once before any tuning, ``dev.jsonl`` is what the answerer was tuned on, ``held_out.jsonl`` was
 written before the tuning and scored once after it; ``blind_2.jsonl`` was written before the second round of
-tuning and scored once before it and once after it; ``blind_3.jsonl`` and ``blind_4.jsonl`` likewise for the third
-and fourth rounds. Each case attaches its documents to a new conversation, as a user would, and asks its
-question(s) through the whole turn with the offline model.
+tuning and scored once before it and once after it; ``blind_3.jsonl``, ``blind_4.jsonl`` and ``blind_5.jsonl``
+likewise for the third, fourth and fifth rounds. Each case attaches its documents to a new conversation, as a user
+would, and asks its question(s) through the whole turn with the offline model.
 
 Scored per case (only the last question of a follow-up):
 
@@ -45,7 +45,7 @@ from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import TurnRequest, TurnResult
 
 HERE = Path(__file__).resolve().parent / "trust_documents"
-SETS = ("blind", "dev", "held_out", "blind_2", "blind_3", "blind_4")
+SETS = ("blind", "dev", "held_out", "blind_2", "blind_3", "blind_4", "blind_5")
 MIN_PRECISION = 0.8
 
 
