@@ -4,7 +4,9 @@ A passage's *evidence* is the share of the question's specific words it covers �
 is among the passages at hand (so "tenant" in a lease counts for less than "sublet") and by how much it says at
 all (the words people ask with, "idea", "get", "kind of", count for little); its heading counts as its own, its
 neighbours and related words for part — lowered when it cannot hold the kind of answer the question expects (a
-number for "how much", a date for "when"). No rule per question word decides.
+number for "how much", a date for "when"), or when it cannot state what is asked: no default for "what is the
+default…", how things were for "…now?", a sibling option's item for "what does -T0 do?". No rule per question word
+decides.
 
 A question also has *anchors*: the names it keeps verbatim — a command's option, an environment variable, a
 function, a version — which a passage must hold (itself or in its heading) to answer it, unless the anchor is the
@@ -59,6 +61,23 @@ _CONTINUES = re.compile(r"^\W*(?:and|or|what about|how about)\b", re.IGNORECASE)
 _DEFINING = frozenset({"mean", "defin", "definit", "refer", "stand"})
 _NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without)\b|n't\b", re.IGNORECASE)
 _NOT_ANCHORS = frozenset({"OK", "I", "ID", "FAQ", "PS", "TL;DR"})
+# A question about how things are now ("which value wins *now*?") is not answered by how they were: "Previously if
+# an environment variable was multiply specified the last set value would have been used."
+_NOW = re.compile(r"\b(?:now|currently|nowadays|these\s+days|anymore|any\s+more)\b", re.IGNORECASE)
+_PAST = re.compile(
+    r"^\W*(?:previously|formerly|historically|in\s+the\s+past|in\s+earlier\s+(?:versions|releases)"
+    r"|until\s+recently)\b",
+    re.IGNORECASE,
+)
+# The options a list item opens with ("○ --auto-threads={physical,logical} (default: physical): …", "-T#,
+# --threads=#: …", "--MOUSE Like --mouse, except…"): the item is about them.
+_OPENING_OPTION = re.compile(r"^(?:[-*•+○◦▪‣]\s+)?(--?[A-Za-z][\w-]*)\S*(?:\s+or)?\s+")
+_DEFAULT = "default"
+_DEFAULT_VALUE = re.compile(
+    r"(?<![^\W\d_])\d|\b(?:unless|otherwise|if\s+(?:not|no|none|unset|omitted|absent|empty)"
+    r"|when\s+(?:not|no)|if\s+\w+\s+(?:is|are)\s+(?:not|unset|omitted|absent|empty))\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +99,11 @@ class Question:
     elliptical: bool
     """A follow-up that points back and names at most one thing itself ("and nobody?", "an example of it?"): its
     topic is the question before. "Where is the flat?" names its topic, however short."""
+    asks_default: bool = False
+    """It asks what holds by default ("What is the default for FAIL_DELAY?"): a sentence about the setting that
+    gives no default does not answer."""
+    asks_now: bool = False
+    """It asks how things are now: a sentence about how they were does not answer."""
 
 
 def read_question(question: str) -> Question:
@@ -110,6 +134,8 @@ def read_question(question: str) -> Question:
         elliptical=bool(context_terms)
         and refers_back(main)
         and sum(asking_weight(term) == 1 for term in shape.terms) <= 1,
+        asks_default=_DEFAULT in shape.terms and shape.expect not in (Expect.YES_NO, Expect.PERMISSION),
+        asks_now=bool(_NOW.search(main)),
     )
 
 
@@ -145,6 +171,37 @@ def evidence(question: Question, weights: dict[str, float], passage: Passage) ->
         around = passage.terms | passage.context | passage.nearby | passage.name
         if len(question.context_terms & around) * 2 < len(question.context_terms):
             found *= UNFIT_FACTOR
+    if not _states_what_is_asked(question, passage):
+        found *= UNFIT_FACTOR
+    return found
+
+
+def _states_what_is_asked(question: Question, passage: Passage) -> bool:
+    """Whether ``passage`` can state what the question asks, beyond sharing its words: a default when it asks for
+    one, the present when it asks about now, and the option it asks about when it is a sibling option's item."""
+    if question.asks_default and not _gives_default(passage):
+        return False
+    if question.asks_now and _PAST.match(passage.text):
+        return False
+    asked = [anchor for anchor in question.anchors if anchor.startswith("-")]
+    opening = (_opening_options(passage.text) or _opening_options(passage.lead)) if asked else []
+    # "-T0" is asked about by the item of "-T#": an option's value follows its name.
+    return not opening or any(anchor.startswith(option) for anchor in asked for option in opening)
+
+
+def _gives_default(passage: Passage) -> bool:
+    """Whether ``passage`` can say what holds by default: it says "default", names the condition under which
+    something holds ("unless…", "if not set…") or gives a value ("The server listens on port 8080")."""
+    return _DEFAULT in passage.terms or bool(_DEFAULT_VALUE.search(passage.text))
+
+
+def _opening_options(text: str) -> list[str]:
+    """The options ``text`` opens with, lower-cased ("-T#, --threads=#: Compress…" → ``-t``, ``--threads``)."""
+    found = []
+    rest = text.strip()
+    while match := _OPENING_OPTION.match(rest):
+        found.append(match.group(1).lower())
+        rest = rest[match.end() :]
     return found
 
 

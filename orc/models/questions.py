@@ -160,6 +160,8 @@ _MODALITY = re.compile(
 # A value: a number, a constant's name (FFI_BAD_ABI, Z_MEM_ERROR), a code span or a quoted value.
 _VALUE = re.compile(r"(?<![^\W\d_])\d|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[A-Z]{3,}\b|`|\"[^\"]+\"|“[^”]+”")
 _NUMBERED = re.compile(r"^\s*\(?\d{1,3}(?:\.\d{1,3})*[.)]\s+")
+# A manual page's section after its name ("apt.conf(5)", "printf(3)") is no amount.
+_MAN_REFERENCE = re.compile(r"(?<=[\w.-])\(\d[a-z]*\)")
 _COPYRIGHT_LINE = re.compile(r"\bcopyright\s*(?:\(c\)|©|\d{4})", re.I)
 _OWNER = re.compile(r"\b(owned by|owner|holder|belongs? to|held by|is the (?:license )?steward)\b", re.I)
 _DEFINES = re.compile(
@@ -303,6 +305,7 @@ def satisfies(sentence: str, expect: Expect) -> bool:
     """Whether ``sentence`` can hold the kind of answer expected (a number for "how much", a date for "when")."""
     # A list item's number ("1. This LICENSE AGREEMENT…") is no amount and no date.
     sentence = _NUMBERED.sub("", sentence)
+    sentence = _MAN_REFERENCE.sub("", sentence)
     if expect is Expect.QUANTITY:
         return bool(_QUANTITY.search(sentence))
     if expect is Expect.DURATION:

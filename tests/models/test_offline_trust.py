@@ -151,3 +151,42 @@ def test_a_sentence_that_draws_the_consequence_of_the_answer_is_quoted_after_it(
     assert answer.startswith("Most C programmers would assume")
     assert "What this does in bc is assign the value 3" in answer
     assert "Parentheses" not in answer
+
+
+def test_a_question_about_a_default_is_not_answered_by_a_sentence_that_gives_none() -> None:
+    question = "What is the default for FAIL_DELAY?"
+    setting = "FAIL_DELAY (number) Delay in seconds before being allowed another attempt after a login failure."
+
+    assert answer_question(question, [source("login.defs.txt::S1", setting)]) == NOT_FOUND
+    assert "The default is 3 seconds." in answer_question(
+        question, [source("login.defs.txt::S1", f"{setting} The default is 3 seconds.")]
+    )
+
+
+def test_a_question_about_how_things_are_now_is_not_answered_by_how_they_were() -> None:
+    question = "If I set the same variable twice with SetEnv, which value wins now?"
+    before = "Previously if a SetEnv variable was set twice the last value would have been used."
+    now = "Since this release, if a SetEnv variable is set twice the first value is used."
+
+    assert answer_question(question, [source("news.txt::S1", before)]) == NOT_FOUND
+    assert answer_question(question, [source("news.txt::S1", now)]).startswith("Since this release")
+
+
+def test_an_option_is_not_explained_by_the_item_of_a_sibling_option_that_mentions_it() -> None:
+    item = source(
+        "zstd.txt::S1",
+        "○ --auto-threads={physical,logical} (default: physical): When using a default amount of threads via "
+        "-T0, choose the default based on the number of detected physical or logical cores.",
+    )
+
+    assert answer_question("What does -T0 do?", [item]) == NOT_FOUND
+    assert answer_question("What does --auto-threads do?", [item]).startswith("○ --auto-threads")
+
+
+def test_a_manual_pages_section_number_is_no_amount() -> None:
+    question = "How many workers can a build use?"
+    reference = "The workers a build may use are described in build.conf(5)."
+    amount = "A build can use up to 8 workers, as build.conf(5) describes."
+
+    assert answer_question(question, [source("build.txt::S1", reference)]) == NOT_FOUND
+    assert answer_question(question, [source("build.txt::S1", amount)]).startswith("A build can use up to 8")
