@@ -2,8 +2,8 @@
 
 They are chosen among the spans the answer was given (what retrieval found for the question), by the same
 evidence the offline answerer weighs (:mod:`orc.models.evidence`): each span's closest sentence is its excerpt,
-and the spans come best first, retrieval's order breaking ties. Pure and deterministic: the same question and
-spans give the same places, whatever model declined.
+and the spans come best first, retrieval's order breaking ties; retrieval's best span is always one of them.
+Pure and deterministic: the same question and spans give the same places, whatever model declined.
 """
 
 from __future__ import annotations
@@ -35,7 +35,12 @@ def places_to_look(question: str, sources: Sequence[SourceSpan], limit: int = MA
         best = max(scored, key=lambda item: item[0], default=(0.0, group[0] if group else None))
         ranked.append((-best[0], order, span, best[1]))
     ranked.sort(key=lambda item: item[:2])
-    return [_place(span, passage) for _, _, span, passage in ranked[:limit]]
+    chosen = ranked[:limit]
+    if limit > 1 and ranked and all(order != 0 for _, order, _, _ in chosen):
+        # Retrieval's best span stays among the places: it weighs all of a span's words, the evidence only its
+        # closest sentence's, and either may be the one that found the answer.
+        chosen = [*chosen[: limit - 1], next(item for item in ranked if item[1] == 0)]
+    return [_place(span, passage) for _, _, span, passage in chosen]
 
 
 def _place(span: SourceSpan, passage: Passage | None) -> PlaceToLook:
