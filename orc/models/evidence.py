@@ -72,6 +72,8 @@ _PAST = re.compile(
 # The options a list item opens with ("○ --auto-threads={physical,logical} (default: physical): …", "-T#,
 # --threads=#: …", "--MOUSE Like --mouse, except…"): the item is about them.
 _OPENING_OPTION = re.compile(r"^(?:[-*•+○◦▪‣]\s+)?(--?[A-Za-z][\w-]*)\S*(?:\s+or)?\s+")
+# "…when dpkg-buildpackage runs *without -r*?" is not answered by what happens when it "is called *with* -r".
+_WITHOUT = re.compile(r"\bwithout\s+(?:a\s+|an\s+|the\s+|any\s+)?([\w-]+)", re.IGNORECASE)
 _DEFAULT = "default"
 _DEFAULT_VALUE = re.compile(
     r"(?<![^\W\d_])\d|\b(?:unless|otherwise|if\s+(?:not|no|none|unset|omitted|absent|empty)"
@@ -104,6 +106,8 @@ class Question:
     gives no default does not answer."""
     asks_now: bool = False
     """It asks how things are now: a sentence about how they were does not answer."""
+    without: str = ""
+    """What the question asks to go without ("-r" in "…runs without -r?"), lower-cased; ``""`` when nothing."""
 
 
 def read_question(question: str) -> Question:
@@ -136,6 +140,7 @@ def read_question(question: str) -> Question:
         and sum(asking_weight(term) == 1 for term in shape.terms) <= 1,
         asks_default=_DEFAULT in shape.terms and shape.expect not in (Expect.YES_NO, Expect.PERMISSION),
         asks_now=bool(_NOW.search(main)),
+        without=(absent.group(1).lower() if (absent := _WITHOUT.search(main)) else ""),
     )
 
 
@@ -183,10 +188,19 @@ def _states_what_is_asked(question: Question, passage: Passage) -> bool:
         return False
     if question.asks_now and _PAST.match(passage.text):
         return False
+    if question.without and _with(question.without, passage.text):
+        return False
     asked = [anchor for anchor in question.anchors if anchor.startswith("-")]
     opening = (_opening_options(passage.text) or _opening_options(passage.lead)) if asked else []
     # "-T0" is asked about by the item of "-T#": an option's value follows its name.
     return not opening or any(anchor.startswith(option) for anchor in asked for option in opening)
+
+
+def _with(thing: str, text: str) -> bool:
+    """Whether ``text`` speaks of having ``thing`` ("is called with "-r/--root-command"") and never of lacking
+    it."""
+    having = re.search(rf"\bwith\s+\W*{re.escape(thing)}(?![\w-])", text, re.IGNORECASE)
+    return bool(having) and not re.search(r"\bwithout\b", text, re.IGNORECASE)
 
 
 def _gives_default(passage: Passage) -> bool:

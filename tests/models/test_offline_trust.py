@@ -190,3 +190,15 @@ def test_a_manual_pages_section_number_is_no_amount() -> None:
 
     assert answer_question(question, [source("build.txt::S1", reference)]) == NOT_FOUND
     assert answer_question(question, [source("build.txt::S1", amount)]).startswith("A build can use up to 8")
+
+
+def test_a_question_about_going_without_something_is_not_answered_by_what_happens_with_it() -> None:
+    question = "What is DEB_GAIN_ROOT_CMD set to when dpkg-buildpackage runs without -r?"
+    with_it = (
+        'If dpkg-buildpackage is called with "-r/--root-command", then dpkg-buildpackage shall use that value '
+        'as the value for "DEB_GAIN_ROOT_CMD".'
+    )
+    without_it = "When dpkg-buildpackage runs without -r, it sets DEB_GAIN_ROOT_CMD to fakeroot."
+
+    assert answer_question(question, [source("rootless.txt::S1", with_it)]) == NOT_FOUND
+    assert answer_question(question, [source("rootless.txt::S1", without_it)]).startswith("When dpkg-buildpackage")
