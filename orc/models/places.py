@@ -1,9 +1,9 @@
 """Places to look: when an answer declines, the passages that came closest, so the reader still knows where to read.
 
-They are chosen among the spans the answer was given (what retrieval found for the question), by the same
-evidence the offline answerer weighs (:mod:`orc.models.evidence`): each span's closest sentence is its excerpt,
-and the spans come best first, retrieval's order breaking ties; retrieval's best span is always one of them.
-Pure and deterministic: the same question and spans give the same places, whatever model declined.
+They are chosen among the spans the answer was given (what retrieval found for the question): first the span
+whose sentence comes closest by the evidence the offline answerer weighs (:mod:`orc.models.evidence`), then the
+others in retrieval's order; each span's closest sentence is its excerpt. Pure and deterministic: the same
+question and spans give the same places, whatever model declined.
 """
 
 from __future__ import annotations
@@ -23,24 +23,25 @@ EXCERPT_CHARS = 300
 
 
 def places_to_look(question: str, sources: Sequence[SourceSpan], limit: int = MAX_PLACES) -> list[PlaceToLook]:
-    """The spans of ``sources`` closest to ``question``, best first, one place per span, at most ``limit``."""
+    """The span of ``sources`` whose sentence comes closest to ``question``, then the others in retrieval's order,
+    one place per span, at most ``limit``."""
     spans = [Source(ref=span.ref, page=span.page, text=span.text, section=span.section) for span in sources]
     by_span = [passages(span) for span in spans]
     read = read_question(question)
     found = [passage for group in by_span for passage in group]
     weighed = weights(read, found) if read.shape.terms else {}
-    ranked: list[tuple[float, int, SourceSpan, Passage | None]] = []
-    for order, (span, group) in enumerate(zip(sources, by_span, strict=True)):
+    closest: list[tuple[float, int, Passage | None]] = []
+    for order, group in enumerate(by_span):
         scored = [(evidence(read, weighed, passage), passage) for passage in group] if weighed else []
         best = max(scored, key=lambda item: item[0], default=(0.0, group[0] if group else None))
-        ranked.append((-best[0], order, span, best[1]))
-    ranked.sort(key=lambda item: item[:2])
-    chosen = ranked[:limit]
-    if limit > 1 and ranked and all(order != 0 for _, order, _, _ in chosen):
-        # Retrieval's best span stays among the places: it weighs all of a span's words, the evidence only its
-        # closest sentence's, and either may be the one that found the answer.
-        chosen = [*chosen[: limit - 1], next(item for item in ranked if item[1] == 0)]
-    return [_place(span, passage) for _, _, span, passage in chosen]
+        closest.append((-best[0], order, best[1]))
+    if not closest:
+        return []
+    # The span of the closest sentence first, then retrieval's best spans: retrieval weighs all of a span's words,
+    # the evidence one sentence's, and retrieval's order finds the span holding the answer more often.
+    first = min(closest, key=lambda item: item[:2])
+    chosen = [first, *(item for item in closest if item is not first)][:limit]
+    return [_place(sources[order], passage) for _, order, passage in chosen]
 
 
 def _place(span: SourceSpan, passage: Passage | None) -> PlaceToLook:

@@ -53,7 +53,7 @@ def test_a_question_sharing_no_word_keeps_retrievals_order() -> None:
     assert [place.ref for place in places] == ["gzip.txt::S3", "gzip.txt::S9", "tar.txt::S4"]
 
 
-def test_retrievals_best_span_stays_among_the_places_when_closer_sentences_outrank_it() -> None:
+def test_after_the_closest_sentences_span_the_places_follow_retrievals_order() -> None:
     retrievals_best = span("tar.txt::S1", "Archives made by tar keep owners and permissions of their members.")
     closer = [
         span("tar.txt::S2", "The --delete option removes members from an archive."),
@@ -63,7 +63,7 @@ def test_retrievals_best_span_stays_among_the_places_when_closer_sentences_outra
 
     places = places_to_look("Which option changes the members of an archive?", [retrievals_best, *closer])
 
-    assert [place.ref for place in places] == ["tar.txt::S2", "tar.txt::S3", "tar.txt::S1"]
+    assert [place.ref for place in places] == ["tar.txt::S2", "tar.txt::S1", "tar.txt::S3"]
 
 
 def test_a_long_sentence_is_cut_at_a_word_with_an_ellipsis() -> None:
