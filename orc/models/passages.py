@@ -13,8 +13,10 @@ from __future__ import annotations
 import html
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from orc.contracts import SECTION_SEPARATOR
 from orc.models.questions import terms, terms_of
@@ -67,6 +69,14 @@ _SOURCES_BLOCK = re.compile(r"<sources>(.*?)</sources>", re.DOTALL)
 _SUPPLIED_BLOCK = re.compile(r"<supplied_context>(.*?)</supplied_context>", re.DOTALL)
 _SOURCE = re.compile(r"<source\b([^>]*)>(.*?)</source\s*>", re.DOTALL)
 _ATTRIBUTE = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+
+
+class _FaqReading(NamedTuple):
+    """One piece of a span as an FAQ reads (:func:`_faq_questions`)."""
+
+    asking: bool
+    asked: tuple[str, ...]
+    still_open: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,24 +158,12 @@ def passages(source: Source, question_before: str = "") -> tuple[Passage, ...]:
     piece_tokens = [tokenize(text) for text, _, _ in pieces]
     piece_terms = [terms_of(tokens) for tokens in piece_tokens]
     result: list[Passage] = []
-    asking = 0
-    asked: list[str] = [question_before] if question_before else []
-    numbered = False
     opening = bool(question_before)
-    for index, (text, heading, lead) in enumerate(pieces):
-        if _ASKED.match(text) or _numbered_question(pieces, index):
-            asking = QUESTION_SENTENCES
-            asked = []
-            numbered = not _ASKED.match(text)
-        elif _ANSWERED.match(text):
-            asking = 0
-        elif numbered and not asking and _NUMBERED.match(text):
-            # The next numbered entry of a numbered FAQ is no longer about the question before.
-            asked, numbered = [], False
+    for index, ((text, heading, lead), (asking, asked, _)) in enumerate(
+        zip(pieces, _faq_questions(pieces, question_before), strict=True)
+    ):
         if asking:
-            # Inside an FAQ's question until its question mark (or its answer's label): it scopes its answer.
-            asked.append(_MARKER.sub("", _LABEL.sub("", text)))
-            asking = 0 if text.rstrip().endswith("?") else asking - 1
+            # An FAQ's question scopes its answer; it never answers.
             opening = True
             continue
         unlabelled = _LABEL.sub("", text)
@@ -207,21 +205,38 @@ def open_question(source: Source) -> str:
     next span ("Q. Why does /etc/issue say trixie/sid?" at the end of one span, "A. That would be nice, but…"
     starting the next)."""
     pieces = _sentences(source.text, source.section)
+    last = ""
+    for asking, asked, still_open in _faq_questions(pieces):
+        last = " ".join(asked) if asking and still_open else ""
+    return last
+
+
+def _faq_questions(pieces: list[tuple[str, str, str]], question_before: str = "") -> Iterator[_FaqReading]:
+    """How an FAQ reads piece by piece: whether each piece is part of a question (labelled "Q.", or a numbered
+    entry that asks), the question that scopes it so far, and whether that question is still open (ended with its
+    question mark, or not ended yet) rather than run out after :data:`QUESTION_SENTENCES` without one.
+
+    A question lasts until its question mark or its answer's label; the answer after it is scoped by it, until the
+    next question or, in a numbered FAQ, the next numbered entry. ``question_before`` scopes the opening pieces.
+    """
     asking = 0
-    asked: list[str] = []
+    asked: tuple[str, ...] = (question_before,) if question_before else ()
+    numbered = False
     for index, (text, _, _) in enumerate(pieces):
         if _ASKED.match(text) or _numbered_question(pieces, index):
-            asking, asked = QUESTION_SENTENCES, []
+            asking, asked, numbered = QUESTION_SENTENCES, (), not _ASKED.match(text)
         elif _ANSWERED.match(text):
             asking = 0
+        elif numbered and not asking and _NUMBERED.match(text):
+            # The next numbered entry of a numbered FAQ is no longer about the question before.
+            asked, numbered = (), False
         if not asking:
-            asked = []
+            yield _FaqReading(False, asked, False)
             continue
-        asked.append(_MARKER.sub("", _LABEL.sub("", text)))
-        asking = 0 if text.rstrip().endswith("?") else asking - 1
-        if not asking and not text.rstrip().endswith("?"):
-            asked = []
-    return " ".join(asked)
+        asked = (*asked, _MARKER.sub("", _LABEL.sub("", text)))
+        ends = text.rstrip().endswith("?")
+        asking = 0 if ends else asking - 1
+        yield _FaqReading(True, asked, ends or asking > 0)
 
 
 def _numbered_question(pieces: list[tuple[str, str, str]], index: int) -> bool:
