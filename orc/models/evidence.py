@@ -5,8 +5,8 @@ is among the passages at hand (so "tenant" in a lease counts for less than "subl
 all (the words people ask with, "idea", "get", "kind of", count for little); its heading counts as its own, its
 neighbours and related words for part — lowered when it cannot hold the kind of answer the question expects (a
 number for "how much", a date for "when"), or when it cannot state what is asked: no default for "what is the
-default…", how things were for "…now?", a sibling option's item for "what does -T0 do?". No rule per question word
-decides.
+default…", how things were for "…now?", having something for "…without it?", a sibling option's item for "what
+does -T0 do?". No rule per question word decides.
 
 A question also has *anchors*: the names it keeps verbatim — a command's option, an environment variable, a
 function, a version — which a passage must hold (itself or in its heading) to answer it, unless the anchor is the
@@ -183,7 +183,8 @@ def evidence(question: Question, weights: dict[str, float], passage: Passage) ->
 
 def _states_what_is_asked(question: Question, passage: Passage) -> bool:
     """Whether ``passage`` can state what the question asks, beyond sharing its words: a default when it asks for
-    one, the present when it asks about now, and the option it asks about when it is a sibling option's item."""
+    one, the present when it asks about now, the case without something rather than with it, and the option it
+    asks about rather than a sibling option's item."""
     if question.asks_default and not _gives_default(passage):
         return False
     if question.asks_now and _PAST.match(passage.text):
