@@ -14,6 +14,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase
 from pydantic import ConfigDict, model_validator
 
+from mcp_server.names import publish_names_in_results
 from mcp_server.services import DocumentChatServices, McpServices
 from mcp_server.tools import contexts, document_chat, documents, session
 from orc.tool_contract import SCOPE_ARGUMENTS, ToolNameForm, published_text, published_tool_name
@@ -42,6 +43,7 @@ class OrcMCP(FastMCP):
         finally:
             root.removeHandler(guard)
         self.tool_names: ToolNameForm = tool_names
+        publish_names_in_results(self._mcp_server, tool_names)
         # serverInfo.version: FastMCP takes no version argument and would report the MCP SDK's own version. Read
         # from the installed distribution (the same as orc.__version__): importing the orc package here would
         # reach, for the layer check, everything it exports.

@@ -150,3 +150,35 @@ async def test_the_stdio_server_attaches_a_file_by_path_from_an_allowed_folder_w
     assert attached.isError is False and attached.structuredContent is not None
     assert attached.structuredContent["change"]["status"] == "ready"
     assert escaped.isError is True and "path_not_allowed" in str(escaped.content[0])
+
+
+LONG_HANDBOOK = "\n\n".join(f"Rule {n}. Every employee keeps the office and the kitchen tidy." for n in range(400))
+"""A handbook past the length at which documents.get_content advises searching instead of reading on."""
+
+
+@pytest.mark.slow
+async def test_the_advice_and_errors_of_a_plain_stdio_server_name_the_tools_as_it_publishes_them(
+    tmp_path: Path,
+) -> None:
+    server = _server(tmp_path / "home")
+    handbook = {"session_id": CONVERSATION, "filename": "handbook.txt", "content": LONG_HANDBOOK}
+
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("session_attach_document", handbook)
+            listed = await session.call_tool("documents_list", {"session_id": CONVERSATION})
+            assert listed.structuredContent is not None, listed.content
+            document_id = listed.structuredContent["documents"][0]["document_id"]
+            read = await session.call_tool(
+                "documents_get_content", {"document_id": document_id, "session_id": CONVERSATION}
+            )
+            missing = await session.call_tool("documents_get_content", {"document_id": "doc-missing"})
+
+    assert read.isError is False and read.structuredContent is not None
+    advice = read.structuredContent["hint"]
+    assert "documents_search" in advice and "documents." not in advice
+    assert advice in "\n".join(block.text for block in read.content if isinstance(block, types.TextContent))
+    assert missing.isError is True
+    error = "\n".join(block.text for block in missing.content if isinstance(block, types.TextContent))
+    assert "documents_list" in error and "documents." not in error
