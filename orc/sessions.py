@@ -94,24 +94,18 @@ class Sessions:
             without += chunk
             if len(without) >= limit:
                 break
-        return [
-            ConversationSummary(
-                conversation_id=header.conversation_id,
-                title=", ".join(member.filename for member in (header.files or ())[:3]) or "Untitled",
-                message_count=0,
-                created_at=header.updated_at,
-                updated_at=header.updated_at,
-            )
-            for header in without[:limit]
-        ]
+        return [_files_only(header) for header in without[:limit]]
 
     async def get(self, principal: Principal, conversation_id: str) -> Conversation:
         """A conversation with its full history and the feedback on its answers; :class:`NotFound` for unknown or
-        other principals' ids."""
+        other principals' ids. A session with files and no turn yet is the empty conversation the list shows."""
         validate_identifier(conversation_id, what="conversation")
         summary = await self._conversations.get(principal, conversation_id)
         if summary is None:
-            raise NotFound("no such session", code="session_not_found")
+            header = await self._files.header(principal, conversation_id)
+            if header is None or not header.files:
+                raise NotFound("no such session", code="session_not_found")
+            return Conversation(summary=_files_only(header), turns=[])
         turns, feedback = await asyncio.gather(
             self._conversations.turns(principal, conversation_id),
             self._conversations.feedback(principal, conversation_id),
@@ -167,3 +161,14 @@ class Sessions:
             principal, conversation, feedback, fmt, requests=requests, policy=self._output_policy
         )
         return data, filename(conversation, fmt)
+
+
+def _files_only(header: SessionHeader) -> ConversationSummary:
+    """A session with files and no turn, as the list shows it: titled by its first files."""
+    return ConversationSummary(
+        conversation_id=header.conversation_id,
+        title=", ".join(member.filename for member in (header.files or ())[:3]) or "Untitled",
+        message_count=0,
+        created_at=header.updated_at,
+        updated_at=header.updated_at,
+    )

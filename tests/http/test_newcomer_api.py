@@ -35,3 +35,23 @@ async def test_asking_about_a_file_not_uploaded_names_the_real_upload_path(clien
     assert response.status_code == 404
     detail = response.json()["detail"]
     assert "/api/sessions/conv-9/context/files" in detail and "{id}" not in detail
+
+
+async def test_a_listed_session_with_files_but_no_turn_opens_and_exports_as_an_empty_conversation(
+    client: httpx.AsyncClient,
+) -> None:
+    await upload(client, "files-only", ("lease.txt", b"The rent is 900 euros."))
+
+    opened = await client.get("/api/sessions/files-only")
+    exported = await client.get("/api/sessions/files-only/export", params={"format": "markdown"})
+
+    assert opened.status_code == 200, opened.text
+    assert opened.json()["title"] == "lease.txt" and opened.json()["messages"] == []
+    assert exported.status_code == 200, exported.text
+
+
+async def test_a_session_that_never_had_files_or_turns_is_still_not_found(client: httpx.AsyncClient) -> None:
+    response = await client.get("/api/sessions/never-used")
+
+    assert response.status_code == 404
+    assert response.json()["code"] == "session_not_found"
