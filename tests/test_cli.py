@@ -101,3 +101,24 @@ def test_a_marker_cut_between_tokens_is_numbered_once_it_closes_and_each_quote_g
 
 def test_suggestions_on_the_terminal_name_documents_not_source_refs() -> None:
     assert readable("lease.pdf::S1: Residential lease. [annex.docx::S2]") == "lease.pdf: Residential lease."
+
+
+def test_text_the_server_escaped_as_markup_prints_as_the_document_writes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = tmp_path / "fs-api.txt"
+    api.write_text("The exists function takes a path <string> and a callback <Function>.\n")
+
+    status = main(["ask", "What does the exists function take?", "--file", str(api), "--conversation", "api"])
+
+    out, _ = capsys.readouterr()
+    assert status == 0
+    assert "a path <string> and a callback <Function>" in out
+    assert "&lt;" not in out and "&gt;" not in out
+
+
+def test_an_escape_cut_between_tokens_prints_once_it_is_whole() -> None:
+    shown = AnswerText()
+    tokens = ["path &l", "t;string&gt; and AT&", "T"]
+
+    assert "".join(shown.feed(token) for token in tokens) + shown.flush() == "path <string> and AT&T"

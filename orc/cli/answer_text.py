@@ -30,19 +30,22 @@ class AnswerText:
         self._claim_start = 0  # where in _shown the sentence of the next marker begins
 
     def feed(self, text: str) -> str:
-        """The printable part of the text so far (markers numbered); an unfinished marker is held back."""
+        """The printable part of the text so far (markers numbered); an unfinished marker is held back, and so is
+        an escape cut between two pieces (``&l`` + ``t;``)."""
         text = self._held + text
         self._held = ""
         opening = text.rfind("[")
         tail = text[opening:] if opening >= 0 else ""
         if tail and "]" not in tail and "\n" not in tail and len(tail) <= MAX_HELD_CHARS:
             text, self._held = text[:opening], tail
-        return self._numbered(text)
+        elif cut := _CUT_ESCAPE.search(text):
+            text, self._held = text[: cut.start()], text[cut.start() :]
+        return terminal_text(self._numbered(text))
 
     def flush(self) -> str:
         """What is still held back at the end of the answer (an open bracket that never closed)."""
         held, self._held = self._held, ""
-        return self._numbered(held)
+        return terminal_text(self._numbered(held))
 
     def sources(self, citations: Sequence[Mapping[str, Any]]) -> list[str]:
         """``[n] document, page p: “quote”`` lines, one per number; quotes no marker named come last, numbered on."""
@@ -81,9 +84,19 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
+_CUT_ESCAPE = re.compile(r"&(?:[lg]t?)?$")
+
+
+def terminal_text(text: str) -> str:
+    """Server text as a terminal shows it. The server escapes whatever would open markup (``path <string>`` is sent
+    as ``path &lt;string&gt;``) for clients that render Markdown or HTML; a terminal renders neither, so it prints
+    the characters themselves. Only what the server's output policy writes is undone."""
+    return text.replace("&lt;", "<").replace("&gt;", ">")
+
+
 def _line(number: int, citation: Mapping[str, Any]) -> str:
     page = f", page {citation['page']}" if citation.get("page") else ""
-    return f"  [{number}] {_document(citation)}{page}: “{_squash(str(citation['quote']))}”"
+    return terminal_text(f"  [{number}] {_document(citation)}{page}: “{_squash(str(citation['quote']))}”")
 
 
 _BARE_REF = re.compile(r"([^\s:]+)::[^\s:,;]+")
@@ -102,4 +115,4 @@ def place_line(place: Mapping[str, Any]) -> str:
     """``  - lease.pdf, page 3, section Termination: “excerpt”``: one place to look under a declined answer."""
     page = f", page {place['page']}" if place.get("page") else ""
     section = f", section {_squash(str(place['section']))}" if place.get("section") else ""
-    return f"  - {_document(place)}{page}{section}: “{_squash(str(place['excerpt']))}”"
+    return terminal_text(f"  - {_document(place)}{page}{section}: “{_squash(str(place['excerpt']))}”")
