@@ -4,7 +4,7 @@ import { api, askStream, auth } from "./api.js";
 import { Messages } from "./chat.js";
 import { RequestCard } from "./handoff.js";
 import { decorate, placeRequests } from "./requests.js";
-import { $, h, icon, when } from "./dom.js";
+import { $, h, icon, plain, when } from "./dom.js";
 import { FileChips } from "./files.js";
 import { SourceViewer } from "./viewer.js";
 
@@ -126,7 +126,7 @@ async function loadConversations() {
   $("conversations-empty").hidden = sessions.length > 0;
   // The header follows the title the server gave the conversation (from its first question, or a rename).
   const current = sessions.find((session) => session.conversation_id === state.sessionId);
-  if (current?.title) $("chat-title").textContent = current.title;
+  if (current?.title) $("chat-title").textContent = plain(current.title);
 }
 
 function closeSidebarOnSmallScreens() {
@@ -138,8 +138,20 @@ function setSidebar(open) {
   $("toggle-sidebar").setAttribute("aria-expanded", String(open));
 }
 
+/** The open conversation in the address (``#c=ID``), so a reload or a bookmark comes back to it. Replaced, not
+ * pushed: Back still leaves the page rather than stepping through every chat opened. */
+function showInAddress(id) {
+  history.replaceState(null, "", id ? `#c=${encodeURIComponent(id)}` : location.pathname + location.search);
+}
+
+function linkedConversation() {
+  const match = /^#c=(.+)$/.exec(location.hash);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
 function newChat() {
   state.asking?.abort();
+  showInAddress(null);
   state.sessionId = newSessionId();
   messages.clear();
   viewer.close();
@@ -154,11 +166,12 @@ async function openConversation(id) {
   state.asking?.abort();
   clearError();
   state.sessionId = id;
+  showInAddress(id);
   viewer.close();
   closeSidebarOnSmallScreens();
   try {
     const conversation = await api.session(id);
-    $("chat-title").textContent = conversation.title || "Untitled";
+    $("chat-title").textContent = plain(conversation.title || "Untitled");
     messages.history(conversation.messages, (question, files) => ask(question, files));
     placeRequests(messages.list, conversation.context_requests || []);
     // A question still waiting for context shows its card again, so it can be answered later.
@@ -168,6 +181,8 @@ async function openConversation(id) {
       view.request(requestCard(view, { ...pending, conversation_id: id }));
     }
   } catch (error) {
+    // A link to a conversation deleted since (or never made) starts a new chat instead.
+    if (error.status === 404) return newChat();
     showError(error);
   }
   chips.open(id);
@@ -233,6 +248,7 @@ async function ask(question, asked) {
   const sessionId = state.sessionId;
   // The server takes at most max_blob_names files per turn.
   const files = asked || chips.names().slice(0, state.config.max_blob_names);
+  showInAddress(sessionId);
   chips.settle();
   messages.question(question, files);
   let stopped = false;
@@ -367,7 +383,7 @@ async function exportConversation(format) {
     link.click();
     setTimeout(() => { URL.revokeObjectURL(link.href); link.remove(); }, 1000);
   } catch (error) {
-    showError(error);
+    showError(error.status === 404 ? new Error("Nothing to export yet: ask a question first.") : error);
   }
 }
 
@@ -417,6 +433,7 @@ function wire() {
   $("file-input").addEventListener("change", (event) => {
     const files = Array.from(event.target.files);
     event.target.value = "";
+    showInAddress(state.sessionId);
     chips.add(files);
   });
   const zone = $("drop-zone");
@@ -428,6 +445,7 @@ function wire() {
   zone.addEventListener("drop", (event) => {
     event.preventDefault();
     zone.classList.remove("dragging");
+    showInAddress(state.sessionId);
     chips.add(Array.from(event.dataTransfer.files));
   });
 }
@@ -438,9 +456,14 @@ async function start() {
   $("question").maxLength = state.config.max_question_chars;
   chips.maxUploadBytes = state.config.max_upload_bytes;
   await signIn(state.config);
-  state.sessionId = newSessionId();
-  chips.open(state.sessionId, { known: false });
-  await loadConversations();
+  const linked = linkedConversation();
+  if (linked) {
+    await openConversation(linked);
+  } else {
+    state.sessionId = newSessionId();
+    chips.open(state.sessionId, { known: false });
+    await loadConversations();
+  }
   document.body.dataset.ready = "true";
   performance.mark("orc:ready");
   loadFocusContexts();

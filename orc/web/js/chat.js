@@ -1,7 +1,7 @@
 // The messages of a conversation: questions, answers as sanitized markdown, citation chips, the "how this answer
 // was made" panel, and a streaming answer that shows tokens as they arrive. Later additions (follow-up
 // suggestions, feedback, context requests) hang off `AnswerView` as extra sections of the article.
-import { $, h, icon } from "./dom.js";
+import { $, h, icon, plain } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 function contextName(context) {
@@ -174,7 +174,7 @@ export class AnswerView {
       this.live = document.createTextNode("");
       this.body.replaceChildren(this.live);
     }
-    this.live.data = withoutMarkers(this.text);
+    this.live.data = plain(withoutMarkers(this.text));
     this.follow(this.element, { streaming: true });
   }
 

@@ -1,5 +1,14 @@
 // Small DOM helpers. Text always goes in as text nodes; only markdown.js produces HTML, and it sanitizes it.
 
+/**
+ * Server text as a reader sees it when it is shown as text. The server escapes whatever would open markup
+ * (``path <string>`` arrives as ``path &lt;string&gt;``) for clients that render Markdown or HTML; a text node never
+ * parses markup, so it shows the characters themselves. Only what the server's output policy writes is undone.
+ */
+export function plain(text) {
+  return String(text).replace(/&lt;/g, "<").replace(/&gt;/g, ">");
+}
+
 /** h("button", {class: "x", onclick: f}, "label", child) — attributes, listeners (on*) and children. */
 export function h(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
@@ -8,11 +17,11 @@ export function h(tag, attributes = {}, ...children) {
     if (name.startsWith("on") && typeof value === "function") element.addEventListener(name.slice(2), value);
     else if (name === "class") element.className = value;
     else if (name === "dataset") Object.assign(element.dataset, value);
-    else element.setAttribute(name, value === true ? "" : String(value));
+    else element.setAttribute(name, value === true ? "" : name === "title" ? plain(value) : String(value));
   }
   for (const child of children.flat()) {
     if (child === undefined || child === null || child === false) continue;
-    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    element.append(child instanceof Node ? child : document.createTextNode(plain(child)));
   }
   return element;
 }

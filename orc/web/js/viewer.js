@@ -1,7 +1,7 @@
 // The side panel a citation opens: the document at the cited span with the quote highlighted. PDFs show the
 // page itself through pdf.js, imported only when a PDF citation is opened (it is most of the page's weight).
 import { api } from "./api.js";
-import { $, h } from "./dom.js";
+import { $, h, plain } from "./dom.js";
 
 const PDFJS = "/web/vendor/pdfjs/";
 let pdfjs = null;
@@ -117,7 +117,7 @@ export class SourceViewer {
     view.quote = citation.quote || view.quote;
     [view.highlight_start, view.highlight_end] = quoteRange(view.text, view.quote, view.highlight_start,
       view.highlight_end);
-    $("viewer-title").textContent = view.filename;
+    $("viewer-title").textContent = plain(view.filename);
     $("viewer-where").textContent = view.page
       ? `Page ${view.page} of ${view.page_count}`
       : "Quoted passage";
@@ -184,7 +184,7 @@ export class SourceViewer {
     await page.render({ canvas, canvasContext: canvas.getContext("2d"), viewport, transform }).promise;
     const textLayer = new lib.TextLayer({ textContentSource: await page.getTextContent(), container: layer, viewport });
     await textLayer.render();
-    const hits = itemsCovering(textLayer.textContentItemsStr, view.quote);
+    const hits = itemsCovering(textLayer.textContentItemsStr, plain(view.quote));
     textLayer.textDivs.forEach((div, index) => {
       if (hits.has(index)) div.classList.add("highlight");
     });

@@ -1,0 +1,123 @@
+"""What a new user met on the page with documents of their own (review 7), in chromium against ``orc serve``, at
+1280 px and at 390 px with no console error: API documentation quoted as it is written (``path <string>``, not
+``path &lt;string&gt;``), in the answer's sources, its places to look and the opened passage; a conversation that
+only has files opens again without an error; a reload comes back to the open conversation; exporting a chat with
+nothing in it says so in plain words."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.web.conftest import SIZES, watched_page
+from tests.web.test_browser import answered, chips_ready, ready
+
+pytestmark = pytest.mark.slow
+
+API_DOC = (
+    b"The exists function takes a path <string> and a callback <Function>.\n\n"
+    b"The callback receives a <boolean> that says whether the path exists.\n"
+)
+
+
+@pytest.fixture(params=list(SIZES))
+def sized(request: pytest.FixtureRequest, browser: Browser, server: str) -> Iterator[Page]:
+    """The page at 1280 px, then at 390 px (a phone)."""
+    with watched_page(browser, server, SIZES[request.param]) as opened:
+        yield opened
+
+
+def attach(page: Page, name: str, data: bytes) -> None:
+    page.set_input_files("#file-input", [{"name": name, "mimeType": "text/plain", "buffer": data}])
+    chips_ready(page, 1)
+
+
+def ask(page: Page, question: str, count: int) -> None:
+    page.fill("#question", question)
+    page.keyboard.press("Enter")
+    answered(page, count)
+
+
+def in_the_drawer(page: Page) -> None:
+    """Show the conversations: a phone keeps them in a drawer."""
+    if page.locator("#sidebar").is_hidden():
+        page.click("#toggle-sidebar")
+
+
+def open_from_the_list(page: Page, title: str) -> None:
+    in_the_drawer(page)
+    page.locator(".conversation-open", has_text=title).click()
+
+
+def test_api_documentation_is_quoted_as_it_is_written(sized: Page) -> None:
+    page = sized
+    ready(page)
+    attach(page, "fs-api.txt", API_DOC)
+
+    ask(page, "What does the exists function take?", 1)
+    ask(page, "Who maintains the exists function?", 2)  # the file does not say: a decline, with places to look
+
+    written = "a path <string> and a callback <Function>"
+    first, second = page.locator(".message.assistant").nth(0), page.locator(".message.assistant").nth(1)
+    expect(first.locator(".answer-body")).to_contain_text(written)
+    assert written in (first.locator(".citation-chip").first.get_attribute("title") or "")
+    expect(second.locator(".places")).to_contain_text(written)
+    first.locator(".citation-chip").first.click()
+    expect(page.locator("#viewer mark.quote")).to_contain_text(written)
+    assert "&lt;" not in page.locator("#main").inner_text() + page.locator("#viewer").inner_text()
+
+
+def test_a_conversation_with_files_and_no_question_opens_again_without_an_error(sized: Page) -> None:
+    page = sized
+    name = f"notes-{uuid.uuid4().hex[:8]}.txt"
+    ready(page)
+    attach(page, name, b"The office opens at eight.")
+    in_the_drawer(page)
+    page.click("#new-chat")
+    expect(page.locator("#chips .chip")).to_have_count(0)
+
+    open_from_the_list(page, name)
+
+    expect(page.locator(f"#chips .chip[data-filename='{name}'][data-status=ready]")).to_have_count(1)
+    expect(page.locator("#chat-title")).to_have_text(name)
+    expect(page.locator("#composer-error")).to_be_hidden()
+
+
+def test_a_reload_comes_back_to_the_open_conversation(sized: Page) -> None:
+    page = sized
+    name = f"hours-{uuid.uuid4().hex[:8]}.txt"
+    ready(page)
+    attach(page, name, b"The office opens at eight and closes at six.")
+    ask(page, "When does the office open?", 1)
+
+    page.reload()
+
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    expect(page.locator(".message.assistant[data-final=true]")).to_have_count(1)
+    expect(page.locator(f"#chips .chip[data-filename='{name}']")).to_have_count(1)
+    in_the_drawer(page)
+    page.click("#new-chat")
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    expect(page.locator(".message")).to_have_count(0)
+    expect(page.locator("#chat-title")).to_have_text("New chat")
+
+
+def test_a_link_to_a_conversation_that_is_gone_opens_a_new_chat(browser: Browser, server: str) -> None:
+    with watched_page(browser, server, SIZES["1280px"], expected=("404",)) as page:
+        page.goto("/#c=deleted-long-ago")
+        expect(page.locator("body")).to_have_attribute("data-ready", "true")
+        expect(page.locator("#chat-title")).to_have_text("New chat")
+        expect(page.locator("#composer-error")).to_be_hidden()
+
+
+def test_exporting_a_chat_with_nothing_in_it_says_so(browser: Browser, server: str) -> None:
+    with watched_page(browser, server, SIZES["1280px"], expected=("404",)) as page:
+        ready(page)
+        page.click("#export-menu summary")
+        page.click("#export-menu button[data-format=markdown]")
+
+        expect(page.locator("#composer-error")).to_have_text("Nothing to export yet: ask a question first.")
