@@ -226,8 +226,8 @@ class FileDigests:
         if chars > MAX_INPUT_CHARS:
             return _Made(
                 None,
-                f"the document is too long to digest in one model call ({chars} characters of text; the limit is "
-                f"{MAX_INPUT_CHARS}); search it with documents.search instead",
+                f"too long to summarize ({chars:,} characters of text; a summary reads at most {MAX_INPUT_CHARS:,}):"
+                " ask about it instead, and the answer quotes the passages it needs",
             )
         async with self._slots:
             outcome = await self._runner.per_file(

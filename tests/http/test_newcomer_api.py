@@ -55,3 +55,15 @@ async def test_a_session_that_never_had_files_or_turns_is_still_not_found(client
 
     assert response.status_code == 404
     assert response.json()["code"] == "session_not_found"
+
+
+async def test_a_file_too_long_to_summarize_says_so_in_the_users_words(client: httpx.AsyncClient) -> None:
+    manual = "\n\n".join(f"Section {n}. The daemon rereads its configuration on a hangup signal." for n in range(6000))
+    await upload(client, "manual", ("manual.txt", manual.encode()))
+
+    record = (await settled(client, "manual"))["files"][0]
+
+    assert record["status"] == "ready" and record["digest_status"] == "error"
+    reason = record["digest_error"]
+    assert reason.startswith("too long to summarize (") and "ask about it instead" in reason
+    assert "documents." not in reason and "model call" not in reason and "digest" not in reason
