@@ -104,3 +104,20 @@ def test_docs_add_explains_a_bad_target(
 def test_docs_add_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["docs", "add", str(tmp_path / "nope.pdf")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_file_of_a_type_orc_cannot_read_is_refused_in_a_line_not_a_list_of_every_extension(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    photo = tmp_path / "holiday.heic"
+    photo.write_bytes(b"\x00\x01" * 512)
+
+    added = main(["docs", "add", str(photo), "--session", "cli-photo"])
+    _, added_err = capsys.readouterr()
+    asked = main(["ask", "What is in the photo?", "--file", str(photo)])
+    _, asked_err = capsys.readouterr()
+
+    assert added == 1 and asked == 1
+    for said in (added_err, asked_err):
+        assert "'holiday.heic' is not a supported document type; orc reads PDF, Word," in said
+        assert ".zsh" not in said and ".pyi" not in said

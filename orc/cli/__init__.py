@@ -175,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    from orc.cli.refusals import error_line
     from orc.errors import InternalError, OrcError
 
     try:
@@ -182,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InternalError:
         raise
     except OrcError as exc:
-        print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
+        print(error_line(exc.code, exc.message), file=sys.stderr)
         if exc.code == "context_not_found":
             print("hint: create it first with: orc contexts put TYPE ID [--parent FOLDER]", file=sys.stderr)
         return 1

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from orc.cli.console import Console
+from orc.cli.refusals import error_line
 from orc.errors import OrcError
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
@@ -78,7 +79,7 @@ class ChatSession:
             else:
                 self._say(HELP)
         except OrcError as exc:
-            self._say(f"error ({exc.code}): {exc.message}")
+            self._say(error_line(exc.code, exc.message))
         return True
 
     async def _attach(self, rest: str) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from orc.cli.refusals import short_message
 from orc.cli.table import table
 from orc.composition import Foundation
 from orc.documents.catalog.availability import DocumentScope, context_document
@@ -103,7 +104,7 @@ async def add_documents(foundation: Foundation, target: Target, paths: Sequence[
                 check_uploads([upload], foundation.session_files.max_upload_bytes)
             except OrcError as exc:
                 failed += 1
-                bar.advance(upload.filename, f"skipped ({exc.code}: {exc.message})")
+                bar.advance(upload.filename, f"skipped ({exc.code}: {short_message(exc.code, exc.message)})")
                 continue
             batch.append(upload)
         if not batch:
