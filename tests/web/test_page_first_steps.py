@@ -6,8 +6,10 @@ nothing in it says so in plain words."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -121,3 +123,15 @@ def test_exporting_a_chat_with_nothing_in_it_says_so(browser: Browser, server: s
         page.click("#export-menu button[data-format=markdown]")
 
         expect(page.locator("#composer-error")).to_have_text("Nothing to export yet: ask a question first.")
+
+
+def test_the_first_run_panel_names_every_kind_of_file_the_readme_says_orc_reads(page: Page) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    kinds = re.search(r"your documents \(([^)]*)\)", readme)
+    assert kinds is not None
+    ready(page)
+
+    panel = page.locator("#empty-state").inner_text()
+
+    for kind in re.split(r", (?:and |or )?", kinds.group(1)):
+        assert kind in panel, kind
