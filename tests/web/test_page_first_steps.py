@@ -135,3 +135,45 @@ def test_the_first_run_panel_names_every_kind_of_file_the_readme_says_orc_reads(
 
     for kind in re.split(r", (?:and |or )?", kinds.group(1)):
         assert kind in panel, kind
+
+
+def wholly_visible(page: Page, selector: str) -> bool:
+    """Whether the element is inside the window and not scrolled out of its list."""
+    return bool(
+        page.locator(selector).first.evaluate(
+            """(el) => { const r = el.getBoundingClientRect(), list = el.closest('.chips').getBoundingClientRect();
+                return r.top >= Math.max(0, list.top) && r.bottom <= Math.min(innerHeight, list.bottom); }"""
+        )
+    )
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_a_file_not_added_among_many_is_seen_first_and_counted_in_the_banner(
+    browser: Browser, server: str, size: str
+) -> None:
+    # The browser reports the refusal of an upload of only unreadable files (415) on its console.
+    with watched_page(browser, server, SIZES[size], expected=("415",)) as page:
+        a_file_not_added_among_many_is_seen_first_and_counted_in_the_banner(page)
+
+
+def a_file_not_added_among_many_is_seen_first_and_counted_in_the_banner(page: Page) -> None:
+    ready(page)
+    notes = [
+        {"name": f"note-{n}.txt", "mimeType": "text/plain", "buffer": f"Note {n}: the locker is {n}.".encode()}
+        for n in range(6)
+    ]
+    photo = {"name": "holiday.heic", "mimeType": "image/heic", "buffer": b"\x00\x01" * 512}
+
+    page.set_input_files("#file-input", [*notes, photo])
+
+    chips_ready(page, 6)
+    refused = "#chips .chip[data-status=refused]"
+    expect(page.locator(refused)).to_contain_text("Not added: orc can't read this kind of file")
+    assert page.locator("#chips .chip").first.get_attribute("data-filename") == "holiday.heic"
+    assert wholly_visible(page, refused)
+    expect(page.locator("#diff-banner")).to_contain_text("Added 6 files; 1 file not added.")
+
+    page.set_input_files("#file-input", [photo])  # only a file orc cannot read: nothing changed
+
+    expect(page.locator(refused)).to_have_count(1)
+    expect(page.locator("#diff-banner")).to_be_hidden()

@@ -23,14 +23,17 @@ export function refusalText(code, limit) {
 const plural = (count, word) => `${count} ${word}${count === 1 ? "" : "s"}`;
 
 /** The change banner (spec §8.1) in plain words, shown right after the user changed the files. */
-export function bannerText(changes, parsing) {
-  if (!changes.new && !changes.changed && !changes.deleted) return "No changes: these files were already here.";
+export function bannerText(changes, parsing, refused = 0) {
+  const notAdded = refused ? `${plural(refused, "file")} not added` : "";
+  if (!changes.new && !changes.changed && !changes.deleted) {
+    return notAdded ? `${notAdded[0].toUpperCase()}${notAdded.slice(1)}.` : "No changes: these files were already here.";
+  }
   const parts = [
     changes.new && `added ${plural(changes.new, "file")}`,
     changes.changed && `replaced ${plural(changes.changed, "file")}`,
     changes.deleted && `removed ${plural(changes.deleted, "file")}`,
   ].filter(Boolean).join(", ");
-  const text = parts[0].toUpperCase() + parts.slice(1);
+  const text = parts[0].toUpperCase() + parts.slice(1) + (notAdded ? `; ${notAdded}` : "");
   return parsing ? `${text}. Summarizing…` : `${text}.`;
 }
 
@@ -137,6 +140,8 @@ export class FileChips {
       }
     } catch (error) {
       if (!this.refuse(error, sending)) this.onError(error);
+      // Nothing was added: the banner would report an earlier change as this one's (the rows say why).
+      this.changed = false;
     } finally {
       this.pending = [];
     }
@@ -263,19 +268,20 @@ export class FileChips {
         h("progress", { max: String(upload.size), value: String(upload.loaded), dataset: { name: upload.name },
           "aria-label": `Uploading ${upload.name}` })]));
     }
-    for (const refused of this.refused) {
+    // Files not added come first: in a long list they would sit below its fold, unseen.
+    const refusedRows = this.refused.map((refused) => {
       const dismiss = () => {
         this.refused = this.refused.filter((item) => item !== refused);
         this.render();
       };
-      rows.push(line({ status: "refused", filename: refused.name }, [],
+      return line({ status: "refused", filename: refused.name }, [],
         [action("dismiss", "Dismiss", dismiss, `Dismiss ${refused.name}`, icon("close"))],
-        `Not added: ${refused.reason}`));
-    }
-    this.list.replaceChildren(...rows);
+        `Not added: ${refused.reason}`);
+    });
+    this.list.replaceChildren(...refusedRows, ...rows);
     const changes = this.manifest?.changes;
     this.banner.hidden = !this.changed || !changes;
-    this.banner.textContent = changes ? bannerText(changes, this.manifest.parsing) : "";
+    this.banner.textContent = changes ? bannerText(changes, this.manifest.parsing, this.refused.length) : "";
     this.renderAggregate(files);
     const autoParse = this.manifest?.auto_parse ?? true;
     this.autoParse.checked = autoParse;
