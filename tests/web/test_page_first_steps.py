@@ -139,10 +139,13 @@ def test_the_first_run_panel_names_every_kind_of_file_the_readme_says_orc_reads(
 
 def wholly_visible(page: Page, selector: str) -> bool:
     """Whether the element is inside the window and not scrolled out of its list."""
+    # One script reads both boxes: the list re-renders as the files' statuses change, so a handle could go stale.
     return bool(
-        page.locator(selector).first.evaluate(
-            """(el) => { const r = el.getBoundingClientRect(), list = el.closest('.chips').getBoundingClientRect();
-                return r.top >= Math.max(0, list.top) && r.bottom <= Math.min(innerHeight, list.bottom); }"""
+        page.evaluate(
+            """(selector) => { const r = document.querySelector(selector).getBoundingClientRect();
+                const list = document.getElementById('chips').getBoundingClientRect();
+                return r.top >= Math.max(0, list.top) && r.bottom <= Math.min(innerHeight, list.bottom); }""",
+            selector,
         )
     )
 
@@ -177,3 +180,15 @@ def a_file_not_added_among_many_is_seen_first_and_counted_in_the_banner(page: Pa
 
     expect(page.locator(refused)).to_have_count(1)
     expect(page.locator("#diff-banner")).to_be_hidden()
+
+
+def test_an_error_the_server_explains_with_angle_brackets_reads_as_written(browser: Browser, server: str) -> None:
+    with watched_page(browser, server, SIZES["1280px"], expected=("400",)) as page:
+        ready(page)
+
+        said = page.evaluate(
+            """async () => { const { api } = await import('/web/js/api.js');
+                try { await api.source('any-chat', 'not-a-ref'); } catch (error) { return error.message; } }"""
+        )
+
+    assert said == "ref must be a SourceRef: <document>::<span_id>"

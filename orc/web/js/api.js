@@ -1,6 +1,8 @@
 // The HTTP API as the page uses it: credentials, problem+json errors and the two stream formats.
 // The API key lives in sessionStorage only (never in a URL); cookie sign-in needs nothing here.
 
+import { plain } from "./dom.js";
+
 const KEY_STORAGE = "orc.apiKey";
 
 export class ApiError extends Error {
@@ -36,7 +38,8 @@ function problem(status, text, fallback) {
   try {
     const body = JSON.parse(text);
     code = body.code || code;
-    message = body.detail || body.title || message;
+    // Shown as text: undo the server's escaping of what would open markup ("<document>::<span_id>").
+    message = plain(body.detail || body.title || message);
     limit = body.limit;
   } catch {
     // Not JSON: keep the status line.
