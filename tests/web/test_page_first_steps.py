@@ -11,11 +11,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.serving import wait_until_processed
 from tests.web.conftest import SIZES, watched_page
-from tests.web.test_browser import answered, chips_ready, ready
+from tests.web.test_browser import WAIT_MS, answered, chips_ready, ready
 
 pytestmark = pytest.mark.slow
 
@@ -192,3 +194,33 @@ def test_an_error_the_server_explains_with_angle_brackets_reads_as_written(brows
         )
 
     assert said == "ref must be a SourceRef: <document>::<span_id>"
+
+
+AT_THE_END = """() => { const list = document.getElementById('messages');
+    return document.querySelectorAll('#chips .chip[data-status=ready]').length === 5
+        && document.querySelectorAll('.message.assistant[data-final=true]').length === 4
+        && list.scrollHeight - list.scrollTop - list.clientHeight < 2; }"""
+
+
+@pytest.fixture(scope="module")
+def long_conversation(server: str) -> str:
+    """A conversation with five files and four answers: longer than the window, its files in rows above it."""
+    conversation = f"long-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=server, timeout=120) as client:
+        files = [("files", (f"rules-{n}.txt", f"Rule {n}: the door locks at {n + 6} pm.".encode())) for n in range(5)]
+        assert client.post(f"/api/sessions/{conversation}/context/files", files=files).status_code == 201
+        wait_until_processed(server, conversation)
+        for n in range(4):
+            turn = {"question": f"When does the door lock under rule {n}?", "conversation_id": conversation}
+            assert client.post("/api/orc", json=turn).status_code == 200
+    return conversation
+
+
+def test_a_conversation_opens_at_its_last_answer_once_its_files_are_shown(sized: Page, long_conversation: str) -> None:
+    page = sized
+    page.goto(f"/#c={long_conversation}")
+
+    page.wait_for_function(AT_THE_END, timeout=WAIT_MS)
+
+    last = page.locator(".message.assistant").last.locator(".feedback")
+    expect(last).to_be_in_viewport()

@@ -316,6 +316,11 @@ export class Messages {
       const { scrollTop, scrollHeight, clientHeight } = this.list;
       this.pinned = scrollHeight - scrollTop - clientHeight < 80;
     }, { passive: true });
+    // The list shrinks when the file rows above it load (or a phone's keyboard opens): a reader at the end stays
+    // there, instead of losing the end of the last answer below the fold.
+    new ResizeObserver(() => {
+      if (this.pinned) this.list.scrollTop = this.list.scrollHeight;
+    }).observe(this.list);
   }
 
   /** Show the end of the conversation (a new answer, its card); while streaming, only if the reader is at the
