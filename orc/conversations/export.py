@@ -268,7 +268,9 @@ def to_pdf(
 
     def paragraph(body: str, size: float, *, gap: float = 2.0) -> None:
         pdf.set_font(family, size=size)
-        pdf.multi_cell(width, size * 0.5, text(body), align="L", new_x="LMARGIN", new_y="NEXT")
+        # Laid out as text, not HTML: what the output policy escaped ("path &lt;string&gt;") reads as written.
+        plain = body.replace("&lt;", "<").replace("&gt;", ">")
+        pdf.multi_cell(width, size * 0.5, text(plain), align="L", new_x="LMARGIN", new_y="NEXT")
         pdf.ln(gap)
 
     def markdown(body: str, size: float) -> None:

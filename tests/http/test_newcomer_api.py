@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import httpx
+from pypdf import PdfReader
 
 from tests.http.conftest import settled, upload
 
@@ -67,3 +70,19 @@ async def test_a_file_too_long_to_summarize_says_so_in_the_users_words(client: h
     reason = record["digest_error"]
     assert reason.startswith("too long to summarize (") and "ask about it instead" in reason
     assert "documents." not in reason and "model call" not in reason and "digest" not in reason
+
+
+async def test_a_pdf_export_quotes_api_documentation_as_it_is_written(client: httpx.AsyncClient) -> None:
+    await upload(client, "api", ("fs-api.txt", b"The exists function takes a path <string> and a callback <Function>."))
+    await settled(client, "api")
+    turn = {"question": "What does the exists function take?", "conversation_id": "api"}
+    assert (await client.post("/api/orc", json=turn)).status_code == 200
+
+    exported = await client.get("/api/sessions/api/export", params={"format": "pdf"})
+
+    assert exported.status_code == 200
+    text = " ".join(
+        " ".join((page.extract_text() or "").split()) for page in PdfReader(io.BytesIO(exported.content)).pages
+    )
+    assert text.count("a path <string> and a callback <Function>") == 2, text  # the answer and its footnote
+    assert "&lt;" not in text
