@@ -45,6 +45,9 @@ TOOL_NAMES_FOR: dict[Client, ToolNameForm] = {"claude": "underscore", "cursor": 
 
 _SERVERS_KEY: dict[Client, str] = {"claude": "mcpServers", "cursor": "mcpServers", "vscode": "servers"}
 
+PRODUCT_NAMES: dict[Client, str] = {"claude": "Claude Desktop", "cursor": "Cursor", "vscode": "VS Code"}
+"""The client as its user knows it, for what to restart."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerLaunch:
@@ -157,5 +160,5 @@ def run(
         return 1
     if not print_only:
         kept = f" (previous config saved as {backup})" if backup else ""
-        print(f"wrote the {launch.name!r} server to {path}{kept}; restart {client} to load it", file=err)
+        print(f"wrote the {launch.name!r} server to {path}{kept}; restart {PRODUCT_NAMES[client]} to load it", file=err)
     return 0

@@ -40,6 +40,9 @@ def test_each_client_has_its_documented_config_file_per_platform() -> None:
     assert windows == Path("C:/Users/ann/AppData/Roaming/Code/User/mcp.json")
 
 
+AS_USERS_KNOW_IT = {"claude": "Claude Desktop", "cursor": "Cursor", "vscode": "VS Code"}
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="the config locations checked here are Linux's")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_install_writes_an_absolute_launch_with_underscore_names(
@@ -53,7 +56,8 @@ def test_install_writes_an_absolute_launch_with_underscore_names(
     assert entry["args"][:4] == ["-m", "mcp_server", "--tool-names", "underscore"]
     assert entry["env"] == {"ORC_HOME": str((tmp_path / "data/orc").resolve())}
     assert (entry.get("type") == "stdio") is (client == "vscode")
-    assert "restart" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert f"; restart {AS_USERS_KNOW_IT[client]} to load it" in said
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the config locations checked here are Linux's")
