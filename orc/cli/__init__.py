@@ -10,6 +10,7 @@ backends, and a command that only reads what is stored (:mod:`orc.cli.stored`) w
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 from collections.abc import Sequence
@@ -234,11 +235,23 @@ def _run(args: argparse.Namespace) -> int:
 
         return event_loop.run(run_worker(settings, args.concurrency))
     from orc.http import create_app
-    from orc.http.serving import APP_FACTORY, serve
+    from orc.http.serving import APP_FACTORY, listening_url, serve
 
     # Several workers each build the app from the same ORC_ environment that made `settings`.
     app = create_app(settings) if args.workers == 1 else APP_FACTORY
-    serve(app, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level.lower(), http=args.http)
+    try:
+        serve(
+            app, host=args.host, port=args.port, workers=args.workers, log_level=args.log_level.lower(), http=args.http
+        )
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        print(
+            f"error (address_in_use): {listening_url(args.host, args.port)} is taken, perhaps by another orc serve;"
+            " stop it, or serve on another port with --port",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -22,6 +22,7 @@ and at Python's default of 700 the collector walked the live ones of the turns i
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import socket
@@ -155,6 +156,9 @@ def tcp_listener(host: str, port: int) -> socket.socket:
     return sock
 
 
+STARTUP_FAILURE = 3
+"""The exit status when the app fails to start, as ``uvicorn.run`` exits."""
+
 WORKER_HEALTHCHECK_SECONDS = 60
 """How long the supervisor waits for a worker to answer its ping before it kills and replaces it. uvicorn's 5 s
 default kills workers that are only slow: a new worker answers once its interpreter has started, which on a host
@@ -189,11 +193,18 @@ def serve(
     if workers > 1 and not isinstance(app, str):
         raise ValueError("several workers need an import string: each worker process builds its own app")
     url = listening_url(host, port)
+    # Bound before anything starts: a port in use fails here (OSError), before the app's start-up announces it.
+    sockets = [tcp_listener(host, port)]
     show_access_log()
     if workers == 1:
         if not isinstance(app, str):
             app = announce_on_startup(log_requests(freeze_after_startup(app)), url)
-        uvicorn.run(app, host=host, port=port, log_level=log_level, factory=isinstance(app, str), **options)
+        single = uvicorn.Config(app, host=host, port=port, log_level=log_level, factory=isinstance(app, str), **options)
+        server = uvicorn.Server(single)
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=sockets)
+        if not server.started:
+            sys.exit(STARTUP_FAILURE)
         return
     config = uvicorn.Config(
         app,
@@ -206,7 +217,6 @@ def serve(
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
         **options,
     )
-    sockets = [tcp_listener(host, port)]
     # The socket is bound: the workers share it, so the port is ours from here on.
     print(f"orc listening on {url} ({workers} workers)", file=sys.stderr, flush=True)
     Multiprocess(config, sockets=sockets).run()

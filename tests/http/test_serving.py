@@ -7,6 +7,7 @@ import contextlib
 import gc
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -169,3 +170,25 @@ def test_orc_serve_says_where_it_listens_and_logs_one_line_per_request(tmp_path:
     assert "GET /api/health 200" in log
     assert "GET /api/nothing-here 404" in log
     assert "secret" not in log
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_orc_serve_on_a_port_in_use_says_so_and_never_claims_to_listen(tmp_path: Path, workers: str) -> None:
+    taken = tcp_listener("127.0.0.1", 0)
+    taken.listen()
+    port = taken.getsockname()[1]
+    command = [sys.executable, "-c", "import sys; from orc.cli import main; sys.exit(main())"]
+    environment = {**os.environ, "ORC_HOME": str(tmp_path / "home"), "ORC_MODEL": "offline"}
+
+    with taken:
+        ended = subprocess.run(
+            [*command, "serve", "--port", str(port), "--workers", workers],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert ended.returncode == 1, ended.stderr
+    assert f"error (address_in_use): http://127.0.0.1:{port} is taken" in ended.stderr
+    assert "listening" not in ended.stderr and "Traceback" not in ended.stderr
