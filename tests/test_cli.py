@@ -122,3 +122,17 @@ def test_an_escape_cut_between_tokens_prints_once_it_is_whole() -> None:
     tokens = ["path &l", "t;string&gt; and AT&", "T"]
 
     assert "".join(shown.feed(token) for token in tokens) + shown.flush() == "path <string> and AT&T"
+
+
+def test_the_steps_of_an_answer_are_said_in_a_readers_words_not_tool_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hours = tmp_path / "hours.txt"
+    hours.write_text("The office opens at eight and closes at six.\n")
+
+    assert main(["ask", "When does the office open?", "--file", str(hours), "--conversation", "steps"]) == 0
+
+    _, err = capsys.readouterr()
+    assert "Reading the attached files: done in " in err
+    assert "; 1 model call; conversation steps)" in err
+    assert "document_chat" not in err and "cache:" not in err and "(s)" not in err

@@ -5,6 +5,7 @@ Imported on its own by ``orc chat``, which shows its prompt before the heavy par
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import TYPE_CHECKING, TextIO
 
@@ -20,6 +21,29 @@ NOTHING_YET: dict[tuple[str, str | None], str] = {
     ("contexts", "list"): "No contexts yet; create one with: orc contexts put folder ID",
 }
 """What a read-only command says on a fresh ORC_HOME, which it answers without opening (or creating) anything."""
+
+
+TOOL_WORDS = {
+    "document_chat": "Reading the attached files",
+    "list": "Listing the documents",
+    "analyze": "Summarizing a document",
+    "get_content": "Reading a document",
+    "get_summary": "Reading a document's summary",
+    "search": "Searching the documents",
+    "get_page": "Reading a page",
+    "get_span": "Reading a passage",
+    "attach_document": "Attaching a document",
+    "list_documents": "Listing this chat's files",
+    "remove_document": "Removing a document",
+}
+"""What each document tool does, in a reader's words, as the page says it (orc/web/js/chat.js)."""
+
+
+def tool_words(name: str) -> str:
+    """``document_chat`` or ``documents.search`` (any spelling) as the step a reader follows."""
+    if name in ("contexts.list", "contexts_list"):
+        return "Looking at your folders"
+    return TOOL_WORDS.get(re.sub(r"^(documents|session)(\.|__?)", "", name), name)
 
 
 class Console:
@@ -39,10 +63,9 @@ class Console:
             if not self._answering:
                 print(f"  [{event['percent']:>3}%] {event['message']}", file=self.err, flush=True)
         elif event["type"] == "tool" and event["status"] != "running":
+            outcome = "done" if event["status"] == "ok" else "failed"
             print(
-                f"  [tool] {event['name']} {event['status']} in {event['duration_ms']:.0f} ms",
-                file=self.err,
-                flush=True,
+                f"  {tool_words(event['name'])}: {outcome} in {event['duration_ms']:.0f} ms", file=self.err, flush=True
             )
         elif event["type"] == "token":
             self._answering = True
@@ -59,9 +82,10 @@ class Console:
                     print(place_line(place), file=self.out)
             self._answer = AnswerText()
             metadata = event["metadata"]
+            calls = metadata["model_calls"]
             print(
-                f"  ({metadata['model']}; {metadata['model_calls']} model call(s); tool: {metadata['tool'] or 'none'};"
-                f" cache: {metadata['cache'] or 'n/a'}; conversation {event['conversation_id']})",
+                f"  ({metadata['model']}; {calls} model call{'' if calls == 1 else 's'};"
+                f" conversation {event['conversation_id']})",
                 file=self.err,
             )
         elif event["type"] == "context_resolved":
