@@ -224,3 +224,24 @@ def test_a_conversation_opens_at_its_last_answer_once_its_files_are_shown(sized:
 
     last = page.locator(".message.assistant").last.locator(".feedback")
     expect(last).to_be_in_viewport()
+
+
+DROP = """([where, name, text]) => {
+    const files = new DataTransfer();
+    files.items.add(new File([text], name, { type: 'text/plain' }));
+    const drop = new DragEvent('drop', { dataTransfer: files, bubbles: true, cancelable: true });
+    document.querySelector(where).dispatchEvent(drop);
+    return drop.defaultPrevented; }"""
+
+
+def test_a_file_dropped_on_the_conversation_is_attached_and_the_browser_does_not_open_it(sized: Page) -> None:
+    page = sized
+    ready(page)
+
+    # Not prevented, the browser would open the file in place of the page.
+    assert page.evaluate(DROP, ["#messages", "gate.txt", "The gate opens at nine."]) is True
+
+    chips_ready(page, 1)
+    expect(page.locator("#chips .chip[data-filename='gate.txt']")).to_have_count(1)
+    assert page.evaluate(DROP, ["#drop-zone", "door.txt", "The door opens at ten."]) is True
+    chips_ready(page, 2)

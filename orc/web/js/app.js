@@ -442,11 +442,17 @@ function wire() {
     zone.classList.add("dragging");
   });
   zone.addEventListener("dragleave", () => zone.classList.remove("dragging"));
-  zone.addEventListener("drop", (event) => {
+  // Files dropped anywhere on the chat are attached: a browser opens a file dropped outside a drop target in
+  // place of the page, and the conversation is gone from the tab.
+  document.addEventListener("dragover", (event) => event.preventDefault());
+  document.addEventListener("drop", (event) => {
+    if (event.target.closest?.("input[type=file]")) return; // a request card's own file field takes it
     event.preventDefault();
     zone.classList.remove("dragging");
+    const files = Array.from(event.dataTransfer?.files || []);
+    if (!files.length || event.target.closest?.("dialog, .context-request")) return;
     showInAddress(state.sessionId);
-    chips.add(Array.from(event.dataTransfer.files));
+    chips.add(files);
   });
 }
 
