@@ -64,9 +64,13 @@ async def get_session(session_id: str, sessions: Conversations, handoff: Request
         messages = listed_messages([], requests)
         return SessionHistory(conversation_id=session_id, title=title, messages=messages, context_requests=requests)
     requests = await handoff.history(principal, session_id)
+    # A session with files whose first question waits on its request is titled by that question, as one without.
+    title = conversation.summary.title
+    if not conversation.turns and requests:
+        title = title_from_question(str(requests[0]["question"]))
     return SessionHistory(
         conversation_id=session_id,
-        title=conversation.summary.title,
+        title=title,
         messages=listed_messages(conversation.turns, requests),
         context_requests=requests,
     )

@@ -127,6 +127,7 @@ async def test_a_first_question_waiting_on_its_request_is_the_conversations_one_
 
     (waiting,) = history["messages"]
     assert (waiting["content"], waiting["status"]) == ("What is the parking fee?", "waiting_context")
+    assert "parking fee" in history["title"].lower()  # titled by the question, not by the file the session has
     assert cancelled["messages"] == []
 
 
