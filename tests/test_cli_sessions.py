@@ -31,3 +31,18 @@ def test_sessions_can_be_listed_shown_exported_and_deleted(tmp_path: Path, capsy
     assert main(["sessions", "delete", "cli-conv"]) == 0
     assert main(["sessions", "show", "cli-conv"]) == 1
     assert "session_not_found" in capsys.readouterr().err
+
+
+def test_a_conversation_shown_on_the_terminal_quotes_api_documentation_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = tmp_path / "fs-api.txt"
+    api.write_text("The exists function takes a path <string> and a callback <Function>.\n")
+    assert main(["ask", "What does the exists function take?", "--file", str(api), "--conversation", "api"]) == 0
+    capsys.readouterr()
+
+    assert main(["sessions", "show", "api"]) == 0
+
+    shown = capsys.readouterr().out
+    assert shown.count("a path <string> and a callback <Function>") == 2  # the answer and its footnote
+    assert "&lt;" not in shown

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from orc.cli.answer_text import terminal_text
 from orc.cli.console import NOTHING_YET, Console
 from orc.cli.documents import Target, list_contexts, list_documents, list_everything, put_context
 from orc.cli.table import table
@@ -60,7 +61,7 @@ async def _sessions(sessions: Sessions, args: argparse.Namespace, console: Conso
         return 0
     if args.action == "show":
         data, _ = await sessions.export(LOCAL_PRINCIPAL, args.id, "markdown")
-        console.out.write(data.decode("utf-8"))
+        console.out.write(terminal_text(data.decode("utf-8")))  # read on the terminal, not by a Markdown renderer
         return 0
     data, _ = await sessions.export(LOCAL_PRINCIPAL, args.id, args.format)
     # A PDF is no text for a terminal: without -o it goes to ID.pdf, as --help says.
