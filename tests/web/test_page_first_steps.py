@@ -245,3 +245,18 @@ def test_a_file_dropped_on_the_conversation_is_attached_and_the_browser_does_not
     expect(page.locator("#chips .chip[data-filename='gate.txt']")).to_have_count(1)
     assert page.evaluate(DROP, ["#drop-zone", "door.txt", "The door opens at ten."]) is True
     chips_ready(page, 2)
+
+
+def test_a_title_with_angle_brackets_reads_and_renames_as_written(sized: Page) -> None:
+    page = sized
+    name = f"tags-{uuid.uuid4().hex[:8]}.txt"
+    ready(page)
+    attach(page, name, b"The <head> element holds the page's metadata.")
+    ask(page, "What does the <head> element hold?", 1)
+    in_the_drawer(page)
+    item = page.locator("#conversations li.current")
+    expect(item.locator(".conversation-title")).to_contain_text("<head>")
+
+    item.locator(".conversation-rename").click()
+
+    expect(page.locator(".rename-input")).to_have_value(re.compile(r"<head>"))

@@ -191,7 +191,7 @@ async function openConversation(id) {
 }
 
 async function deleteConversation(session) {
-  if (!window.confirm(`Delete “${session.title || "Untitled"}” and its files?`)) return;
+  if (!window.confirm(`Delete “${plain(session.title || "Untitled")}” and its files?`)) return;
   try {
     await api.deleteSession(session.conversation_id);
   } catch (error) {
@@ -347,13 +347,13 @@ function requestCard(view, event) {
 function renameConversation(session, item) {
   const input = h("input", {
     class: "rename-input",
-    value: session.title || "",
+    value: plain(session.title || ""),
     "aria-label": "New title",
     maxlength: "200",
   });
   const save = async () => {
     const title = input.value.trim();
-    if (title && title !== session.title) {
+    if (title && title !== plain(session.title || "")) {
       try {
         await api.rename(session.conversation_id, title);
         if (session.conversation_id === state.sessionId) $("chat-title").textContent = title;
@@ -365,7 +365,7 @@ function renameConversation(session, item) {
   };
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter") { event.preventDefault(); input.blur(); }
-    if (event.key === "Escape") { input.value = session.title || ""; input.blur(); }
+    if (event.key === "Escape") { input.value = plain(session.title || ""); input.blur(); }
   });
   input.addEventListener("blur", save, { once: true });
   item.querySelector(".conversation-open").replaceWith(input);
