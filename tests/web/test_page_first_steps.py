@@ -6,6 +6,7 @@ nothing in it says so in plain words."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.serving import wait_until_processed
+from tests.serving import orc_serve, wait_until_processed
 from tests.web.conftest import SIZES, watched_page
 from tests.web.test_browser import WAIT_MS, answered, chips_ready, ready
 
@@ -260,3 +261,26 @@ def test_a_title_with_angle_brackets_reads_and_renames_as_written(sized: Page) -
     item.locator(".conversation-rename").click()
 
     expect(page.locator(".rename-input")).to_have_value(re.compile(r"<head>"))
+
+
+UNREACHABLE = "The server could not be reached: check your connection and that orc is still running, then try again."
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_a_server_that_stopped_is_said_in_words_and_the_files_it_missed_are_listed(
+    browser: Browser, tmp_path: Path, size: str
+) -> None:
+    with contextlib.ExitStack() as serving:
+        base_url, _ = serving.enter_context(orc_serve(tmp_path / "home"))
+        refused = ("ERR_CONNECTION_REFUSED",)  # the browser's own report of each request that found no server
+        with watched_page(browser, base_url, SIZES[size], expected=refused) as page:
+            ready(page)
+            serving.close()  # orc serve stops; the page stays open
+
+            page.fill("#question", "When does the office open?")
+            page.keyboard.press("Enter")
+            expect(page.locator(".message.assistant .error")).to_have_text(UNREACHABLE)
+            page.set_input_files("#file-input", [{"name": "hours.txt", "mimeType": "text/plain", "buffer": b"At 8."}])
+            row = page.locator("#chips .chip[data-status=refused][data-filename='hours.txt']")
+            expect(row).to_contain_text("Not added: the server could not be reached")
+            assert "Failed to fetch" not in page.locator("#main").inner_text()

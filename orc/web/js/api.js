@@ -50,6 +50,14 @@ function problem(status, text, fallback) {
   return error;
 }
 
+const UNREACHABLE = "The server could not be reached: check your connection and that orc is still running, then try again.";
+
+/** A request that never got an answer (the server stopped, the network dropped), in words instead of the
+ * browser's "Failed to fetch"; a request the page cancelled stays an AbortError. */
+function unreachable(error) {
+  return error?.name === "AbortError" ? error : new ApiError(0, "network_error", UNREACHABLE);
+}
+
 async function failure(response) {
   return problem(response.status, await response.text().catch(() => ""), response.statusText);
 }
@@ -65,7 +73,7 @@ function sendForm(method, path, form, onProgress) {
       if (xhr.status >= 200 && xhr.status < 300) resolve(JSON.parse(xhr.responseText));
       else reject(problem(xhr.status, xhr.responseText, xhr.statusText));
     };
-    xhr.onerror = () => reject(new ApiError(0, "network_error", "the upload did not reach the server"));
+    xhr.onerror = () => reject(unreachable(null));
     xhr.send(form);
   });
 }
@@ -78,13 +86,12 @@ export async function request(path, { method = "GET", body, json, accept, signal
     body = JSON.stringify(json);
   }
   if (accept) extra.Accept = accept;
-  const response = await fetch(path, {
-    method,
-    body,
-    signal,
-    headers: headers(extra),
-    credentials: "same-origin",
-  });
+  let response;
+  try {
+    response = await fetch(path, { method, body, signal, headers: headers(extra), credentials: "same-origin" });
+  } catch (error) {
+    throw unreachable(error);
+  }
   if (!response.ok) throw await failure(response);
   return response;
 }
@@ -99,7 +106,13 @@ async function* lines(response) {
   const decoder = new TextDecoder();
   let buffer = "";
   for (;;) {
-    const { value, done } = await reader.read();
+    let value;
+    let done;
+    try {
+      ({ value, done } = await reader.read());
+    } catch (error) {
+      throw unreachable(error); // the connection dropped in the middle of the stream
+    }
     if (done) break;
     buffer += decoder.decode(value, { stream: true });
     let newline;

@@ -16,6 +16,7 @@ export function refusalText(code, limit) {
     payload_too_large: limit ? `larger than the ${bytes(limit)} limit` : "too large",
     invalid_name: "its name can't be used",
     duplicate_filename: "picked twice",
+    network_error: "the server could not be reached",
   };
   return reasons[code] || "it could not be added";
 }
@@ -166,9 +167,10 @@ export class FileChips {
 
   /** A whole upload refused for what its files are: each file listed with the reason. Only when every file of
    * a batch is refused does the server refuse the request, with the first file's reason; the page screened out
-   * empty and oversized files, so the others are refused for the same kind of reason. */
+   * empty and oversized files, so the others are refused for the same kind of reason. An upload that never
+   * reached the server lists its files the same way. */
   refuse(error, files) {
-    const perFile = ["unsupported_media_type", "empty_file", "payload_too_large", "invalid_name"];
+    const perFile = ["unsupported_media_type", "empty_file", "payload_too_large", "invalid_name", "network_error"];
     if (!perFile.includes(error.code)) return false;
     for (const file of files) this.refused.push({ name: file.name, reason: refusalText(error.code, error.limit) });
     return true;
