@@ -284,3 +284,18 @@ def test_a_server_that_stopped_is_said_in_words_and_the_files_it_missed_are_list
             row = page.locator("#chips .chip[data-status=refused][data-filename='hours.txt']")
             expect(row).to_contain_text("Not added: the server could not be reached")
             assert "Failed to fetch" not in page.locator("#main").inner_text()
+
+
+FITS = """() => { const select = document.getElementById('focus'), style = getComputedStyle(select);
+    const pen = document.createElement('canvas').getContext('2d');
+    pen.font = `${style.fontSize} ${style.fontFamily}`;
+    const arrow = 24;  // the drop-down arrow and the padding around the text
+    return pen.measureText(select.options[select.selectedIndex].text).width + arrow <= select.clientWidth; }"""
+
+
+def test_what_also_search_is_set_to_reads_whole_on_a_phone(sized: Page) -> None:
+    page = sized
+    ready(page)
+
+    assert page.evaluate(FITS)
+    expect(page.locator("#focus option:checked")).to_have_text("nothing else")
