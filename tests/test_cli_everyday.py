@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,27 @@ def test_a_pdf_export_without_output_goes_to_the_id_dot_pdf_as_help_says(
     assert main(["sessions", "export", "c1", "--format", "pdf"]) == 0
 
     assert (tmp_path / "c1.pdf").read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["ask", "Anything?", "--file", "missing.pdf"],
+        ["docs", "add", "missing.pdf", "--session", "s"],
+        ["eval", "missing.jsonl", "--docs", "."],
+        ["eval", "{questions}", "--docs", "missing-folder"],
+        ["mcp", "--organization", "../acme", "--user", "ann"],
+    ],
+    ids=["ask --file", "docs add", "eval set", "eval --docs", "mcp principal"],
+)
+def test_every_refusal_of_a_command_line_carries_a_code(
+    arguments: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    questions = tmp_path / "set.jsonl"
+    questions.write_text('{"id": "a", "docs": ["x.md"], "target": null, "question": "q"}\n')
+
+    assert main([argument.format(questions=questions) for argument in arguments]) != 0
+
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said and re.match(r"error \([a-z_]+\): ", said[0]), said

@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_mcp(args)
     missing = [str(path) for path in [*getattr(args, "files", []), *getattr(args, "paths", [])] if not path.is_file()]
     if missing:
-        print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
+        print(f"error (file_not_found): no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     from orc.cli.refusals import error_line
     from orc.errors import InternalError, OrcError

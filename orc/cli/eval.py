@@ -74,10 +74,10 @@ async def run_eval(
     from orc.models.tokens import token_counter_for
 
     if not args.questions.is_file():
-        print(f"error: no such file: {args.questions}", file=err)
+        print(f"error (file_not_found): no such file: {args.questions}", file=err)
         return 2
     if not args.docs.is_dir():
-        print(f"error: no such folder: {args.docs}", file=err)
+        print(f"error (folder_not_found): no such folder: {args.docs}", file=err)
         return 2
     try:
         cases = load_cases(args.questions, args.docs, max_upload_bytes=settings.max_upload_bytes)

@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValidationError, InvalidName):
         # Principal's validators raise InvalidName for a malformed id and ValueError for a reserved one.
         print(
-            "error: --organization and --user must be plain ids (letters, digits, '_', '-', '.', '@')",
+            "error (invalid_name): --organization and --user must be plain ids (letters, digits, '_', '-', '.', '@')",
             file=sys.stderr,
         )
         return 2
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         event_loop.run(serve(principal, args.tool_names, args.allow_dirs))
     except ConfigurationError as exc:
         # The operator's mistake (e.g. ORC_STORAGE=azure without its endpoint): say which setting, no trace.
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
         return 1
     return 0
 

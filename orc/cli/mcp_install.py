@@ -156,7 +156,7 @@ def run(
         print(f"error ({exc.code}): {path}: {exc.message}", file=err)
         return 1
     except OSError as exc:
-        print(f"error: {path}: {exc.strerror or type(exc).__name__}", file=err)
+        print(f"error (config_not_written): {path}: {exc.strerror or type(exc).__name__}", file=err)
         return 1
     if not print_only:
         kept = f" (previous config saved as {backup})" if backup else ""
