@@ -4,9 +4,11 @@ A passage's *evidence* is the share of the question's specific words it covers �
 is among the passages at hand (so "tenant" in a lease counts for less than "sublet") and by how much it says at
 all (the words people ask with, "idea", "get", "kind of", count for little); its heading counts as its own, its
 neighbours and related words for part — lowered when it cannot hold the kind of answer the question expects (a
-number for "how much", a date for "when"), or when it cannot state what is asked: no default for "what is the
-default…", how things were for "…now?", having something for "…without it?", a sibling option's item for "what
-does -T0 do?". No rule per question word decides.
+number for "how much", a date for "when"), or when it cannot state what is asked: no default, or another thing's
+default ("the default *block size*" for the default compression level), for "what is the default…"; how things
+were for "…now?"; having something for "…without it?"; a sibling option's item for "what does -T0 do?"; no month
+named for "which months…?" — or when, after a premise ("The stack trace is huge. How should I read it?"), it
+restates the premise and says nothing of what is asked. No rule per question word decides.
 
 A question also has *anchors*: the names it keeps verbatim — a command's option, an environment variable, a
 function, a version — which a passage must hold (itself or in its heading) to answer it, unless the anchor is the
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from orc.models.passages import Passage
 from orc.models.questions import SYNONYMS, Expect, QuestionShape, analyse, asking_weight, satisfies, terms
 from orc.models.rewriting import refers_back, split_context
-from orc.text import tokenize
+from orc.text import STOPWORDS, stem, tokenize
 from orc.text.related import related_terms
 
 __all__ = ["Question", "evidence", "holds_anchors", "read_question", "weights"]
@@ -80,6 +82,36 @@ _DEFAULT_VALUE = re.compile(
     r"|when\s+(?:not|no)|if\s+\w+\s+(?:is|are)\s+(?:not|unset|omitted|absent|empty))\b",
     re.IGNORECASE,
 )
+# "In which months…?", "On what day…?": the answer names one. A month by its name (capitalised: "may" is a verb),
+# a day by its weekday or its date, a year by its number.
+_CALENDAR_ASKED = re.compile(r"\b(?:which|what)\s+(month|day|weekday|year)s?\b", re.IGNORECASE)
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_CALENDAR_NAMES = {
+    "month": re.compile(rf"\b(?:{_MONTHS})\b"),
+    "day": re.compile(rf"\b(?:{_WEEKDAYS})\b|(?<![\w.])\d{{1,2}}(?:st|nd|rd|th)?(?![\w.])", re.IGNORECASE),
+    "weekday": re.compile(rf"\b(?:{_WEEKDAYS})\b", re.IGNORECASE),
+    "year": re.compile(r"(?<![\w.])(?:1[89]|2[0-9])[0-9]{2}(?![\w.])"),
+}
+# A question that first says what happened ("A stack trace in the report is huge and confusing. How should I read
+# it?"): the premise ends where a sentence closes before a capital letter ("e.g. on NFS" goes on).
+_PREMISE_END = re.compile(r"(?<=[\w)'\"`][.!])\s+(?=[A-Z])")
+# What a "default" qualifies, as written: "The default *block size* increases…", "the default *suppression set*
+# hides…". "By default", "as default", "default:" and "defaults to" qualify nothing: they speak of the setting the
+# sentence is about.
+_QUALIFIED = re.compile(
+    r"(?<!\bby )(?<!\bas )(?<![\w-])default\s+([A-Za-z][\w-]*)(?:\s+([A-Za-z][\w-]*))?", re.IGNORECASE
+)
+# The function words a qualified noun stops at ("the default *is*…"); "file" is a noun here ("the default
+# suppression *file*"), though search leaves it out as a word nearly every question about a document has.
+_FUNCTION_WORDS = STOPWORDS - {"file", "files", "document", "documents", "give", "show", "find", "tell", "say"}
+# "default" as a word of its own, not inside a name ("--default-timeout", "PIP_DEFAULT_TIMEOUT").
+_SPOKEN_DEFAULT = re.compile(r"(?<![\w-])default(?:s|ed)?(?![\w-])", re.IGNORECASE)
+# What any setting has: "the default *value* is…" qualifies the setting the sentence is about. As written: the stem
+# of "setting" is "set", which a "default suppression *set*" is not.
+_ANY_SETTING = frozenset(
+    "value values setting settings option options behaviour behavior choice configuration mode".split()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +135,18 @@ class Question:
     topic is the question before. "Where is the flat?" names its topic, however short."""
     asks_default: bool = False
     """It asks what holds by default ("What is the default for FAIL_DELAY?"): a sentence about the setting that
-    gives no default does not answer."""
+    gives no default, or gives the default of something else, does not answer."""
+    defaulted: tuple[str, ...] = ()
+    """The stems of the words the question's own "default" qualifies ("the default *suppression file*"), as
+    written; ``()`` for "by default", "the default for X"."""
+    words: frozenset[str] = frozenset()
+    """The stems of every word of the question, function words and "file" included."""
+    calendar: str = ""
+    """What "which months/days/years" asks to be named ("month"); ``""`` when it asks for none."""
+    asked_terms: frozenset[str] = frozenset()
+    """After a premise ("A stack trace … is huge and confusing."), the words of what is asked ("How should I
+    *read* it?") that say what it is about; empty when there is no premise, or the asking says nothing more
+    ("What's the fix?" says "fix")."""
     asks_now: bool = False
     """It asks how things are now: a sentence about how they were does not answer."""
     without: str = ""
@@ -140,8 +183,21 @@ def read_question(question: str) -> Question:
         and sum(asking_weight(term) == 1 for term in shape.terms) <= 1,
         asks_default=_DEFAULT in shape.terms and shape.expect not in (Expect.YES_NO, Expect.PERMISSION),
         asks_now=bool(_NOW.search(main)),
+        defaulted=tuple(stem(word) for word in next(iter(_qualified(main)), ())),
+        words=frozenset(tokenize(main, keep_stopwords=True)),
+        calendar=(asked.group(1).lower() if (asked := _CALENDAR_ASKED.search(main)) else ""),
+        asked_terms=_asked_after_premise(main),
         without=(absent.group(1).lower() if (absent := _WITHOUT.search(main)) else ""),
     )
+
+
+def _asked_after_premise(question: str) -> frozenset[str]:
+    """The words of what ``question`` asks after the premise it opens with, those that say what it is about; empty
+    without a premise."""
+    *premise, asking = _PREMISE_END.split(question.strip())
+    if not premise:
+        return frozenset()
+    return frozenset(term for term in terms(asking) if asking_weight(term) == 1)
 
 
 def weights(question: Question, found: Sequence[Passage]) -> dict[str, float]:
@@ -178,16 +234,30 @@ def evidence(question: Question, weights: dict[str, float], passage: Passage) ->
             found *= UNFIT_FACTOR
     if not _states_what_is_asked(question, passage):
         found *= UNFIT_FACTOR
+    if question.asked_terms and not any(_holds(term, passage) for term in question.asked_terms):
+        # It restates the premise ("Stack traces can get quite large, and be confusing") and says nothing of
+        # what is asked about it.
+        found *= UNFIT_FACTOR
     return found
 
 
+def _holds(term: str, passage: Passage) -> bool:
+    """Whether ``passage`` (or its heading) holds ``term``, a synonym or a related word of it."""
+    held = passage.terms | passage.context
+    return term in held or bool(SYNONYMS.get(term, _NONE) & held) or bool(held.intersection(related_terms(term)))
+
+
 def _states_what_is_asked(question: Question, passage: Passage) -> bool:
-    """Whether ``passage`` can state what the question asks, beyond sharing its words: a default when it asks for
-    one, the present when it asks about now, the case without something rather than with it, and the option it
-    asks about rather than a sibling option's item."""
-    if question.asks_default and not _gives_default(passage):
+    """Whether ``passage`` can state what the question asks, beyond sharing its words: the default of what it asks
+    about when it asks for one, the present when it asks about now, the case without something rather than with
+    it, the option it asks about rather than a sibling option's item, and a month (day, year) by name when it asks
+    which."""
+    if question.asks_default and not _gives_default(question, passage):
         return False
     if question.asks_now and _PAST.match(passage.text):
+        return False
+    if question.calendar and not _CALENDAR_NAMES[question.calendar].search(passage.text):
+        # "The release date within that month…" names no month.
         return False
     if question.without and _with(question.without, passage.text):
         return False
@@ -204,10 +274,47 @@ def _with(thing: str, text: str) -> bool:
     return bool(having) and not re.search(r"\bwithout\b", text, re.IGNORECASE)
 
 
-def _gives_default(passage: Passage) -> bool:
-    """Whether ``passage`` can say what holds by default: it says "default", names the condition under which
-    something holds ("unless…", "if not set…") or gives a value ("The server listens on port 8080")."""
-    return _DEFAULT in passage.terms or bool(_DEFAULT_VALUE.search(passage.text))
+def _gives_default(question: Question, passage: Passage) -> bool:
+    """Whether ``passage`` can say what holds by default for what the question asks about: it says "default" of
+    that ("the default *compression level*", "the default is…", "by default") rather than only of something else
+    ("The default *block size* increases when the compression level is increased"), or, saying no "default",
+    names the condition under which something holds ("unless…", "if not set…") or gives a value ("The server
+    listens on port 8080"). A name holding "default" ("`PIP_DEFAULT_TIMEOUT=60` is the same as
+    `--default-timeout=60`") names a setting; it does not say what holds when nobody sets it."""
+    if _DEFAULT not in passage.terms:
+        return bool(_DEFAULT_VALUE.search(passage.text))
+    spoken = _SPOKEN_DEFAULT.findall(passage.text)
+    qualified = _qualified(passage.text)
+    # A "default" that qualifies no word ("by default", "defaults to", "(default: 6)") is the sentence's own.
+    return len(qualified) < len(spoken) or any(_qualifies_the_asked(question, words) for words in qualified)
+
+
+def _qualified(text: str) -> list[tuple[str, ...]]:
+    """The words each "default" of ``text`` qualifies, lower-cased, up to two and up to a function word, for each
+    "default" that qualifies one ("the default *block size* increases" → ``("block", "size")``)."""
+    found = []
+    for match in _QUALIFIED.finditer(text):
+        words: list[str] = []
+        for word in filter(None, match.groups()):
+            if word.lower() in _FUNCTION_WORDS:
+                break
+            words.append(word.lower())
+        if words:
+            found.append(tuple(words))
+    return found
+
+
+def _qualifies_the_asked(question: Question, qualified: tuple[str, ...]) -> bool:
+    """Whether a passage's "default <qualified>" is the default the question asks about: what it qualifies is any
+    setting's ("value"), or the question's words; or it opens with a word of the question and holds the noun
+    the question's own "default" qualifies ("the default *timeout* expires…" for "the default connection
+    *timeout*", not "the default *suppression set*" for "the default suppression *file*")."""
+    if _ANY_SETTING.intersection(qualified):
+        return True
+    stems = [stem(word) for word in qualified]
+    if set(stems) <= question.words:
+        return True
+    return stems[0] in question.words and (not question.defaulted or question.defaulted[-1] in stems)
 
 
 def _opening_options(text: str) -> list[str]:

@@ -202,3 +202,55 @@ def test_a_question_about_going_without_something_is_not_answered_by_what_happen
 
     assert answer_question(question, [source("rootless.txt::S1", with_it)]) == NOT_FOUND
     assert answer_question(question, [source("rootless.txt::S1", without_it)]).startswith("When dpkg-buildpackage")
+
+
+def test_a_question_about_a_default_is_not_answered_by_the_default_of_something_else() -> None:
+    question = "What compression level does xz use by default?"
+    other = "The default block size increases when the compression level is increased."
+    asked = "The default compression level is 6, a balance of speed and size."
+
+    assert answer_question(question, [source("xz-faq.txt::S1", other)]) == NOT_FOUND
+    assert answer_question(question, [source("xz-faq.txt::S1", asked)]).startswith("The default compression level")
+
+
+def test_a_default_must_qualify_the_thing_the_question_names_not_only_share_a_word_with_it() -> None:
+    question = "What is the default suppression file called?"
+    other = "The default suppression set hides a lot of these, but you may come across more."
+    asked = "The default suppression file is called default.supp and is read at startup."
+
+    assert answer_question(question, [source("valgrind.html::S1", other)]) == NOT_FOUND
+    assert answer_question(question, [source("valgrind.html::S1", asked)]).startswith("The default suppression file")
+
+
+def test_a_name_holding_default_does_not_say_what_holds_by_default() -> None:
+    question = "What is pip's default timeout?"
+    example = "Setting `PIP_DEFAULT_TIMEOUT=60` is the same as passing `--default-timeout=60`."
+    stated = "- The default timeout is 15 seconds; `PIP_DEFAULT_TIMEOUT` changes it.\n"
+
+    assert answer_question(question, [source("pip-configuration.md::S1", example)]) == NOT_FOUND
+    assert "The default timeout is 15 seconds" in answer_question(
+        question, [source("pip-configuration.md::S1", stated)]
+    )
+
+
+def test_which_months_is_answered_by_the_sentence_that_names_them_not_one_about_a_month() -> None:
+    cadence = source(
+        "pip-release-process.rst::S1",
+        "Our release months are January, April, July, October. The release date within that month will be up to "
+        "the release manager for that release.",
+    )
+    vague = source(
+        "pip-release-process.rst::S1", "The release date within that month will be up to the release manager."
+    )
+
+    assert answer_question("In which months do releases come out?", [cadence]).startswith("Our release months are")
+    assert answer_question("In which months do releases come out?", [vague]) == NOT_FOUND
+
+
+def test_a_sentence_that_restates_the_premise_does_not_answer_what_is_asked_about_it() -> None:
+    question = "A stack trace in the report is huge and confusing. How should I read it?"
+    premise = "Stack traces in a report can get huge and confusing, especially if you are using the C++ STL."
+    advice = "A huge, confusing stack trace in a report is easiest to read from the bottom up."
+
+    assert answer_question(question, [source("valgrind.html::S6", premise)]) == NOT_FOUND
+    assert answer_question(question, [source("valgrind.html::S6", advice)]).startswith("A huge, confusing stack")
