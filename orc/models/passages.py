@@ -171,7 +171,12 @@ def passages(source: Source, question_before: str = "") -> tuple[Passage, ...]:
         # read, and quoted, as the list item it is.
         listed = bool(_BULLET.match(text)) and not _starts_a_sentence(unlabelled)
         whole = _whole(
-            text.strip() if listed else unlabelled, first=index == 0, last=index == len(pieces) - 1, listed=listed
+            text.strip() if listed else unlabelled,
+            first=index == 0,
+            last=index == len(pieces) - 1,
+            listed=listed,
+            named=name,
+            item=bool(_BULLET.match(text)),
         )
         if whole is None or _is_title(whole) or whole.endswith("?") or whole.count("|") >= TABLE_BARS:
             # A question (an FAQ's, a rhetorical one) asks; it never answers. A table's row is no sentence.
@@ -366,13 +371,24 @@ def _starts_a_sentence(text: str) -> bool:
     return bool(rest) and not rest[0].islower() and rest[0] not in "<{"
 
 
-def _whole(text: str, *, first: bool, last: bool, listed: bool = False) -> str | None:
+def _whole(
+    text: str,
+    *,
+    first: bool,
+    last: bool,
+    listed: bool = False,
+    named: frozenset[str] = frozenset(),
+    item: bool = False,
+) -> str | None:
     """``text`` as a whole sentence, or None when it is a piece a span boundary cut off.
 
     A source's first piece may start in the middle of a sentence (the span before it holds the beginning), its
     last may stop short (the next span or page holds the rest): such a piece is left out, or cut back to the
     last sentence it does complete. A bulleted item (``listed``, its bullet kept) may go on in lower case or with
-    a name in angle brackets ("• alias elements indicate…", "• <MIME>/aliases (contains…)").
+    a name in angle brackets ("• alias elements indicate…", "• <MIME>/aliases (contains…)"). A sentence may open
+    with the lower-case name its document is named after (``named``: "pip 20.3 was the last version…" in
+    ``pip-release-process.rst``). ``item`` says ``text`` is a bulleted item whose bullet was taken off: it may go
+    without a full stop ("`PIP_VERBOSE=3` is the same as `pip install -vvv`").
     """
     text = _TRAILING_MARKER.sub("", text).strip()
     if listed:
@@ -381,14 +397,14 @@ def _whole(text: str, *, first: bool, last: bool, listed: bool = False) -> str |
         return text
     if first and text[:1].islower() and not _MARKER.match(text):
         return None
-    if not _starts_a_sentence(text):
+    if not _starts_a_sentence(text) and not (text.endswith(_CLOSING) and text.split(None, 1)[0] in named):
         # A clause of a list ("(a) such Covered Software must…; and") or a template line ("<program> Copyright…")
         # does not stand as a sentence.
         return None
     if not text.endswith(_CLOSING):
         # A list item may go without a full stop ("- Rent: 1,450 euros"); other unclosed text is a title line
         # ("Version 2.0, January 2004") or the part of a sentence the span boundary left.
-        if not last and _LIST_ITEM.match(text) and len(text.split()) > HEADING_WORDS:
+        if not last and (item or _LIST_ITEM.match(text)) and len(text.split()) > HEADING_WORDS:
             return text
         ends = [match.end() for match in _SENTENCE_STOP.finditer(text)]
         return text[: ends[-1]].strip() if ends else None

@@ -287,3 +287,27 @@ def test_an_faq_answer_opening_a_span_answers_the_question_the_span_before_ended
 
     assert text.startswith("That would be nice, but it is not possible")
     assert answer(question, answer_span) == NOT_FOUND
+
+
+def test_a_sentence_may_open_with_the_lower_case_name_its_document_is_named_after() -> None:
+    text = (
+        "Only the latest version is supported.\n\nPython 2 Support\n----------------\n\n"
+        "pip 20.3 was the last version of pip that supported Python 2."
+    )
+
+    def quoted(ref: str) -> list[str]:
+        return [passage.text for passage in passages(Source(ref, None, text))]
+
+    assert "pip 20.3 was the last version of pip that supported Python 2." in quoted("pip-release-process.rst::S6")
+    assert quoted("release-process.rst::S6") == ["Only the latest version is supported."]
+
+
+def test_a_bulleted_item_without_a_full_stop_is_still_a_passage() -> None:
+    text = (
+        "Repeatable options can be given as the number of repetitions:\n\n"
+        "- `PIP_VERBOSE=3` is the same as `pip install -vvv`\n\nNothing else is repeatable."
+    )
+
+    assert "`PIP_VERBOSE=3` is the same as `pip install -vvv`" in [
+        passage.text for passage in passages(Source("pip-configuration.md::S12", None, text))
+    ]
