@@ -215,6 +215,8 @@ _FAMILIES = (
     frozenset({"period", "durat", "day", "week", "month", "year", "hour", "minut"}),
     # "Have xargs ask me before running each command" is what "prompt the user" does.
     frozenset({"ask", "prompt", "confirm"}),
+    # "What do I need to download source indexes?" is what "A deb-src line is required to fetch source indexes" says.
+    frozenset({"download", "fetch", "retriev"}),
 )
 SYNONYMS: dict[str, frozenset[str]] = {word: family for family in _FAMILIES for word in family}
 

@@ -254,3 +254,18 @@ def test_a_sentence_that_restates_the_premise_does_not_answer_what_is_asked_abou
 
     assert answer_question(question, [source("valgrind.html::S6", premise)]) == NOT_FOUND
     assert answer_question(question, [source("valgrind.html::S6", advice)]).startswith("A huge, confusing stack")
+
+
+def test_a_question_about_downloading_is_answered_by_the_sentence_that_says_fetch() -> None:
+    sources = [
+        source(
+            "sources.list.txt::S14",
+            "PDiffs is a yes/no value which controls if APT should try to use PDiffs to update old indexes instead of "
+            "downloading the new indexes entirely.",
+        ),
+        source("sources.list.txt::S7", "A deb-src line is required to fetch source indexes."),
+    ]
+
+    answer = answer_question("What do I need to download source indexes?", sources)
+
+    assert answer == "A deb-src line is required to fetch source indexes. [sources.list.txt::S7]"
