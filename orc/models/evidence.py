@@ -144,9 +144,9 @@ class Question:
     calendar: str = ""
     """What "which months/days/years" asks to be named ("month"); ``""`` when it asks for none."""
     asked_terms: frozenset[str] = frozenset()
-    """After a premise ("A stack trace … is huge and confusing."), the words of what is asked ("How should I
-    *read* it?") that say what it is about; empty when there is no premise, or the asking says nothing more
-    ("What's the fix?" says "fix")."""
+    """After a premise ("A stack trace … is huge and confusing."), the words of an asking that points back to it
+    ("How should I *read* it?"): a sentence must speak to them, not only restate the premise. Empty without a
+    premise, or when the asking names its own subject ("What command works instead?")."""
     asks_now: bool = False
     """It asks how things are now: a sentence about how they were does not answer."""
     without: str = ""
@@ -192,10 +192,10 @@ def read_question(question: str) -> Question:
 
 
 def _asked_after_premise(question: str) -> frozenset[str]:
-    """The words of what ``question`` asks after the premise it opens with, those that say what it is about; empty
-    without a premise."""
+    """The words of what ``question`` asks of the premise it opens with, when the asking points back to it ("How
+    should I read *it*?"), those that say what it asks; empty otherwise."""
     *premise, asking = _PREMISE_END.split(question.strip())
-    if not premise:
+    if not premise or not refers_back(asking):
         return frozenset()
     return frozenset(term for term in terms(asking) if asking_weight(term) == 1)
 
