@@ -16,6 +16,8 @@ _SECTION_NUMBER = re.compile(r"^\d+(?:\.\d+)+\.?$")
 # A line ending with one of these goes on below: "…search for it in the / [issue tracker]".
 _CONTINUING = frozenset("a an the of in on at to for with from by and or but as into than that which is are be".split())
 _PROSE_STOP = re.compile(r"[a-z]{2}[.!?]\s+[A-Z]")
+# A line that is only an underline or a rule: a setext heading's "-------------", a "=====" or "+-----+" border.
+_RULE_LINE = re.compile(r"\s*[=\-~^*_#+]{3,}\s*")
 
 
 def _is_heading(lines: list[str], index: int) -> bool:
@@ -70,6 +72,13 @@ def split_sentences(text: str) -> list[str]:
         current.clear()
 
     for index, line in enumerate(lines):
+        if _RULE_LINE.fullmatch(line):
+            # Markup, never part of a sentence: under "Where to send" with no blank line after it, the dashes
+            # opened the section's first sentence ("------------- You can raise issues…"), and answers quoted them.
+            # It stays a piece of its own, so a reader can tell the line above it is a heading.
+            flush()
+            sentences.append(line.strip())
+            continue
         heading = bool(line.strip()) and _is_heading(lines, index)
         if heading or not line.strip():
             flush()
