@@ -66,6 +66,10 @@ SETS = {
         ROOT / "real_documents_finding" / "blind_6.jsonl",
         ROOT / "real_documents_finding" / "documents",
     ),
+    "finding-blind_7": (
+        ROOT / "real_documents_finding" / "blind_7.jsonl",
+        ROOT / "real_documents_finding" / "documents",
+    ),
     "blind": (ROOT / "real_documents_blind" / "blind.jsonl", ROOT / "real_documents_blind" / "documents"),
     "held_out": (ROOT / "real_documents_blind" / "held_out.jsonl", ROOT / "real_documents_blind" / "documents"),
     "held_out_3": (ROOT / "real_documents_blind" / "held_out_3.jsonl", ROOT / "real_documents_blind" / "documents"),
