@@ -83,12 +83,36 @@ def _rank(refs: list[str], wanted: set[str]) -> int | None:
     return next((rank for rank, ref in enumerate(refs, start=1) if ref in wanted), None)
 
 
+@contextlib.contextmanager
+def leg_heads(heads: int, slots: int) -> Iterator[None]:
+    """The retriever's fusion with each leg's first ``heads`` spans among its first ``slots`` (0: plain RRF,
+    ``main``'s before the seventh round)."""
+    import orc.search.targets as targets
+
+    original = targets.with_leg_heads
+
+    def variant(fused: Any, rankings: Any) -> Any:
+        return original(fused, rankings, heads, slots) if heads else list(fused)
+
+    targets.with_leg_heads = variant  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        targets.with_leg_heads = original  # type: ignore[assignment]
+
+
 VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "baseline": contextlib.nullcontext,
+    "rrf": lambda: leg_heads(0, 0),
+    "heads1": lambda: leg_heads(1, 5),
+    "heads2": lambda: leg_heads(2, 5),
+    "heads2_slots6": lambda: leg_heads(2, 6),
+    "heads3_slots6": lambda: leg_heads(3, 6),
+    "heads4_slots8": lambda: leg_heads(4, 8),
 }
 
 
-async def run_set(name: str, url: str, variants: list[str]) -> list[dict[str, Any]]:
+async def run_set(name: str, url: str, variants: list[str], args_show: bool = False) -> list[dict[str, Any]]:
     from orc.composition import build_runtime, model_from_settings
     from orc.documents.catalog.availability import DocumentScope
     from orc.evaluation.cases import load_cases
@@ -165,6 +189,13 @@ async def run_set(name: str, url: str, variants: list[str]) -> list[dict[str, An
                             "fused": fused,
                             "tokens": sum(counter.count(s.text) for s in sent),
                         }
+                        if cause in ("excerpt", "budget") and args_show:
+                            span = next(s for s in sources if s.ref in answers)
+                            excerpt = next((s.text for s in sent if s.ref == span.ref), None)
+                            result["question"] = question
+                            result["expect"] = case.scored.expect
+                            result["span"] = span.text
+                            result["excerpt"] = excerpt
                         recorder.reset()
                         search = await services.documents.library.search(
                             LOCAL_PRINCIPAL, DocumentScope(session_id=conversation), question, limit=8
@@ -209,7 +240,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     with minilm_server() as url:
         for name in args.set or SPENT:
             started = time.perf_counter()
-            rows = await run_set(name, url, variants)
+            rows = await run_set(name, url, variants, args.show)
             everything += rows
             out["sets"][name] = {variant: summary(rows, variant) for variant in variants}
             out["sets"][name]["seconds"] = round(time.perf_counter() - started, 1)
@@ -224,6 +255,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", help=f"a set name (default: the spent sets, {', '.join(SPENT)})")
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS))
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--show", action="store_true", help="keep the question, span and excerpt of each excerpt miss")
     args = parser.parse_args()
     from orc.models.guard import forbid_model_requests
 

@@ -19,6 +19,11 @@ K = TypeVar("K", bound=Hashable)
 RRF_K = 60
 """The rank constant of the original paper and of Azure AI Search's hybrid queries."""
 
+LEG_HEADS = 3
+"""Each leg's first this many items are among the first :data:`HEAD_SLOTS` of the retriever's fusion."""
+HEAD_SLOTS = 6
+"""The head of a fused ranking that holds each leg's best items (the answer request's whole passages)."""
+
 LEXICAL_ONLY = RetrievalLegs(legs=["lexical"])
 
 
@@ -33,6 +38,34 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], limit: int, k: int =
             first_seen.setdefault(item, (leg, rank))
     ordered = sorted(scores, key=lambda item: (-scores[item], first_seen[item]))
     return [(item, round(scores[item], 6)) for item in ordered[:limit]]
+
+
+def with_leg_heads(
+    fused: Sequence[K], rankings: Sequence[Sequence[K]], heads: int = LEG_HEADS, slots: int = HEAD_SLOTS
+) -> list[K]:
+    """``fused`` (best first) with the first ``heads`` items of every ranking among its first ``slots``: those
+    items, and the best others up to ``slots``, in ``fused``'s order, then the rest.
+
+    RRF's rank constant makes its scores nearly flat over a short ranking — 1/61 for a leg's first item, 1/84
+    for its 24th — so a span both legs rank 20th outscores one that a single leg ranks first. Measured on the
+    finding sets (``bench/finding_hybrid.py``, figures in ``bench/README.md``), the span holding the answer was
+    often one leg's first and the fusion's 7th to 10th: sent as an excerpt cut around the question's words,
+    which a passage found by its meaning may not share, or past ``documents.search``'s first five."""
+    wanted: list[K] = []
+    for depth in range(heads):
+        for ranking in rankings:
+            if depth < len(ranking) and ranking[depth] not in wanted:
+                wanted.append(ranking[depth])
+    chosen = set(wanted)
+    room = max(slots - len(chosen), 0)
+    for item in fused:
+        if room == 0:
+            break
+        if item not in chosen:
+            chosen.add(item)
+            room -= 1
+    head = [item for item in fused if item in chosen]
+    return [*head, *(item for item in fused if item not in chosen)]
 
 
 def fused_hits(lexical: Sequence[SpanHit], vector: Sequence[SpanHit], limit: int) -> list[SpanHit]:

@@ -247,7 +247,7 @@ class Retriever:
         elif query_vector is not None:
             query_vector.cancel()
 
-        spans = fused_spans([lexical, vector_hits], limit) if vector_hits else lexical[:limit]
+        spans = fused_spans([lexical, vector_hits], limit, heads=True) if vector_hits else lexical[:limit]
         if fill and len(spans) < limit:
             spans = await self._filled(organization, [*stored, *transient], spans, limit)
         return Retrieval(spans=spans, legs=legs, rounds=rounds, indexing=indexing, unreadable=unreadable)

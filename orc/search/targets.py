@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from orc.contracts import RetrievalLegs
-from orc.search.fusion import reciprocal_rank_fusion
+from orc.search.fusion import reciprocal_rank_fusion, with_leg_heads
 from orc.search.port import IndexedSpan, ScopeFields, SearchFilter
 from orc.search.spans import source_ref
 from orc.search.text_store import DocumentText, VectorLocation
@@ -72,13 +72,21 @@ def search_filter(organization: str, targets: Sequence[Target]) -> SearchFilter:
     return SearchFilter(organization=organization, owners=owners, documents=documents)
 
 
-def fused_spans(rankings: Sequence[Sequence[RankedSpan]], limit: int) -> list[RankedSpan]:
-    """Reciprocal rank fusion of rankings of spans (the score is then the RRF score)."""
+def fused_spans(rankings: Sequence[Sequence[RankedSpan]], limit: int, *, heads: bool = False) -> list[RankedSpan]:
+    """Reciprocal rank fusion of rankings of spans (the score is then the RRF score). ``heads``: each ranking's
+    best spans lead (:func:`~orc.search.fusion.with_leg_heads`), a span moved up scored as the best one it passed,
+    so scores still fall with rank."""
     by_key: dict[tuple[str, int], RankedSpan] = {}
     for ranking in rankings:
         for ranked in ranking:
             by_key.setdefault((ranked.target.document_id, ranked.span.ordinal), ranked)
-    fused = reciprocal_rank_fusion(
-        [[(ranked.target.document_id, ranked.span.ordinal) for ranked in ranking] for ranking in rankings], limit
-    )
+    keys = [[(ranked.target.document_id, ranked.span.ordinal) for ranked in ranking] for ranking in rankings]
+    fused = reciprocal_rank_fusion(keys, len(by_key) if heads else limit)
+    if heads:
+        scores = dict(fused)
+        order = with_leg_heads([key for key, _ in fused], keys)[:limit]
+        floor = [scores[key] for key in order]
+        for index in range(len(floor) - 2, -1, -1):
+            floor[index] = max(floor[index], floor[index + 1])
+        fused = list(zip(order, floor, strict=True))
     return [RankedSpan(by_key[key].target, by_key[key].span, value) for key, value in fused]
