@@ -12,7 +12,8 @@ whose request does not hold the expected phrase is put down to one cause:
 
 ``documents.search`` (limit 8) is recorded the same way: the answer's rank in each leg and in the fusion.
 ``--variant NAME`` (repeatable) runs each question again under a variant of the retriever or the packing, in the
-same process (``VARIANTS``); ``baseline`` is ``main``'s code.
+same process (``VARIANTS``); ``baseline`` is the code as it stands, ``rrf`` the plain fusion before the seventh
+round.
 
 usage: python -m bench.finding_hybrid [--set NAME ...] [--variant NAME ...] [--output FILE] [--show]
 """
@@ -79,6 +80,14 @@ class Recorder:
         self.lexical, self.vector = [], []
 
 
+@contextlib.contextmanager
+def _both(*variants: contextlib.AbstractContextManager[None]) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for variant in variants:
+            stack.enter_context(variant)
+        yield
+
+
 def _rank(refs: list[str], wanted: set[str]) -> int | None:
     return next((rank for rank, ref in enumerate(refs, start=1) if ref in wanted), None)
 
@@ -101,6 +110,20 @@ def leg_heads(heads: int, slots: int) -> Iterator[None]:
         targets.with_leg_heads = original  # type: ignore[assignment]
 
 
+@contextlib.contextmanager
+def without_rerank() -> Iterator[None]:
+    """The lexical leg without its sentence-level re-rank (its weight 0): does it demote what the vector leg
+    finds?"""
+    import orc.search.lexical_leg as lexical_leg
+
+    original = lexical_leg.RERANK_WEIGHT
+    lexical_leg.RERANK_WEIGHT = 0.0
+    try:
+        yield
+    finally:
+        lexical_leg.RERANK_WEIGHT = original
+
+
 VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "baseline": contextlib.nullcontext,
     "rrf": lambda: leg_heads(0, 0),
@@ -109,6 +132,8 @@ VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "heads2_slots6": lambda: leg_heads(2, 6),
     "heads3_slots6": lambda: leg_heads(3, 6),
     "heads4_slots8": lambda: leg_heads(4, 8),
+    "no_rerank": without_rerank,
+    "rrf_no_rerank": lambda: _both(leg_heads(0, 0), without_rerank()),
 }
 
 
