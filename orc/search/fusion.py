@@ -44,7 +44,8 @@ def with_leg_heads(
     fused: Sequence[K], rankings: Sequence[Sequence[K]], heads: int = LEG_HEADS, slots: int = HEAD_SLOTS
 ) -> list[K]:
     """``fused`` (best first) with the first ``heads`` items of every ranking among its first ``slots``: those
-    items, and the best others up to ``slots``, in ``fused``'s order, then the rest.
+    items, and the best others up to ``slots``, in ``fused``'s order, then the rest. When they do not all fit, the
+    rankings' firsts go before their seconds.
 
     RRF's rank constant makes its scores nearly flat over a short ranking — 1/61 for a leg's first item, 1/84
     for its 24th — so a span both legs rank 20th outscores one that a single leg ranks first. Measured on the
@@ -56,7 +57,7 @@ def with_leg_heads(
         for ranking in rankings:
             if depth < len(ranking) and ranking[depth] not in wanted:
                 wanted.append(ranking[depth])
-    chosen = set(wanted)
+    chosen = set(wanted[:slots])
     room = max(slots - len(chosen), 0)
     for item in fused:
         if room == 0:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from orc.contracts import RetrievalLegs
-from orc.search.fusion import reciprocal_rank_fusion, with_leg_heads
+from orc.search.fusion import HEAD_SLOTS, reciprocal_rank_fusion, with_leg_heads
 from orc.search.port import IndexedSpan, ScopeFields, SearchFilter
 from orc.search.spans import source_ref
 from orc.search.text_store import DocumentText, VectorLocation
@@ -84,7 +84,7 @@ def fused_spans(rankings: Sequence[Sequence[RankedSpan]], limit: int, *, heads: 
     fused = reciprocal_rank_fusion(keys, len(by_key) if heads else limit)
     if heads:
         scores = dict(fused)
-        order = with_leg_heads([key for key, _ in fused], keys)[:limit]
+        order = with_leg_heads([key for key, _ in fused], keys, slots=min(HEAD_SLOTS, limit))[:limit]
         floor = [scores[key] for key in order]
         for index in range(len(floor) - 2, -1, -1):
             floor[index] = max(floor[index], floor[index + 1])

@@ -37,6 +37,14 @@ def test_the_default_head_holds_each_legs_first_three_items() -> None:
     assert sorted(led) == sorted(fused)
 
 
+def test_a_head_too_small_for_every_legs_best_items_holds_each_legs_first() -> None:
+    fused = [item for item, _ in reciprocal_rank_fusion([LEXICAL, VECTOR], limit=20)]
+
+    led = with_leg_heads(fused, [LEXICAL, VECTOR], heads=3, slots=2)
+
+    assert led[:2] == ["lexical-first", "vector-first"]
+
+
 def test_a_head_with_room_to_spare_is_filled_with_the_best_fused_items() -> None:
     fused = ["a", "b", "c", "d", "e"]
 
@@ -60,3 +68,4 @@ async def test_a_span_one_leg_ranks_first_leads_the_fused_spans_and_scores_still
     assert [span.ref for span in led[:3]] == [span.ref for span in lexical[:3]]
     scores = [span.score for span in led]
     assert scores == sorted(scores, reverse=True)
+    assert meaning.ref in [span.ref for span in fused_spans([lexical, vector], 2, heads=True)]
