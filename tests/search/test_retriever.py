@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from orc.extracted import ExtractedDocument
+from orc.search.fusion import HEAD_SLOTS
 from orc.search.memory import MemorySearchEngine
 from orc.search.port import SearchFilter, SearchRequest, index_version
 from orc.search.retriever import Retriever, Target
@@ -253,6 +254,30 @@ async def test_with_embeddings_one_query_request_ranks_both_legs_fused() -> None
     assert model.requests[before:] == [("query", 1)]
     assert found.legs.legs == ["lexical", "vector"] and found.legs.fusion == "rrf"
     assert found.spans[0].ref == "lease.txt::S1"
+
+
+async def test_a_passage_only_the_vector_leg_ranks_well_is_among_a_hybrid_retrievals_first_passages() -> None:
+    detail = "The landlord keeps the register, answers letters within a week and files each change. " * 8
+    clauses = [f"Clause {n} sets the notice period for tenants in building {n}. {detail}" for n in range(1, 21)]
+    # None of the question's content words (the lexical leg ranks it last), most of its other words (the vector
+    # leg ranks it high): plain RRF would put every clause both legs hold above it.
+    meaning = "Who is it for, and who is it not for? It is for whoever asks, and it is not for whoever does not."
+    document = ExtractedDocument(pages=["\n\n".join([*clauses[:7], meaning, *clauses[7:]])], media_type="text/plain")
+    vectors = SpanVectors(HashedEmbeddingModel(), SpanVectorStore(MemoryCollection("document_text")))
+    retriever = Retriever(MemorySearchEngine(), vectors=vectors)
+    text = process_extracted(document)
+    stored = stored_target(document)
+    await retriever.index(
+        text, document_id="lease", scope=SCOPE, vectors=await vectors.embed_document(text, stored.stored)
+    )
+    question = "who is the notice period for, and is it for tenants"
+
+    found = await retriever.retrieve(
+        question, ORGANIZATION, [stored], limit=8, query_vector=retriever.embed_query(question)
+    )
+
+    assert len(found.spans) == 8 and found.spans[0].span.text.startswith("Clause 1 ")
+    assert any(ranked.span.text.startswith("Who is it for") for ranked in found.spans[:HEAD_SLOTS])
 
 
 async def test_a_failed_query_embedding_leaves_the_lexical_ranking_and_says_why() -> None:
