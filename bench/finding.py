@@ -24,6 +24,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -101,8 +102,12 @@ def _free_port() -> int:
 
 @contextlib.contextmanager
 def minilm_server() -> Iterator[str]:
-    """all-MiniLM-L6-v2 on a loopback port; yields its base URL (``…/v1``)."""
+    """all-MiniLM-L6-v2 on a loopback port; yields its base URL (``…/v1``). A benchmark stopped by SIGTERM (a
+    ``kill`` of a long sweep) stops its server too, instead of leaving it loaded and busy."""
     port = _free_port()
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     process = subprocess.Popen(
         [str(_minilm_python()), str(ROOT / "minilm_server.py"), str(port)],
         stdout=subprocess.PIPE,
@@ -119,6 +124,12 @@ def minilm_server() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+        if previous is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def embedding_stats(base_url: str) -> dict[str, int]:
