@@ -52,7 +52,8 @@ def render_list(result: DocumentList) -> str:
 
 def render_analyze(result: AnalyzeResult) -> str:
     """Status, digest status and message (and the summary when there is one)."""
-    text = f"{result.filename} [{result.status}; summary: {result.digest_status}]: {result.message}"
+    summary = result.digest_status + (f" ({result.digest_error_code})" if result.digest_error_code else "")
+    text = f"{result.filename} [{result.status}; summary: {summary}]: {result.message}"
     if result.summary is not None:
         text += "\n\n" + render_summary(result.summary)
     return text

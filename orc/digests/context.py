@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from orc.digests.schema import Digest
 from orc.digests.sessions import SessionDigests, aggregate_inputs, session_key
 from orc.digests.store import DigestStore
+from orc.documents.records import PERMANENT_DIGEST_ERRORS
 from orc.documents.sessions import ContextFile, ContextSet, SessionFiles, SpecDigestStatus, spec_digest_status
 from orc.errors import Conflict, DigestFailed, NotFound, NotReady
 from orc.names import validate_identifier
@@ -162,18 +163,20 @@ class ContextFiles:
         """Make a file's failed digest again (the spec's "Retry parse", §8.2); the file as it is now.
 
         Only a digest in ``error`` is retried (anything else is already current or being made, so the call changes
-        nothing); a file whose text could not be extracted is refused with ``not_retryable``: the same bytes would
-        fail again, replacing the file is what helps."""
+        nothing); a file whose text could not be extracted, or that is too long to summarize, is refused with
+        ``not_retryable``: the same bytes would fail again, replacing the file is what helps."""
         record = await self.file(principal, session_id, file_id)
         if record.status == "failed":
             raise Conflict(
                 f"the text of {record.filename!r} could not be extracted; replace the file instead",
                 code="not_retryable",
             )
+        if record.digest_status == "error" and record.digest_error_code in PERMANENT_DIGEST_ERRORS:
+            raise Conflict(f"{record.filename!r} cannot be summarized: {record.digest_error}", code="not_retryable")
         if record.digest_status != "error":
             return record
         self._digests.schedule(principal, session_id, retry={file_id}, force=True)
-        return record.model_copy(update={"digest_status": "parsing", "digest_error": None})
+        return record.model_copy(update={"digest_status": "parsing", "digest_error": None, "digest_error_code": None})
 
     async def retry_aggregate(self, principal: Principal, session_id: str) -> ContextSet:
         """Make the session's failed aggregate digest again from its files' digests (the spec's "Retry parse" for the
@@ -256,6 +259,7 @@ class ContextFiles:
                 "aggregate_digest_status": aggregate,
                 "aggregate_digest_ref": stored.ref if aggregate == "ready" else None,
                 "aggregate_digest_error": stored.error if aggregate == "error" else None,
+                "aggregate_digest_error_code": stored.error_code if aggregate == "error" else None,
                 "parsing": aggregate == "parsing" or any(f.digest_status == "parsing" for f in files),
             }
         )

@@ -22,7 +22,7 @@ from orc.digests.runner import DigestRunner
 from orc.digests.schema import Digest, digest_hash, relabel
 from orc.digests.store import DigestStore, StoredDigest, file_digest_key, file_digest_ref
 from orc.documents.intake.processing import DocumentLocation
-from orc.documents.records import DigestStatus
+from orc.documents.records import DigestErrorCode, DigestStatus
 from orc.errors import StorageUnavailable
 from orc.search.text_store import TextStore
 from orc.storage.ports import DocumentCollection, StoredItem
@@ -31,7 +31,8 @@ from orc.storage.updates import update_item
 logger = logging.getLogger(__name__)
 
 MAX_INPUT_CHARS = 400_000
-"""The longest text (about 100,000 tokens) sent to Task A in one call; longer documents end ``error``."""
+"""The longest text (about 100,000 tokens) sent to Task A in one call; longer documents end ``error`` (code
+``too_long``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,8 @@ class DigestTarget:
 @dataclass(frozen=True, slots=True)
 class _Made:
     stored: StoredDigest | None
-    error: str | None
+    error: str | None = None
+    code: DigestErrorCode | None = None
 
 
 class FileDigests:
@@ -129,14 +131,15 @@ class FileDigests:
         partition = target.location.partition_key
         cached = await self._store.file_digest(partition, key)
         if cached is None:
-            await self._mark(target, {"digest_status": "parsing", "digest_error": None})
+            await self._mark(target, {"digest_status": "parsing", "digest_error": None, "digest_error_code": None})
             made = await self._shared(target, key)
         else:
-            made = _Made(cached, None)
+            made = _Made(cached)
         if made.stored is None:
             fields: dict[str, Any] = {
                 "digest_status": "error",
                 "digest_error": made.error,
+                "digest_error_code": made.code,
                 "digest_key": key,
                 "digest_hash": None,
                 "digest_ref": None,
@@ -146,6 +149,7 @@ class FileDigests:
         fields = {
             "digest_status": "ready",
             "digest_error": None,
+            "digest_error_code": None,
             "digest_key": key,
             "digest_hash": digest_hash(digest),
             "digest_ref": made.stored.ref,
@@ -153,10 +157,18 @@ class FileDigests:
         }
         return "ready" if await self._mark(target, fields) else "stale"
 
-    async def mark_error(self, target: DigestTarget | DocumentLocation, content_hash: str, reason: str) -> bool:
+    async def mark_error(
+        self, target: DigestTarget | DocumentLocation, content_hash: str, reason: str, code: DigestErrorCode
+    ) -> bool:
         """Record that no digest can be made for the record's current content (e.g. its text failed to extract)."""
         location = target.location if isinstance(target, DigestTarget) else target
-        fields = {"digest_status": "error", "digest_error": reason, "digest_hash": None, "digest_ref": None}
+        fields = {
+            "digest_status": "error",
+            "digest_error": reason,
+            "digest_error_code": code,
+            "digest_hash": None,
+            "digest_ref": None,
+        }
         return await self._write(location, content_hash, None, fields)
 
     async def mark_stale(self, location: DocumentLocation, content_hash: str) -> bool:
@@ -221,20 +233,21 @@ class FileDigests:
         location = target.location
         text = await self._texts.load(location.partition_key, location.document_id, target.content_hash)
         if text is None or text.extracted_text_hash != target.extracted_text_hash:
-            return _Made(None, "the document's text is not available; analyze the document again")
+            return _Made(None, "the document's text is not available; analyze the document again", "text_unavailable")
         chars = sum(len(span.text) for span in text.spans)
         if chars > MAX_INPUT_CHARS:
             return _Made(
                 None,
                 f"too long to summarize ({chars:,} characters of text; a summary reads at most {MAX_INPUT_CHARS:,}):"
                 " ask about it instead, and the answer quotes the passages it needs",
+                "too_long",
             )
         async with self._slots:
             outcome = await self._runner.per_file(
                 location.filename, target.format, [(span.span_id, span.text) for span in text.spans]
             )
         if outcome.digest is None:
-            return _Made(None, outcome.error)
+            return _Made(None, outcome.error, outcome.error_code)
         meta = {
             "filename": location.filename,
             "format": target.format,
@@ -244,7 +257,7 @@ class FileDigests:
             "digest_hash": digest_hash(outcome.digest),
         }
         ref = await self._store.save_file_digest(location.partition_key, key, outcome.digest, meta)
-        return _Made(StoredDigest(ref=ref, digest=outcome.digest, meta=meta), None)
+        return _Made(StoredDigest(ref=ref, digest=outcome.digest, meta=meta))
 
     async def _mark(self, target: DigestTarget, fields: dict[str, Any]) -> bool:
         return await self._write(target.location, target.content_hash, target.extracted_text_hash, fields)

@@ -20,6 +20,7 @@ from orc.contracts import Usage
 from orc.digests.envelopes import aggregate_envelope, per_file_envelope
 from orc.digests.prompts import TaskPrompt, aggregate_prompt, per_file_prompt, retry_message
 from orc.digests.schema import Digest, parse_json_object, validate_aggregate, validate_per_file
+from orc.documents.records import DigestErrorCode
 from orc.errors import OrcError
 from orc.models.metering import cache_read_tokens, message_usage
 from orc.telemetry import model_call, record_model_call
@@ -40,6 +41,8 @@ class DigestOutcome:
     prompt_version: str
     calls: int
     usage: Usage
+    error_code: DigestErrorCode | None = None
+    """``error`` as a stable code: ``model_failed`` or ``invalid_digest``."""
 
 
 @dataclass(slots=True)
@@ -112,11 +115,13 @@ class DigestRunner:
                     record_model_call(spent.input_tokens, spent.output_tokens, cache_read_tokens(reply))
             except OrcError as exc:
                 logger.warning("digest model call failed: %s", exc.code)
-                return DigestOutcome(None, _model_failure(exc), prompt.version, calls, usage)
+                return DigestOutcome(None, _model_failure(exc), prompt.version, calls, usage, "model_failed")
             except Exception as exc:
                 logger.warning("digest model call failed: %s", type(exc).__name__)
                 logger.debug("digest model failure details", exc_info=True)
-                return DigestOutcome(None, "the model request failed; retry later", prompt.version, calls, usage)
+                return DigestOutcome(
+                    None, "the model request failed; retry later", prompt.version, calls, usage, "model_failed"
+                )
             usage = usage + spent
             stats.usage = stats.usage + spent
             text = reply.text if isinstance(reply, AIMessage) else str(reply.content)
@@ -127,7 +132,7 @@ class DigestRunner:
             messages = [*messages, AIMessage(text), HumanMessage(retry_message(errors))]
         reason = "the model's digest broke the digest rules twice: " + "; ".join(errors[:3])
         logger.info("digest rejected after %d attempts (%d broken rules)", calls, len(errors))
-        return DigestOutcome(None, reason, prompt.version, calls, usage)
+        return DigestOutcome(None, reason, prompt.version, calls, usage, "invalid_digest")
 
 
 def _model_failure(exc: OrcError) -> str:

@@ -331,7 +331,7 @@ class SessionDigests:
         if record.status == "failed":
             if record.digest_status != "error":
                 reason = f"no digest: the text could not be extracted ({record.status_reason or 'processing failed'})"
-                await self._file_digests.mark_error(location, record.content_hash, reason)
+                await self._file_digests.mark_error(location, record.content_hash, reason, "not_extracted")
             return
         target = DigestTarget.of(location, body)
         if target is not None:
@@ -372,12 +372,17 @@ class SessionDigests:
         if digests:
             allowed = set().union(*(source_refs(digest) for digest in digests))
             outcome = await self._runner.aggregate(files, digests, allowed)
-            made, error = outcome.digest, outcome.error
+            made, error, code = outcome.digest, outcome.error, outcome.error_code
         else:
-            made, error = empty_aggregate(), None
+            made, error, code = empty_aggregate(), None, None
         if made is None:
             state = AggregateState(
-                status="error", inputs=inputs, revision=manifest.revision, error=error, updated_at=utc_now()
+                status="error",
+                inputs=inputs,
+                revision=manifest.revision,
+                error=error,
+                error_code=code,
+                updated_at=utc_now(),
             )
             await self._set_aggregate(principal, session_id, state)
             return

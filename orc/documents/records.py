@@ -21,6 +21,11 @@ ContextType = Literal["organization", "folder", "usecase"]
 DocumentContextType = Literal["session", "organization", "folder", "usecase"]
 DocumentStatus = Literal["uploading", "processing", "ready", "failed"]
 DigestStatus = Literal["none", "stale", "parsing", "ready", "error"]
+DigestErrorCode = Literal["too_long", "not_extracted", "text_unavailable", "model_failed", "invalid_digest"]
+"""Why a digest could not be made: ``too_long`` (more text than a summary reads) and ``not_extracted`` (the file has
+no text) are permanent for the file's content, so retrying cannot help; the others may succeed on a retry."""
+PERMANENT_DIGEST_ERRORS: frozenset[str] = frozenset({"too_long", "not_extracted"})
+"""The :data:`DigestErrorCode` values a retry cannot change (only another content can)."""
 Origin = Literal["session", "focus", "historical"]
 """Why a document is available in a scope: attached to the session, derived from the focus context, or from a
 context the conversation used before (historical)."""
@@ -114,6 +119,11 @@ class ProcessingFields(BaseModel):
         default=None, description="The digest's cache key: (extracted_text_hash, chunking_version, prompt_version)."
     )
     digest_error: str | None = Field(default=None, description="Why the digest could not be made, when it could not.")
+    digest_error_code: DigestErrorCode | None = Field(
+        default=None,
+        description="digest_error as a stable code: too_long and not_extracted are permanent for this content (a "
+        "retry cannot help); text_unavailable, model_failed and invalid_digest may succeed on a retry.",
+    )
     digest_updated_at: str | None = None
     processed_at: str | None = None
 
@@ -168,6 +178,11 @@ class DocumentInfo(BaseModel):
     status_reason: str | None = None
     has_summary: bool = False
     digest_status: DigestStatus = "none"
+    digest_error_code: DigestErrorCode | None = Field(
+        default=None,
+        description="Why the summary could not be made, as a stable code: too_long and not_extracted mean this "
+        "content will never have one; text_unavailable, model_failed and invalid_digest may succeed on a retry.",
+    )
     size_bytes: int
     token_estimate: int | None = None
     media_type: str | None = None

@@ -205,7 +205,8 @@ async def delete_file(
 async def retry_parse(session_id: str, file_id: str, context: Context, principal: Caller) -> ContextFile:
     """Make the file's digest again after it failed (context-digest-spec §8.2 "Retry parse"); follow it on
     ``GET …/context/stream``. A file whose digest is not failed is answered as it is (nothing to retry); a file
-    whose text could not be extracted is refused (409 ``not_retryable``): replace it instead."""
+    whose text could not be extracted, or that is too long to summarize (``digest_error_code``: ``not_extracted``,
+    ``too_long``), is refused (409 ``not_retryable``): the same content would fail again."""
     return await context.retry_parse(principal, session_id, file_id)
 
 

@@ -72,6 +72,25 @@ async def test_a_file_too_long_to_summarize_says_so_in_the_users_words(client: h
     assert "documents." not in reason and "model call" not in reason and "digest" not in reason
 
 
+async def test_a_file_too_long_to_summarize_carries_a_permanent_code_and_refuses_a_retry(
+    client: httpx.AsyncClient,
+) -> None:
+    manual = "\n\n".join(f"Section {n}. The daemon rereads its configuration on a hangup signal." for n in range(6000))
+    await upload(client, "big", ("manual.txt", manual.encode()), ("notes.txt", b"The daemon logs to syslog."))
+    manifest = await settled(client, "big")
+    big = next(record for record in manifest["files"] if record["filename"] == "manual.txt")
+
+    retried = await client.post(f"/api/sessions/big/context/files/{big['file_id']}/retry-parse")
+
+    assert big["digest_status"] == "error" and big["digest_error_code"] == "too_long"
+    assert big["digest_error"].startswith("too long to summarize (")  # the reason stays as it was
+    assert retried.status_code == 409 and retried.json()["code"] == "not_retryable"
+    # The summary of all files is made from the files that have one; the long file never holds it back.
+    assert manifest["aggregate_digest_status"] == "ready" and manifest["aggregate_digest_error_code"] is None
+    notes = next(record for record in manifest["files"] if record["filename"] == "notes.txt")
+    assert notes["digest_status"] == "ready" and notes["digest_error_code"] is None
+
+
 async def test_a_pdf_export_quotes_api_documentation_as_it_is_written(client: httpx.AsyncClient) -> None:
     await upload(client, "api", ("fs-api.txt", b"The exists function takes a path <string> and a callback <Function>."))
     await settled(client, "api")

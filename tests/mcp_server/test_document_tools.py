@@ -276,3 +276,23 @@ async def test_a_document_still_processing_is_refused_with_not_ready_and_analyze
     assert found["results"] == [] and found["not_ready"][0]["status"] == "processing"
     assert analyzed["status"] == "processing"
     assert ready["status"] == "ready"
+
+
+async def test_analyze_says_a_file_too_long_to_summarize_will_have_no_summary(runtime: Services) -> None:
+    manual = "\n\n".join(f"Section {n}. The daemon rereads its configuration on a hangup signal." for n in range(6000))
+    await runtime.foundation.context_documents.add(
+        ACME, ContextRef("usecase", "u11"), [Upload("manual.txt", manual.encode())]
+    )
+    async with connect(runtime.documents.server, ACME) as session:
+        target = await document_id(session, "manual.txt")
+        analyzed = await session.call_tool("documents.analyze", {"document_id": target, **FOCUS_U11})
+        listed = await call(session, "documents.list", FOCUS_U11)
+
+    assert not analyzed.isError, text_of(analyzed)
+    assert analyzed.structuredContent is not None
+    assert analyzed.structuredContent["digest_status"] == "error"
+    assert analyzed.structuredContent["digest_error_code"] == "too_long"
+    assert "too long to summarize" in analyzed.structuredContent["message"]
+    assert "summary: error (too_long)" in text_of(analyzed)
+    (entry,) = [document for document in listed["documents"] if document["filename"] == "manual.txt"]
+    assert entry["digest_error_code"] == "too_long" and entry["has_summary"] is False

@@ -147,6 +147,7 @@ def _info(
         status_reason=record.status_reason,
         has_summary=record.digest_status == "ready",
         digest_status=record.digest_status,
+        digest_error_code=record.digest_error_code,
         size_bytes=record.size_bytes,
         token_estimate=record.token_estimate,
         media_type=record.media_type,

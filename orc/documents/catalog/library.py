@@ -125,8 +125,16 @@ class DocumentLibrary:
             )
         digest_status = await self._summaries.request(principal, document)
         summary = await self._summaries.summary(principal, document)
+        code = None
+        if digest_status == "error":
+            code = (await self._document(principal, scope, document_id)).info.digest_error_code
         if summary is not None:
             message = "The document is ready and its summary is included."
+        elif code == "too_long":
+            message = (
+                "The document is ready but too long to summarize, so it will have no summary: search it with "
+                "documents.search, and answers quote the passages they need."
+            )
         elif digest_status in ("parsing", "stale"):
             message = (
                 "The document is ready and its summary is being made: search it with documents.search meanwhile, "
@@ -147,6 +155,7 @@ class DocumentLibrary:
             filename=info.filename,
             status=info.status,
             digest_status=digest_status,
+            digest_error_code=code,
             has_summary=summary is not None,
             summary=summary,
             message=message,

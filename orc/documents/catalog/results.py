@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from orc.contracts import RetrievalLegs
 from orc.documents.catalog.summaries import DocumentSummary
-from orc.documents.records import ContextType, DigestStatus, DocumentInfo, DocumentStatus, Origin
+from orc.documents.records import ContextType, DigestErrorCode, DigestStatus, DocumentInfo, DocumentStatus, Origin
 
 
 class ContextLabel(BaseModel):
@@ -36,6 +36,11 @@ class AnalyzeResult(BaseModel):
     status: DocumentStatus
     status_reason: str | None = None
     digest_status: DigestStatus = "none"
+    digest_error_code: DigestErrorCode | None = Field(
+        default=None,
+        description="Why the summary could not be made, as a stable code: too_long and not_extracted mean this "
+        "content will never have one; text_unavailable, model_failed and invalid_digest may succeed on a retry.",
+    )
     has_summary: bool = False
     summary: DocumentSummary | None = None
     message: str = Field(description="What the status means and what to do next.")

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from orc.clock import utc_now
 from orc.documents.intake.uploads import RefusedUpload
-from orc.documents.records import ProcessingFields
+from orc.documents.records import DigestErrorCode, ProcessingFields
 
 MAX_FILES_PER_SESSION = 1000
 
@@ -128,6 +128,7 @@ class AggregateState(BaseModel):
     revision: int | None = Field(default=None, description="The set's revision when the aggregate was stored.")
     files: int = Field(default=0, description="How many per-file digests went into the aggregate.")
     error: str | None = None
+    error_code: DigestErrorCode | None = None
     updated_at: str | None = None
 
 
@@ -142,6 +143,9 @@ class ContextSet(BaseModel):
     aggregate_digest_status: SpecDigestStatus = "stale"
     aggregate_digest_ref: str | None = None
     aggregate_digest_error: str | None = None
+    aggregate_digest_error_code: DigestErrorCode | None = Field(
+        default=None, description="aggregate_digest_error as a stable code (model_failed or invalid_digest)."
+    )
     changes: ChangeSummary = Field(description="What the latest mutation did: the diff banner.")
     parsing: bool = Field(default=False, description="Whether a digest (per-file or aggregate) is being made now.")
     auto_parse: bool = Field(

@@ -276,6 +276,7 @@ def context_set(header: SessionHeader, records: Sequence[ContextFile]) -> Contex
         aggregate_digest_status=header.aggregate.status,
         aggregate_digest_ref=header.aggregate.ref,
         aggregate_digest_error=header.aggregate.error,
+        aggregate_digest_error_code=header.aggregate.error_code,
         changes=header.last_change or ChangeSummary(revision=header.revision),
         aggregate=header.aggregate,
         auto_parse=header.auto_parse,

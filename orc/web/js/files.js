@@ -7,6 +7,8 @@ import { $, bytes, h, icon, stamp, when } from "./dom.js";
 // What a row says, in a reader's words (the statuses are the spec's; "digest" and "parse" are not users' words).
 const STATUS_TEXT = { uploading: "Uploading", processing: "Reading…", failed: "Could not be read" };
 const SUMMARY_TEXT = { ready: "Ready", stale: "Summary waiting", parsing: "Summarizing…", error: "Summary failed" };
+// Digest errors that the same content always meets again (too long to summarize, no text): not a failure to retry.
+const PERMANENT = new Set(["too_long", "not_extracted"]);
 
 /** Why a file was not added, in a few words (the server's message may list every supported type). */
 export function refusalText(code, limit) {
@@ -314,6 +316,8 @@ export class FileChips {
     if (file.status === "ready" && this.diffs[file.file_id] === "unchanged" && file.digest_status === "ready") {
       [state, text] = ["unchanged", "Unchanged"];
     }
+    const permanent = file.digest_status === "error" && PERMANENT.has(file.digest_error_code);
+    if (file.status === "ready" && permanent) [state, text] = ["no-summary", "No summary"];
     const reason = file.status === "failed" ? file.status_reason
       : file.digest_status === "error" ? file.digest_error : null;
     const picker = h("input", {
@@ -332,7 +336,7 @@ export class FileChips {
         ready && file.digest_status === "ready" ? action("summary", "Summary", (event) => this.onDigest(name,
           () => api.fileDigest(this.sessionId, file.file_id), event.currentTarget), `Summary of ${name}`,
         icon("summary")) : null,
-        ready && file.digest_status === "error" ? action("retry", "Try again", () => this.retry(file),
+        ready && file.digest_status === "error" && !permanent ? action("retry", "Try again", () => this.retry(file),
           `Try again to summarize ${name}`, icon("retry")) : null,
         action("download", "Download", () => api.download(api.fileContent(this.sessionId, file.file_id), name)
           .catch(this.onError), `Download ${name}`, icon("download")),
