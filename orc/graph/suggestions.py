@@ -5,12 +5,16 @@ A real model writes its own at the end of its answer, in a ``<follow_ups>`` bloc
 they cost no request of their own. An answer without the block (the offline model, a model that ignored the
 instruction) gets suggestions made without a model, from the retrieved spans the answer did not use:
 
-- a span under an FAQ-style heading that is a question asks that question ("How do I decompress a file?");
-- a span under a heading asks what the document says about it ("What does the handbook say about remote work?");
+- a span under an FAQ-style heading that is a question asks that question ("How do I decompress a file?"), and a
+  "How to …" heading asks it ("How to install" → "How do I install?");
+- a span under a heading asks what the document says about it ("What does “Bug Reports” say about merge
+  requests?"): a document is named by its title where its headings show one, else by its file name as a file
+  ("What does bugs.md say about …?"), never by a file name made into a noun ("the bugs", "the TESTING");
 - else a sentence is asked back from its subject and verb: "Are pets allowed?" from "Pets are allowed with …",
-  "How much is the deposit?" from "The deposit is 2,900 euros", "How long does the warranty last?", else
-  "What about the deposit?"; a sentence whose subject is not a plain noun phrase ("Technically there is …") gives
-  none rather than a question nobody would ask.
+  "How much is the deposit?" from "The deposit is 2,900 euros", "How long does the warranty last?", else what the
+  document says about the subject ("What does lease.txt say about the deposit?"); a sentence whose subject is not
+  a plain noun phrase ("Technically there is …", "While merge requests are …") is asked about its last definite
+  noun phrase ("the number of keys"), or not at all rather than with a question nobody would ask.
 
 Deterministic and cheap, and grounded by construction: the span that suggested a question answers it.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from orc.contracts import SECTION_SEPARATOR, Citation, SourceSpan
@@ -30,7 +35,7 @@ MAX_SUGGESTION_CHARS = 120
 MAX_TOPIC_WORDS = 3
 MAX_SUBJECT_WORDS = 4
 MAX_HEADING_TOPIC_WORDS = 5
-MAX_NAME_WORDS = 4
+MAX_TITLE_WORDS = 6
 
 OPEN_TAG = "<follow_ups>"
 CLOSE_TAG = "</follow_ups>"
@@ -49,7 +54,11 @@ _VERBS = frozenset(
     "need needs lasts last takes take requires require covers cover applies apply".split()
 )
 _BE = frozenset({"is", "are"})
-_DETERMINERS = frozenset("the a an this these each every your our its their".split())
+# A sentence that opens with one of these starts with a clause, not its subject ("While merge requests are …").
+_CONJUNCTIONS = frozenset(
+    "while if when whenever although though because since unless until after before once as".split()
+)
+_HOW_TO = re.compile(r"^(how|what|where|when|which|why)\s+to\s+(.+)$", re.IGNORECASE)
 _PRONOUNS = frozenset(
     "it they this that these those there here he she we you i either neither both all some any none one".split()
 )
@@ -72,7 +81,8 @@ def follow_up_suggestions(
     answered = _words(answer)
     cited = {citation.ref for citation in citations}
     ordered = [source for source in sources if source.ref not in cited] + [s for s in sources if s.ref in cited]
-    per_span = [_candidates(source, asked, answered) for source in ordered]
+    titles = document_titles(sources)
+    per_span = [_candidates(source, asked, answered, titles) for source in ordered]
     suggestions: list[str] = []
     seen = {_key(question)}
     # The best question of each span first (spread over the sources), then the next best of each, and so on.
@@ -87,11 +97,12 @@ def follow_up_suggestions(
     return suggestions
 
 
-def _candidates(source: SourceSpan, asked: set[str], answered: set[str]) -> list[str]:
+def _candidates(source: SourceSpan, asked: set[str], answered: set[str], titles: dict[str, str]) -> list[str]:
     """The span's questions, best first: a heading's own question, a specific question about a sentence ("Are pets
-    allowed?"), what the document says about the heading's topic, then "What about …?"; each once."""
+    allowed?"), what the document says about the heading's topic, then what it says about a sentence's subject or
+    object; each once."""
     found: list[tuple[int, int, str]] = []
-    heading = _from_heading(source, asked)
+    heading = _from_heading(source, asked, titles)
     if heading is not None:
         found.append((2 if heading.startswith("What does ") else 0, 0, heading))
     for order, sentence in enumerate(split_sentences(source.text), start=1):
@@ -99,8 +110,10 @@ def _candidates(source: SourceSpan, asked: set[str], answered: set[str]) -> list
         if words and len(words & answered) >= len(words) / 2:
             continue  # the answer already says this
         phrased = _from_sentence(sentence, asked)
-        if phrased is not None:
-            found.append((3 if phrased.startswith("What about ") else 1, order, phrased))
+        if isinstance(phrased, _Topic):
+            found.append((3, order, f"What does {_document_ref(source.document, titles)} say about {phrased.text}?"))
+        elif phrased is not None:
+            found.append((1, order, phrased))
     unique: dict[str, str] = {}
     for _, _, text in sorted(found):
         if len(text) <= MAX_SUGGESTION_CHARS:
@@ -111,8 +124,9 @@ def _candidates(source: SourceSpan, asked: set[str], answered: set[str]) -> list
 # -- from a heading ------------------------------------------------------------------------------------------------
 
 
-def _from_heading(source: SourceSpan, asked: set[str]) -> str | None:
-    """The question a heading is ("Q: How do I …?"), or what the document says about the topic it names."""
+def _from_heading(source: SourceSpan, asked: set[str], titles: dict[str, str]) -> str | None:
+    """The question a heading is ("Q: How do I …?", "How to install" → "How do I install?"), or what the document
+    says about the topic it names."""
     if not source.section:
         return None
     title = _HEADING_LABEL.sub("", source.section.split(SECTION_SEPARATOR)[-1].strip()).strip(" :.")
@@ -123,35 +137,69 @@ def _from_heading(source: SourceSpan, asked: set[str]) -> str | None:
         return title
     if len(words) > MAX_HEADING_TOPIC_WORDS or not title.replace("-", " ").replace("'", "").replace(" ", "").isalpha():
         return None
+    how_to = _HOW_TO.match(title)
+    if how_to:
+        asker = "do I" if how_to.group(1).lower() == "how" else "should I"
+        return f"{how_to.group(1).capitalize()} {asker} {_topic_case(_WORD.findall(how_to.group(2)))}?"
     topic = _topic_case(words)
-    name = _document_name(source.document)
-    if topic.lower() in _GENERIC_HEADINGS or (name and topic.lower() in name.lower()):
+    own_title = titles.get(source.document, PurePosixPath(source.document).stem)
+    if topic.lower() in _GENERIC_HEADINGS or topic.lower() in own_title.lower():
         return None  # "Introduction", or the document's own title
-    return f"What does {name or 'the document'} say about {topic}?"
+    return f"What does {_document_ref(source.document, titles)} say about {topic}?"
 
 
 def _topic_case(words: Sequence[str]) -> str:
-    """A heading's words as they read inside a sentence: "Payment Terms" → "payment terms", acronyms kept."""
-    return " ".join(word if word.isupper() and len(word) > 1 else word.lower() for word in words)
+    """Words as they read inside a sentence: "Payment Terms" → "payment terms"; acronyms and names written with
+    inner capitals ("GitLab") kept."""
+    return " ".join("-".join(map(_part_case, word.split("-"))) for word in words)
 
 
-def _document_name(filename: str) -> str | None:
-    """ "the lease agreement" from ``lease-agreement.md``; ``None`` for a name that does not read as words."""
-    stem = PurePosixPath(filename).stem.replace("_", " ").replace("-", " ")
-    words = stem.split()
-    if not words or len(words) > MAX_NAME_WORDS or not all(word.isalpha() for word in words):
-        return None
-    return "the " + " ".join(word if word.isupper() or word[1:] != word[1:].lower() else word.lower() for word in words)
+def _part_case(word: str) -> str:
+    return word if len(word) > 1 and word[1:] != word[1:].lower() else word.lower()
+
+
+def document_titles(sources: Sequence[SourceSpan]) -> dict[str, str]:
+    """Each document's title, where its spans show one: the head of a section path that has a heading under it
+    (a path of one heading may be any top-level heading, so it names no title)."""
+    titles: dict[str, str] = {}
+    for source in sources:
+        path = [part.strip() for part in (source.section or "").split(SECTION_SEPARATOR) if part.strip()]
+        if len(path) > 1 and source.document not in titles:
+            title = _HEADING_LABEL.sub("", path[0]).strip(" :.")
+            words = _WORD.findall(title)
+            if words and len(words) <= MAX_TITLE_WORDS and title.lower() not in _GENERIC_HEADINGS:
+                titles[source.document] = title.title() if title.isupper() else title
+    return titles
+
+
+def _document_ref(document: str, titles: dict[str, str]) -> str:
+    """How a question names a document: its title in quotes (“Bug Reports”), else its file name as a file
+    (``bugs.md``): a file name is no noun phrase ("the bugs", "the TESTING")."""
+    title = titles.get(document)
+    return f"“{title}”" if title else document
 
 
 # -- from a sentence -----------------------------------------------------------------------------------------------
 
 
-def _from_sentence(sentence: str, asked: set[str]) -> str | None:
-    """The question a person would ask for ``sentence``, or ``None`` when it offers nothing the question did not."""
+@dataclass(frozen=True, slots=True)
+class _Topic:
+    """A noun phrase a sentence is about, asked as what its document says about it."""
+
+    text: str
+
+
+def _from_sentence(sentence: str, asked: set[str]) -> str | _Topic | None:
+    """The question a person would ask for ``sentence``, else the topic to ask its document about, or ``None`` when
+    it offers nothing the question did not."""
     words = _WORD.findall(sentence)
     verb = next((index for index, word in enumerate(words[: MAX_SUBJECT_WORDS + 1]) if word.lower() in _VERBS), None)
-    if verb and _plain_noun_phrase(words[:verb]) and _new_content(words[:verb], asked):
+    if (
+        verb
+        and words[0].lower() not in _CONJUNCTIONS
+        and _plain_noun_phrase(words[:verb])
+        and _new_content(words[:verb], asked)
+    ):
         subject = _cased(words[:verb])
         said, rest = words[verb].lower(), _after(sentence, words[verb])
         following = _WORD.findall(rest)[:1]
@@ -163,9 +211,10 @@ def _from_sentence(sentence: str, asked: set[str]) -> str | None:
             return f"How much {said} {subject}?"
         if said in _BE and _DURATION.search(rest):
             return f"How long {said} {subject}?"
-        return f"What about {subject}?"
+        if words[0].lower() not in ("a", "an"):
+            return _Topic(subject)  # not "a goal": what the document says about something it names
     phrase = _noun_phrase(words, asked)
-    return f"What about {phrase}?" if phrase is not None else None
+    return _Topic(phrase) if phrase is not None else None
 
 
 def _after(sentence: str, verb: str) -> str:
@@ -186,7 +235,8 @@ def _noun_phrase(words: Sequence[str], asked: set[str]) -> str | None:
     sentence ends on its object: "The tenant rents the flat" asks about the flat)."""
     for index in reversed(range(len(words))):
         word = words[index]
-        if word.lower() not in _DETERMINERS:
+        # Only "the …": "a GitLab login" or "every branch" names nothing the document could say more about.
+        if word.lower() != "the":
             continue
         run: list[str] = []
         for following in words[index + 1 : index + 1 + MAX_TOPIC_WORDS]:
@@ -199,7 +249,7 @@ def _noun_phrase(words: Sequence[str], asked: set[str]) -> str | None:
                 break
             run.append(following)
         if run and run[-1].lower() == "of":
-            run.pop()
+            continue  # cut short: "the current version" of what?
         if run and _plain_noun_phrase(run) and _new_content(run, asked):
             return _cased([word.lower(), *run])
     return None
@@ -211,7 +261,7 @@ def _new_content(words: Sequence[str], asked: set[str]) -> bool:
 
 
 def _cased(words: Sequence[str]) -> str:
-    return " ".join(word if word.isupper() and len(word) > 1 else word.lower() for word in words)
+    return _topic_case(words)
 
 
 def _words(text: str) -> set[str]:

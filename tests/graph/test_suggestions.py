@@ -3,10 +3,16 @@ model when it writes them (its block never reaches the answer), else made from t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from orc.contracts import SourceSpan
+from orc.documents.parsing.extraction import extract
 from orc.graph.suggestions import FollowUpFilter, follow_up_suggestions
+from orc.search.spans import make_spans
+
+DATA = Path(__file__).parent / "data"
 
 
 def span(number: int, text: str, document: str = "lease.txt", section: str | None = None) -> SourceSpan:
@@ -35,20 +41,20 @@ def test_a_sentence_whose_subject_is_no_noun_phrase_is_not_asked_back() -> None:
     suggestions = follow_up_suggestions("How do I read man pages?", sources, [])
 
     # Not "What about technically there?", nor anything about "happily dealing".
-    assert suggestions == ["What about the number of keys?"]
+    assert suggestions == ["What does lease.txt say about the number of keys?"]
 
 
-def test_a_heading_that_is_a_question_is_asked_as_it_is_and_a_topic_heading_names_the_document_in_words() -> None:
+def test_a_heading_that_is_a_question_is_asked_as_it_is_and_a_topic_heading_names_the_document_by_its_title() -> None:
     sources = [
         span(1, "Use xz -d file.xz to decompress it.", "xz-faq.txt", "XZ Utils FAQ › Q: How do I decompress a file?"),
-        span(2, "Staff may work from home two days a week.", "employee-handbook.md", "Handbook › Remote Work"),
+        span(2, "Staff may work from home two days a week.", "employee-handbook.md", "Employee Handbook › Remote Work"),
         span(3, "Residential lease agreement, Rue Haute 12.", "lease-agreement.md"),
     ]
 
     suggestions = follow_up_suggestions("What is in the files?", sources, [])
 
     assert suggestions[0] == "How do I decompress a file?"
-    assert suggestions[1] == "What does the employee handbook say about remote work?"
+    assert suggestions[1] == "What does “Employee Handbook” say about remote work?"
     # An adjective on its own is no topic: never "What does lease-agreement.md say about residential?"
     assert not any("lease-agreement.md" in s or s.endswith("about residential?") for s in suggestions)
 
@@ -117,4 +123,53 @@ def test_one_long_passage_still_gives_several_questions_the_specific_ones_first(
 
     suggestions = follow_up_suggestions("What is the monthly rent?", [span(1, passage)], [])
 
-    assert suggestions == ["Are pets allowed?", "How much is the deposit?", "What about the flat?"]
+    assert suggestions == ["Are pets allowed?", "How much is the deposit?", "What does lease.txt say about the flat?"]
+
+
+def real_spans(filename: str) -> list[SourceSpan]:
+    """The spans orc makes of a real document in ``data/`` (procps' bugs.md, zstd's TESTING.md)."""
+    document = extract((DATA / filename).read_bytes(), filename)
+    return [
+        SourceSpan(ref=f"{filename}::{s.span_id}", document=filename, span_id=s.span_id, text=s.text, section=s.section)
+        for s in make_spans(document)
+    ]
+
+
+REAL_QUESTIONS = [
+    "How do I report a bug?",
+    "Where do I send bug reports?",
+    "What do the short tests run?",
+    "What runs on the dev branch?",
+    "What should a bug report include?",
+    "How are patches sent?",
+    "What are the long tests?",
+    "Which tests run under valgrind?",
+]
+
+
+def test_real_documents_are_named_by_their_title_or_as_files_never_as_a_noun_made_of_a_file_name() -> None:
+    sources = real_spans("bugs.md") + real_spans("TESTING.md")
+
+    # Every span is retrieved for some question, three at a time, as a turn's search returns them.
+    offered = {
+        suggestion
+        for question in REAL_QUESTIONS
+        for start in range(len(sources))
+        for suggestion in follow_up_suggestions(question, sources[start : start + 3], [])
+    }
+
+    assert offered
+    for suggestion in offered:
+        assert suggestion.endswith("?") and not suggestion.startswith("What about"), suggestion
+        assert not any(bad in suggestion for bad in ("the bugs", "the TESTING", "BUG REPORTS", "the current version"))
+    assert "What does “Bug Reports” say about merge requests?" in offered
+    assert "What does “Testing” say about short tests?" in offered
+    assert "What should I send?" in offered  # the heading "What to send", asked as a person asks it
+
+
+def test_a_document_without_a_title_is_named_as_a_file() -> None:
+    sources = [span(1, "Merge requests are found on GitLab.", "bugs.md", "Merge Requests")]
+
+    assert follow_up_suggestions("How do I report a bug?", sources, []) == [
+        "What does bugs.md say about merge requests?"
+    ]
