@@ -96,6 +96,14 @@ class Sessions:
                 break
         return [_files_only(header) for header in without[:limit]]
 
+    async def titles(self, principal: Principal, headers: list[SessionHeader]) -> dict[str, str]:
+        """The title the list shows for each session of ``headers`` (its conversation's, else its first files')."""
+        found = await asyncio.gather(*(self._conversations.get(principal, h.conversation_id) for h in headers))
+        return {
+            header.conversation_id: (summary or _files_only(header)).title
+            for header, summary in zip(headers, found, strict=True)
+        }
+
     async def get(self, principal: Principal, conversation_id: str) -> Conversation:
         """A conversation with its full history and the feedback on its answers; :class:`NotFound` for unknown or
         other principals' ids. A session with files and no turn yet is the empty conversation the list shows."""

@@ -96,7 +96,31 @@ def test_docs_list_without_flags_lists_every_context_and_session(
     out, _ = capsys.readouterr()
     assert "No documents" not in out and "no documents" not in out
     assert out.index("folder legal:") < out.index("  a.txt") < out.index("usecase leases:") < out.index("  b.txt")
-    assert out.index("session s1:") < out.index("  c.txt")
+    assert out.index("conversation “c.txt”:") < out.index("  c.txt")
+
+
+def test_docs_list_heads_each_conversation_with_the_title_the_page_lists_and_the_id_only_to_tell_two_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lease = tmp_path / "lease.txt"
+    lease.write_text("The monthly rent is 1,450 euros.\n")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("The boiler is serviced every spring.\n")
+    conversation = "0b7c7a0e-5a2f-4a8e-9d43-2f1f6f0c9a11"
+    assert main(["ask", "What is the monthly rent?", "--file", str(lease), "--conversation", conversation]) == 0
+    for session in ("notes-one", "notes-two"):
+        assert main(["docs", "add", str(notes), "--session", session]) == 0
+    capsys.readouterr()
+    assert main(["sessions", "list"]) == 0
+    page_title = next(line for line in capsys.readouterr().out.splitlines() if conversation in line)
+
+    assert main(["docs", "list"]) == 0
+
+    out, _ = capsys.readouterr()
+    assert "conversation “Monthly rent”:" in out and "Monthly rent" in page_title
+    assert conversation not in out  # a title of its own needs no id
+    assert "conversation “notes.txt” (session notes-one):" in out
+    assert "conversation “notes.txt” (session notes-two):" in out
 
 
 def test_docs_list_on_a_fresh_home_says_how_to_add_documents(capsys: pytest.CaptureFixture[str]) -> None:

@@ -179,12 +179,17 @@ async def list_everything(foundation: Foundation, out: TextIO) -> int:
             print(f"{ref.label}:", file=out)
             infos = [context_document(principal.organization, record, None).info for record in records]
             _print_documents(infos, out, indent="  ")
-    for header in await foundation.session_files.sessions(principal):
-        target = Target(session_id=header.conversation_id)
+    headers = await foundation.session_files.sessions(principal)
+    titles = await foundation.sessions.titles(principal, headers)
+    shared = {title for title in titles.values() if list(titles.values()).count(title) > 1}
+    for header in headers:
         availability = await foundation.scopes.available(principal, DocumentScope(session_id=header.conversation_id))
         if availability.documents:
             found += len(availability.documents)
-            print(f"{target.label}:", file=out)
+            title = titles[header.conversation_id]
+            # Headed as the page lists it; the id only tells apart conversations of the same title.
+            named = f"conversation “{title}”" + (f" (session {header.conversation_id})" if title in shared else "")
+            print(f"{named}:", file=out)
             _print_documents([doc.info for doc in availability.documents], out, indent="  ")
     if not found:
         print("no documents yet; add some with: orc docs add PATH... [--context TYPE:ID | --session ID]", file=out)
