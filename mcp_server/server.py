@@ -11,12 +11,13 @@ from importlib.metadata import version
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, ValidationError, model_validator
 
 from mcp_server.names import publish_names_in_results
 from mcp_server.services import DocumentChatServices, McpServices
-from mcp_server.tools import contexts, document_chat, documents, session
+from mcp_server.tools import argument_errors, contexts, document_chat, documents, session
 from orc.tool_contract import SCOPE_ARGUMENTS, ToolNameForm, published_text, published_tool_name
 
 INSTRUCTIONS = """orc document tools. Every call is scoped to the authenticated user, to the conversation given as
@@ -81,8 +82,24 @@ def build_document_chat_server(services: DocumentChatServices, *, name: str = "o
     return server
 
 
+class _PlainArgumentErrors(ArgModelBase):
+    """An argument model whose validation errors are orc's ``invalid_input`` tool errors, one line per argument.
+
+    FastMCP validates a call's arguments before the tool runs and reports pydantic's text as it is (a line of
+    "For further information visit https://errors.pydantic.dev/…" per argument); a client reads this instead."""
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+        """Validate ``obj`` as the tool's arguments; :class:`ToolError` ``invalid_input: …`` when they do not fit."""
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise ToolError(argument_errors(exc)) from None
+
+
 def _forbid_unknown_arguments(server: FastMCP) -> None:
-    """Make every registered tool refuse arguments it does not declare (FastMCP's argument models ignore them).
+    """Make every registered tool refuse arguments it does not declare (FastMCP's argument models ignore them),
+    and report arguments that do not fit in words (:class:`_PlainArgumentErrors`).
 
     A misspelt argument silently ignored is a call that does something else than asked (``document_ids``
     dropped means "search everything"). The scope arguments are the one exception: the orchestrator sends the
@@ -99,7 +116,7 @@ def _forbid_unknown_arguments(server: FastMCP) -> None:
 
         strict: type[ArgModelBase] = type(
             loose.__name__,
-            (loose,),
+            (_PlainArgumentErrors, loose),
             {
                 "model_config": ConfigDict(**loose.model_config, extra="forbid"),
                 "_drop_undeclared_scope": model_validator(mode="before")(drop_undeclared_scope),

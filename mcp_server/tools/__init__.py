@@ -7,7 +7,8 @@ recover, becomes a :class:`ToolError` whose message starts with the stable ``cod
 (``not_found: ...``), so the client gets an ``isError`` result that says what to do next. FastMCP prefixes
 the text it sends with ``Error executing tool <name>: ``; :func:`split_tool_error` recovers code and message.
 Anything else is logged without its message and reported as ``internal_error``: exception text can carry
-storage URLs or secrets.
+storage URLs or secrets. Arguments that do not fit a tool's schema are ``invalid_input`` too, one line per bad
+argument (``limit: must be a whole number (got 'abc')``), not pydantic's report with its links.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from contextlib import contextmanager
 
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from orc.errors import CallerError, ModelBehaviourError, OrcError, ServiceUnavailable
 
 logger = logging.getLogger(__name__)
 
+MAX_SHOWN_INPUT_CHARS = 40
+"""How much of a rejected value an argument error repeats (enough to recognise it)."""
 _ERROR_TEXT = re.compile(r"^(?:Error executing tool [^:]+: )?([a-z][a-z_]*): (.*)$", re.DOTALL)
 
 
@@ -65,3 +69,50 @@ def structured_result(result: BaseModel, text: str) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structuredContent=result.model_dump(mode="json")
     )
+
+
+def argument_errors(exc: ValidationError) -> str:
+    """``invalid_input: …`` for arguments that do not fit a tool's schema: one line per bad argument, in words."""
+    lines = dict.fromkeys(_argument_line(error) for error in exc.errors(include_url=False))
+    return "invalid_input: " + "\n".join(lines)
+
+
+_PLAIN = {
+    "missing": "required",
+    "extra_forbidden": "not an argument of this tool",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "string_type": "must be text",
+    "list_type": "must be a list",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "literal_error": "must be one of {expected}",
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be more than {gt}",
+    "less_than_equal": "must be at most {le}",
+    "less_than": "must be less than {lt}",
+    "too_short": "must have at least {min_length} item(s)",
+    "too_long": "must have at most {max_length} item(s)",
+    "string_too_short": "must be at least {min_length} character(s)",
+    "string_too_long": "must be at most {max_length} character(s)",
+}
+
+
+def _argument_line(error: ErrorDetails) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    context = error.get("ctx") or {}
+    if error["type"] == "value_error" and "error" in context:
+        problem = str(context["error"])  # the validator's own words, without pydantic's "Value error, "
+    elif error["type"] in _PLAIN:
+        problem = _PLAIN[error["type"]].format(**context)
+    else:
+        problem = error["msg"].removeprefix("Input ")
+    if error["type"] in ("missing", "extra_forbidden"):
+        return f"{where}: {problem}"
+    shown = repr(error.get("input"))
+    if len(shown) > MAX_SHOWN_INPUT_CHARS:
+        shown = shown[: MAX_SHOWN_INPUT_CHARS - 1] + "…"
+    return f"{where}: {problem} (got {shown})"

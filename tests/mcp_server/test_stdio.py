@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from pydantic import BaseModel, ValidationError, field_validator
 
 import orc
+from mcp_server.tools import argument_errors, split_tool_error
 from orc.cli.mcp import main
 from orc.composition import open_stores
 from orc.contracts import DocumentChatResult
@@ -182,3 +184,56 @@ async def test_the_advice_and_errors_of_a_plain_stdio_server_name_the_tools_as_i
     assert missing.isError is True
     error = "\n".join(block.text for block in missing.content if isinstance(block, types.TextContent))
     assert "documents_list" in error and "documents." not in error
+
+
+@pytest.mark.slow
+async def test_arguments_that_do_not_fit_are_refused_one_plain_line_each_with_a_stable_code(tmp_path: Path) -> None:
+    server = _server(tmp_path / "home")
+
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            searched = await session.call_tool(
+                "documents_search", {"query": "rent", "limit": "ten", "document_ids": "doc-1", "scope": "all"}
+            )
+            asked = await session.call_tool("document_chat", {"question": 3, "mode": "loud"})
+
+    texts = [
+        "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+        for result in (searched, asked)
+    ]
+    assert searched.isError and asked.isError
+    for text in texts:
+        assert "pydantic" not in text and "Value error" not in text and "validation error" not in text, text
+    assert [split_tool_error(text) for text in texts] == [
+        (
+            "invalid_input",
+            "limit: must be a whole number (got 'ten')\n"
+            "document_ids: must be a list (got 'doc-1')\n"
+            "scope: not an argument of this tool",
+        ),
+        (
+            "invalid_input",
+            "question: must be text (got 3)\n"
+            "document_names: required\n"
+            "session_id: required\n"
+            "mode: must be one of 'answer' or 'evidence' (got 'loud')",
+        ),
+    ]
+
+
+def test_a_validators_own_words_are_kept_without_pydantics_value_error_prefix() -> None:
+    class Arguments(BaseModel):
+        session_id: str
+
+        @field_validator("session_id")
+        @classmethod
+        def named(cls, value: str) -> str:
+            raise ValueError("a session id names one conversation, not a path")
+
+    with pytest.raises(ValidationError) as refused:
+        Arguments.model_validate({"session_id": "../x"})
+
+    assert argument_errors(refused.value) == (
+        "invalid_input: session_id: a session id names one conversation, not a path (got '../x')"
+    )
