@@ -60,8 +60,21 @@ def test_a_file_too_long_to_summarize_gets_a_neutral_note_and_no_retry(sized: Pa
     assert page.evaluate("() => document.scrollingElement.scrollWidth <= innerWidth")
     # The summary of all files is made from the file that has one; it is offered, not failed.
     expect(page.locator("#all-summary-status")).to_have_attribute("data-status", "ready", timeout=WAIT_MS)
+    expect(page.locator("#all-summary")).to_be_visible()
 
     page.fill("#question", "Where does the daemon write its process id?")
     page.keyboard.press("Enter")
     answered(page, 1)
     expect(page.locator(".message.assistant .answer-body").first).to_contain_text("/run/orcd.pid")
+
+
+def test_with_no_file_summarized_there_is_no_summary_of_all_files_to_open(sized: Page) -> None:
+    page = sized
+    ready(page)
+    page.set_input_files("#file-input", [text_file("manual.txt", MANUAL)])
+    chips_ready(page, 1)
+    row = page.locator("#chips .chip[data-filename='manual.txt']")
+    expect(row.locator(".state")).to_have_text("No summary", timeout=WAIT_MS)
+    expect(page.locator("#all-summary-status")).to_have_attribute("data-status", "ready", timeout=WAIT_MS)
+
+    expect(page.locator("#all-summary")).to_be_hidden()

@@ -297,7 +297,8 @@ export class FileChips {
   /** "Summary of all files" when it is ready; its progress, or its failure with the reason and a retry. */
   renderAggregate(files) {
     const status = files.length ? this.manifest.aggregate_digest_status : null;
-    this.summary.hidden = status !== "ready";
+    // Made of no file's summary (each too long, say), it would say nothing: there is none to offer.
+    this.summary.hidden = status !== "ready" || !files.some((file) => file.digest_status === "ready");
     this.aggregate.dataset.status = status || "";
     if (status === "error") {
       this.aggregate.replaceChildren(
