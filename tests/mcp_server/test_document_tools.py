@@ -287,6 +287,7 @@ async def test_analyze_says_a_file_too_long_to_summarize_will_have_no_summary(ru
         target = await document_id(session, "manual.txt")
         analyzed = await session.call_tool("documents.analyze", {"document_id": target, **FOCUS_U11})
         listed = await call(session, "documents.list", FOCUS_U11)
+        summary = await session.call_tool("documents.get_summary", {"document_id": target, **FOCUS_U11})
 
     assert not analyzed.isError, text_of(analyzed)
     assert analyzed.structuredContent is not None
@@ -296,3 +297,5 @@ async def test_analyze_says_a_file_too_long_to_summarize_will_have_no_summary(ru
     assert "summary: error (too_long)" in text_of(analyzed)
     (entry,) = [document for document in listed["documents"] if document["filename"] == "manual.txt"]
     assert entry["digest_error_code"] == "too_long" and entry["has_summary"] is False
+    assert error_code(summary) == "no_summary"
+    assert "too long to summarize" in text_of(summary) and "yet" not in text_of(summary)

@@ -173,6 +173,11 @@ class DocumentLibrary:
                 f"the summary of {document.info.filename!r} is being made; call documents.analyze to follow it, "
                 "or use documents.search meanwhile"
             )
+        if summary is None and document.info.digest_error_code == "too_long":
+            raise NoSummary(
+                f"{document.info.filename!r} is too long to summarize, so it will have no summary; search it with "
+                "documents.search instead"
+            )
         if summary is None:
             raise NoSummary(
                 f"{document.info.filename!r} has no summary yet; use documents.search or documents.get_content "
