@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["OutputPolicy", "OutputStream", "Removed"]
+__all__ = ["OutputPolicy", "OutputStream", "Removed", "as_text"]
 
 LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 """The only schemes a link in an answer may use."""
@@ -102,6 +102,13 @@ def _scheme(url: str) -> str | None:
     if not colon or "/" in head or "?" in head or "#" in head:
         return None
     return head.lower()
+
+
+def as_text(text: str) -> str:
+    """A cleaned text as a client that never renders markup shows it (a terminal, a PDF laid out as text): the
+    markup the policy escaped (``path &lt;string&gt;``) reads as the document wrote it (``path <string>``). Only
+    what the policy writes is undone; a text shown this way is never rendered as HTML or Markdown."""
+    return text.replace("&lt;", "<").replace("&gt;", ">")
 
 
 def _escaped_markup(match: re.Match[str]) -> str:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orc.output_policy import as_text
 from orc.text.markers import MARKER, MARKER_PATTERN, marker_refs
 
 MAX_HELD_CHARS = 300
@@ -40,12 +41,12 @@ class AnswerText:
             text, self._held = text[:opening], tail
         elif cut := _CUT_ESCAPE.search(text):
             text, self._held = text[: cut.start()], text[cut.start() :]
-        return terminal_text(self._numbered(text))
+        return as_text(self._numbered(text))
 
     def flush(self) -> str:
         """What is still held back at the end of the answer (an open bracket that never closed)."""
         held, self._held = self._held, ""
-        return terminal_text(self._numbered(held))
+        return as_text(self._numbered(held))
 
     def sources(self, citations: Sequence[Mapping[str, Any]]) -> list[str]:
         """``[n] document, page p: “quote”`` lines, one per number; quotes no marker named come last, numbered on."""
@@ -87,16 +88,9 @@ def _squash(text: str) -> str:
 _CUT_ESCAPE = re.compile(r"&(?:[lg]t?)?$")
 
 
-def terminal_text(text: str) -> str:
-    """Server text as a terminal shows it. The server escapes whatever would open markup (``path <string>`` is sent
-    as ``path &lt;string&gt;``) for clients that render Markdown or HTML; a terminal renders neither, so it prints
-    the characters themselves. Only what the server's output policy writes is undone."""
-    return text.replace("&lt;", "<").replace("&gt;", ">")
-
-
 def _line(number: int, citation: Mapping[str, Any]) -> str:
     page = f", page {citation['page']}" if citation.get("page") else ""
-    return terminal_text(f"  [{number}] {_document(citation)}{page}: “{_squash(str(citation['quote']))}”")
+    return as_text(f"  [{number}] {_document(citation)}{page}: “{_squash(str(citation['quote']))}”")
 
 
 _BARE_REF = re.compile(r"([^\s:]+)::[^\s:,;]+")
@@ -115,4 +109,4 @@ def place_line(place: Mapping[str, Any]) -> str:
     """``  - lease.pdf, page 3, section Termination: “excerpt”``: one place to look under a declined answer."""
     page = f", page {place['page']}" if place.get("page") else ""
     section = f", section {_squash(str(place['section']))}" if place.get("section") else ""
-    return terminal_text(f"  - {_document(place)}{page}{section}: “{_squash(str(place['excerpt']))}”")
+    return as_text(f"  - {_document(place)}{page}{section}: “{_squash(str(place['excerpt']))}”")

@@ -12,13 +12,13 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from orc.cli.answer_text import terminal_text
 from orc.cli.console import NOTHING_YET, Console
 from orc.cli.documents import Target, list_contexts, list_documents, list_everything, put_context
 from orc.cli.table import table
 from orc.composition import open_foundation
 from orc.conversations.export import human_time
 from orc.documents.records import ContextRef
+from orc.output_policy import as_text
 from orc.principal import LOCAL_PRINCIPAL
 from orc.sessions import Sessions
 from orc.settings import Settings
@@ -61,7 +61,7 @@ async def _sessions(sessions: Sessions, args: argparse.Namespace, console: Conso
         return 0
     if args.action == "show":
         data, _ = await sessions.export(LOCAL_PRINCIPAL, args.id, "markdown")
-        console.out.write(terminal_text(data.decode("utf-8")))  # read on the terminal, not by a Markdown renderer
+        console.out.write(as_text(data.decode("utf-8")))  # read on the terminal, not by a Markdown renderer
         return 0
     data, _ = await sessions.export(LOCAL_PRINCIPAL, args.id, args.format)
     # A PDF is no text for a terminal: without -o it goes to ID.pdf, as --help says.

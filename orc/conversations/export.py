@@ -25,7 +25,7 @@ from orc.contracts import Citation
 from orc.conversations import request_history
 from orc.conversations.context_requests import ContextRequestRecord
 from orc.conversations.models import Conversation, Feedback
-from orc.output_policy import OutputPolicy
+from orc.output_policy import OutputPolicy, as_text
 from orc.text.markers import MARKER, MARKER_PATTERN, marker_refs
 
 ExportFormat = Literal["markdown", "pdf", "json"]
@@ -269,8 +269,7 @@ def to_pdf(
     def paragraph(body: str, size: float, *, gap: float = 2.0) -> None:
         pdf.set_font(family, size=size)
         # Laid out as text, not HTML: what the output policy escaped ("path &lt;string&gt;") reads as written.
-        plain = body.replace("&lt;", "<").replace("&gt;", ">")
-        pdf.multi_cell(width, size * 0.5, text(plain), align="L", new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(width, size * 0.5, text(as_text(body)), align="L", new_x="LMARGIN", new_y="NEXT")
         pdf.ln(gap)
 
     def markdown(body: str, size: float) -> None:
