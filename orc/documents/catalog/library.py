@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from orc.contracts import SourceSpan
 from orc.documents.catalog.availability import AvailableDocument, DocumentScope
+from orc.documents.catalog.messages import analyze_message, not_available, not_ready_message, search_message
 from orc.documents.catalog.reprocessing import Reprocessor, usable
 from orc.documents.catalog.results import (
     AnalyzeResult,
@@ -29,7 +30,7 @@ from orc.documents.catalog.results import (
 )
 from orc.documents.catalog.scopes import DocumentScopes
 from orc.documents.catalog.summaries import DocumentSummary, NoSummaries, SummaryProvider, SummaryWithSources
-from orc.documents.records import DocumentInfo, context_scope, session_scope
+from orc.documents.records import context_scope, session_scope
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.extracted import PDF
 from orc.models.summaries import facts_of
@@ -82,7 +83,7 @@ class DocumentLibrary:
         validate_identifier(document_id, what="document")
         found = (await self._scopes.available(principal, scope)).find(document_id)
         if found is None:
-            raise _not_available(document_id)
+            raise not_available(document_id)
         return found
 
     # -- tools -------------------------------------------------------------------------------------------------
@@ -121,35 +122,14 @@ class DocumentLibrary:
                 filename=info.filename,
                 status=info.status,
                 status_reason=info.status_reason,
-                message=_not_ready_message(info),
+                message=not_ready_message(info),
             )
         digest_status = await self._summaries.request(principal, document)
         summary = await self._summaries.summary(principal, document)
         code = None
         if digest_status == "error":
             code = (await self._document(principal, scope, document_id)).info.digest_error_code
-        if summary is not None:
-            message = "The document is ready and its summary is included."
-        elif code == "too_long":
-            message = (
-                "The document is ready but too long to summarize, so it will have no summary: search it with "
-                "documents.search, and answers quote the passages they need."
-            )
-        elif digest_status in ("parsing", "stale"):
-            message = (
-                "The document is ready and its summary is being made: search it with documents.search meanwhile, "
-                "or call documents.analyze again shortly for the summary."
-            )
-        else:
-            message = (
-                "The document is ready: search it with documents.search"
-                + (
-                    " or read it with documents.get_content"
-                    if (info.token_estimate or 0) * 4 <= SHORT_DOCUMENT_CHARS
-                    else ""
-                )
-                + ". No summary of it exists yet, so none is given here."
-            )
+        short = (info.token_estimate or 0) * 4 <= SHORT_DOCUMENT_CHARS
         return AnalyzeResult(
             document_id=info.document_id,
             filename=info.filename,
@@ -158,7 +138,7 @@ class DocumentLibrary:
             digest_error_code=code,
             has_summary=summary is not None,
             summary=summary,
-            message=message,
+            message=analyze_message(summary is not None, code, digest_status, short=short),
         )
 
     async def summary(self, principal: Principal, scope: DocumentScope, document_id: str) -> DocumentSummary:
@@ -166,7 +146,7 @@ class DocumentLibrary:
         ``no_summary`` when no digest was asked for or it could not be made."""
         document = await self._document(principal, scope, document_id)
         if not usable(document):
-            raise NotReady(_not_ready_message(document.info))
+            raise NotReady(not_ready_message(document.info))
         summary = await self._summaries.summary(principal, document)
         if summary is None and document.info.digest_status in ("parsing", "stale"):
             raise NotReady(
@@ -312,7 +292,7 @@ class DocumentLibrary:
         available = await self._scopes.available(principal, scope)
         document = next((doc for doc in available.documents if doc.ref_name == name), None)
         if document is None:
-            raise _not_available(name)
+            raise not_available(name)
         found = await self._stored_span(principal, document, span_id)
         if found is None:
             text = await self._ready_text(document)
@@ -362,7 +342,7 @@ class DocumentLibrary:
         if text is None:
             if usable(document):
                 await self._reprocessor.recover(document)
-            raise NotReady(_not_ready_message(document.info))
+            raise NotReady(not_ready_message(document.info))
         return text
 
     async def _text(self, document: AvailableDocument) -> DocumentText | None:
@@ -398,7 +378,7 @@ class DocumentLibrary:
                 for document_id in dict.fromkeys(document_ids):
                     found = availability.find(validate_identifier(document_id, what="document"))
                     if found is None:
-                        raise _not_available(document_id)
+                        raise not_available(document_id)
                     documents.append(found)
         except BaseException:
             if query_vector is not None:
@@ -438,7 +418,7 @@ class DocumentLibrary:
             results=results,
             searched_documents=searched,
             not_ready=pending,
-            message=_search_message(len(results), searched, pending),
+            message=search_message(len(results), searched, pending),
             retrieval=retrieval.legs,
         )
 
@@ -467,13 +447,6 @@ def document_scope(principal: Principal, document: AvailableDocument) -> ScopeFi
     return context_scope(principal.organization, info.context_type, info.context_id)
 
 
-def _not_available(name: str) -> NotFound:
-    return NotFound(
-        f"no document {name!r} is available here; call documents.list for the available ones",
-        code="document_not_found",
-    )
-
-
 def _locators(document: AvailableDocument, text: DocumentText, positions: Iterable[int]) -> list[SpanLocator]:
     """Where the spans at ``positions`` of ``text`` sit, with their SourceRefs."""
     located = []
@@ -490,16 +463,6 @@ def _check_range(name: str, value: int, minimum: int, maximum: int | None) -> No
     if value < minimum or (maximum is not None and value > maximum):
         bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
         raise InvalidInput(f"{name} must be {bound} (got {value})", code="invalid_range")
-
-
-def _not_ready_message(info: DocumentInfo) -> str:
-    if info.status == "failed":
-        reason = info.status_reason or "processing failed"
-        return f"{info.filename!r} could not be processed: {reason}"
-    return (
-        f"{info.filename!r} is still {info.status}; call documents.analyze to follow its processing and retry "
-        "when it is ready"
-    )
 
 
 def _hit(document: AvailableDocument, ranked: RankedSpan) -> SearchHit:
@@ -520,16 +483,3 @@ def _hit(document: AvailableDocument, ranked: RankedSpan) -> SearchHit:
         context_id=info.context_id,
         origin=info.origin,
     )
-
-
-def _search_message(found: int, searched: int, pending: Sequence[PendingDocument]) -> str:
-    if searched == 0 and not pending:
-        message = "No documents are available here: nothing was searched."
-    elif found:
-        message = f"{found} passage(s) from {searched} searched document(s); cite them by their ref."
-    else:
-        message = f"No passage of the {searched} searched document(s) matches the query."
-    if pending:
-        names = ", ".join(f"{doc.filename} ({doc.status})" for doc in pending)
-        message += f" Not searched because not ready: {names}."
-    return message
