@@ -19,6 +19,7 @@ from typing import Any
 
 from orc.cli.doctor import add_doctor_command
 from orc.cli.eval import add_eval_command
+from orc.cli.refusals import error_line
 from orc.cli.worker import add_worker_command
 
 CONTEXT_HELP = "focus on a context: organization:ID, folder:ID or usecase:ID"
@@ -174,9 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_mcp(args)
     missing = [str(path) for path in [*getattr(args, "files", []), *getattr(args, "paths", [])] if not path.is_file()]
     if missing:
-        print(f"error (file_not_found): no such file: {', '.join(missing)}", file=sys.stderr)
+        print(error_line("file_not_found", f"no such file: {', '.join(missing)}"), file=sys.stderr)
         return 2
-    from orc.cli.refusals import error_line
     from orc.errors import InternalError, OrcError
 
     try:
@@ -246,11 +246,8 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise
-        print(
-            f"error (address_in_use): {listening_url(args.host, args.port)} is taken, perhaps by another orc serve;"
-            " stop it, or serve on another port with --port",
-            file=sys.stderr,
-        )
+        taken = f"{listening_url(args.host, args.port)} is taken, perhaps by another orc serve"
+        print(error_line("address_in_use", f"{taken}; stop it, or serve on another port with --port"), file=sys.stderr)
         return 1
     return 0
 

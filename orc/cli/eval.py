@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from orc.cli.refusals import error_line
+
 if TYPE_CHECKING:  # `orc --help` builds this command's parser and must not load the settings machinery
     from orc.settings import Settings
 
@@ -74,10 +76,10 @@ async def run_eval(
     from orc.models.tokens import token_counter_for
 
     if not args.questions.is_file():
-        print(f"error (file_not_found): no such file: {args.questions}", file=err)
+        print(error_line("file_not_found", f"no such file: {args.questions}"), file=err)
         return 2
     if not args.docs.is_dir():
-        print(f"error (folder_not_found): no such folder: {args.docs}", file=err)
+        print(error_line("folder_not_found", f"no such folder: {args.docs}"), file=err)
         return 2
     try:
         cases = load_cases(args.questions, args.docs, max_upload_bytes=settings.max_upload_bytes)

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from orc import event_loop
+from orc.cli.refusals import error_line
 from orc.errors import ConfigurationError, InvalidName
 from orc.principal import LOCAL_PRINCIPAL, Principal
 from orc.tool_contract import STDIO_TOOL_NAMES, TOOL_NAME_FORMS, ToolNameForm
@@ -88,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValidationError, InvalidName):
         # Principal's validators raise InvalidName for a malformed id and ValueError for a reserved one.
         print(
-            "error (invalid_name): --organization and --user must be plain ids (letters, digits, '_', '-', '.', '@')",
+            error_line(
+                "invalid_name", "--organization and --user must be plain ids (letters, digits, '_', '-', '.', '@')"
+            ),
             file=sys.stderr,
         )
         return 2
@@ -96,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         event_loop.run(serve(principal, args.tool_names, args.allow_dirs))
     except ConfigurationError as exc:
         # The operator's mistake (e.g. ORC_STORAGE=azure without its endpoint): say which setting, no trace.
-        print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
+        print(error_line(exc.code, exc.message), file=sys.stderr)
         return 1
     return 0
 

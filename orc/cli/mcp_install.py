@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from orc.cli.refusals import error_line
 from orc.errors import InvalidInput
 from orc.tool_contract import ToolNameForm
 
@@ -147,16 +148,16 @@ def run(
     missing = [str(folder) for folder in launch.allow_dirs if not folder.expanduser().is_dir()]
     if missing:
         # The server refuses to start with such a folder, and the client then only says "Connection closed".
-        print(f"error (folder_not_found): --allow-dir: no such folder: {', '.join(missing)}", file=err)
+        print(error_line("folder_not_found", f"--allow-dir: no such folder: {', '.join(missing)}"), file=err)
         return 2
     path = config or config_path(client, home=Path.home(), platform=sys.platform, environ=os.environ)
     try:
         backup = install(client, launch, path=path, print_only=print_only, out=out)
     except InvalidInput as exc:
-        print(f"error ({exc.code}): {path}: {exc.message}", file=err)
+        print(error_line(exc.code, f"{path}: {exc.message}"), file=err)
         return 1
     except OSError as exc:
-        print(f"error (config_not_written): {path}: {exc.strerror or type(exc).__name__}", file=err)
+        print(error_line("config_not_written", f"{path}: {exc.strerror or type(exc).__name__}"), file=err)
         return 1
     if not print_only:
         kept = f" (previous config saved as {backup})" if backup else ""
