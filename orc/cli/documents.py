@@ -9,6 +9,7 @@ pipeline's concurrency) and draws a progress bar as each one becomes ready or fa
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,7 +182,7 @@ async def list_everything(foundation: Foundation, out: TextIO) -> int:
             _print_documents(infos, out, indent="  ")
     headers = await foundation.session_files.sessions(principal)
     titles = await foundation.sessions.titles(principal, headers)
-    shared = {title for title in titles.values() if list(titles.values()).count(title) > 1}
+    shared = {title for title, count in Counter(titles.values()).items() if count > 1}
     for header in headers:
         availability = await foundation.scopes.available(principal, DocumentScope(session_id=header.conversation_id))
         if availability.documents:
