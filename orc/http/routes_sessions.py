@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from orc.conversations import ConversationSummary, Feedback
+from orc.conversations import ConversationSummary, Feedback, Turn
 from orc.conversations.export import MEDIA_TYPES, ExportFormat
 from orc.conversations.listing import listed_messages
 from orc.conversations.titles import title_from_question
@@ -53,6 +54,7 @@ async def list_sessions(sessions: Conversations, principal: Caller) -> SessionLi
 @router.get("/sessions/{session_id}", response_model=SessionHistory, summary="Get a conversation")
 async def get_session(session_id: str, sessions: Conversations, handoff: Requests, principal: Caller) -> SessionHistory:
     """Every message with its citations, tool calls and file references."""
+    turns: Sequence[Turn] = ()
     try:
         conversation = await sessions.get(principal, session_id)
     except NotFound:
@@ -60,19 +62,15 @@ async def get_session(session_id: str, sessions: Conversations, handoff: Request
         requests = await handoff.history(principal, session_id)
         if not requests:
             raise
-        title = title_from_question(str(requests[0]["question"]))
-        messages = listed_messages([], requests)
-        return SessionHistory(conversation_id=session_id, title=title, messages=messages, context_requests=requests)
-    requests = await handoff.history(principal, session_id)
-    # A session with files whose first question waits on its request is titled by that question, as one without.
-    title = conversation.summary.title
-    if not conversation.turns and requests:
+        title = ""
+    else:
+        requests = await handoff.history(principal, session_id)
+        turns, title = conversation.turns, conversation.summary.title
+    if not turns and requests:
+        # Its first question waits on its request (in a session with files or without): that question titles it.
         title = title_from_question(str(requests[0]["question"]))
     return SessionHistory(
-        conversation_id=session_id,
-        title=title,
-        messages=listed_messages(conversation.turns, requests),
-        context_requests=requests,
+        conversation_id=session_id, title=title, messages=listed_messages(turns, requests), context_requests=requests
     )
 
 
