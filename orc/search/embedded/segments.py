@@ -94,7 +94,7 @@ def write_segment(
     count = 0
     for keys, matrix in _batches(parts, dims):
         # One call per batch of rows: usearch spreads a call's rows over ``threads`` cores.
-        index.add(keys, matrix, threads=threads)
+        index.add(keys, matrix, threads=1 if len(index) + len(matrix) <= SERIAL_ROWS else threads)
         count += len(matrix)
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{uuid.uuid4().hex}.usearch"
@@ -105,6 +105,13 @@ def write_segment(
     os.replace(scratch, folder / name)
     return name, count
 
+
+SERIAL_ROWS = 1_024
+"""A graph of at most this many rows is built on one thread. Rows inserted on several threads at once cannot all
+link to one another, and a few end up where no search reaches them: about one in 3,000 of 20,000 random 384-d
+rows, one in 200 to 500 of 50-row graphs of 16-d ones, and none built serially. On a fold of thousands the cores
+are worth that (an approximate search misses more than that anyway); on a small graph they buy nothing, and one row
+lost of forty is a document a user does not find."""
 
 ADD_BATCH_ROWS = 16_384
 """Rows given to usearch in one call (a few documents' worth of spans is too few to keep every core busy)."""
