@@ -46,7 +46,7 @@ from orc.principal import LOCAL_PRINCIPAL
 from orc.turns import TurnRequest, TurnResult
 
 HERE = Path(__file__).resolve().parent / "trust_documents"
-SETS = ("blind", "dev", "held_out", "blind_2", "blind_3", "blind_4", "blind_5", "blind_6")
+SETS = ("blind", "dev", "held_out", "blind_2", "blind_3", "blind_4", "blind_5", "blind_6", "blind_7")
 MIN_PRECISION = 0.8
 MIN_ANSWER_OR_PLACE = 0.7
 """The target proposed for the offline model (``bench/README.md``): the answer or a place to look holds it."""
