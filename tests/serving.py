@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from orc.composition import Services
 from tests.emulators import free_port
 
 PROCESSED_SECONDS = 240.0
@@ -85,3 +86,11 @@ def wait_until_processed(base_url: str, session_id: str) -> dict[str, Any]:
 
 def statuses(manifest: dict[str, Any]) -> dict[str, str]:
     return {file["filename"]: file["status"] for file in manifest["files"]}
+
+
+def services_of(app: Any) -> Services:
+    """The running app's services, found through the middleware that wraps the FastAPI app."""
+    while not hasattr(getattr(app, "state", None), "services"):
+        app = getattr(app, "app", None) or app.api
+    services: Services = app.state.services
+    return services

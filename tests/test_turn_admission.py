@@ -34,6 +34,7 @@ from orc.storage.memory import MemoryCollectionProvider
 from orc.tool_contract import DOCUMENT_CHAT
 from orc.turns import ContextRequired, TurnRequest, TurnResult
 from tests.functions_requests import read, worker_request
+from tests.serving import services_of
 from tests.support import lifespan
 
 # With ORC_AUTH=none every path (HTTP, MCP in process, the CLI) acts for the local principal.
@@ -149,14 +150,6 @@ async def environment(tmp_path: Path) -> AsyncIterator[Env]:
 
             await services.foundation.session_files.add(WHO, "c1", [Upload("lease.txt", LEASE)])
             yield Env(services, http, functions, policy)
-
-
-def services_of(app: Any) -> Services:
-    """The running app's services, found through the middleware that wraps the FastAPI app."""
-    while not hasattr(getattr(app, "state", None), "services"):
-        app = getattr(app, "app", None) or app.api
-    services: Services = app.state.services
-    return services
 
 
 async def pause(env: Env) -> str:

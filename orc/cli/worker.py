@@ -46,6 +46,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None, stop: a
 
     concurrency = concurrency or WORKER_CONCURRENCY
     async with build_runtime(settings) as services:
+        services.warm()
         print(
             f"orc worker: consuming {' and '.join(QUEUES)}, "
             f"{concurrency} job{'s' if concurrency != 1 else ''} at a time",

@@ -95,6 +95,13 @@ class Services:
     artifacts: SessionArtifacts
     """What a session offers to supply to a context request: documents, digest facts, earlier answers."""
 
+    def warm(self) -> asyncio.Task[None] | None:
+        """Start in the background what a serving process's first upload would otherwise wait for: a document
+        extraction worker (when documents are parsed in workers); the start under way, if any. For processes that
+        serve (``orc serve``, the Functions app, ``orc worker``); a one-off command that may never parse a document
+        leaves it."""
+        return self.foundation._parts.pool.warm()
+
 
 @asynccontextmanager
 async def build_runtime(

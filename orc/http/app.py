@@ -133,6 +133,7 @@ def create_app(
             async with mcp_lifespan():
                 app.state.services = services
                 mcp.target = mcp_app
+                services.warm()
                 try:
                     yield
                 finally:

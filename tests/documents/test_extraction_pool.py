@@ -6,19 +6,23 @@ from __future__ import annotations
 import asyncio
 import io
 import multiprocessing
+import os
 import resource
 import zlib
 from pathlib import Path
 
 import pytest
+from asgi_lifespan import LifespanManager
 
 from orc.composition import build_runtime, extraction_limits
 from orc.documents.intake.uploads import Upload
 from orc.documents.parsing.extraction_pool import IN_PROCESS_MAX_BYTES, ExtractionPool, parses_in_process
 from orc.documents.records import ContextRef
 from orc.errors import ExtractionError
+from orc.http import create_app
 from orc.principal import LOCAL_PRINCIPAL
 from orc.settings import Settings
+from tests.serving import services_of
 
 INFLATED_BYTES = 400 * 1024 * 1024
 
@@ -166,3 +170,55 @@ async def test_a_job_cancelled_while_its_worker_starts_leaves_no_worker_process_
     async with asyncio.timeout(120):  # bounds a worker left behind; a stopped one is gone at once
         while set(multiprocessing.active_children()) - before:  # noqa: ASYNC110 - a process's exit has no event here
             await asyncio.sleep(0.05)
+
+
+async def test_a_warmed_pool_parses_its_first_document_in_the_worker_it_started_ahead() -> None:
+    before = set(multiprocessing.active_children())
+    pool = ExtractionPool(1, 512 << 20, limits=LIMITS, deadline_seconds=60)
+    failure = ExtractionError("not expected here")
+    try:
+        warming = pool.warm()
+        assert warming is not None and pool.warm() is warming, "one start, however often it is asked for"
+        await warming
+        started = {child.pid for child in set(multiprocessing.active_children()) - before}
+        first = await pool.run(os.getpid, organization="acme", overdue=failure, over_memory=failure)
+    finally:
+        await pool.aclose()
+
+    assert len(started) == 1
+    assert first in started
+
+
+async def test_warming_a_pool_that_parses_in_threads_starts_nothing() -> None:
+    pool = ExtractionPool(0, 512 << 20, limits=LIMITS, deadline_seconds=60)
+    assert pool.warm() is None
+    await pool.aclose()
+
+
+async def test_a_pool_closed_while_its_worker_starts_ahead_leaves_no_process_behind() -> None:
+    before = set(multiprocessing.active_children())
+    pool = ExtractionPool(1, 512 << 20, limits=LIMITS, deadline_seconds=60)
+    warming = pool.warm()
+    assert warming is not None
+    await pool.aclose()
+
+    assert warming.done()
+    for child in set(multiprocessing.active_children()) - before:
+        child.join()  # a worker left running would hang here
+        assert not child.is_alive()
+
+
+async def test_a_served_app_starts_its_extraction_worker_before_any_upload(tmp_path: Path) -> None:
+    before = set(multiprocessing.active_children())
+    settings = Settings(home=tmp_path, extraction_processes=1)
+    app = create_app(settings)
+    async with LifespanManager(app):
+        under_way = [task for task in asyncio.all_tasks() if task.get_name() == "extraction-warm"]
+        already = set(multiprocessing.active_children()) - before
+        warming = services_of(app).warm()  # the start under way, if it has not finished yet
+        if warming is not None:
+            await warming
+        started = set(multiprocessing.active_children()) - before
+
+    assert under_way or already, "the app's start-up began starting a worker, without waiting for it"
+    assert len(started) == 1

@@ -244,6 +244,7 @@ class ExtractionPool:
         self._in_threads = workers == 0
         self._warned = False
         self._turns = FairTurns(workers or THREADS, spare=SPARE_WORKERS)
+        self._warming: asyncio.Task[None] | None = None
 
     @property
     def limits(self) -> ExtractionLimits:
@@ -254,6 +255,24 @@ class ExtractionPool:
     def in_threads(self) -> bool:
         """Whether extraction runs in threads of this process (configured so, or the workers could not start)."""
         return self._in_threads
+
+    def warm(self) -> asyncio.Task[None] | None:
+        """Start one worker in the background, so that the first document after start-up does not wait for a
+        process to start and import the parsers (about a second); the start, to await if one wants to. Nothing
+        (None) when documents are parsed in threads or a worker is already there; a serving process calls it once
+        it is up."""
+        if self._warming is None and not (self._in_threads or self._idle or self._live):
+            self._warming = asyncio.create_task(self._warm(), name="extraction-warm")
+        return self._warming
+
+    async def _warm(self) -> None:
+        try:
+            worker = await self._start()
+        except Exception as exc:  # the first document tries again, and says what went wrong if it does again
+            logger.warning("could not start an extraction worker ahead of the first document: %s", type(exc).__name__)
+            return
+        if worker is not None:
+            self._idle.append(worker)
 
     async def extract(
         self, data: bytes, filename: str, content_type: str | None, *, organization: str = ""
@@ -326,10 +345,18 @@ class ExtractionPool:
 
     async def _take(self) -> _Worker | None:
         """An idle worker (started if none is), or None when documents are parsed in threads."""
+        if self._warming is not None:
+            # The warm start's worker is this job's (waited for, never cancelled by this caller giving up).
+            await asyncio.wait([self._warming])
+            self._warming = None
         if self._in_threads:
             return None
         if self._idle:
             return self._idle.pop()
+        return await self._start()
+
+    async def _start(self) -> _Worker | None:
+        """A new worker, or None when workers cannot start (documents are parsed in threads from then on)."""
         main = unguarded_main()
         if main is not None:
             self._fall_back(f'the program {main!r} runs code outside `if __name__ == "__main__":`')
@@ -372,6 +399,9 @@ class ExtractionPool:
 
     async def aclose(self) -> None:
         """Stop the workers (a parse still running is abandoned with its worker)."""
+        if self._warming is not None:
+            self._warming.cancel()
+            await asyncio.wait([self._warming])
         idle, self._idle = self._idle, []
         for pid in self._live - {worker.pid for worker in idle}:
             with contextlib.suppress(OSError):
