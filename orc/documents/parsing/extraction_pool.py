@@ -216,7 +216,7 @@ class _Worker:
 
 class ExtractionPool:
     """Parses documents under ``limits``: in ``workers`` processes (each capped at ``memory_bytes``, started on
-    first use; one more for other organizations while one organization keeps them all busy), or in threads when
+    first use or ahead by :meth:`warm`; one more for other organizations while one organization keeps them all busy), or in threads when
     ``workers`` is 0; each document within ``deadline_seconds``; fair across organizations.
 
     When the workers cannot start (a program without a main guard, a platform that refuses them), documents are
