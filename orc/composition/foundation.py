@@ -109,7 +109,8 @@ def extraction_limits(tuning: Tuning = TUNED) -> ExtractionLimits:
 def extraction_pool(settings: Settings, stack: AsyncExitStack, tuning: Tuning = TUNED) -> ExtractionPool:
     """The one place documents are parsed (the processor, document_chat and supply share it), under the configured
     limits and deadline: worker processes started on first use (a serving process starts one ahead,
-    :meth:`~orc.composition.Services.warm`) and stopped with the runtime, or threads (``ORC_EXTRACTION_PROCESSES=0``)."""
+    :meth:`~orc.composition.Services.warm`) and stopped with the runtime, or threads
+    (``ORC_EXTRACTION_PROCESSES=0``)."""
     pool = ExtractionPool(
         settings.extraction_processes,
         settings.extraction_memory_mb << 20,
