@@ -216,8 +216,9 @@ class _Worker:
 
 class ExtractionPool:
     """Parses documents under ``limits``: in ``workers`` processes (each capped at ``memory_bytes``, started on
-    first use or ahead by :meth:`warm`; one more for other organizations while one organization keeps them all busy), or in threads when
-    ``workers`` is 0; each document within ``deadline_seconds``; fair across organizations.
+    first use or ahead by :meth:`warm`; one more for other organizations while one organization keeps them all
+    busy), or in threads when ``workers`` is 0; each document within ``deadline_seconds``; fair across
+    organizations.
 
     When the workers cannot start (a program without a main guard, a platform that refuses them), documents are
     parsed in threads from then on, with one warning, instead of every upload failing.
