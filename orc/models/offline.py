@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from orc.models.answering import answer_question, find_sources
+from orc.models.answering import Source, answer_question, find_sources
 from orc.models.choice import ModelCapabilities
 from orc.models.digesting import digest_reply
 from orc.models.messages import Reply, ToolSchemaChatModel, offered_tools
@@ -141,5 +141,10 @@ class OfflineExtractiveModel(ToolSchemaChatModel):
             # "which documents do I have?".
             listing = documents_answer(system_text) if wants_document_list(question) else None
             summary = summary_answer(question, system_text) if listing is None else None
-            return Reply(text=listing or summary or answer_question(question, sources))
+            return Reply(text=listing or summary or self.answer(question, sources))
         return Reply(text=UNSUPPORTED_REPLY)
+
+    def answer(self, question: str, sources: Sequence[Source]) -> str:
+        """The extractive answer to ``question``, made standalone, from ``sources``: where
+        ``bench.offline_decision_cases`` records what the answerer was asked and given."""
+        return answer_question(question, sources)

@@ -3,11 +3,14 @@ resolving a follow-up from the history it is given as messages."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from orc.contracts import SourceSpan
 from orc.models.offline import OfflineExtractiveModel
+from orc.models.passages import Source
 from orc.models.prompting import format_sources
 from orc.models.rewriting import rewrite_follow_up, split_context
 
@@ -110,3 +113,22 @@ async def test_the_offline_model_resolves_a_follow_up_from_the_history_messages_
 
     assert "[lease.txt::S5]" in followed.text
     assert followed.text != alone.text
+
+
+async def test_a_follow_up_reaches_the_answering_step_made_standalone_with_its_sources() -> None:
+    asked: list[tuple[str, list[str]]] = []
+
+    class Noting(OfflineExtractiveModel):
+        def answer(self, question: str, sources: Sequence[Source]) -> str:
+            asked.append((question, [source.ref for source in sources]))
+            return super().answer(question, sources)
+
+    system = SystemMessage(f"<sources>\n{format_sources(LEASE)}\n</sources>")
+    history = [HumanMessage("What does the parking space cost?"), AIMessage("$90 a month [lease.txt::S2].")]
+
+    reply = await Noting().ainvoke([system, *history, HumanMessage("And the deposit?")])
+
+    [(question, refs)] = asked
+    assert question.startswith("And the deposit?") and "parking" in question
+    assert refs == [span.ref for span in LEASE]
+    assert "[lease.txt::S5]" in reply.text
