@@ -1,7 +1,8 @@
 """The cases ``bench.offline_decision`` fits the offline model's answer-or-decline decision on: every question of
-the spent ``bench/trust_documents`` sets, asked through the whole turn as ``bench.offline_trust`` asks it, recorded
-where the offline model answers — the standalone question and the spans retrieval gave it — with the phrase the
-answer must quote (none for an unanswerable question).
+the spent ``bench/trust_documents`` sets, asked through the whole turn as ``bench.offline_trust`` asks it, and of
+``bench.offline_answers``' sets, asked as it asks them, recorded where the offline model answers — the standalone
+question and the spans retrieval gave it — with the phrase the answer must quote (none for an unanswerable
+question). A set still blind is never recorded: only the sets named in :data:`SPENT_SETS` are read.
 
 ``python -m bench.offline_decision_cases`` writes them to ``orc-offline-decision-cases.json`` in the temporary
 folder (about 12 MB, so not kept in the repository): the fit reads that file, so trying a feature or a threshold

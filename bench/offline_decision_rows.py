@@ -1,7 +1,7 @@
 """What the offline answerer importable here makes of each recorded case (``bench.offline_decision_cases``): its
 own rules' outcome, and the features and label of the sentence a learned decision would weigh.
 
-It reads only what every version of the answerer since issue 39's third round has (``read_question``, ``weights``,
+It reads only what every version of the answerer since ``blind_3`` was written has (``read_question``, ``weights``,
 the passages, ``candidates``, BM25's ``rank``), so ``bench.offline_decision --history`` can run it under the code
 of an older commit (``PYTHONPATH`` pointing at that commit's ``orc/``) and score a learned decision on each blind
 set with the evidence of the day that set was blind, not the evidence tuned on it since.
