@@ -16,7 +16,9 @@ Nothing is chosen on the cases it is scored on:
   tuned on it), the model fitted on the sets that existed then: what shipping the model at that round would have
   given on its blind set. Places to look are today's.
 
-``python -m bench.offline_decision [--history]``.
+``python -m bench.offline_decision [--history]``; ``--score FILE`` scores the cases of a blind set recorded on their
+own (``bench.offline_decision_cases --set blind_7 --output FILE``) with a model fitted on every spent set, printing
+its figures and no case.
 """
 
 from __future__ import annotations
@@ -308,12 +310,34 @@ def history(cases: Sequence[dict[str, Any]], cases_path: Path) -> None:
         print(f"blind sets, learned at a fixed threshold {t:.1f}: {found.line()}")
 
 
+def score(cases: Sequence[dict[str, Any]], scored_cases: Sequence[dict[str, Any]]) -> None:
+    """Print the figures of each set of ``scored_cases`` under the rules and under a model fitted on the training
+    sets of ``cases`` other than those — the figures only, never a case, so a blind set stays blind."""
+    names = sorted({case["set"] for case in scored_cases})
+    training = [
+        r
+        for r in to_rows(cases, [case_row(case) for case in cases])
+        if (r.set in SPENT_SETS or r.set in TRAINING_REAL) and r.set not in names
+    ]
+    rows = to_rows(scored_cases, [case_row(case) for case in scored_cases])
+    decided, threshold = scored(training, rows)
+    for name in names:
+        chosen = [(r, a) for r, a in zip(rows, decided, strict=True) if r.set == name]
+        held = [r for r, _ in chosen]
+        print(f"{name} rules   {rules(held).line()}")
+        print(f"{name} learned {figures(held, [a for _, a in chosen]).line()} (threshold {threshold:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
     parser.add_argument("--cases", type=Path, default=CASES, help="the recorded cases (bench.offline_decision_cases)")
     parser.add_argument("--history", action="store_true", help="also score each blind set with its day's code")
+    parser.add_argument("--score", type=Path, help="score only these recorded cases (a blind set), figures only")
     args = parser.parse_args()
     cases = json.loads(args.cases.read_text())
+    if args.score:
+        score(cases, json.loads(args.score.read_text()))
+        return
     leave_one_set_out(to_rows(cases, [case_row(case) for case in cases]))
     if args.history:
         history(cases, args.cases)

@@ -2,7 +2,8 @@
 the spent ``bench/trust_documents`` sets, asked through the whole turn as ``bench.offline_trust`` asks it, and of
 ``bench.offline_answers``' sets, asked as it asks them, recorded where the offline model answers — the standalone
 question and the spans retrieval gave it — with the phrase the answer must quote (none for an unanswerable
-question). A set still blind is never recorded: only the sets named in :data:`SPENT_SETS` are read.
+question). A set still blind is recorded only when named (``--set blind_7 --output FILE``), into a file of its own
+that ``bench.offline_decision --score FILE`` scores once, printing its figures and no case.
 
 ``python -m bench.offline_decision_cases`` writes them to ``orc-offline-decision-cases.json`` in the temporary
 folder (about 12 MB, so not kept in the repository): the fit reads that file, so trying a feature or a threshold
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import offline_answers
+from bench import offline_answers, offline_trust
 from bench.common import bench_settings, temporary_home
 from bench.offline_trust import HERE, run_case
 from orc.composition import build_runtime
@@ -143,7 +144,7 @@ async def _record_all(sets: Sequence[str]) -> list[Case]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
-    parser.add_argument("--set", dest="sets", action="append", choices=SPENT_SETS + REAL_SETS)
+    parser.add_argument("--set", dest="sets", action="append", choices=offline_trust.SETS + REAL_SETS)
     parser.add_argument("--output", type=Path, default=CASES)
     arguments = parser.parse_args()
     recorded = asyncio.run(_record_all(arguments.sets or SPENT_SETS + REAL_SETS))
