@@ -71,6 +71,10 @@ SETS = {
         ROOT / "real_documents_finding" / "blind_7.jsonl",
         ROOT / "real_documents_finding" / "documents",
     ),
+    "finding-blind_8": (
+        ROOT / "real_documents_finding" / "blind_8.jsonl",
+        ROOT / "real_documents_finding" / "documents",
+    ),
     "blind": (ROOT / "real_documents_blind" / "blind.jsonl", ROOT / "real_documents_blind" / "documents"),
     "held_out": (ROOT / "real_documents_blind" / "held_out.jsonl", ROOT / "real_documents_blind" / "documents"),
     "held_out_3": (ROOT / "real_documents_blind" / "held_out_3.jsonl", ROOT / "real_documents_blind" / "documents"),
