@@ -230,7 +230,11 @@ async def fast_run(questions: Path, documents: Path, embeddings_url: str | None)
                     LOCAL_PRINCIPAL, conversation, question, list(case.docs), mode="evidence"
                 )
                 sent = answer_sources(
-                    {"question": question, "sources": found.metadata.sources},  # type: ignore[typeddict-item]
+                    {  # type: ignore[typeddict-item]
+                        "question": question,
+                        "sources": found.metadata.sources,
+                        "retrieval": found.metadata.retrieval,
+                    },
                     counter,
                     settings.sources_tokens,
                 )

@@ -15,7 +15,8 @@ whose request does not hold the expected phrase is put down to one cause:
 same process (``VARIANTS``); ``baseline`` is the code as it stands, ``rrf`` the plain fusion before the seventh
 round.
 
-usage: python -m bench.finding_hybrid [--set NAME ...] [--variant NAME ...] [--output FILE] [--show]
+usage: python -m bench.finding_hybrid [--set NAME ...] [--variant NAME ...] [--output FILE] [--show] [--lexical]
+       [--record]
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ SPENT = [
     "finding-blind_6",
     "finding-held_out",
     "finding-blind",
+    "finding-blind_7",
 ]
 MAX_SOURCES = 40
 
@@ -137,7 +139,9 @@ VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
 }
 
 
-async def run_set(name: str, url: str, variants: list[str], args_show: bool = False) -> list[dict[str, Any]]:
+async def run_set(
+    name: str, url: str | None, variants: list[str], args_show: bool = False, record: bool = False
+) -> list[dict[str, Any]]:
     from orc.composition import build_runtime, model_from_settings
     from orc.documents.catalog.availability import DocumentScope
     from orc.evaluation.cases import load_cases
@@ -182,7 +186,11 @@ async def run_set(name: str, url: str, variants: list[str], args_show: bool = Fa
                         lexical, vector = recorder.lexical, recorder.vector
                         sources = found.metadata.sources
                         sent = answer_sources(
-                            {"question": question, "sources": sources},  # type: ignore[typeddict-item]
+                            {  # type: ignore[typeddict-item]
+                                "question": question,
+                                "sources": sources,
+                                "retrieval": found.metadata.retrieval,
+                            },
                             counter,
                             settings.sources_tokens,
                         )
@@ -214,6 +222,14 @@ async def run_set(name: str, url: str, variants: list[str], args_show: bool = Fa
                             "fused": fused,
                             "tokens": sum(counter.count(s.text) for s in sent),
                         }
+                        if record:
+                            # What bench.finding_packing replays: the ranking the answer node packs, and each leg's.
+                            result["question"] = question
+                            result["expect"] = case.scored.expect
+                            result["target"] = case.target
+                            result["sources"] = [s.model_dump() for s in sources]
+                            result["lexical_refs"] = [r.ref for r in lexical]
+                            result["vector_refs"] = [r.ref for r in vector]
                         if cause in ("excerpt", "budget") and args_show:
                             span = next(s for s in sources if s.ref in answers)
                             excerpt = next((s.text for s in sent if s.ref == span.ref), None)
@@ -262,10 +278,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     variants = args.variant or ["baseline"]
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "sets": {}}
     everything: list[dict[str, Any]] = []
-    with minilm_server() as url:
+    with contextlib.nullcontext(None) if args.lexical else minilm_server() as url:
         for name in args.set or SPENT:
             started = time.perf_counter()
-            rows = await run_set(name, url, variants, args.show)
+            rows = await run_set(name, url, variants, args.show, args.record)
             everything += rows
             out["sets"][name] = {variant: summary(rows, variant) for variant in variants}
             out["sets"][name]["seconds"] = round(time.perf_counter() - started, 1)
@@ -281,6 +297,10 @@ def main() -> None:
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS))
     parser.add_argument("--output", type=Path)
     parser.add_argument("--show", action="store_true", help="keep the question, span and excerpt of each excerpt miss")
+    parser.add_argument("--lexical", action="store_true", help="without embeddings (no MiniLM server)")
+    parser.add_argument(
+        "--record", action="store_true", help="keep each case's ranked sources and legs (for bench.finding_packing)"
+    )
     args = parser.parse_args()
     from orc.models.guard import forbid_model_requests
 

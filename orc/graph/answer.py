@@ -91,10 +91,13 @@ def non_focus_note(answer: str, citations: Sequence[Citation], source_contexts: 
 
 def answer_sources(state: TurnState, counter: TokenCounter, budget: int) -> list[SourceSpan]:
     """This turn's evidence, best first, and the spans the previous answer cited, packed within ``budget`` tokens
-    (:func:`orc.graph.packing.pack_sources`: the best whole, later ones as excerpts around the question's words)."""
+    (:func:`orc.graph.packing.pack_sources`: the best whole — more of them when a vector leg ranked them —, later
+    ones as excerpts around the question's words)."""
     question = state.get("standalone_question") or state.get("question") or ""
     ranked = unique_sources(state.get("sources") or [], MAX_ANSWER_SOURCES)
-    return pack_sources(ranked, question, counter, budget=budget, kept=state.get("prior_sources") or [])
+    retrieval = state.get("retrieval")
+    hybrid = retrieval is not None and "vector" in retrieval.legs
+    return pack_sources(ranked, question, counter, budget=budget, kept=state.get("prior_sources") or [], hybrid=hybrid)
 
 
 def history_messages(

@@ -4,7 +4,8 @@ A model can only cite what it is sent. Measured on paraphrased questions over re
 figures in ``bench/README.md``), the passage holding the answer is often ranked 10th to 30th, not in the first
 few: a user's words are not the document's. Sending the first dozen whole spans spends the budget on the best
 ranks and never reaches those; sending thirty whole spans costs three times the tokens. So the best-ranked
-:data:`WHOLE_PASSAGES` are sent whole, and every later one as an excerpt — the sentences around the one that shares
+:data:`WHOLE_PASSAGES` (:data:`WHOLE_PASSAGES_HYBRID` of a ranking a vector leg took part in) are sent whole, and
+every later one as an excerpt — the sentences around the one that shares
 the most words with the question, at most :data:`EXCERPT_CHARS` characters, cut from the span's own text — until
 the token budget is full. An excerpt keeps its span's ref, page and section: a citation of it points at the span,
 and its quote is the span's own words.
@@ -39,6 +40,13 @@ from orc.text.lexical import split_context
 
 WHOLE_PASSAGES = 6
 """The best-ranked sources sent whole; later ones are sent as excerpts."""
+WHOLE_PASSAGES_HYBRID = 10
+"""The best-ranked sources sent whole when a vector leg ranked them with the lexical one. The vector leg finds a
+span by its meaning, often one that shares few of the question's words; cut around those words, its excerpt
+missed the answer (a span is a paragraph or two: the answer was elsewhere in it). A hybrid ranking holds its
+answer higher than a lexical one, so its head is worth more of the budget than the excerpts it displaces
+(measured: ``bench/README.md``, ``finding``). A lexical ranking keeps :data:`WHOLE_PASSAGES`: its answers sit
+deeper, where only excerpts reach."""
 EXCERPT_CHARS = 450
 """The longest excerpt of a lower-ranked source, in characters (about 110 tokens)."""
 CONTEXT_SHARE = 0.5
@@ -58,13 +66,16 @@ def pack_sources(
     *,
     budget: int,
     kept: Sequence[SourceSpan] = (),
+    hybrid: bool = False,
 ) -> list[SourceSpan]:
-    """``ranked`` (best first) as sent to the model: the first :data:`WHOLE_PASSAGES` whole, then ``kept`` whole
-    (the spans the previous answer cited: a follow-up's evidence), then the rest of ``ranked`` — whole when all of
-    it fits in ``budget`` tokens, else :func:`tidied` and cut to excerpts around ``question``'s words — as many as
-    fit (the best source always). Each span once."""
-    head = _unique([*ranked[:WHOLE_PASSAGES], *kept])
-    tail = [source for source in _unique(ranked[WHOLE_PASSAGES:]) if source.ref not in {s.ref for s in head}]
+    """``ranked`` (best first) as sent to the model: the first :data:`WHOLE_PASSAGES` whole
+    (:data:`WHOLE_PASSAGES_HYBRID` when ``hybrid``: a vector leg ranked them too), then ``kept`` whole (the spans
+    the previous answer cited: a follow-up's evidence), then the rest of ``ranked`` — whole when all of it fits in
+    ``budget`` tokens, else :func:`tidied` and cut to excerpts around ``question``'s words — as many as fit (the
+    best source always). Each span once."""
+    whole_passages = WHOLE_PASSAGES_HYBRID if hybrid else WHOLE_PASSAGES
+    head = _unique([*ranked[:whole_passages], *kept])
+    tail = [source for source in _unique(ranked[whole_passages:]) if source.ref not in {s.ref for s in head}]
     whole = [*head, *tail]
     if sum(counter.count(source.text) + MESSAGE_OVERHEAD_TOKENS for source in whole) > budget:
         # Only when the whole ranking does not fit are the lower ranks cut to their excerpts.

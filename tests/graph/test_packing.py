@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from orc.contracts import SourceSpan
-from orc.graph.packing import EXCERPT_CHARS, WHOLE_PASSAGES, pack_sources
+from orc.contracts import RetrievalLegs, SourceSpan
+from orc.graph.answer import answer_sources
+from orc.graph.packing import EXCERPT_CHARS, WHOLE_PASSAGES, WHOLE_PASSAGES_HYBRID, pack_sources
 from orc.models.budget import within_budget
 from orc.models.tokens import EstimatedTokens
 from tests.search.ranking import ranked, target, text_of
@@ -116,3 +117,40 @@ def test_the_best_passages_are_sent_with_their_layout() -> None:
     sent = pack_sources(ranked, "How do I print every name?", COUNTER, budget=3_000)
 
     assert sent[0] == ranked[0]
+
+
+def _found_by_meaning() -> tuple[list[SourceSpan], str]:
+    """A ranking whose 8th span answers in words the question does not use: its only words in common with the
+    question open the span, far from the answer at its end (as a span the vector leg finds by its meaning)."""
+    answer = "Upgrades are refunded for trips beyond four hours."
+    ranked = [span(n, FILLER + f"Item {n}.") for n in range(1, 30)]
+    ranked[7] = span(8, "Rail journey bookings go through the travel desk. " + FILLER + answer)
+    return ranked, answer
+
+
+def test_a_hybrid_ranking_sends_more_of_its_best_passages_whole_so_an_answer_found_by_meaning_is_not_cut_away() -> None:
+    ranked, answer = _found_by_meaning()
+    question = "Is a premium seat on a long rail journey paid back?"
+
+    lexical = pack_sources(ranked, question, COUNTER, budget=3_000)
+    hybrid = pack_sources(ranked, question, COUNTER, budget=3_000, hybrid=True)
+
+    # Cut around "rail journey", the excerpt loses the answer; whole, the span keeps it.
+    assert answer not in next(source.text for source in lexical if source.ref == "policy.pdf::S8")
+    assert answer in next(source.text for source in hybrid if source.ref == "policy.pdf::S8")
+    assert hybrid[:WHOLE_PASSAGES_HYBRID] == ranked[:WHOLE_PASSAGES_HYBRID]
+    assert len(hybrid[WHOLE_PASSAGES_HYBRID].text) <= EXCERPT_CHARS
+    assert sum(COUNTER.count(source.text) + 4 for source in hybrid) <= 3_000
+
+
+def test_the_answer_node_packs_a_ranking_as_hybrid_when_its_retrieval_ran_the_vector_leg() -> None:
+    ranked, answer = _found_by_meaning()
+    state = {"question": "Is a premium seat on a long rail journey paid back?", "sources": ranked}
+
+    def sent_with(legs: list[str]) -> str:
+        retrieval = RetrievalLegs(legs=legs)  # type: ignore[arg-type]
+        sources = answer_sources({**state, "retrieval": retrieval}, COUNTER, 3_000)  # type: ignore[typeddict-item]
+        return next(source.text for source in sources if source.ref == "policy.pdf::S8")
+
+    assert answer in sent_with(["lexical", "vector"])
+    assert answer not in sent_with(["lexical"])
