@@ -5,10 +5,9 @@ figures in ``bench/README.md``), the passage holding the answer is often ranked 
 few: a user's words are not the document's. Sending the first dozen whole spans spends the budget on the best
 ranks and never reaches those; sending thirty whole spans costs three times the tokens. So the best-ranked
 :data:`WHOLE_PASSAGES` (:data:`WHOLE_PASSAGES_HYBRID` of a ranking a vector leg took part in) are sent whole, and
-every later one as an excerpt — the sentences around the one that shares
-the most words with the question, at most :data:`EXCERPT_CHARS` characters, cut from the span's own text — until
-the token budget is full. An excerpt keeps its span's ref, page and section: a citation of it points at the span,
-and its quote is the span's own words.
+every later one as an excerpt — the sentences around the one that shares the most words with the question, at
+most :data:`EXCERPT_CHARS` characters, cut from the span's own text — until the token budget is full. An excerpt
+keeps its span's ref, page and section: a citation of it points at the span, and its quote is the span's own words.
 
 An excerpt is cut around the question's words that few of the ranked sources hold (an idf over them): a word
 every candidate repeats says little about where in a span the answer is. A lower-ranked source is sent with its
