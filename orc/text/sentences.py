@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n{2,}|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+# A sentence may open with a quote, a bracket or Markdown emphasis ("**The last number…").
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+(?=[\"'“‘(\[]?(?:\*{1,2}|_{1,2})?[A-Z0-9])|\n{2,}|\n(?=\s*(?:[-*•]|\d+[.)])\s)"
+)
 _HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s")
 _TERMINAL = (".", "!", "?", ":", ";", ",")
 _MAX_TITLE_CHARS = 60

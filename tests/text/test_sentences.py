@@ -40,3 +40,17 @@ def test_a_table_border_is_no_part_of_a_row() -> None:
     text = "+------+------+\n| size | time |\n+------+------+\n| 5 MB | 2 s  |\n+------+------+"
 
     assert [sentence for sentence in split_sentences(text) if "|" in sentence] == ["| size | time |", "| 5 MB | 2 s |"]
+
+
+def test_a_sentence_that_opens_in_bold_or_in_quotes_is_a_sentence_of_its_own() -> None:
+    text = (
+        "pip picks the newest version that fits. **The last number** is the patch release. "
+        "“Backtracking” is when it tries an older one. _Pinning_ stops it."
+    )
+
+    assert split_sentences(text) == [
+        "pip picks the newest version that fits.",
+        "**The last number** is the patch release.",
+        "“Backtracking” is when it tries an older one.",
+        "_Pinning_ stops it.",
+    ]
