@@ -6,8 +6,8 @@ about four characters per token, over every message of every request). Ten docum
 (~5,000 tokens) are uploaded to the organization; each is about one subject and holds one specific fact among
 filler sentences on the same subject and vocabulary. Each question asks for one of those facts and runs as the
 first turn of its own conversation, focused on the organization, without attached files. orc then plans
-(``documents.search``), reads the results, and answers from the spans found: three model requests whose
-input tokens are summed (``metadata.usage.input_tokens``).
+(``documents.search``) and answers from the spans found: two model requests whose input tokens are summed
+(``metadata.usage.input_tokens``).
 
 The bundling baseline for the same question is one answer request whose prompt carries every span of every
 document as sources (the answer prompt with all ten documents), metered the same way. Each answer is also
