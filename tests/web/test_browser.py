@@ -241,7 +241,7 @@ def test_a_focus_context_picked_from_the_tree_is_used_and_stated(page: Page, ser
     page.fill("#question", "How many signatures do contracts above 10,000 euros need?")
     page.click("#send")
     answered(page, 1)
-    expect(page.locator(".context-statement")).to_have_text("Also searched the folder legal.")
+    expect(page.locator(".context-statement")).to_have_text("Also searched the folder “Legal”.")
 
 
 def test_markup_in_a_document_is_shown_as_text_never_run(page: Page) -> None:

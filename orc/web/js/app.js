@@ -1,7 +1,7 @@
 // The chat page: sign-in as the server is configured, conversations, focus context, the composer and the turn
 // stream. Everything the model or a document says is rendered by chat.js (sanitized) or as text.
 import { api, askStream, auth } from "./api.js";
-import { Messages } from "./chat.js";
+import { CONTEXT_KINDS, Messages, nameContexts } from "./chat.js";
 import { RequestCard } from "./handoff.js";
 import { decorate, placeRequests } from "./requests.js";
 import { $, h, icon, plain, when } from "./dom.js";
@@ -37,6 +37,7 @@ const messages = new Messages({
 const chips = new FileChips({
   onError: showError,
   onDigest: (title, load, opener) => viewer.digest(title, load, opener, state.sessionId),
+  onFilesChanged: () => loadConversations().catch(showError),
 });
 
 // -- sign-in -----------------------------------------------------------------------------------------------
@@ -215,6 +216,7 @@ async function loadFocusContexts() {
     return;
   }
   const options = [];
+  const names = [];
   async function visit(type, id, depth) {
     let node;
     try {
@@ -222,12 +224,16 @@ async function loadFocusContexts() {
     } catch {
       return;
     }
-    const label = `${"\u00a0\u00a0".repeat(depth)}${node.name || node.id}`;
-    options.push(h("option", { value: `${node.type}:${node.id}` }, `${label} (${node.type})`));
+    const name = plain(node.name || node.id);
+    names.push([`${node.type}:${node.id}`, name]);
+    const label = `${"\u00a0\u00a0".repeat(depth)}${name}`;
+    const kind = CONTEXT_KINDS[node.type] || node.type;
+    options.push(h("option", { value: `${node.type}:${node.id}` }, `${label} (${kind})`));
     for (const child of node.children) await visit(child.type, child.id, depth + 1);
   }
   await visit("organization", me.organization, 0);
   select.append(...options);
+  nameContexts(names);
 }
 
 function focusContext() {

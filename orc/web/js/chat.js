@@ -4,12 +4,29 @@
 import { $, h, icon, plain } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
+// The names the user gave the contexts (from the "Also search" tree), keyed "type:id": a statement names a
+// context as the picker does, not by its id. A context the page has no name for is named by its id.
+const contextNames = new Map();
+/** A context's type as a user says it ("use case", not the API's "usecase"). */
+export const CONTEXT_KINDS = { organization: "organization", folder: "folder", usecase: "use case" };
+
 function contextName(context) {
-  return context ? `the ${context.type} ${context.id}` : "";
+  if (!context) return "";
+  const name = contextNames.get(`${context.type}:${context.id}`) || context.id;
+  return `the ${CONTEXT_KINDS[context.type] || context.type} “${plain(name)}”`;
 }
 
-/** "Also searched the folder legal; earlier: the usecase nda." — empty when the answer used only the chat's
- * files (a statement under every answer saying "nothing" is noise). */
+/** Learn the contexts' names (`[["folder:legal", "Legal"], …]`) and rename the statements already shown: the
+ * tree arrives after a reopened conversation's answers are drawn. */
+export function nameContexts(names) {
+  for (const [key, name] of names) contextNames.set(key, name);
+  for (const element of document.querySelectorAll(".context-statement")) {
+    if (element.contexts) element.textContent = contextStatement(...element.contexts);
+  }
+}
+
+/** "Also searched the folder “Legal”; earlier: the use case “NDA”." — empty when the answer used only the
+ * chat's files (a statement under every answer saying "nothing" is noise). */
 export function contextStatement(focus, historical = []) {
   const parts = [];
   if (focus) parts.push(`Also searched ${contextName(focus)}`);
@@ -213,7 +230,10 @@ export class AnswerView {
     const fragment = renderMarkdown(answer);
     this.linkRefs(fragment, markerCitations(answer, this.citations));
     this.body.replaceChildren(fragment);
-    if (metadata) this.context.textContent = contextStatement(metadata.focus_context, metadata.historical_contexts);
+    if (metadata) {
+      this.context.contexts = [metadata.focus_context, metadata.historical_contexts || []];
+      this.context.textContent = contextStatement(...this.context.contexts);
+    }
     this.context.hidden = !this.context.textContent;
     if (!this.steps.children.length) this.how.hidden = true;
     this.element.dataset.final = "true";
