@@ -41,7 +41,7 @@ export function bannerText(changes, parsing, refused = 0) {
 }
 
 export class FileChips {
-  constructor({ onError, onChange, onDigest, maxUploadBytes }) {
+  constructor({ onError, onChange, onDigest, onFilesChanged, maxUploadBytes }) {
     this.sessionId = null;
     this.changed = false; // the user changed the files in this view: the banner reports what that did
     this.manifest = null;
@@ -53,6 +53,8 @@ export class FileChips {
     this.onError = onError;
     this.onChange = onChange || (() => {});
     this.onDigest = onDigest || (() => {});
+    // The user added, replaced or removed files: a chat with files and no question yet is a conversation too.
+    this.onFilesChanged = onFilesChanged || (() => {});
     this.list = $("chips");
     this.banner = $("diff-banner");
     this.summary = $("all-summary");
@@ -149,6 +151,7 @@ export class FileChips {
       this.pending = [];
     }
     if (id === this.sessionId) await this.refresh();
+    if (this.changed) this.onFilesChanged();
   }
 
   /** Spread one request's progress over its files, in the order the body carries them. */
@@ -195,6 +198,7 @@ export class FileChips {
       this.pending = [];
     }
     await this.refresh();
+    this.onFilesChanged();
   }
 
   async remove(file) {
@@ -205,6 +209,7 @@ export class FileChips {
       this.onError(error);
     }
     await this.refresh();
+    this.onFilesChanged();
     $("question").focus();
   }
 
