@@ -21,7 +21,7 @@ from orc.documents.intake.uploads import Upload
 from orc.documents.sessions import ContextFile, ContextSet, Mutation, SessionFiles
 from orc.documents.sessions.planning import EXISTS
 from orc.errors import InvalidInput, NotFound
-from orc.http.dependencies import Caller, Context, Files, Keys
+from orc.http.dependencies import Caller, Context, Conversations, Files, Keys, Requests
 from orc.http.idempotent import KEY_PARAMETER, idempotent
 from orc.http.uploads import MULTIPART_FILES, read_uploads
 
@@ -47,10 +47,25 @@ class DigestJson(BaseModel):
 
 
 @router.get("/sessions/{session_id}/context", response_model=ContextSet, summary="Get a session's context set")
-async def get_manifest(session_id: str, context: Context, principal: Caller) -> ContextSet:
+async def get_manifest(
+    session_id: str, context: Context, sessions: Conversations, handoff: Requests, principal: Caller
+) -> ContextSet:
     """Revision, files with their processing and digest statuses, the aggregate's status and the diff banner
-    (``changes.text``: ``+N new, ~M changed, −K deleted`` or ``no changes``)."""
-    return await context.manifest(principal, session_id)
+    (``changes.text``: ``+N new, ~M changed, −K deleted`` or ``no changes``). A conversation without files (one
+    that only asked, or searched a context) has the empty set, revision 0; an id that is no conversation of the
+    caller's is 404 ``session_not_found``."""
+    try:
+        return await context.manifest(principal, session_id)
+    except NotFound as exc:
+        if exc.code != "session_not_found":
+            raise
+        try:
+            await sessions.get(principal, session_id)
+        except NotFound:
+            # A conversation whose first question waits on its request has no stored turn, but it exists.
+            if not await handoff.history(principal, session_id):
+                raise exc from None
+        return SessionFiles.empty_manifest(session_id)
 
 
 @router.get(

@@ -105,3 +105,21 @@ async def test_a_pdf_export_quotes_api_documentation_as_it_is_written(client: ht
     )
     assert text.count("a path <string> and a callback <Function>") == 2, text  # the answer and its footnote
     assert "&lt;" not in text
+
+
+async def test_a_conversation_without_files_has_the_empty_context_set_and_a_stranger_id_has_none(
+    client: httpx.AsyncClient,
+) -> None:
+    asked = await client.post("/api/orc", json={"question": "Hello?", "conversation_id": "no-files"})
+    paused = await client.post(
+        "/api/orc",
+        json={"question": "What is the parking fee?", "conversation_id": "waiting", "context_requests": "allow"},
+    )
+    assert asked.status_code == 200 and paused.json()["status"] == "context_required", paused.text
+
+    for conversation in ("no-files", "waiting"):
+        manifest = await client.get(f"/api/sessions/{conversation}/context")
+        assert manifest.status_code == 200, manifest.text
+        assert (manifest.json()["revision"], manifest.json()["files"]) == (0, [])
+    unknown = await client.get("/api/sessions/never-used/context")
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "session_not_found")
