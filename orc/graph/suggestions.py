@@ -16,6 +16,9 @@ instruction) gets suggestions made without a model, from the retrieved spans the
   a plain noun phrase ("Technically there is …", "While merge requests are …") is asked about its last definite
   noun phrase ("the number of keys"), or not at all rather than with a question nobody would ask.
 
+Text the user supplied to a context request is never asked about: they wrote it, and it has no name a question
+could use ("What does supplied say about …?").
+
 Deterministic and cheap, and grounded by construction: the span that suggested a question answers it.
 """
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from orc.contracts import SECTION_SEPARATOR, Citation, SourceSpan
+from orc.conversations.export import SUPPLIED
 from orc.text import split_sentences
 from orc.text.tokens import STOPWORDS
 
@@ -80,6 +84,7 @@ def follow_up_suggestions(
     asked = _words(question)
     answered = _words(answer)
     cited = {citation.ref for citation in citations}
+    sources = [source for source in sources if source.document != SUPPLIED]
     ordered = [source for source in sources if source.ref not in cited] + [s for s in sources if s.ref in cited]
     titles = document_titles(sources)
     per_span = [_candidates(source, asked, answered, titles) for source in ordered]

@@ -195,7 +195,7 @@ class SessionArtifacts:
                     kind="fact",
                     id=f"fact:{number}",
                     title=_shorten(claim, TITLE_CHARS),
-                    detail="from the session's digest",
+                    detail="from the summary of this chat's files",
                     context="session",
                     source_refs=refs,
                     supply=SuggestedSupply(source_ref=refs[0]),

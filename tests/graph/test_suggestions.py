@@ -44,6 +44,20 @@ def test_a_sentence_whose_subject_is_no_noun_phrase_is_not_asked_back() -> None:
     assert suggestions == ["What does lease.txt say about the number of keys?"]
 
 
+def test_text_the_user_supplied_to_a_context_request_is_never_asked_about() -> None:
+    supplied = SourceSpan(
+        ref="supplied::evidence-1",
+        document="supplied",
+        span_id="evidence-1",
+        text="The dpkg support contract costs 120 euros per year.",
+    )
+    sources = [supplied, span(1, "Pets are allowed with the landlord's written consent.")]
+
+    suggestions = follow_up_suggestions("How much is the monthly rent?", sources, [])
+
+    assert suggestions == ["Are pets allowed?"]
+
+
 def test_a_heading_that_is_a_question_is_asked_as_it_is_and_a_topic_heading_names_the_document_by_its_title() -> None:
     sources = [
         span(1, "Use xz -d file.xz to decompress it.", "xz-faq.txt", "XZ Utils FAQ › Q: How do I decompress a file?"),

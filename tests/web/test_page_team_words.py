@@ -1,0 +1,100 @@
+"""What a team lead met on the page with an organization's documents (review 9), in chromium against ``orc serve``,
+at 1280 px and at 390 px with no console error: an answer that also searched a context names it as the picker
+does ("the use case “NDA reviews”", not "the usecase nda-…"), on a reopened conversation too; a chat that only has
+files is in the conversation list as soon as they are added; the drawer of a context request speaks of summaries,
+not digests; and text the user supplied is never suggested back as a document ("What does supplied say …")."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.web.conftest import SIZES, watched_page
+from tests.web.test_browser import WAIT_MS, answered, chips_ready, ready
+
+pytestmark = pytest.mark.slow
+
+POLICY = b"Contracts above 10,000 euros need two signatures from the legal team."
+TRIGGERS = (
+    b"Triggers.\n\nA dpkg trigger is a facility that allows events caused by one package to be recorded. "
+    b"Trigger names contain only printing 7-bit ascii characters. "
+    b"Only dpkg may create the triggers directory, while it holds the status lock.\n"
+)
+
+
+@pytest.fixture(params=list(SIZES))
+def sized(request: pytest.FixtureRequest, browser: Browser, server: str) -> Iterator[Page]:
+    """The page at 1280 px, then at 390 px (a phone)."""
+    with watched_page(browser, server, SIZES[request.param]) as opened:
+        yield opened
+
+
+def in_the_drawer(page: Page) -> None:
+    """Show the conversations: a phone keeps them in a drawer."""
+    if page.locator("#sidebar").is_hidden():
+        page.click("#toggle-sidebar")
+
+
+def test_an_answer_names_the_context_it_also_searched_as_the_picker_does(sized: Page, server: str) -> None:
+    folder, usecase = f"legal-{uuid.uuid4().hex[:8]}", f"nda-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=server, timeout=30) as api:
+        assert api.put(f"/api/contexts/folder/{folder}", json={"name": "Legal team"}).status_code in (200, 201)
+        created = api.put(f"/api/contexts/usecase/{usecase}", json={"name": "NDA reviews", "parent_id": folder})
+        assert created.status_code in (200, 201)
+        documents = [("files", ("policy.txt", POLICY, "text/plain"))]
+        assert api.post(f"/api/contexts/usecase/{usecase}/documents", files=documents).status_code == 202
+    ready(sized)
+    option = sized.locator(f"#focus option[value='usecase:{usecase}']")
+    expect(option).to_contain_text("NDA reviews (use case)")
+    sized.select_option("#focus", f"usecase:{usecase}")
+    sized.fill("#question", "How many signatures do contracts above 10,000 euros need?")
+    sized.click("#send")
+    answered(sized, 1)
+
+    said = "Also searched the use case “NDA reviews”."
+    expect(sized.locator(".context-statement")).to_have_text(said)
+    # Reopened, the answers are drawn before the context tree arrives: the statement is renamed when it does.
+    sized.reload()
+    expect(sized.locator(".message.assistant[data-final=true]")).to_have_count(1, timeout=WAIT_MS)
+    expect(sized.locator(".context-statement")).to_have_text(said)
+
+
+def test_a_chat_with_files_and_no_question_is_listed_as_soon_as_they_are_added(sized: Page) -> None:
+    name = f"release-notes-{uuid.uuid4().hex[:6]}.txt"
+    ready(sized)
+    sized.set_input_files("#file-input", [{"name": name, "mimeType": "text/plain", "buffer": POLICY}])
+    chips_ready(sized, 1)
+
+    expect(sized.locator("#chat-title")).to_have_text(name)
+    in_the_drawer(sized)
+    current = sized.locator("#conversations .conversation.current")
+    expect(current.locator(".conversation-title")).to_have_text(name)
+
+
+def test_a_context_request_speaks_of_summaries_and_never_suggests_the_users_own_text_back(sized: Page) -> None:
+    ready(sized)
+    sized.set_input_files("#file-input", [{"name": "triggers.txt", "mimeType": "text/plain", "buffer": TRIGGERS}])
+    chips_ready(sized, 1)
+    expect(sized.locator("#all-summary")).to_be_visible(timeout=WAIT_MS)  # the summary's points can be picked
+    sized.fill("#question", "How much is the monthly rent?")
+    sized.click("#send")
+    card = sized.locator(".context-request")
+    expect(card).to_be_visible(timeout=WAIT_MS)
+
+    card.get_by_role("button", name="Pick from this chat").click()
+    drawer = sized.locator("dialog.artifacts-drawer")
+    expect(drawer.locator(".artifact-fact").first).to_be_visible()
+    expect(drawer.locator(".artifact-fact").first).to_contain_text("from the summary of this chat's files")
+    expect(drawer).not_to_contain_text("digest")
+    drawer.locator(".artifacts-close").click()
+
+    card.locator("textarea").fill("The dpkg support contract costs 120 euros per year.")
+    card.get_by_role("button", name="Use this").click()
+    answered(sized, 1)
+    suggestions = sized.locator(".message.assistant .suggestions")
+    expect(suggestions.locator("button").first).to_be_visible()
+    expect(suggestions).not_to_contain_text("supplied")
