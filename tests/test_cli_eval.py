@@ -17,6 +17,7 @@ from orc.evaluation.sources import AnswerRequests, SentSources
 from orc.models.answering import Source
 from orc.models.prompting import format_sources
 from orc.models.tokens import EstimatedTokens
+from orc.output_policy import OutputPolicy
 
 SAMPLES = Path(__file__).resolve().parent.parent / "orc" / "samples"
 LEASE = "lease-agreement.md"
@@ -278,3 +279,17 @@ def test_the_markdown_report_quotes_ids_questions_and_answers_as_text() -> None:
     ]
     assert "<script>" not in markdown and "<img" not in markdown
     assert markdown.startswith("# orc eval: set\\`name\n")
+
+
+def test_an_answer_quoting_markup_reads_in_the_report_as_the_document_wrote_it() -> None:
+    case = EvalCase(id="w", docs=["fs.md"], target="fs.md", question="How do I stop watching?", expect="listener")
+    # The turn's answer as the output policy sent it: the document's "<string>" escaped once.
+    answer = OutputPolicy().text("filename <string> | <Buffer> listener <Function> [fs.md::S2]")
+    outcome = judge(case, answer, [], latency_ms=1, total_latency_ms=1)
+
+    markdown = to_markdown(summarize("api", "offline", [outcome]))
+
+    row = next(line for line in markdown.splitlines() if line.startswith("| w "))
+    # Escaped once for the Markdown page (which shows "<string>"), never twice ("&amp;lt;string&amp;gt;").
+    assert "filename &lt;string&gt; \\| &lt;Buffer&gt; listener &lt;Function&gt;" in row
+    assert "&amp;" not in row

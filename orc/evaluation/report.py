@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from orc.evaluation.scoring import CaseOutcome
+from orc.output_policy import as_text
 
 RECALL_AT = (5, 8)
 """The ranks at which retrieval recall is reported."""
@@ -193,8 +194,9 @@ _MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]|~])")
 def _cell(text: str, limit: int = 160) -> str:
     """``text`` as literal Markdown on one line: white space (newlines too) folded, cut at ``limit`` characters,
     HTML escaped (a quoted ``<script>`` is text, never markup) and Markdown's own characters backslashed (``|``
-    cannot end a cell, ``*`` cannot start emphasis)."""
-    flat = " ".join(text.split())
+    cannot end a cell, ``*`` cannot start emphasis). An answer arrives with the output policy's escapes
+    (``&lt;string&gt;``): they are undone first, or the page would show them escaped twice."""
+    flat = " ".join(as_text(text).split())
     flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
     return _MARKDOWN_ACTIVE.sub(r"\\\1", html.escape(flat, quote=False))
 
