@@ -83,6 +83,18 @@ def test_the_readme_starts_with_the_two_commands_that_set_up_a_fresh_machine() -
     assert shell_lines()[:2] == [["make", "demo"], ["make", "test"]]
 
 
+def test_the_commands_after_make_demo_find_orc_and_the_demos_conversation() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    demo_home = re.search(r"^demo:.*\n\t(ORC_HOME=\S+)", makefile, re.MULTILINE)
+    install = README[README.index("## Install") : README.index("## Try it")]
+    chat = [argv for argv in shell_lines() if "chat" in argv and "demo" in argv]
+
+    # make demo installs orc in .venv, not on the PATH: the README says how to reach it.
+    assert ". .venv/bin/activate" in install
+    # The demo keeps its data apart: a chat without the demo's ORC_HOME would open an empty "demo".
+    assert demo_home and chat == [[demo_home.group(1), "orc", "chat", "--conversation", "demo"]]
+
+
 def test_every_file_folder_and_link_the_readme_names_exists() -> None:
     linked = re.findall(r"\]\(([^)#\s]+)", README)
     named = re.findall(r"`((?:orc|docs|bench|tests|infra|tools|mcp_server|prompts)/[\w./-]+)`", README)
