@@ -121,3 +121,16 @@ def test_a_file_of_a_type_orc_cannot_read_is_refused_in_a_line_not_a_list_of_eve
     for said in (added_err, asked_err):
         assert "'holiday.heic' is not a supported document type; orc reads PDF, Word," in said
         assert ".zsh" not in said and ".pyi" not in said
+
+
+def test_contexts_put_refusals_say_what_to_type_instead(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["contexts", "put", "organization", "other"]) == 1
+    _, other_organization = capsys.readouterr()
+    assert main(["contexts", "put", "usecase", "onboarding"]) == 1
+    _, no_parent = capsys.readouterr()
+
+    assert "you can name only your own organization, 'default'" in other_organization
+    # Not "create it first with: orc contexts put …", the command that was just refused.
+    assert "hint" not in other_organization
+    assert "hint: a folder's parent is the organization; a usecase's is a folder: " in no_parent
+    assert "orc contexts put usecase ID --parent FOLDER" in no_parent

@@ -185,9 +185,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     except OrcError as exc:
         print(error_line(exc.code, exc.message), file=sys.stderr)
-        if exc.code == "context_not_found":
-            print("hint: create it first with: orc contexts put TYPE ID [--parent FOLDER]", file=sys.stderr)
+        hint = _HINTS.get(exc.code) if args.command != "contexts" or exc.code == "invalid_parent" else None
+        if hint:
+            print(f"hint: {hint}", file=sys.stderr)
         return 1
+
+
+_HINTS = {
+    # Not after `orc contexts put` itself: "create it first with the command you just ran" helps no one.
+    "context_not_found": "create it first with: orc contexts put TYPE ID [--parent FOLDER]",
+    # The service speaks of the API's parent_id; on the command line it is --parent.
+    "invalid_parent": "a folder's parent is the organization; a usecase's is a folder: "
+    "orc contexts put usecase ID --parent FOLDER",
+}
 
 
 def _run(args: argparse.Namespace) -> int:

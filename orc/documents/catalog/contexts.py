@@ -139,7 +139,12 @@ class ContextDirectory:
         """
         name = _check_name(name)
         if ref.type == "organization" and ref.id != principal.organization:
-            raise context_not_found(ref)
+            # Organizations come from sign-in, not from here: say which one is the caller's to name.
+            raise NotFound(
+                f"you can name only your own organization, {principal.organization!r}; "
+                f"another one ({ref.id!r}) cannot be made here",
+                code="context_not_found",
+            )
         tree = await self.tree(principal.organization)
         parent = _check_parent(principal, tree, ref, parent_id)
         created = False
