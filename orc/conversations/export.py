@@ -226,18 +226,33 @@ _FOOTNOTE_REFS = re.compile(r"(?:\[\^\d+\])+")
 _BLOCK = re.compile(r"<(p|ul|ol)(?=[\s>])")
 
 
+# A table cell as markdown-it writes it; fpdf2 lays out a cell's text in one piece and refuses any tag inside it.
+_CELL = re.compile(r"<(t[dh])(?: style=\"text-align:(\w+)\")?>(.*?)(</\1>)", re.DOTALL)
+_CELL_SUPERSCRIPT = re.compile(r"<sup>([^<]*)</sup>")
+_TAG = re.compile(r"<[^>]*>")
+
+
 def _superscript(refs: re.Match[str]) -> str:
     return "<sup>" + ",".join(re.findall(r"\d+", refs.group())) + "</sup>"
 
 
+def _plain_cell(cell: re.Match[str]) -> str:
+    """A cell's text without its inline markup (a footnote reads ``[1]``), aligned as its column: what fpdf2 can
+    put in a table."""
+    tag, align, inner, end = cell.groups()
+    text = _TAG.sub("", _CELL_SUPERSCRIPT.sub(r"[\1]", inner))
+    return f'<{tag} align="{align}">{text}{end}' if align else f"<{tag}>{text}{end}"
+
+
 def answer_html(markdown: str) -> str:
     """An answer's Markdown as the small HTML fpdf2 lays out: raw HTML is escaped (never markup), images are not
-    fetched (they stay links), ``[^n]`` references become superscripts (``1,2`` for two in a row) and paragraphs
-    and lists get :data:`ANSWER_LINE_HEIGHT`."""
+    fetched (they stay links), tables are tables (their cells as plain text), ``[^n]`` references become
+    superscripts (``1,2`` for two in a row) and paragraphs and lists get :data:`ANSWER_LINE_HEIGHT`."""
     from markdown_it import MarkdownIt  # imported here: only PDF exports need it
 
-    renderer = MarkdownIt("commonmark", {"html": False}).disable("image")
-    html = _FOOTNOTE_REFS.sub(_superscript, renderer.render(markdown))
+    # The page renders GitHub's tables (marked), so an answer written with one must not print as rows of pipes.
+    renderer = MarkdownIt("commonmark", {"html": False}).disable("image").enable("table")
+    html = _CELL.sub(_plain_cell, _FOOTNOTE_REFS.sub(_superscript, renderer.render(markdown)))
     return _BLOCK.sub(rf'<\1 line-height="{ANSWER_LINE_HEIGHT}"', html)
 
 

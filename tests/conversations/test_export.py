@@ -190,3 +190,20 @@ def test_export_file_names_come_from_the_title_and_never_carry_path_characters()
 )
 def test_a_conversation_is_titled_from_its_first_question_without_a_model(question: str, title: str) -> None:
     assert title_from_question(question) == title
+
+
+def test_a_table_in_an_answer_is_laid_out_as_a_table_in_the_pdf_not_as_rows_of_pipes() -> None:
+    table = (
+        "Two ways to watch a file:\n\n"
+        "| function | how | cost |\n| --- | :---: | ---: |\n"
+        "| `fs.watch` | **events** [lease.txt::S2] | low |\n| fs.watchFile | polling | |\n"
+    )
+    marked = conversation(1)
+    answer = marked.turns[0].assistant.model_copy(update={"content": table})
+    marked = marked.model_copy(update={"turns": [marked.turns[0].model_copy(update={"assistant": answer})]})
+
+    text = PdfReader(io.BytesIO(to_pdf(marked, {}))).pages[0].extract_text()
+
+    assert "| ---" not in text and "| function |" not in text
+    assert "function" in text and "fs.watchFile" in text and "polling" in text
+    assert "events[1]" in text  # the footnote of a cell, in the cell's plain text
