@@ -98,3 +98,37 @@ def test_a_context_request_speaks_of_summaries_and_never_suggests_the_users_own_
     suggestions = sized.locator(".message.assistant .suggestions")
     expect(suggestions.locator("button").first).to_be_visible()
     expect(suggestions).not_to_contain_text("supplied")
+
+
+# An answer with a table as a real model writes one (the page renders GitHub tables), drawn by the page's own module.
+RENDER_TABLE = """
+async () => {
+  const { AnswerView } = await import("/web/js/chat.js");
+  const view = new AnswerView({ onCitation: () => {} });
+  document.getElementById("messages").append(view.element);
+  const head = "| " + Array.from({ length: 8 }, (_, i) => `column ${i}`).join(" | ") + " |";
+  const rule = "|" + " --- |".repeat(8);
+  const row = "| " + Array.from({ length: 8 }, (_, i) => `fs.watchFileOption${i}`).join(" | ") + " |";
+  view.finish(`Options:\\n\\n${head}\\n${rule}\\n${row}\\n`, null);
+  const table = view.body.querySelector("table");
+  const cell = getComputedStyle(table.querySelector("td"));
+  return {
+    page: document.documentElement.scrollWidth,
+    viewport: window.innerWidth,
+    scrolls: table.scrollWidth > table.clientWidth,
+    padding: parseFloat(cell.paddingLeft),
+    border: cell.borderTopStyle,
+  };
+}
+"""
+
+
+def test_a_table_in_an_answer_has_ruled_cells_and_scrolls_inside_the_answer_on_a_phone(sized: Page) -> None:
+    ready(sized)
+
+    shown = sized.evaluate(RENDER_TABLE)
+
+    assert shown["page"] <= shown["viewport"], shown  # the page itself never scrolls sideways
+    assert shown["padding"] >= 4 and shown["border"] == "solid", shown
+    if shown["viewport"] < 500:
+        assert shown["scrolls"], shown  # eight columns do not fit a phone: the table scrolls, not the page
