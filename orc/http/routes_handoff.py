@@ -188,7 +188,9 @@ def _specific(error: ErrorDetails) -> OrcError | None:
         return InvalidName("a document id is 1-128 letters, digits, '_', '-', '.', '@' (see documents.list)")
     if field == "source_ref" and kind.startswith("string_"):
         return InvalidInput(
-            "source_ref must be a ref from a search result: <document>::<span_id>", code="invalid_source_ref"
+            "source_ref must be a ref from a search result: a document's name and a span id joined by '::' "
+            "(lease.pdf::S3)",
+            code="invalid_source_ref",
         )
     return None
 

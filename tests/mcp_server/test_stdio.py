@@ -222,6 +222,21 @@ async def test_arguments_that_do_not_fit_are_refused_one_plain_line_each_with_a_
     ]
 
 
+@pytest.mark.slow
+async def test_a_malformed_ref_is_explained_in_words_a_client_shows_as_they_are(tmp_path: Path) -> None:
+    server = _server(tmp_path / "home")
+
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("documents_get_span", {"source_ref": "no separator"})
+
+    text = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+    assert result.isError and split_tool_error(text)[0] == "invalid_source_ref"
+    # No <document>::<span_id> placeholder: the transport escapes markup, and it read "&lt;document&gt;".
+    assert "&lt;" not in text and "(lease.pdf::S3)" in text, text
+
+
 def test_a_validators_own_words_are_kept_without_pydantics_value_error_prefix() -> None:
     class Arguments(BaseModel):
         session_id: str

@@ -186,15 +186,16 @@ def a_file_not_added_among_many_is_seen_first_and_counted_in_the_banner(page: Pa
 
 
 def test_an_error_the_server_explains_with_angle_brackets_reads_as_written(browser: Browser, server: str) -> None:
-    with watched_page(browser, server, SIZES["1280px"], expected=("400",)) as page:
+    with watched_page(browser, server, SIZES["1280px"], expected=("404",)) as page:
         ready(page)
 
         said = page.evaluate(
             """async () => { const { api } = await import('/web/js/api.js');
-                try { await api.source('any-chat', 'not-a-ref'); } catch (error) { return error.message; } }"""
+                try { await api.source('any-chat', '<b>notes</b>.txt::S1'); }
+                catch (error) { return error.message; } }"""
         )
 
-    assert said == "ref must be a SourceRef: <document>::<span_id>"
+    assert said == "no document '<b>notes</b>.txt' is available in this conversation"
 
 
 AT_THE_END = """() => { const list = document.getElementById('messages');

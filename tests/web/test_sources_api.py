@@ -115,4 +115,6 @@ async def test_unknown_spans_and_malformed_refs_are_refused(app: ASGIApp) -> Non
 
     assert unknown.status_code == 404 and unknown.json()["code"] == "span_not_found"
     assert malformed.status_code == 400 and malformed.json()["code"] == "invalid_ref"
+    # Said without <placeholders>, which the output door escapes ("&lt;document&gt;") for every client.
+    assert "&lt;" not in malformed.json()["detail"] and "(lease.pdf::S3)" in malformed.json()["detail"]
     assert traversal.status_code in (404, 422)

@@ -287,7 +287,9 @@ class DocumentLibrary:
         name, separator, span_id = source_ref.rpartition("::")
         if not separator or not name or not span_id or len(source_ref) > 1200:
             raise InvalidInput(
-                "source_ref must be a ref from a search result: <document>::<span_id>", code="invalid_source_ref"
+                "source_ref must be a ref from a search result: a document's name and a span id joined by '::' "
+                "(lease.pdf::S3)",
+                code="invalid_source_ref",
             )
         available = await self._scopes.available(principal, scope)
         document = next((doc for doc in available.documents if doc.ref_name == name), None)

@@ -56,7 +56,11 @@ def split_ref(ref: str) -> tuple[str, str]:
     """``("report.pdf", "S3")`` from ``report.pdf::S3`` (filenames may themselves contain ``::``)."""
     document, separator, span_id = ref.rpartition(_REF_SEPARATOR)
     if not separator or not document or not span_id:
-        raise InvalidInput("ref must be a SourceRef: <document>::<span_id>", code="invalid_ref")
+        # No <placeholders>: every client would get them escaped as markup (&lt;document&gt;).
+        raise InvalidInput(
+            "ref must be a SourceRef: a document's name and a span id joined by '::' (lease.pdf::S3)",
+            code="invalid_ref",
+        )
     return document, span_id
 
 
