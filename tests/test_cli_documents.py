@@ -134,3 +134,20 @@ def test_contexts_put_refusals_say_what_to_type_instead(capsys: pytest.CaptureFi
     assert "hint" not in other_organization
     assert "hint: a folder's parent is the organization; a usecase's is a folder: " in no_parent
     assert "orc contexts put usecase ID --parent FOLDER" in no_parent
+
+
+def test_a_folder_named_as_a_file_is_said_to_be_a_folder_with_the_pattern_to_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "manuals"
+    write_files(folder, 2)
+
+    added = main(["docs", "add", str(folder)])
+    _, added_err = capsys.readouterr()
+    asked = main(["ask", "What is the locker number?", "--file", str(folder)])
+    _, asked_err = capsys.readouterr()
+
+    assert added == 2 and asked == 2
+    for said in (added_err, asked_err):
+        assert said.startswith(f"error (not_a_file): {folder}: a folder, not a file; name its files"), said
+        assert f"(for example {folder / '*'})" in said and "no such file" not in said

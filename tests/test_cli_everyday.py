@@ -282,3 +282,19 @@ def test_every_refusal_of_a_command_line_carries_a_code(
 
     said = capsys.readouterr().err.strip().splitlines()
     assert said and re.match(r"error \([a-z_]+\): ", said[0]), said
+
+
+def test_chat_attaches_the_files_a_pattern_names_and_says_a_folder_is_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "rent.md").write_text("The monthly rent is 1,450 euros.\n")
+    (notes / "notice.md").write_text("The notice period is 60 days.\n")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"/attach {notes}\n/attach {notes}/*.md\n/quit\n"))
+
+    assert main(["chat"]) == 0
+
+    _, err = capsys.readouterr()
+    assert f"error (not_a_file): {notes}: a folder, not a file; attach its files (for example /attach {notes}/*)" in err
+    assert "attached notice.md" in err and "attached rent.md" in err

@@ -173,7 +173,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_level)
     if args.command == "mcp":
         return _run_mcp(args)
-    missing = [str(path) for path in [*getattr(args, "files", []), *getattr(args, "paths", [])] if not path.is_file()]
+    named = [*getattr(args, "files", []), *getattr(args, "paths", [])]
+    folders = [str(path) for path in named if path.is_dir()]
+    if folders:
+        # A folder is not "no such file": say what to type instead (the shell expands the pattern).
+        example = str(Path(folders[0]) / "*")
+        message = f"{', '.join(folders)}: a folder, not a file; name its files (for example {example})"
+        print(error_line("not_a_file", message), file=sys.stderr)
+        return 2
+    missing = [str(path) for path in named if not path.is_file()]
     if missing:
         print(error_line("file_not_found", f"no such file: {', '.join(missing)}"), file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import importlib
 import shlex
 import signal
@@ -89,8 +90,18 @@ class ChatSession:
         if not paths:
             self._say("usage: /attach PATH [PATH...]")
             return
+        folders = [str(path) for path in paths if path.is_dir()]
+        if folders:
+            example = Path(folders[0]) / "*"
+            self._say(
+                error_line(
+                    "not_a_file",
+                    f"{', '.join(folders)}: a folder, not a file; attach its files (for example /attach {example})",
+                )
+            )
+            return
         if missing:
-            self._say(f"no such file: {', '.join(missing)}")
+            self._say(error_line("file_not_found", f"no such file: {', '.join(missing)}"))
             return
         names = await upload(self.services.foundation.session_files, self.conversation_id, paths, self.console)
         self.names = [*dict.fromkeys([*self.names, *names])]
@@ -114,8 +125,13 @@ class ChatSession:
 
 
 def _paths(rest: str) -> tuple[list[Path], list[str]]:
-    """The paths of ``/attach``'s argument (shell quoting allowed) and those that are not files."""
-    paths = [Path(part).expanduser() for part in shlex.split(rest)]
+    """The paths of ``/attach``'s argument (shell quoting allowed; ``~`` and patterns such as ``notes/*.md``
+    expanded, as a shell would) and those that are not files."""
+    paths: list[Path] = []
+    for part in shlex.split(rest):
+        path = Path(part).expanduser()
+        matches = sorted(glob.glob(str(path))) if any(char in part for char in "*?[") else []
+        paths += [Path(match) for match in matches if Path(match).is_file()] or [path]
     return paths, [str(path) for path in paths if not path.is_file()]
 
 
