@@ -51,3 +51,14 @@ def test_an_easyauth_deployment_without_a_client_id_and_an_api_key_one_without_k
     auth = auth[: auth.index("\n}\n")]
     assert "signInClientId" in auth and "authClientId" not in auth  # only the checked value is deployed
     assert "{ name: 'ORC_API_KEYS', value: apiKeys }" in BICEP
+
+
+def test_the_guide_says_what_only_an_admin_may_do_as_the_role_checks_do() -> None:
+    roles = (ROOT / "orc" / "http" / "roles.py").read_text(encoding="utf-8")
+    admin_only = re.findall(r'require_admin\(principal, "([^"]+)"\)', roles)
+    said = " ".join(GUIDE.split())
+
+    assert len(admin_only) == 3
+    for action in admin_only:
+        assert action in said, action
+    assert "creating organizations" not in said and "may create folders and usecases" in said
