@@ -293,3 +293,23 @@ def test_an_answer_quoting_markup_reads_in_the_report_as_the_document_wrote_it()
     # Escaped once for the Markdown page (which shows "<string>"), never twice ("&amp;lt;string&amp;gt;").
     assert "filename &lt;string&gt; \\| &lt;Buffer&gt; listener &lt;Function&gt;" in row
     assert "&amp;" not in row
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("--model", "argument --model: 'gpt4' is not a model: use offline, openai:<model> or azure:<deployment>"),
+        ("--embeddings", "argument --embeddings: 'gpt4' is not an embeddings model: use off, openai:<model> or"),
+    ],
+)
+def test_a_model_option_that_is_no_spec_is_refused_as_the_option_typed_before_any_case_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, said: str
+) -> None:
+    cases = write_set(tmp_path / "s.jsonl", [{"id": "x", "docs": [LEASE], "target": None, "question": "q"}])
+
+    with pytest.raises(SystemExit) as refused:
+        main(["eval", str(cases), "--docs", str(SAMPLES), option, "gpt4"])
+
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and said in err, err
+    assert "ORC_MODEL" not in err and "ORC_EMBEDDINGS" not in err and "cases from" not in err

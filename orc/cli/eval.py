@@ -34,15 +34,31 @@ def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     command.add_argument("questions", type=Path, metavar="QUESTIONS.jsonl")
     command.add_argument("--docs", type=Path, required=True, metavar="DIR", help="the folder holding the cases' docs")
     command.add_argument(
-        "--model", help="answer with this model (offline, openai:<model>, azure:<deployment>); default: ORC_MODEL"
+        "--model",
+        type=_spec("a model", "offline"),
+        help="answer with this model (offline, openai:<model>, azure:<deployment>); default: ORC_MODEL",
     )
     command.add_argument(
         "--embeddings",
+        type=_spec("an embeddings model", "off"),
         help="retrieve with these embeddings (off, openai:<model>, azure:<deployment>); default: ORC_EMBEDDINGS",
     )
     command.add_argument(
         "--out", type=Path, metavar="PREFIX", help="write PREFIX.json and PREFIX.md (default: eval-<set name>)"
     )
+
+
+def _spec(what: str, local: str) -> Any:
+    """An argparse type for ``--model`` / ``--embeddings``: a spec is refused as the option the user typed, before
+    any case runs (the settings would name ORC_MODEL, which the user did not set)."""
+
+    def check(text: str) -> str:
+        kind, _, name = text.strip().partition(":")
+        if (kind.lower() == local and not name) or (kind.lower() in ("openai", "azure") and name.strip()):
+            return text
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}: use {local}, openai:<model> or azure:<deployment>")
+
+    return check
 
 
 def eval_settings(settings: Settings, home: Path, args: argparse.Namespace) -> Settings:
