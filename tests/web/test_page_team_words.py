@@ -132,3 +132,23 @@ def test_a_table_in_an_answer_has_ruled_cells_and_scrolls_inside_the_answer_on_a
     assert shown["padding"] >= 4 and shown["border"] == "solid", shown
     if shown["viewport"] < 500:
         assert shown["scrolls"], shown  # eight columns do not fit a phone: the table scrolls, not the page
+
+
+API_DOC = b"The exists function takes a path <string> and a callback <Function>.\n"
+
+
+def test_a_copied_answer_is_pasted_as_the_document_wrote_it(sized: Page) -> None:
+    sized.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    ready(sized)
+    sized.set_input_files("#file-input", [{"name": "fs-api.txt", "mimeType": "text/plain", "buffer": API_DOC}])
+    chips_ready(sized, 1)
+    sized.fill("#question", "What does the exists function take?")
+    sized.click("#send")
+    answered(sized, 1)
+
+    answer = sized.locator(".message.assistant").first
+    answer.get_by_role("button", name="Copy").click()
+    expect(answer.get_by_role("button", name="Copied")).to_be_visible()
+    copied = sized.evaluate("() => navigator.clipboard.readText()")
+
+    assert "a path <string> and a callback <Function>" in copied, copied  # not "path &lt;string&gt;"

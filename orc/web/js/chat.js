@@ -109,7 +109,8 @@ function stepText(event) {
 
 /** The answer as plain text, for the clipboard: markers out, no space left before punctuation. */
 export function plainText(answer) {
-  return withoutMarkers(answer).replace(/[ \t]+([.,;:!?])/g, "$1").trim();
+  // The clipboard takes text, not markup: "path &lt;string&gt;" is pasted as the document wrote it.
+  return plain(withoutMarkers(answer)).replace(/[ \t]+([.,;:!?])/g, "$1").trim();
 }
 
 async function copyText(text) {
