@@ -152,3 +152,27 @@ def test_a_copied_answer_is_pasted_as_the_document_wrote_it(sized: Page) -> None
     copied = sized.evaluate("() => navigator.clipboard.readText()")
 
     assert "a path <string> and a callback <Function>" in copied, copied  # not "path &lt;string&gt;"
+
+
+ASK_A_SUGGESTION = """
+async () => {
+  const { AnswerView } = await import("/web/js/chat.js");
+  const view = new AnswerView({ onCitation: () => {} });
+  document.getElementById("messages").append(view.element);
+  view.finish("The exists function takes a path.", null);
+  const asked = [];
+  view.suggest(["What does fs-api.txt say about the path &lt;string&gt;?"], (text) => asked.push(text));
+  const chip = view.element.querySelector(".suggestion");
+  chip.click();
+  return { shown: chip.textContent, asked };
+}
+"""
+
+
+def test_a_suggestion_is_asked_in_the_words_it_shows(sized: Page) -> None:
+    ready(sized)
+
+    clicked = sized.evaluate(ASK_A_SUGGESTION)
+
+    question = "What does fs-api.txt say about the path <string>?"
+    assert clicked == {"shown": question, "asked": [question]}

@@ -246,7 +246,8 @@ export class AnswerView {
     this.element.querySelector(".suggestions")?.remove();
     if (!suggestions?.length) return;
     const chips = suggestions.map((text) =>
-      h("li", {}, h("button", { type: "button", class: "suggestion", onclick: () => onAsk(text) }, text)));
+      // Asked as shown: a question is the user's words, not the output policy's escapes ("&lt;string&gt;").
+      h("li", {}, h("button", { type: "button", class: "suggestion", onclick: () => onAsk(plain(text)) }, text)));
     this.element.append(h("ul", { class: "suggestions", "aria-label": "Suggested questions" }, ...chips));
   }
 
