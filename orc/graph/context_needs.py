@@ -194,8 +194,12 @@ def _suggestions(
     return found[:MAX_SUGGESTIONS]
 
 
+# A plain-text heading's underline or a ruler ("TRIGGERS\n========"): no words, only noise in a suggestion's label.
+_RULE = re.compile(r"(?<!\S)([=\-_~*#+])\1{2,}(?!\S)")
+
+
 def _excerpt(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(_RULE.sub(" ", text).split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 

@@ -3,7 +3,8 @@ one naming a file the conversation lacks asks for that file; small talk and a tu
 
 from __future__ import annotations
 
-from orc.graph.context_needs import needed_before_tools
+from orc.contracts import SourceSpan
+from orc.graph.context_needs import needed_before_tools, needed_context
 from orc.graph.state import ListedDocument
 
 HANDBOOK = ListedDocument(
@@ -40,3 +41,17 @@ def test_small_talk_and_questions_with_documents_to_answer_from_do_not_ask() -> 
     assert needed_before_tools("Thanks a lot", [], [], []) == []
     assert needed_before_tools("How many vacation days do I get?", [HANDBOOK], [], []) == []
     assert needed_before_tools("How many vacation days do I get?", None, ["handbook.pdf"], []) == []
+
+
+def test_a_passage_offered_as_a_suggestion_is_labelled_by_its_words_not_its_heading_underlines() -> None:
+    triggers = SourceSpan(
+        ref="triggers.txt::S1",
+        document="triggers.txt",
+        span_id="S1",
+        text="TRIGGERS\n========\n\nIntroduction\n------------\n\nA dpkg trigger is a facility that allows events.",
+    )
+
+    (slot,) = needed_context("How much is the monthly rent?", [triggers], [], [], ["triggers.txt"], [])
+
+    (label,) = [suggestion.label for suggestion in slot.suggestions]
+    assert label == "triggers.txt::S1: TRIGGERS Introduction A dpkg trigger is a facility that allows events."
