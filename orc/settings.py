@@ -302,6 +302,14 @@ class Settings(BaseSettings):
                 "%s is no longer a setting and has no effect: %s (docs/configuration.md, Changes)", name, REMOVED[name]
             )
 
+    @field_validator("home")
+    @classmethod
+    def _home_is_a_folder(cls, value: Path) -> Path:
+        # Refused here, by name: the stores would fail later with a bare FileExistsError from deep in start-up.
+        if value.exists() and not value.is_dir():
+            raise ValueError("must be a folder, not a file")
+        return value
+
     @field_validator("redact_patterns", mode="before")
     @classmethod
     def _parse_redact_patterns(cls, value: object) -> object:

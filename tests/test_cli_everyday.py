@@ -298,3 +298,21 @@ def test_chat_attaches_the_files_a_pattern_names_and_says_a_folder_is_a_folder(
     _, err = capsys.readouterr()
     assert f"error (not_a_file): {notes}: a folder, not a file; attach its files (for example /attach {notes}/*)" in err
     assert "attached notice.md" in err and "attached rent.md" in err
+
+
+@pytest.mark.parametrize("command", [["ask", "Hello?"], ["serve", "--port", "0"], ["mcp"], ["docs", "list"]])
+def test_a_setting_that_does_not_fit_is_named_in_words_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    not_a_folder = tmp_path / "orc-home.txt"
+    not_a_folder.write_text("a file where a folder belongs\n")
+    monkeypatch.setenv("ORC_HOME", str(not_a_folder))
+    monkeypatch.setenv("ORC_MAX_UPLOAD_BYTES", "20MB")
+
+    assert main(command) == 1
+
+    first, second, *rest = capsys.readouterr().err.splitlines()
+    # The value is shown cut (a setting may hold a key); the variable and the problem are whole.
+    assert first.startswith("error (configuration_error): ORC_HOME: must be a folder, not a file (got '/"), first
+    assert second == "  ORC_MAX_UPLOAD_BYTES: must be a whole number (got '20MB')"
+    assert rest == []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from mcp.server.fastmcp.exceptions import ToolError
@@ -73,8 +73,14 @@ def structured_result(result: BaseModel, text: str) -> CallToolResult:
 
 def argument_errors(exc: ValidationError) -> str:
     """``invalid_input: …`` for arguments that do not fit a tool's schema: one line per bad argument, in words."""
-    lines = dict.fromkeys(_argument_line(error) for error in exc.errors(include_url=False))
-    return "invalid_input: " + "\n".join(lines)
+    return "invalid_input: " + "\n".join(plain_errors(exc))
+
+
+def plain_errors(exc: ValidationError, name: Callable[[str], str] = str) -> list[str]:
+    """One line per value that does not fit, in words (``limit: must be a whole number (got 'abc')``), without
+    pydantic's report and its links; ``name`` says how a field is called where the value came from (an
+    environment variable for a setting)."""
+    return list(dict.fromkeys(_argument_line(error, name) for error in exc.errors(include_url=False)))
 
 
 _PLAIN = {
@@ -101,8 +107,9 @@ _PLAIN = {
 }
 
 
-def _argument_line(error: ErrorDetails) -> str:
-    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+def _argument_line(error: ErrorDetails, name: Callable[[str], str]) -> str:
+    loc = [str(part) for part in error["loc"]]
+    where = ".".join([name(loc[0]), *loc[1:]]) if loc else "arguments"
     context = error.get("ctx") or {}
     if error["type"] == "value_error" and "error" in context:
         problem = str(context["error"])  # the validator's own words, without pydantic's "Value error, "
@@ -110,9 +117,11 @@ def _argument_line(error: ErrorDetails) -> str:
         problem = _PLAIN[error["type"]].format(**context)
     else:
         problem = error["msg"].removeprefix("Input ")
+    if not problem.startswith(where):  # a validator that names the setting itself says it once
+        problem = f"{where}: {problem}"
     if error["type"] in ("missing", "extra_forbidden"):
-        return f"{where}: {problem}"
+        return problem
     shown = repr(error.get("input"))
     if len(shown) > MAX_SHOWN_INPUT_CHARS:
         shown = shown[: MAX_SHOWN_INPUT_CHARS - 1] + "…"
-    return f"{where}: {problem} (got {shown})"
+    return f"{problem} (got {shown})"

@@ -15,12 +15,15 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orc.cli.doctor import add_doctor_command
 from orc.cli.eval import add_eval_command
 from orc.cli.refusals import error_line
 from orc.cli.worker import add_worker_command
+
+if TYPE_CHECKING:  # imported where it is raised: `orc --help` stays light
+    from orc.errors import OrcError
 
 CONTEXT_HELP = "focus on a context: organization:ID, folder:ID or usecase:ID"
 QUIET_LOGGERS = ("aiosqlite", "sqlite3", "httpcore", "httpx", "openai", "azure", "urllib3", "asyncio", "mcp")
@@ -90,11 +93,11 @@ def _add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
 def _run_mcp(args: argparse.Namespace) -> int:
     if args.mcp_action == "install":
         from orc.cli import mcp_install
-        from orc.settings import Settings
+        from orc.cli.refusals import settings_from_environment
 
         launch = mcp_install.ServerLaunch(
             python=Path(sys.executable),
-            orc_home=Settings().home,
+            orc_home=settings_from_environment().home,
             organization=args.organization,
             user=args.user,
             allow_dirs=args.allow_dirs,
@@ -171,8 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``orc`` command."""
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
+    from orc.errors import InternalError, OrcError
+
     if args.command == "mcp":
-        return _run_mcp(args)
+        try:
+            return _run_mcp(args)
+        except InternalError:
+            raise
+        except OrcError as exc:
+            return _refused(exc, args)
     named = [*getattr(args, "files", []), *getattr(args, "paths", [])]
     folders = [str(path) for path in named if path.is_dir()]
     if folders:
@@ -185,18 +195,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(error_line("file_not_found", f"no such file: {', '.join(missing)}"), file=sys.stderr)
         return 2
-    from orc.errors import InternalError, OrcError
-
     try:
         return _run(args)
     except InternalError:
         raise
     except OrcError as exc:
-        print(error_line(exc.code, exc.message), file=sys.stderr)
-        hint = _HINTS.get(exc.code) if args.command != "contexts" or exc.code == "invalid_parent" else None
-        if hint:
-            print(f"hint: {hint}", file=sys.stderr)
-        return 1
+        return _refused(exc, args)
+
+
+def _refused(exc: OrcError, args: argparse.Namespace) -> int:
+    """Say a refusal in one line (and a hint where one helps); exit status 1."""
+    print(error_line(exc.code, exc.message), file=sys.stderr)
+    hint = _HINTS.get(exc.code) if args.command != "contexts" or exc.code == "invalid_parent" else None
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)
+    return 1
 
 
 _HINTS = {
@@ -211,9 +224,9 @@ _HINTS = {
 def _run(args: argparse.Namespace) -> int:
     from orc import event_loop
     from orc.cli.console import NOTHING_YET
-    from orc.settings import Settings
+    from orc.cli.refusals import settings_from_environment
 
-    settings = Settings()
+    settings = settings_from_environment()
     empty = NOTHING_YET.get((args.command, getattr(args, "action", None)))
     # Embedded stores live in ORC_HOME: without the folder nothing is stored yet, and opening them would create it.
     if empty is not None and settings.storage == "embedded" and not settings.home.is_dir():

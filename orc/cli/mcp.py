@@ -66,10 +66,10 @@ async def serve(principal: Principal, tool_names: ToolNameForm | None = None, al
     from mcp_server.server import build_mcp_server
     from mcp_server.stdio import run_stdio
     from mcp_server.tools import local_files
+    from orc.cli.refusals import settings_from_environment
     from orc.composition import build_document_services, build_foundation
-    from orc.settings import Settings
 
-    settings = Settings()
+    settings = settings_from_environment()
     folders = local_files.folders_from([*settings.mcp_allowed_dirs, *allow_dirs])
     form = tool_names or settings.mcp_tool_names or STDIO_TOOL_NAMES
     async with AsyncExitStack() as stack:

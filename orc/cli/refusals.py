@@ -3,6 +3,11 @@ needs (the server's refusal of an unknown file type names all ~80 extensions it 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # `orc --help` must not load the settings machinery
+    from orc.settings import Settings
+
 READABLE_KINDS = (
     "PDF, Word, PowerPoint, Excel, HTML, Markdown, text, CSV, JSON, and source code and configuration files"
 )
@@ -19,3 +24,22 @@ def short_message(code: str, message: str) -> str:
 def error_line(code: str, message: str) -> str:
     """``error (code): message``, the message cut by :func:`short_message`."""
     return f"error ({code}): {short_message(code, message)}"
+
+
+def settings_from_environment() -> Settings:
+    """The ``ORC_`` settings; a value that does not fit is a :class:`~orc.errors.ConfigurationError` naming each
+    variable in words (``ORC_MAX_UPLOAD_BYTES: must be a whole number (got 'abc')``), not pydantic's report with
+    its traceback and links."""
+    from pydantic import ValidationError
+
+    from orc.settings import Settings
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        # Imported only here: the MCP tools' module loads the MCP SDK, which a plain command never needs.
+        from mcp_server.tools import plain_errors
+        from orc.errors import ConfigurationError
+
+        lines = plain_errors(exc, lambda field: f"ORC_{field.upper()}")
+        raise ConfigurationError("\n  ".join(lines)) from None
