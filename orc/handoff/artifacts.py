@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -195,13 +196,25 @@ class SessionArtifacts:
                     kind="fact",
                     id=f"fact:{number}",
                     title=_shorten(claim, TITLE_CHARS),
-                    detail="from the summary of this chat's files",
+                    detail=_from_files(refs),
                     context="session",
                     source_refs=refs,
                     supply=SuggestedSupply(source_ref=refs[0]),
                 )
             )
         return artifacts
+
+
+# A summary point's SourceRef: ``<filename>::<span_id>``, sometimes with a readable hint after it (``::p. 2``).
+_FACT_SOURCE = re.compile(r"^(?P<filename>.+?)::S\d+(?:::.*)?$")
+
+
+def _from_files(refs: list[str]) -> str:
+    """Where a summary's point comes from, in a reader's words: ``from lease.pdf and notes.md``."""
+    names = list(dict.fromkeys(m.group("filename") for ref in refs if (m := _FACT_SOURCE.match(ref))))
+    if not names:
+        return "from the summary of this chat's files"
+    return "from " + (names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}")
 
 
 def _answer(question: str, assistant: AssistantMessage) -> Artifact:

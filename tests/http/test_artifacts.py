@@ -62,6 +62,10 @@ async def test_a_session_offers_its_files_its_focus_documents_its_digest_facts_a
     assert facts and all(
         item["source_refs"] and item["supply"]["source_ref"] == item["source_refs"][0] for item in facts
     )
+    # Each point says which files it comes from, in words (not "from the session's digest").
+    for fact in facts:
+        files = dict.fromkeys(ref.split("::")[0] for ref in fact["source_refs"])
+        assert fact["detail"].startswith("from ") and all(name in fact["detail"] for name in files), fact
     answers = [item for item in items if item["kind"] == "answer"]
     assert [item["title"] for item in answers] == [
         "How many vacation days do new employees get?",  # newest first

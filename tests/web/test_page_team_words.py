@@ -88,7 +88,7 @@ def test_a_context_request_speaks_of_summaries_and_never_suggests_the_users_own_
     card.get_by_role("button", name="Pick from this chat").click()
     drawer = sized.locator("dialog.artifacts-drawer")
     expect(drawer.locator(".artifact-fact").first).to_be_visible()
-    expect(drawer.locator(".artifact-fact").first).to_contain_text("from the summary of this chat's files")
+    expect(drawer.locator(".artifact-fact").first).to_contain_text("from triggers.txt")
     expect(drawer).not_to_contain_text("digest")
     drawer.locator(".artifacts-close").click()
 
