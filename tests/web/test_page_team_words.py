@@ -176,3 +176,13 @@ def test_a_suggestion_is_asked_in_the_words_it_shows(sized: Page) -> None:
 
     question = "What does fs-api.txt say about the path <string>?"
     assert clicked == {"shown": question, "asked": [question]}
+
+
+def test_the_export_menu_opens_on_the_screen(sized: Page) -> None:
+    ready(sized)
+    sized.locator("#export-menu summary").click()
+
+    width = sized.viewport_size["width"] if sized.viewport_size else 0
+    for option in sized.locator("#export-menu .export-options button").all():
+        box = option.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (option.inner_text(), box)
