@@ -186,3 +186,42 @@ def test_the_export_menu_opens_on_the_screen(sized: Page) -> None:
     for option in sized.locator("#export-menu .export-options button").all():
         box = option.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (option.inner_text(), box)
+
+
+# A connection that winds down slowly after the turn's last event (a proxy, a busy machine): the answer stream's
+# bytes arrive as sent, and its end three seconds later.
+SLOW_STREAM_END = """
+const fetchFirst = window.fetch;
+window.fetch = async (input, init) => {
+  const response = await fetchFirst(input, init);
+  const url = typeof input === "string" ? input : input.url;
+  if (!url.endsWith("/api/orc") || !response.body) return response;
+  const reader = response.body.getReader();
+  const body = new ReadableStream({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (!done) { controller.enqueue(value); return; }
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      controller.close();
+    },
+  });
+  return new Response(body, { status: response.status, headers: response.headers });
+};
+"""
+
+
+def test_a_question_sent_as_the_answer_appears_is_asked_not_dropped(sized: Page) -> None:
+    sized.add_init_script(SLOW_STREAM_END)
+    ready(sized)
+    sized.set_input_files("#file-input", [{"name": "fs-api.txt", "mimeType": "text/plain", "buffer": API_DOC}])
+    chips_ready(sized, 1)
+    sized.fill("#question", "What does the exists function take?")
+    sized.click("#send")
+    answered(sized, 1)
+
+    sized.fill("#question", "What does the callback receive?")
+    sized.keyboard.press("Enter")
+
+    expect(sized.locator(".message.user")).to_have_count(2)
+    answered(sized, 2)
+    expect(sized.locator("#question")).to_have_value("")

@@ -268,16 +268,23 @@ async function ask(question, asked) {
   const turn = { question, conversation_id: sessionId, blob_names: files, context_requests: "allow" };
   const context = focusContext();
   if (context) turn.context = context;
+  // The question box is free again once the turn has said its last word, not when its stream closes: a
+  // question sent (or a suggestion clicked) as the answer appears was dropped while the connection wound down.
+  const release = () => {
+    if (state.asking !== controller) return;
+    state.asking = null;
+    $("send").disabled = false;
+  };
   try {
     for await (const event of askStream(turn, controller.signal)) {
       handle(view, event);
+      if (event.type === "final" || event.type === "context_required") release();
     }
   } catch (error) {
     if (stopped) view.stopped();
     else if (error.name !== "AbortError") view.error(error.message);
   } finally {
-    $("send").disabled = false;
-    if (state.asking === controller) state.asking = null;
+    release();
   }
   if (sessionId === state.sessionId) await loadConversations().catch(showError);
 }
