@@ -169,3 +169,19 @@ async def test_summarize_is_answered_from_the_files_digest_in_python_the_cli_and
     assert result.places_to_look == []
     assert printed.getvalue().startswith(f"gpl-3.0.txt: {summary}")
     assert mcp.answer.startswith(f"gpl-3.0.txt: {summary}") and "[gpl-3.0.txt::S" in mcp.answer
+
+
+async def test_asked_what_is_in_a_file_that_could_not_be_read_the_answer_says_so_and_promises_nothing(
+    services: Services,
+) -> None:
+    broken = b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog"  # a PDF cut off in its first object
+    await services.foundation.session_files.add(LOCAL_PRINCIPAL, "c2", [Upload("scan.pdf", broken)])
+    assert await services.documents.digests.wait_idle(LOCAL_PRINCIPAL, "c2", 120)
+
+    result = await services.orchestrator.ask(
+        TurnRequest(question="What is in scan.pdf?", conversation_id="c2", blob_names=["scan.pdf"])
+    )
+
+    assert isinstance(result, TurnResult)
+    assert result.answer.startswith("scan.pdf has no summary: no text could be read from it")
+    assert "once the file is processed" not in result.answer

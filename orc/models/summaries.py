@@ -13,13 +13,14 @@ import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from xml.sax.saxutils import escape, quoteattr
 
 from orc.text import tokenize
 
 __all__ = [
     "DigestOfFile",
+    "MissingDigest",
     "SummaryRequest",
     "digests_section",
     "facts_of",
@@ -30,6 +31,11 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+MissingDigest = Literal["not_ready", "unreadable", "too_long"]
+"""Why a file has no digest: ``not_ready`` (being processed or summarized: it will have one), ``unreadable`` (no
+text could be read from it: it never will), ``too_long`` (more text than a summary reads: it never will, but its
+passages can still be asked about)."""
 
 MAX_FACTS = 8
 """Facts of each file's digest the prompt carries."""
@@ -66,7 +72,7 @@ _POINTING = frozenset(
     )
 )
 _NAME_SPLIT = re.compile(r"[-_.\s]+|(?<=[a-z])(?=[A-Z])")
-_DIGEST = re.compile(r'<file_digest\s+document="([^"]*)"(\s+status="[^"]*")?\s*>(.*?)</file_digest>', re.DOTALL)
+_DIGEST = re.compile(r'<file_digest\s+document="([^"]*)"(?:\s+status="([^"]*)")?\s*>(.*?)</file_digest>', re.DOTALL)
 _FACT = re.compile(r"^- (.*?)(?: \[([^\[\]]+)\])?$")
 _TRAILING = re.compile(r"[\s?.!]+$")
 
@@ -89,12 +95,15 @@ class SummaryRequest:
 
 @dataclass(frozen=True, slots=True)
 class DigestOfFile:
-    """A file's stored digest as the answer prompt shows it; ``summary`` is None when the file has none yet."""
+    """A file's stored digest as the answer prompt shows it; ``summary`` is None when the file has none, and
+    ``missing`` says why."""
 
     document: str
     summary: str | None
     facts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(claim, SourceRefs) of its first facts."""
+    missing: MissingDigest = "not_ready"
+    """Why ``summary`` is None: not made yet, the file's text could not be read, or too long to summarize."""
 
 
 def summary_request(question: str) -> SummaryRequest | None:
@@ -113,7 +122,7 @@ def render_file_digests(digests: Sequence[DigestOfFile]) -> str:
     for digest in digests:
         document = quoteattr(digest.document)
         if digest.summary is None:
-            parts.append(f'<file_digest document={document} status="not_ready"></file_digest>')
+            parts.append(f'<file_digest document={document} status="{digest.missing}"></file_digest>')
             continue
         lines = [f"Summary: {escape(digest.summary)}"]
         lines += [
@@ -147,13 +156,21 @@ def summary_answer(question: str, system_text: str) -> str | None:
     for document, status, body in found:
         name = html.unescape(document)
         if status:
-            parts.append(
-                f"{name} has no summary yet: it is made once the file is processed. Ask me about it "
-                "meanwhile and I will quote the passages that answer."
-            )
+            parts.append(_no_summary(name, status))
             continue
         parts.append(_file_summary(name, html.unescape(body)))
     return "\n\n".join(parts) if parts else None
+
+
+def _no_summary(name: str, missing: str) -> str:
+    if missing == "unreadable":
+        return f"{name} has no summary: no text could be read from it, so there is nothing in it I can quote either."
+    if missing == "too_long":
+        return f"{name} is too long to summarize. Ask me about what it says and I will quote the passages that answer."
+    return (
+        f"{name} has no summary yet: it is made once the file is processed. Ask me about it meanwhile and I will "
+        "quote the passages that answer."
+    )
 
 
 def _file_summary(name: str, body: str) -> str:

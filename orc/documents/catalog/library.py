@@ -29,7 +29,13 @@ from orc.documents.catalog.results import (
     SpanText,
 )
 from orc.documents.catalog.scopes import DocumentScopes
-from orc.documents.catalog.summaries import DocumentSummary, NoSummaries, SummaryProvider, SummaryWithSources
+from orc.documents.catalog.summaries import (
+    DocumentSummary,
+    NoSummaries,
+    SummaryProvider,
+    SummaryWithSources,
+    missing_digest,
+)
 from orc.documents.records import context_scope, session_scope
 from orc.errors import InvalidInput, NoSummary, NotFound, NotReady, PayloadTooLarge
 from orc.extracted import PDF
@@ -194,7 +200,9 @@ class DocumentLibrary:
             summary = await self._summaries.summary(principal, document) if usable(document) else None
             text = await self._text(document) if summary is not None else None
             if summary is None or text is None:
-                result.append(SummaryWithSources(document=document.ref_name, summary=None))
+                result.append(
+                    SummaryWithSources(document=document.ref_name, summary=None, missing=missing_digest(document))
+                )
                 continue
             cited = dict.fromkeys(ref.rpartition("::")[2] for _, refs in facts_of(summary.facts, facts) for ref in refs)
             spans = {span.span_id: span for span in text.spans}

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from orc.contracts import SourceSpan
 from orc.documents.records import DigestStatus
-from orc.models.summaries import DigestOfFile, facts_of, render_file_digests
+from orc.models.summaries import DigestOfFile, MissingDigest, facts_of, render_file_digests
 from orc.principal import Principal
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class SummaryWithSources(BaseModel):
     document: str = Field(description="The name the document's SourceRefs use.")
     summary: DocumentSummary | None
     sources: list[SourceSpan] = Field(default_factory=list)
+    missing: MissingDigest = Field(default="not_ready", description="Why ``summary`` is None, when it is.")
 
 
 class FileSummaries(Protocol):
@@ -75,6 +76,17 @@ class NoSummaries:
         return "none"
 
 
+def missing_digest(document: AvailableDocument) -> MissingDigest:
+    """Why ``document`` has no digest: its text could not be read (its processing failed, or it has no text),
+    it is too long to summarize, or it is not made yet."""
+    info = document.info
+    if info.status == "failed" or info.digest_error_code == "not_extracted":
+        return "unreadable"
+    if info.digest_error_code == "too_long":
+        return "too_long"
+    return "not_ready"
+
+
 def file_digests_of(found: Sequence[SummaryWithSources]) -> tuple[str, list[SourceSpan]]:
     """The answer prompt's file digests for ``found`` (:func:`orc.models.summaries.render_file_digests`), each
     fact citing the spans given with it, and those spans."""
@@ -82,7 +94,7 @@ def file_digests_of(found: Sequence[SummaryWithSources]) -> tuple[str, list[Sour
     sources: list[SourceSpan] = []
     for item in found:
         if item.summary is None:
-            digests.append(DigestOfFile(item.document, None))
+            digests.append(DigestOfFile(item.document, None, missing=item.missing))
             continue
         # The digest cites <filename>::<span>; the prompt's refs are those of the spans given to the answer.
         refs = {source.span_id: source.ref for source in item.sources}
