@@ -222,3 +222,16 @@ async def test_a_served_app_starts_its_extraction_worker_before_any_upload(tmp_p
 
     assert under_way or already, "the app's start-up began starting a worker, without waiting for it"
     assert len(started) == 1
+
+
+async def test_a_parser_complaining_in_a_worker_writes_nothing_to_the_servers_terminal(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    pool = ExtractionPool(1, 512 << 20, limits=LIMITS, deadline_seconds=60)
+    try:
+        with pytest.raises(ExtractionError):
+            await pool.extract(b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog", "scan.pdf", None)  # cut off: no EOF marker
+    finally:
+        await pool.aclose()
+
+    assert capfd.readouterr().err == "", "the file's status says why it failed; the terminal is the server's"

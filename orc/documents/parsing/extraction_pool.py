@@ -167,8 +167,11 @@ document's deadline runs: on a busy machine their imports alone took seconds, ch
 
 
 def _limit_memory(memory_bytes: int) -> None:
-    """Worker initializer: cap the worker's address space, lower its priority (where the platform allows) and
-    import the parsers."""
+    """Worker initializer: cap the worker's address space, lower its priority (where the platform allows), keep
+    the parsers' log lines out of the server's terminal and import the parsers."""
+    # A worker has no logging configured, so Python's last-resort handler would print a parser's complaints
+    # ("EOF marker not found") bare on the server's terminal; the document's status already says why it failed.
+    logging.getLogger().addHandler(logging.NullHandler())
     try:
         import resource
 
