@@ -16,7 +16,7 @@ from filelock import FileLock
 from orc.search.embedded import EmbeddedSearchEngine
 from orc.search.embedded.directory import DocumentsDatabase
 from orc.search.embedded.layout import layout_root, organization_folder
-from orc.search.embedded.segments import SegmentViews, write_segment
+from orc.search.embedded.segments import SegmentViews, key
 from orc.search.embedded.upkeep import SegmentUpkeep
 from orc.search.port import SearchFilter, SearchRequest
 from orc.testing.conformance.search import LEGAL, ORG, document
@@ -132,20 +132,28 @@ async def test_segments_that_lost_most_rows_are_built_again_and_merged_once_thei
     await engine.aclose()
 
 
-def test_every_row_of_a_small_segment_built_on_two_threads_is_found_by_a_query_equal_to_it(tmp_path: Path) -> None:
-    # Rows inserted at once into a near-empty graph left about one in 4,000 unreachable: 30,000 rows make a
-    # regression show here all but certainly.
+async def test_every_row_of_a_fold_of_thousands_is_found_by_a_query_equal_to_it(tmp_path: Path) -> None:
+    # Rows inserted on two threads at once left about one in 3,000 of these unreachable: 12,000 rows make a return
+    # to parallel building show here all but certainly (on a machine of more than one core).
+    engine = approximate(tmp_path, fold_spans=12_000, max_segment_spans=12_000)
+    await index_documents(engine, 60, 200)
+    await engine.compact(ORG)
+    await engine.aclose()
+    [segment] = segment_files(tmp_path)
+    database = DocumentsDatabase(layout_root(tmp_path))
+    entries = {item.document_id: entry for entry, item in database.directory(ORG).vector_sets.items()}
+    database.close()
     views = SegmentViews()
-    missed = []
-    for seed in range(150):
-        rows = np.asarray(vectors(seed, 200), dtype=np.float32)
-        name, _ = write_segment(tmp_path, DIMS, [(seed, rows)], threads=2)
-        for ordinal, row in enumerate(rows):
-            if views.search(tmp_path / name, row, 1)[0][0] != (seed << 24 | ordinal):
-                missed.append((seed, ordinal))
+
+    missed = [
+        (number, ordinal)
+        for number in range(60)
+        for ordinal, row in enumerate(np.asarray(vectors(number, 200), dtype=np.float32))
+        if views.search(segment, row, 1)[0][0] != key(entries[f"doc{number:02d}"], ordinal)
+    ]
     views.clear()
 
-    assert missed == [], "a row of a small segment is out of every search's reach"
+    assert missed == [], "a row of a fold is out of every search's reach"
 
 
 async def test_a_fold_another_process_is_making_is_left_to_it_and_made_once_it_is_done(tmp_path: Path) -> None:

@@ -54,6 +54,15 @@ def entry_of(key: int) -> tuple[int, int]:
     return key >> ORDINAL_BITS, key & ((1 << ORDINAL_BITS) - 1)
 
 
+BUILD_THREADS = 1
+"""A segment's graph is built on one thread. Rows inserted on several threads at once cannot all link to one
+another, and a few end up where no search reaches them (about one in 3,000 of 20,000 random 384-d rows, one in 200
+to 500 of 50-row graphs of 16-d ones; none built serially): a document a user does not find. One thread is also what
+a fold should take of a two-core machine — it runs in the background beside the writes, whose commits want the
+other core — and when the cores are busy, two threads build no faster than one while spending more CPU spinning on
+the graph's locks (``bench/README.md``, ``search_scale``)."""
+
+
 def write_segment(
     folder: Path,
     dims: int,
@@ -61,14 +70,15 @@ def write_segment(
     *,
     base: Path | None = None,
     keep: Collection[int] = (),
-    threads: int = 0,
+    threads: int = BUILD_THREADS,
 ) -> tuple[str, int]:
     """Build a segment of ``parts`` (each a vector set's entry and its matrix, one row per span) and write it
     to a new file in ``folder``, whole or not at all; its file name and how many vectors were added.
 
     With ``base`` (a segment file), the new segment starts from a copy of that one's graph, its rows of entries
     not in ``keep`` removed: each vector is put in a graph once rather than again at every merge (an insertion
-    is most of what a segment costs), and the base file itself is left as it is."""
+    is most of what a segment costs), and the base file itself is left as it is. ``threads``: see
+    :data:`BUILD_THREADS` (more than one leaves a few rows where no search reaches them)."""
     import numpy as np
     from usearch.index import Index
 
@@ -93,8 +103,7 @@ def write_segment(
             index.remove(dead)
     count = 0
     for keys, matrix in _batches(parts, dims):
-        # One call per batch of rows: usearch spreads a call's rows over ``threads`` cores.
-        index.add(keys, matrix, threads=1 if len(index) + len(matrix) <= SERIAL_ROWS else threads)
+        index.add(keys, matrix, threads=threads)
         count += len(matrix)
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{uuid.uuid4().hex}.usearch"
@@ -106,15 +115,8 @@ def write_segment(
     return name, count
 
 
-SERIAL_ROWS = 1_024
-"""A graph of at most this many rows is built on one thread. Rows inserted on several threads at once cannot all
-link to one another, and a few end up where no search reaches them: about one in 3,000 of 20,000 random 384-d
-rows, one in 200 to 500 of 50-row graphs of 16-d ones, and none built serially. On a fold of thousands the cores
-are worth that (an approximate search misses more than that anyway); on a small graph they buy nothing, and one row
-lost of forty is a document a user does not find."""
-
 ADD_BATCH_ROWS = 16_384
-"""Rows given to usearch in one call (a few documents' worth of spans is too few to keep every core busy)."""
+"""Rows given to usearch in one call (and so held as one float32 matrix meanwhile)."""
 
 
 def _batches(
