@@ -47,7 +47,7 @@ from orc.search.fusion import LEXICAL_ONLY
 from orc.search.indexing import indexed_document
 from orc.search.lexical_leg import RERANK_DEPTH, PreparedQuery, lexical_ranking, prepare_query
 from orc.search.memory import MemorySearchEngine
-from orc.search.port import IndexedEntry, ScopeFields, SearchEngine, index_version
+from orc.search.port import IndexedDocument, IndexedEntry, ScopeFields, SearchEngine, index_version
 from orc.search.targets import RankedSpan, Retrieval, Target, fused_spans
 from orc.search.text_store import DocumentText, TextStore
 from orc.search.vector_leg import hybrid_ranking, query_vector_of, vector_ranking
@@ -127,11 +127,13 @@ class Retriever:
     ) -> None:
         """Index ``text`` as ``document_id`` (replacing its entry), with its span vectors when given."""
         model = self._vectors.store_key if self._vectors is not None and vectors is not None else None
-        rows = vectors.tolist() if vectors is not None and model is not None else None
-        document = await asyncio.to_thread(
-            indexed_document, text, document_id=document_id, scope=scope, vectors=rows, vector_model=model
-        )
-        await self._engine.upsert(document)
+
+        def entry() -> IndexedDocument:
+            # In the worker thread with the spans: a large document's vectors as lists take a while to make.
+            rows = vectors.tolist() if vectors is not None and model is not None else None
+            return indexed_document(text, document_id=document_id, scope=scope, vectors=rows, vector_model=model)
+
+        await self._engine.upsert(await asyncio.to_thread(entry))
 
     async def remove(self, organization: str, document_id: str) -> None:
         """Drop ``document_id`` from the index."""
