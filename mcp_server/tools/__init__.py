@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
 
 from orc.errors import CallerError, ModelBehaviourError, OrcError, ServiceUnavailable
+from orc.plain_errors import plain_errors
 
 logger = logging.getLogger(__name__)
 
-MAX_SHOWN_INPUT_CHARS = 40
-"""How much of a rejected value an argument error repeats (enough to recognise it)."""
 _ERROR_TEXT = re.compile(r"^(?:Error executing tool [^:]+: )?([a-z][a-z_]*): (.*)$", re.DOTALL)
 
 
@@ -74,54 +72,3 @@ def structured_result(result: BaseModel, text: str) -> CallToolResult:
 def argument_errors(exc: ValidationError) -> str:
     """``invalid_input: …`` for arguments that do not fit a tool's schema: one line per bad argument, in words."""
     return "invalid_input: " + "\n".join(plain_errors(exc))
-
-
-def plain_errors(exc: ValidationError, name: Callable[[str], str] = str) -> list[str]:
-    """One line per value that does not fit, in words (``limit: must be a whole number (got 'abc')``), without
-    pydantic's report and its links; ``name`` says how a field is called where the value came from (an
-    environment variable for a setting)."""
-    return list(dict.fromkeys(_argument_line(error, name) for error in exc.errors(include_url=False)))
-
-
-_PLAIN = {
-    "missing": "required",
-    "extra_forbidden": "not an argument of this tool",
-    "int_type": "must be a whole number",
-    "int_parsing": "must be a whole number",
-    "int_from_float": "must be a whole number",
-    "string_type": "must be text",
-    "list_type": "must be a list",
-    "bool_type": "must be true or false",
-    "bool_parsing": "must be true or false",
-    "dict_type": "must be an object",
-    "model_type": "must be an object",
-    "literal_error": "must be one of {expected}",
-    "greater_than_equal": "must be at least {ge}",
-    "greater_than": "must be more than {gt}",
-    "less_than_equal": "must be at most {le}",
-    "less_than": "must be less than {lt}",
-    "too_short": "must have at least {min_length} item(s)",
-    "too_long": "must have at most {max_length} item(s)",
-    "string_too_short": "must be at least {min_length} character(s)",
-    "string_too_long": "must be at most {max_length} character(s)",
-}
-
-
-def _argument_line(error: ErrorDetails, name: Callable[[str], str]) -> str:
-    loc = [str(part) for part in error["loc"]]
-    where = ".".join([name(loc[0]), *loc[1:]]) if loc else "arguments"
-    context = error.get("ctx") or {}
-    if error["type"] == "value_error" and "error" in context:
-        problem = str(context["error"])  # the validator's own words, without pydantic's "Value error, "
-    elif error["type"] in _PLAIN:
-        problem = _PLAIN[error["type"]].format(**context)
-    else:
-        problem = error["msg"].removeprefix("Input ")
-    if not problem.startswith(where):  # a validator that names the setting itself says it once
-        problem = f"{where}: {problem}"
-    if error["type"] in ("missing", "extra_forbidden"):
-        return problem
-    shown = repr(error.get("input"))
-    if len(shown) > MAX_SHOWN_INPUT_CHARS:
-        shown = shown[: MAX_SHOWN_INPUT_CHARS - 1] + "…"
-    return f"{problem} (got {shown})"

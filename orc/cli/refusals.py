@@ -37,9 +37,8 @@ def settings_from_environment() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        # Imported only here: the MCP tools' module loads the MCP SDK, which a plain command never needs.
-        from mcp_server.tools import plain_errors
         from orc.errors import ConfigurationError
+        from orc.plain_errors import plain_errors
 
         lines = plain_errors(exc, lambda field: f"ORC_{field.upper()}")
         raise ConfigurationError("\n  ".join(lines)) from None
