@@ -94,6 +94,18 @@ def watched_page(
     assert not unexpected, unexpected
 
 
+@pytest.fixture(params=list(SIZES))
+def sized(request: pytest.FixtureRequest, browser: Browser, server: str) -> Iterator[Page]:
+    """The page at 1280 px, then at 390 px (a phone); a module may define its own (another server, say)."""
+    with watched_page(browser, server, SIZES[request.param]) as opened:
+        yield opened
+
+
+def text_file(name: str, data: bytes) -> dict[str, Any]:
+    """A text file as Playwright's ``set_input_files`` takes it."""
+    return {"name": name, "mimeType": "text/plain", "buffer": data}
+
+
 LEASE_PAGES = [
     ["Residential lease agreement.", "The tenant rents the flat at Rue Haute 12."],
     [

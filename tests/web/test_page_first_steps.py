@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -26,13 +25,6 @@ API_DOC = (
     b"The exists function takes a path <string> and a callback <Function>.\n\n"
     b"The callback receives a <boolean> that says whether the path exists.\n"
 )
-
-
-@pytest.fixture(params=list(SIZES))
-def sized(request: pytest.FixtureRequest, browser: Browser, server: str) -> Iterator[Page]:
-    """The page at 1280 px, then at 390 px (a phone)."""
-    with watched_page(browser, server, SIZES[request.param]) as opened:
-        yield opened
 
 
 def attach(page: Page, name: str, data: bytes) -> None:

@@ -4,13 +4,10 @@ could never succeed; the file still answers questions."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.web.conftest import SIZES, watched_page
+from tests.web.conftest import text_file
 from tests.web.test_browser import WAIT_MS, answered, chips_ready, ready
 
 pytestmark = pytest.mark.slow
@@ -20,17 +17,6 @@ MANUAL = (
     "\n\n".join(f"Section {n}. The daemon rereads its configuration on a hangup signal." for n in range(6000))
     + "\n\nThe daemon writes its process id to /run/orcd.pid when it starts.\n"
 ).encode()
-
-
-def text_file(name: str, data: bytes) -> dict[str, Any]:
-    return {"name": name, "mimeType": "text/plain", "buffer": data}
-
-
-@pytest.fixture(params=list(SIZES))
-def sized(request: pytest.FixtureRequest, browser: Browser, server: str) -> Iterator[Page]:
-    """The page at 1280 px, then at 390 px (a phone)."""
-    with watched_page(browser, server, SIZES[request.param]) as opened:
-        yield opened
 
 
 def test_a_file_too_long_to_summarize_gets_a_neutral_note_and_no_retry(sized: Page) -> None:

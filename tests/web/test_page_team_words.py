@@ -7,13 +7,12 @@ not digests; and text the user supplied is never suggested back as a document ("
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.web.conftest import SIZES, watched_page
+from tests.web.conftest import text_file
 from tests.web.test_browser import WAIT_MS, answered, chips_ready, ready
 
 pytestmark = pytest.mark.slow
@@ -24,13 +23,6 @@ TRIGGERS = (
     b"Trigger names contain only printing 7-bit ascii characters. "
     b"Only dpkg may create the triggers directory, while it holds the status lock.\n"
 )
-
-
-@pytest.fixture(params=list(SIZES))
-def sized(request: pytest.FixtureRequest, browser: Browser, server: str) -> Iterator[Page]:
-    """The page at 1280 px, then at 390 px (a phone)."""
-    with watched_page(browser, server, SIZES[request.param]) as opened:
-        yield opened
 
 
 def in_the_drawer(page: Page) -> None:
@@ -137,14 +129,19 @@ def test_a_table_in_an_answer_has_ruled_cells_and_scrolls_inside_the_answer_on_a
 API_DOC = b"The exists function takes a path <string> and a callback <Function>.\n"
 
 
+def asked_about_the_api_doc(page: Page) -> None:
+    """The page with ``fs-api.txt`` attached and a first question about it answered."""
+    ready(page)
+    page.set_input_files("#file-input", [text_file("fs-api.txt", API_DOC)])
+    chips_ready(page, 1)
+    page.fill("#question", "What does the exists function take?")
+    page.click("#send")
+    answered(page, 1)
+
+
 def test_a_copied_answer_is_pasted_as_the_document_wrote_it(sized: Page) -> None:
     sized.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    ready(sized)
-    sized.set_input_files("#file-input", [{"name": "fs-api.txt", "mimeType": "text/plain", "buffer": API_DOC}])
-    chips_ready(sized, 1)
-    sized.fill("#question", "What does the exists function take?")
-    sized.click("#send")
-    answered(sized, 1)
+    asked_about_the_api_doc(sized)
 
     answer = sized.locator(".message.assistant").first
     answer.get_by_role("button", name="Copy").click()
@@ -212,12 +209,7 @@ window.fetch = async (input, init) => {
 
 def test_a_question_sent_as_the_answer_appears_is_asked_not_dropped(sized: Page) -> None:
     sized.add_init_script(SLOW_STREAM_END)
-    ready(sized)
-    sized.set_input_files("#file-input", [{"name": "fs-api.txt", "mimeType": "text/plain", "buffer": API_DOC}])
-    chips_ready(sized, 1)
-    sized.fill("#question", "What does the exists function take?")
-    sized.click("#send")
-    answered(sized, 1)
+    asked_about_the_api_doc(sized)
 
     sized.fill("#question", "What does the callback receive?")
     sized.keyboard.press("Enter")

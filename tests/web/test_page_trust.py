@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.documents.pdf_factory import make_pdf
-from tests.web.conftest import LEASE_PAGES, SIZES, lease_pdf, watched_page
+from tests.web.conftest import LEASE_PAGES, SIZES, lease_pdf, text_file, watched_page
 from tests.web.test_browser import WAIT_MS, answered, chips_ready, ready
 
 pytestmark = pytest.mark.slow
@@ -41,17 +39,6 @@ JARGON = (
     "document_chat",
     "Tool ",
 )
-
-
-def text_file(name: str, data: bytes) -> dict[str, Any]:
-    return {"name": name, "mimeType": "text/plain", "buffer": data}
-
-
-@pytest.fixture(params=list(SIZES))
-def sized(request: pytest.FixtureRequest, browser: Browser, server: str) -> Iterator[Page]:
-    """The page at 1280 px, then at 390 px (a phone)."""
-    with watched_page(browser, server, SIZES[request.param]) as opened:
-        yield opened
 
 
 def ask(page: Page, question: str, count: int) -> None:
