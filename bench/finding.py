@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,13 +181,38 @@ async def full_run(name: str, questions: Path, documents: Path, embeddings_url: 
         return dict(json.loads(prefix.with_name(prefix.name + ".json").read_text()))
 
 
+class SharedConversations:
+    """One conversation per set of documents, attached when a case first names it: a fast run's single questions
+    over the same documents share it (a follow-up runs in a conversation of its own)."""
+
+    def __init__(self, services: Any, documents: Path) -> None:
+        from orc.evaluation.runner import _Documents
+
+        self._services = services
+        self._files = _Documents(documents)
+        self._made: dict[tuple[str, ...], str] = {}
+
+    async def of(self, docs: Sequence[str]) -> str:
+        """The conversation holding ``docs``, made and attached on first use."""
+        from orc.evaluation.runner import _attach
+
+        key = tuple(docs)
+        if key not in self._made:
+            conversation = f"finding-{len(self._made)}"
+            problem = await _attach(self._services, conversation, await self._files.uploads(docs))
+            if problem:
+                raise RuntimeError(problem)
+            self._made[key] = conversation
+        return self._made[key]
+
+
 async def fast_run(questions: Path, documents: Path, embeddings_url: str | None) -> dict[str, Any]:
     """The development loop (see the module docstring): single questions through document_chat's evidence and the
     answer node's packing, follow-ups as turns; source recall, tokens and recall@5."""
     from orc.composition import build_runtime
     from orc.documents.catalog.availability import DocumentScope
     from orc.evaluation.cases import load_cases
-    from orc.evaluation.runner import _attach, _Documents, run_case
+    from orc.evaluation.runner import _Documents, run_case
     from orc.evaluation.scoring import normal, retrieval_rank
     from orc.evaluation.sources import AnswerRequests
     from orc.graph.answer import answer_sources
@@ -207,7 +232,7 @@ async def fast_run(questions: Path, documents: Path, embeddings_url: str | None)
             model.callbacks = [requests]
             services = await stack.enter_async_context(build_runtime(settings, model=model))
             files = _Documents(documents)
-            conversations: dict[tuple[str, ...], str] = {}
+            conversations = SharedConversations(services, documents)
             for case in cases:
                 if not case.answerable:
                     continue
@@ -217,14 +242,7 @@ async def fast_run(questions: Path, documents: Path, embeddings_url: str | None)
                         {"id": case.id, "follow_up": True, "hit": outcome.source_hit, "tokens": outcome.source_tokens}
                     )
                     continue
-                key = tuple(case.docs)
-                if key not in conversations:
-                    conversation = f"finding-{len(conversations)}"
-                    problem = await _attach(services, conversation, await files.uploads(case.docs))
-                    if problem:
-                        raise RuntimeError(problem)
-                    conversations[key] = conversation
-                conversation = conversations[key]
+                conversation = await conversations.of(case.docs)
                 question = case.scored.question
                 found = await services.documents.mcp.document_chat.answer(
                     LOCAL_PRINCIPAL, conversation, question, list(case.docs), mode="evidence"

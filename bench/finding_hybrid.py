@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.finding import SETS, _settings, minilm_server
+from bench.finding import SETS, SharedConversations, _settings, minilm_server
 
 SPENT = [
     "finding-blind_4",
@@ -145,7 +145,6 @@ async def run_set(
     from orc.composition import build_runtime, model_from_settings
     from orc.documents.catalog.availability import DocumentScope
     from orc.evaluation.cases import load_cases
-    from orc.evaluation.runner import _attach, _Documents
     from orc.evaluation.scoring import normal
     from orc.graph.answer import answer_sources
     from orc.models.tokens import EstimatedTokens
@@ -161,19 +160,11 @@ async def run_set(
         async with contextlib.AsyncExitStack() as stack:
             model = model_from_settings(settings, resources=stack)
             services = await stack.enter_async_context(build_runtime(settings, model=model))
-            files = _Documents(documents)
-            conversations: dict[tuple[str, ...], str] = {}
+            conversations = SharedConversations(services, documents)
             for case in cases:
                 if not case.answerable or case.follow_up:
                     continue
-                key = tuple(case.docs)
-                if key not in conversations:
-                    conversation = f"finding-{len(conversations)}"
-                    problem = await _attach(services, conversation, await files.uploads(case.docs))
-                    if problem:
-                        raise RuntimeError(problem)
-                    conversations[key] = conversation
-                conversation = conversations[key]
+                conversation = await conversations.of(case.docs)
                 question = case.scored.question
                 phrase = normal(case.scored.expect or "")
                 row: dict[str, Any] = {"set": name, "id": case.id}
